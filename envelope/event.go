@@ -1,0 +1,376 @@
+package envelope
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"maps"
+	"mime"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/oklog/ulid/v2"
+)
+
+// SpecVersion is the CloudEvents version eventlite reads and writes.
+const SpecVersion = "1.0"
+
+// Names of eventlite's CloudEvents extension attributes.
+const (
+	ExtStreamVersion = "streamversion"
+	ExtPosition      = "position"
+	ExtTenant        = "tenant"
+	ExtCorrelationID = "correlationid"
+	ExtCausationID   = "causationid"
+)
+
+// Limits that validation enforces.
+const (
+	// DefaultMaxDataBytes is the default limit on an event's data as
+	// stored (after JSON compaction), inclusive. It keeps every event
+	// publishable through a broker with default settings (NATS's default
+	// max payload is 1 MiB, headers included).
+	DefaultMaxDataBytes = 512 << 10
+	// MaxStreamBytes is the longest stream id, in bytes.
+	MaxStreamBytes = 255
+	// MaxAttributeBytes is the longest value of any other string
+	// attribute (id, source, type, dataschema, extensions), in bytes.
+	MaxAttributeBytes = 1024
+	// MaxStreamVersion caps a stream: versions are CloudEvents Integers.
+	MaxStreamVersion = 1<<31 - 1
+)
+
+// DefaultContentType is given to events that name no datacontenttype.
+const DefaultContentType = "application/json"
+
+// Event is one CloudEvents 1.0 event as eventlite stores it. The core
+// attributes and eventlite's extensions are typed fields; any other
+// extension lives in Extensions. ToCloudEvent and FromCloudEvent convert
+// to and from sdk-go's event.Event without loss.
+//
+// Data holds the encoded data as stored: compacted JSON for a JSON content
+// type, raw bytes otherwise. It is decoded only when asked (Registry.Decode,
+// DecodeData).
+type Event struct {
+	ID     string // "id"; a monotonic ULID when left empty
+	Source string // "source", a URI-reference
+	Type   string // "type"
+	// Stream is the stream id, carried as the CloudEvents "subject".
+	Stream          string
+	Time            time.Time // "time"; now when zero
+	DataContentType string    // "datacontenttype"; application/json when empty
+	DataSchema      string    // "dataschema", a URI
+	Data            []byte
+
+	Tenant        string // "tenant" extension
+	StreamVersion int64  // "streamversion": the stream's version after this event, set by the store
+	Position      int64  // "position": the global log position, set by the store
+	CorrelationID string // "correlationid" extension
+	CausationID   string // "causationid" extension
+
+	// Extensions holds any other extension attribute. Values are string,
+	// int32 or bool (CloudEvents' JSON types); URI, timestamp and binary
+	// extensions are carried in their string form.
+	Extensions map[string]any
+}
+
+// New returns an event of the given type whose data is v encoded as JSON.
+// A []byte or json.RawMessage v is taken as already-encoded JSON.
+func New(eventType string, v any) (Event, error) {
+	e := Event{Type: eventType, DataContentType: DefaultContentType}
+	switch d := v.(type) {
+	case nil:
+	case json.RawMessage:
+		e.Data = d
+	case []byte:
+		e.Data = d
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return Event{}, &InvalidError{Index: -1, Field: "data", Reason: "cannot encode as JSON: " + err.Error()}
+		}
+		e.Data = b
+	}
+	return e, nil
+}
+
+// Clone returns a copy of e that shares no memory with it.
+func (e Event) Clone() Event {
+	if e.Data != nil {
+		e.Data = bytes.Clone(e.Data)
+	}
+	if e.Extensions != nil {
+		e.Extensions = maps.Clone(e.Extensions)
+	}
+	return e
+}
+
+// IsJSON reports whether the event's data is JSON, judged by its content
+// type (empty, application/json, text/json or any +json type).
+func (e *Event) IsJSON() bool { return IsJSONContentType(e.DataContentType) }
+
+// IsJSONContentType reports whether a datacontenttype denotes JSON data.
+func IsJSONContentType(ct string) bool {
+	if ct == "" {
+		return true
+	}
+	mt := ct
+	if i := strings.IndexByte(mt, ';'); i >= 0 {
+		mt = mt[:i]
+	}
+	mt = strings.ToLower(strings.TrimSpace(mt))
+	return mt == "application/json" || mt == "text/json" || strings.HasSuffix(mt, "+json")
+}
+
+// Prepare readies a new event for appending: it fills the id (a monotonic
+// ULID), the time (now, UTC) and the content type (application/json) when
+// they are empty, compacts JSON data, and validates the result with
+// maxData as the data limit (0 means DefaultMaxDataBytes).
+func (e *Event) Prepare(now time.Time, maxData int) error {
+	if e.ID == "" {
+		e.ID = ulid.Make().String()
+	}
+	if e.Time.IsZero() {
+		e.Time = now
+	}
+	e.Time = e.Time.UTC()
+	if e.DataContentType == "" {
+		e.DataContentType = DefaultContentType
+	}
+	if e.Data != nil && e.IsJSON() {
+		c, err := compactJSON(e.Data)
+		if err != nil {
+			return &InvalidError{Index: -1, Field: "data", Reason: "content type " + e.DataContentType + " but data is not valid JSON: " + err.Error()}
+		}
+		e.Data = c
+	}
+	return e.Validate(maxData)
+}
+
+// compactJSON returns data compacted, or data itself when it holds no
+// insignificant white space. It fails when data is not valid JSON.
+func compactJSON(data []byte) ([]byte, error) {
+	if bytes.IndexAny(data, " \t\r\n") < 0 {
+		if !json.Valid(data) {
+			var v any
+			err := json.Unmarshal(data, &v)
+			if err == nil {
+				err = errNotJSON
+			}
+			return nil, err
+		}
+		return data, nil
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(data))
+	if err := json.Compact(&buf, data); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+var errNotJSON = errors.New("not valid JSON")
+
+var tenantRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// ValidateTenant checks a tenant name: 1-64 characters of A-Z a-z 0-9 . _ -
+func ValidateTenant(tenant string) error {
+	if !tenantRE.MatchString(tenant) {
+		return &InvalidError{Index: -1, Field: "tenant", Reason: strconv.Quote(truncate(tenant)) + " is not 1-64 characters of A-Z a-z 0-9 . _ -"}
+	}
+	return nil
+}
+
+// ValidateStream checks a stream id: 1-255 bytes of valid UTF-8, no NUL,
+// no leading or trailing white space (CloudEvents SDKs trim the subject).
+func ValidateStream(stream string) error {
+	switch {
+	case stream == "":
+		return invalid("stream", "stream id is empty")
+	case len(stream) > MaxStreamBytes:
+		return invalid("stream", "stream id is %d bytes, longer than %d", len(stream), MaxStreamBytes)
+	case !utf8.ValidString(stream):
+		return invalid("stream", "stream id is not valid UTF-8")
+	case strings.IndexByte(stream, 0) >= 0:
+		return invalid("stream", "stream id contains a NUL byte")
+	}
+	first, _ := utf8.DecodeRuneInString(stream)
+	last, _ := utf8.DecodeLastRuneInString(stream)
+	if unicode.IsSpace(first) || unicode.IsSpace(last) {
+		return invalid("stream", "stream id %s starts or ends with white space", strconv.Quote(truncate(stream)))
+	}
+	return nil
+}
+
+func truncate(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "..."
+	}
+	return s
+}
+
+// Validate checks the event against the CloudEvents 1.0 spec and
+// eventlite's own rules. maxData is the data limit in bytes (0 means
+// DefaultMaxDataBytes, negative means no limit). It returns an
+// *InvalidError or a *TooLargeError.
+func (e *Event) Validate(maxData int) error {
+	if err := checkString("id", e.ID, true); err != nil {
+		return err
+	}
+	if err := checkString("source", e.Source, true); err != nil {
+		return err
+	}
+	if _, err := url.Parse(e.Source); err != nil {
+		return invalid("source", "not a URI-reference: %v", err)
+	}
+	if err := checkString("type", e.Type, true); err != nil {
+		return err
+	}
+	if !e.Time.IsZero() {
+		// RFC 3339 writes four-digit years; a time outside them (possible
+		// after converting an offset time to UTC) could not be read back.
+		if y := e.Time.UTC().Year(); y < 0 || y > 9999 {
+			return invalid("time", "%s is outside the years 0000-9999 that RFC 3339 can express", e.Time.UTC().Format(time.RFC3339Nano))
+		}
+	}
+	if e.Stream != "" {
+		if err := ValidateStream(e.Stream); err != nil {
+			return err
+		}
+	}
+	if e.DataContentType != "" {
+		if err := validateContentType(e.DataContentType); err != nil {
+			return err
+		}
+	}
+	if e.DataSchema != "" {
+		if err := checkString("dataschema", e.DataSchema, true); err != nil {
+			return err
+		}
+		if u, err := url.Parse(e.DataSchema); err != nil || !u.IsAbs() {
+			return invalid("dataschema", "%q is not an absolute URI", truncate(e.DataSchema))
+		}
+	}
+	if e.Tenant != "" {
+		if err := ValidateTenant(e.Tenant); err != nil {
+			return err
+		}
+	}
+	if e.StreamVersion < 0 || e.StreamVersion > MaxStreamVersion {
+		return invalid(ExtStreamVersion, "%d is outside 0..%d", e.StreamVersion, MaxStreamVersion)
+	}
+	if e.Position < 0 {
+		return invalid(ExtPosition, "%d is negative", e.Position)
+	}
+	if err := checkString(ExtCorrelationID, e.CorrelationID, false); err != nil {
+		return err
+	}
+	if err := checkString(ExtCausationID, e.CausationID, false); err != nil {
+		return err
+	}
+	for name, v := range e.Extensions {
+		if err := validateExtension(name, v); err != nil {
+			return err
+		}
+	}
+	if maxData == 0 {
+		maxData = DefaultMaxDataBytes
+	}
+	if maxData > 0 && len(e.Data) > maxData {
+		return &TooLargeError{Index: -1, Field: "data", Size: len(e.Data), Limit: maxData}
+	}
+	if e.Data != nil && e.IsJSON() && !json.Valid(e.Data) {
+		return invalid("data", "content type %s but data is not valid JSON", e.contentTypeOrDefault())
+	}
+	return nil
+}
+
+func (e *Event) contentTypeOrDefault() string {
+	if e.DataContentType == "" {
+		return DefaultContentType
+	}
+	return e.DataContentType
+}
+
+func checkString(field, v string, required bool) error {
+	switch {
+	case v == "" && required:
+		return invalid(field, "required and empty")
+	case len(v) > MaxAttributeBytes:
+		return &TooLargeError{Index: -1, Field: field, Size: len(v), Limit: MaxAttributeBytes}
+	case !utf8.ValidString(v):
+		return invalid(field, "not valid UTF-8")
+	case strings.IndexByte(v, 0) >= 0:
+		return invalid(field, "contains a NUL byte")
+	}
+	return nil
+}
+
+// validateContentType checks an RFC 2046 media type: type "/" subtype
+// with optional parameters.
+func validateContentType(ct string) error {
+	if err := checkString("datacontenttype", ct, true); err != nil {
+		return err
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || !strings.Contains(mt, "/") || strings.HasPrefix(mt, "/") || strings.HasSuffix(mt, "/") {
+		return invalid("datacontenttype", "%q is not an RFC 2046 media type such as application/json", truncate(ct))
+	}
+	return nil
+}
+
+// reserved names are the context attributes that are not extensions.
+var reserved = map[string]bool{
+	"specversion": true, "id": true, "source": true, "type": true,
+	"subject": true, "time": true, "datacontenttype": true, "dataschema": true,
+	"data": true, "data_base64": true,
+	ExtStreamVersion: true, ExtPosition: true, ExtTenant: true,
+	ExtCorrelationID: true, ExtCausationID: true,
+}
+
+// ValidExtensionName reports whether name is a legal CloudEvents extension
+// attribute name: lower-case ASCII letters and digits.
+func ValidExtensionName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// badExtensionName is the error for an extension name that is not
+// lower-case ASCII letters and digits. Its Field is the name (shortened
+// when long), or "extension" when the name is empty.
+func badExtensionName(name string) *InvalidError {
+	if name == "" {
+		return invalid("extension", "an extension attribute has an empty name")
+	}
+	return invalid(truncate(name), "extension names are lower-case ASCII letters and digits")
+}
+
+func validateExtension(name string, v any) error {
+	if !ValidExtensionName(name) {
+		return badExtensionName(name)
+	}
+	if reserved[name] {
+		return invalid(name, "is a context attribute or an eventlite extension, not a free extension")
+	}
+	switch x := v.(type) {
+	case string:
+		return checkString(name, x, false)
+	case bool, int32:
+		return nil
+	default:
+		return invalid(name, "extension value of type %T: use a string, a bool or a 32-bit integer", v)
+	}
+}

@@ -1,0 +1,365 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/eventlite/eventlite/envelope"
+)
+
+// Expected is the optimistic-concurrency condition of an append.
+type Expected struct {
+	kind    expectKind
+	version int64
+}
+
+type expectKind uint8
+
+const (
+	expectAny expectKind = iota
+	expectNoStream
+	expectExists
+	expectExact
+)
+
+var (
+	// Any appends whatever the stream's version.
+	Any = Expected{kind: expectAny}
+	// NoStream appends only when the stream does not exist yet.
+	NoStream = Expected{kind: expectNoStream}
+	// StreamExists appends only when the stream has at least one event.
+	StreamExists = Expected{kind: expectExists}
+)
+
+// Exact appends only when the stream's version is n. Exact(0) is NoStream.
+func Exact(n int64) Expected {
+	if n == 0 {
+		return NoStream
+	}
+	return Expected{kind: expectExact, version: n}
+}
+
+// ParseExpected reads the CLI's forms: any, no-stream, exists, or a
+// version number (0 meaning no-stream).
+func ParseExpected(s string) (Expected, error) {
+	switch s {
+	case "any", "":
+		return Any, nil
+	case "no-stream":
+		return NoStream, nil
+	case "exists":
+		return StreamExists, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return Expected{}, fmt.Errorf("expected version %q: want any, no-stream, exists or a version number >= 0", s)
+	}
+	return Exact(n), nil
+}
+
+// Version returns n for Exact(n), and false for the other forms.
+func (e Expected) Version() (int64, bool) { return e.version, e.kind == expectExact }
+
+func (e Expected) String() string {
+	switch e.kind {
+	case expectNoStream:
+		return "no stream"
+	case expectExists:
+		return "an existing stream"
+	case expectExact:
+		return "version " + strconv.FormatInt(e.version, 10)
+	default:
+		return "any version"
+	}
+}
+
+func (e Expected) holds(current int64) bool {
+	switch e.kind {
+	case expectNoStream:
+		return current == 0
+	case expectExists:
+		return current > 0
+	case expectExact:
+		return current == e.version
+	default:
+		return true
+	}
+}
+
+// AppendResult is the outcome of an append.
+type AppendResult struct {
+	Tenant  string
+	Stream  string
+	Version int64 // the stream's version after the append
+	// Events are the events as stored: ids, times, versions and positions
+	// filled in. Positions are consecutive.
+	Events []envelope.Event
+}
+
+// FirstPosition is the position of the first appended event.
+func (r AppendResult) FirstPosition() int64 {
+	if len(r.Events) == 0 {
+		return 0
+	}
+	return r.Events[0].Position
+}
+
+// LastPosition is the position of the last appended event.
+func (r AppendResult) LastPosition() int64 {
+	if len(r.Events) == 0 {
+		return 0
+	}
+	return r.Events[len(r.Events)-1].Position
+}
+
+// Positions lists the appended events' positions.
+func (r AppendResult) Positions() []int64 {
+	p := make([]int64, len(r.Events))
+	for i, e := range r.Events {
+		p[i] = e.Position
+	}
+	return p
+}
+
+type appendReq struct {
+	tenant, stream string
+	expected       Expected
+	events         []envelope.Event
+}
+
+// Append appends events to a tenant's stream if expected holds, in one
+// transaction with one outbox row per event, and returns the stream's new
+// version and the events' positions. A failed expectation writes nothing
+// and returns a *ConflictError.
+//
+// Event ids are unique per tenant. Appending events that are already
+// stored (same ids, type and data, in this stream, as its newest events) is
+// a retry: it returns the first result and writes nothing, whatever
+// expected says. Any other reuse of a stored id returns a *DuplicateError.
+//
+// The events are validated before any transaction starts. The caller's
+// slice is not modified.
+func (s *Store) Append(ctx context.Context, tenant, stream string, expected Expected, events ...envelope.Event) (AppendResult, error) {
+	a, err := s.prepareAppend(tenant, stream, expected, events)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	r := &request{ctx: ctx, a: a, done: make(chan struct{})}
+	if err := s.submit(ctx, r); err != nil {
+		return AppendResult{}, fmt.Errorf("append to %q: %w", stream, err)
+	}
+	return r.res, nil
+}
+
+// AppendTx appends inside an Update closure, so the caller's own writes
+// and the events commit together. It behaves like Append; a failed append
+// writes nothing and leaves the transaction usable.
+func (s *Store) AppendTx(ctx context.Context, tx *Tx, tenant, stream string, expected Expected, events ...envelope.Event) (AppendResult, error) {
+	if err := tx.check(s); err != nil {
+		return AppendResult{}, err
+	}
+	a, err := s.prepareAppend(tenant, stream, expected, events)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	if err := s.exec("SAVEPOINT append_tx"); err != nil {
+		return AppendResult{}, fmt.Errorf("append to %q: %w", stream, mapErr(err))
+	}
+	res, err := s.appendLocked(a, tx.now)
+	if err != nil {
+		_ = s.exec("ROLLBACK TO append_tx")
+	}
+	if rerr := s.exec("RELEASE append_tx"); rerr != nil && err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("append to %q: %w", stream, err)
+	}
+	return res, nil
+}
+
+// prepareAppend validates and fills the events outside any transaction.
+func (s *Store) prepareAppend(tenant, stream string, expected Expected, events []envelope.Event) (*appendReq, error) {
+	if err := envelope.ValidateTenant(tenant); err != nil {
+		return nil, err
+	}
+	if err := envelope.ValidateStream(stream); err != nil {
+		return nil, err
+	}
+	if len(events) == 0 {
+		return nil, &envelope.InvalidError{Index: -1, Field: "events", Reason: "nothing to append"}
+	}
+	if expected.kind == expectExact && (expected.version < 0 || expected.version > envelope.MaxStreamVersion) {
+		return nil, &envelope.InvalidError{Index: -1, Field: "expected", Reason: fmt.Sprintf("version %d is outside 0..%d", expected.version, envelope.MaxStreamVersion)}
+	}
+	now := s.opts.Now()
+	evs := make([]envelope.Event, len(events))
+	var seen map[string]int
+	for i := range events {
+		e := events[i]
+		if e.Stream != "" && e.Stream != stream {
+			return nil, &envelope.InvalidError{Index: i, Field: "subject", Reason: fmt.Sprintf("%q differs from the stream %q appended to", e.Stream, stream)}
+		}
+		if e.Tenant != "" && e.Tenant != tenant {
+			return nil, &envelope.InvalidError{Index: i, Field: "tenant", Reason: fmt.Sprintf("%q differs from the tenant %q appended to", e.Tenant, tenant)}
+		}
+		e.Stream, e.Tenant = stream, tenant
+		e.Position, e.StreamVersion = 0, 0 // the store assigns them
+		if err := e.Prepare(now, s.opts.MaxDataBytes); err != nil {
+			var ie *envelope.InvalidError
+			var te *envelope.TooLargeError
+			switch {
+			case errors.As(err, &ie):
+				c := *ie
+				c.Index = i
+				return nil, &c
+			case errors.As(err, &te):
+				c := *te
+				c.Index = i
+				return nil, &c
+			}
+			return nil, err
+		}
+		if len(events) > 1 {
+			if seen == nil {
+				seen = make(map[string]int, len(events))
+			}
+			if j, dup := seen[e.ID]; dup {
+				return nil, &DuplicateError{Tenant: tenant, EventID: e.ID, Reason: fmt.Sprintf("events %d and %d of one batch share it", j, i)}
+			}
+			seen[e.ID] = i
+		}
+		evs[i] = e
+	}
+	return &appendReq{tenant: tenant, stream: stream, expected: expected, events: evs}, nil
+}
+
+// appendLocked runs on the writer inside a transaction (or savepoint). On
+// error the caller rolls back: it may have written part of the batch.
+func (s *Store) appendLocked(a *appendReq, now int64) (AppendResult, error) {
+	st := &s.stmts
+	var current int64
+	err := st.streamVersion.QueryRowContext(bg, a.tenant, a.stream).Scan(&current)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return AppendResult{}, mapErr(err)
+	}
+	if !a.expected.holds(current) {
+		res, retry, err := s.retryResult(a, current)
+		if err != nil || retry {
+			return res, err
+		}
+		return AppendResult{}, &ConflictError{Tenant: a.tenant, Stream: a.stream, Expected: a.expected, Actual: current}
+	}
+	if current+int64(len(a.events)) > envelope.MaxStreamVersion {
+		return AppendResult{}, &envelope.InvalidError{Index: -1, Field: "streamversion", Reason: fmt.Sprintf("stream %q would pass %d events, the most a stream holds: start a new stream", a.stream, envelope.MaxStreamVersion)}
+	}
+	for i := range a.events {
+		e := &a.events[i]
+		e.StreamVersion = current + int64(i) + 1
+		var ext any // NULL when there are no other extensions
+		if len(e.Extensions) > 0 {
+			b, err := json.Marshal(e.Extensions)
+			if err != nil {
+				return AppendResult{}, &envelope.InvalidError{Index: i, Field: "extensions", Reason: err.Error()}
+			}
+			ext = string(b)
+		}
+		res, err := st.insertEvent.ExecContext(bg, a.tenant, a.stream, e.StreamVersion, e.ID, e.Type, e.Source,
+			e.Time.UnixNano(), e.DataContentType, e.DataSchema, e.Data, e.CorrelationID, e.CausationID, ext, now)
+		if err != nil {
+			if isConstraint(err) {
+				res, retry, rerr := s.retryResult(a, current)
+				if rerr != nil || retry {
+					return res, rerr
+				}
+			}
+			return AppendResult{}, fmt.Errorf("insert event %d: %w", i, mapErr(err))
+		}
+		if e.Position, err = res.LastInsertId(); err != nil {
+			return AppendResult{}, err
+		}
+		if _, err := st.insertOutbox.ExecContext(bg, e.Position); err != nil {
+			return AppendResult{}, fmt.Errorf("insert outbox row: %w", mapErr(err))
+		}
+	}
+	version := current + int64(len(a.events))
+	if _, err := st.upsertStream.ExecContext(bg, a.tenant, a.stream, version, now, now); err != nil {
+		return AppendResult{}, fmt.Errorf("update stream: %w", mapErr(err))
+	}
+	return AppendResult{Tenant: a.tenant, Stream: a.stream, Version: version, Events: a.events}, nil
+}
+
+// retryResult decides whether an append whose ids may already be stored is
+// a retry of an earlier append: every id stored, in this stream, with the
+// same type and data, in order, as the stream's newest events. It returns
+// (first result, true, nil) for a retry, (_, false, nil) when none of the
+// ids is stored, and a *DuplicateError for any other reuse.
+func (s *Store) retryResult(a *appendReq, current int64) (AppendResult, bool, error) {
+	found := 0
+	for i := range a.events {
+		e := &a.events[i]
+		var (
+			version int64
+			stream, typ  string
+			data         []byte
+		)
+		err := s.stmts.eventByID.QueryRowContext(bg, a.tenant, e.ID).Scan(&stream, &version, &typ, &data)
+		if errors.Is(err, sql.ErrNoRows) {
+			if found > 0 {
+				return AppendResult{}, false, &DuplicateError{Tenant: a.tenant, EventID: a.events[0].ID, Reason: "only part of this batch is stored: a batch is appended whole or not at all"}
+			}
+			continue
+		}
+		if err != nil {
+			return AppendResult{}, false, mapErr(err)
+		}
+		if found < i {
+			return AppendResult{}, false, &DuplicateError{Tenant: a.tenant, EventID: e.ID, Reason: "only part of this batch is stored: a batch is appended whole or not at all"}
+		}
+		found++
+		switch {
+		case stream != a.stream:
+			return AppendResult{}, false, &DuplicateError{Tenant: a.tenant, EventID: e.ID, Reason: fmt.Sprintf("it belongs to stream %q", stream)}
+		case typ != e.Type || !bytes.Equal(data, e.Data):
+			return AppendResult{}, false, &DuplicateError{Tenant: a.tenant, EventID: e.ID, Reason: "the stored event has a different type or data"}
+		}
+		want := current - int64(len(a.events)) + int64(i) + 1
+		if version != want {
+			return AppendResult{}, false, &DuplicateError{Tenant: a.tenant, EventID: e.ID, Reason: fmt.Sprintf("it is version %d of the stream, not among its newest events", version)}
+		}
+	}
+	if found == 0 {
+		return AppendResult{}, false, nil
+	}
+	evs, err := s.newestEvents(a.tenant, a.stream, current, len(a.events))
+	if err != nil {
+		return AppendResult{}, false, err
+	}
+	s.log.Debug("append is a retry; returning the first result", "tenant", a.tenant, "stream", a.stream, "version", current)
+	return AppendResult{Tenant: a.tenant, Stream: a.stream, Version: current, Events: evs}, true, nil
+}
+
+// newestEvents reads the newest n events of a stream whose version is
+// current, on the writer's connection (it sees the open transaction).
+func (s *Store) newestEvents(tenant, stream string, current int64, n int) ([]envelope.Event, error) {
+	rows, err := s.wconn.QueryContext(bg, selectEvents+` WHERE tenant = ? AND stream_id = ? AND version > ? ORDER BY version`,
+		tenant, stream, current-int64(n))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make([]envelope.Event, 0, n)
+	for rows.Next() {
+		e, err := scanEvent(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,82 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/eventlite/eventlite/envelope"
+)
+
+// Sentinel errors. Decide with errors.Is; the typed errors below carry the
+// facts. Retryable tells which ones a retry may cure.
+var (
+	// ErrConflict: the expected version did not hold. Permanent for the
+	// same decision: reload the stream and decide again.
+	ErrConflict = errors.New("version conflict")
+	// ErrDuplicate: an event id that is already stored was reused in a way
+	// that is not a retry of the same append. Permanent.
+	ErrDuplicate = errors.New("duplicate event id")
+	// ErrNotFound: the stream (or other named thing) does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrBusy: the database stayed locked by another process past the busy
+	// timeout. Retryable.
+	ErrBusy = errors.New("database busy")
+	// ErrClosed: the store is closed.
+	ErrClosed = errors.New("store closed")
+	// ErrSchemaTooNew: the file was written by a newer eventlite.
+	ErrSchemaTooNew = errors.New("database schema is newer than this binary")
+	// ErrInvalidEvent and ErrTooLarge are envelope's, repeated here so
+	// store users need not import envelope to test for them. Permanent.
+	ErrInvalidEvent = envelope.ErrInvalidEvent
+	ErrTooLarge     = envelope.ErrTooLarge
+)
+
+// Retryable reports whether err is transient: the same call may succeed
+// later (ErrBusy). Conflicts, duplicates and invalid input are permanent.
+func Retryable(err error) bool {
+	return errors.Is(err, ErrBusy)
+}
+
+// ConflictError reports a failed expected-version check.
+// errors.Is(err, ErrConflict) holds for it.
+type ConflictError struct {
+	Tenant   string
+	Stream   string
+	Expected Expected
+	Actual   int64 // the stream's version; 0 when it does not exist
+}
+
+func (e *ConflictError) Error() string {
+	actual := fmt.Sprintf("actual version %d", e.Actual)
+	if e.Actual == 0 {
+		actual = "the stream does not exist"
+	}
+	return fmt.Sprintf("append to %q (tenant %s): expected %s, but %s", e.Stream, e.Tenant, e.Expected, actual)
+}
+
+// Unwrap lets errors.Is(err, ErrConflict) match.
+func (e *ConflictError) Unwrap() error { return ErrConflict }
+
+// DuplicateError reports a reused event id. errors.Is(err, ErrDuplicate)
+// and errors.Is(err, ErrInvalidEvent) hold for it: it is bad input.
+type DuplicateError struct {
+	Tenant  string
+	EventID string
+	Reason  string
+}
+
+func (e *DuplicateError) Error() string {
+	return fmt.Sprintf("event id %q (tenant %s) is already used: %s; give the event a new id", e.EventID, e.Tenant, e.Reason)
+}
+
+// Unwrap lets errors.Is match ErrDuplicate and ErrInvalidEvent.
+func (e *DuplicateError) Unwrap() []error { return []error{ErrDuplicate, ErrInvalidEvent} }
+
+// InvariantError lists broken store invariants (see CheckInvariants).
+type InvariantError struct {
+	Problems []string
+}
+
+func (e *InvariantError) Error() string {
+	return fmt.Sprintf("%d store invariant(s) broken: %q", len(e.Problems), e.Problems)
+}

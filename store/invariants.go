@@ -1,0 +1,67 @@
+package store
+
+import (
+	"context"
+	"fmt"
+)
+
+// CheckInvariants scans the whole file and reports every broken invariant
+// of the log in an *InvariantError: versions 1..n without gap per stream,
+// each stream's recorded version equal to its newest event, one outbox row
+// per event, positions increasing with versions inside a stream, no hole
+// in the global positions, and SQLite's own integrity check. It reads
+// everything: use it in tests and reconciliation, not on a hot path.
+func (s *Store) CheckInvariants(ctx context.Context) error {
+	checks := []struct {
+		what  string
+		query string
+	}{
+		{"streams whose versions are not 1..n", `SELECT COUNT(*) FROM (SELECT tenant, stream_id FROM events
+			GROUP BY tenant, stream_id HAVING MIN(version) != 1 OR MAX(version) != COUNT(*))`},
+		{"streams whose recorded version differs from their newest event", `SELECT COUNT(*) FROM streams s
+			WHERE s.version != (SELECT COALESCE(MAX(version), 0) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id)`},
+		{"events without a stream row", `SELECT COUNT(*) FROM events e
+			WHERE NOT EXISTS (SELECT 1 FROM streams s WHERE s.tenant = e.tenant AND s.stream_id = e.stream_id)`},
+		{"events without an outbox row", `SELECT COUNT(*) FROM events e
+			WHERE NOT EXISTS (SELECT 1 FROM outbox o WHERE o.position = e.position)`},
+		{"outbox rows without an event", `SELECT COUNT(*) FROM outbox o
+			WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.position = o.position)`},
+		{"events whose position is not above their predecessor's in the stream", `SELECT COUNT(*) FROM events a
+			JOIN events b ON b.tenant = a.tenant AND b.stream_id = a.stream_id AND b.version = a.version + 1
+			WHERE b.position <= a.position`},
+		{"holes in the global positions", `SELECT COUNT(*) FROM events a
+			WHERE a.position > (SELECT MIN(position) FROM events)
+			AND NOT EXISTS (SELECT 1 FROM events b WHERE b.position = a.position - 1)`},
+	}
+	var problems []string
+	for _, c := range checks {
+		var n int64
+		if err := s.rdb.QueryRowContext(ctx, c.query).Scan(&n); err != nil {
+			return fmt.Errorf("check invariants: %w", mapErr(err))
+		}
+		if n > 0 {
+			problems = append(problems, fmt.Sprintf("%d %s", n, c.what))
+		}
+	}
+	rows, err := s.rdb.QueryContext(ctx, `PRAGMA integrity_check`)
+	if err != nil {
+		return fmt.Errorf("check invariants: %w", mapErr(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var msg string
+		if err := rows.Scan(&msg); err != nil {
+			return err
+		}
+		if msg != "ok" {
+			problems = append(problems, "integrity_check: "+msg)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(problems) > 0 {
+		return &InvariantError{Problems: problems}
+	}
+	return nil
+}

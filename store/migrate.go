@@ -1,0 +1,113 @@
+package store
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrations returns the embedded migrations in order. Their file names
+// start with the version number: 0001_event_log.sql.
+func migrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFS, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("migration %s: name must start with a number and '_'", e.Name())
+		}
+		b, err := migrationFS.ReadFile(path.Join("migrations", e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, name: e.Name(), sql: string(b)})
+	}
+	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
+	for i, m := range ms {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("migration %s: expected version %d", m.name, i+1)
+		}
+	}
+	return ms, nil
+}
+
+// SchemaVersion is the schema version this binary writes.
+func SchemaVersion() int {
+	ms, _ := migrations()
+	return len(ms)
+}
+
+// migrate applies the pending migrations, each in its own immediate
+// transaction that re-reads PRAGMA user_version under the write lock, so
+// processes opening one file at once apply each migration exactly once.
+func (s *Store) migrate(ctx context.Context) error {
+	ms, err := migrations()
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	var current int
+	if err := s.wconn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&current); err != nil {
+		return fmt.Errorf("store: read schema version of %s: %w", s.path, mapErr(err))
+	}
+	if current > len(ms) {
+		return fmt.Errorf("%w: %s has schema %d, this eventlite knows up to %d: upgrade eventlite", ErrSchemaTooNew, s.path, current, len(ms))
+	}
+	for _, m := range ms {
+		if m.version <= current {
+			continue
+		}
+		if err := s.applyMigration(ctx, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) applyMigration(ctx context.Context, m migration) (err error) {
+	c := s.wconn
+	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("store: migrate %s: %w", s.path, mapErr(err))
+	}
+	defer func() {
+		if err != nil {
+			_, _ = c.ExecContext(context.Background(), "ROLLBACK")
+		}
+	}()
+	var current int
+	if err := c.QueryRowContext(ctx, "PRAGMA user_version").Scan(&current); err != nil {
+		return fmt.Errorf("store: migrate %s: %w", s.path, err)
+	}
+	if current >= m.version {
+		_, err := c.ExecContext(ctx, "COMMIT")
+		return err
+	}
+	if _, err := c.ExecContext(ctx, m.sql); err != nil {
+		return fmt.Errorf("store: migration %s: %w", m.name, err)
+	}
+	if _, err := c.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.version)); err != nil {
+		return fmt.Errorf("store: migration %s: %w", m.name, err)
+	}
+	if _, err := c.ExecContext(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("store: migration %s: %w", m.name, mapErr(err))
+	}
+	s.log.Info("applied migration", "name", m.name, "path", s.path)
+	return nil
+}

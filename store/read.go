@@ -1,0 +1,318 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+	"time"
+
+	"github.com/eventlite/eventlite/envelope"
+)
+
+const selectEvents = `SELECT position, tenant, stream_id, version, event_id, type, source, time,
+	content_type, data_schema, data, correlation_id, causation_id, extensions FROM events`
+
+// pageSize is how many rows one read query fetches. Reads page by key so
+// that no read transaction stays open while the caller works through a long
+// iteration (an open snapshot would keep the WAL from being checkpointed).
+const pageSize = 1000
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanEvent(r scanner) (envelope.Event, error) {
+	var (
+		e   envelope.Event
+		t   int64
+		ext []byte
+	)
+	if err := r.Scan(&e.Position, &e.Tenant, &e.Stream, &e.StreamVersion, &e.ID, &e.Type, &e.Source, &t,
+		&e.DataContentType, &e.DataSchema, &e.Data, &e.CorrelationID, &e.CausationID, &ext); err != nil {
+		return e, err
+	}
+	e.Time = time.Unix(0, t).UTC()
+	if ext != nil {
+		if err := decodeExtensions(ext, &e); err != nil {
+			return e, fmt.Errorf("event at position %d: extensions: %w", e.Position, err)
+		}
+	}
+	return e, nil
+}
+
+// decodeExtensions restores the extension values' CloudEvents types:
+// JSON numbers are int32 (validation only admits those), the rest as JSON.
+func decodeExtensions(b []byte, e *envelope.Event) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	e.Extensions = make(map[string]any, len(raw))
+	for k, v := range raw {
+		var x any
+		d := json.NewDecoder(strings.NewReader(string(v)))
+		d.UseNumber()
+		if err := d.Decode(&x); err != nil {
+			return err
+		}
+		if n, ok := x.(json.Number); ok {
+			i, err := n.Int64()
+			if err != nil {
+				return err
+			}
+			x = int32(i)
+		}
+		e.Extensions[k] = x
+	}
+	return nil
+}
+
+// ReadStreamOptions selects events of one stream.
+type ReadStreamOptions struct {
+	// From is the first version to read, inclusive. 0 means the first
+	// event (forward) or the newest (backward).
+	From int64
+	// Backward reads from From towards version 1.
+	Backward bool
+	// Limit caps the number of events; 0 means no limit.
+	Limit int
+}
+
+// ReadStream returns the events of one tenant's stream in version order
+// (or reverse order with Backward). It reads page by page as the caller
+// iterates. When the stream does not exist, the first item is an error
+// matching ErrNotFound.
+func (s *Store) ReadStream(ctx context.Context, tenant, stream string, opts ReadStreamOptions) iter.Seq2[envelope.Event, error] {
+	return func(yield func(envelope.Event, error) bool) {
+		if err := envelope.ValidateTenant(tenant); err != nil {
+			yield(envelope.Event{}, err)
+			return
+		}
+		if err := envelope.ValidateStream(stream); err != nil {
+			yield(envelope.Event{}, err)
+			return
+		}
+		q := selectEvents + ` WHERE tenant = ? AND stream_id = ? AND version >= ? ORDER BY version LIMIT ?`
+		next := max(opts.From, 1)
+		if opts.Backward {
+			q = selectEvents + ` WHERE tenant = ? AND stream_id = ? AND version <= ? ORDER BY version DESC LIMIT ?`
+			next = opts.From
+			if next <= 0 {
+				next = envelope.MaxStreamVersion
+			}
+		}
+		remaining := opts.Limit
+		first := true
+		for {
+			n := pageSize
+			if opts.Limit > 0 && remaining < n {
+				n = remaining
+			}
+			if n == 0 {
+				return
+			}
+			evs, err := s.queryEvents(ctx, q, tenant, stream, next, n)
+			if err != nil {
+				yield(envelope.Event{}, fmt.Errorf("read stream %q: %w", stream, err))
+				return
+			}
+			if first && len(evs) == 0 {
+				if err := s.streamExists(ctx, tenant, stream); err != nil {
+					yield(envelope.Event{}, err)
+				}
+				return
+			}
+			first = false
+			for _, e := range evs {
+				if !yield(e, nil) {
+					return
+				}
+			}
+			if len(evs) < n {
+				return
+			}
+			remaining -= len(evs)
+			last := evs[len(evs)-1].StreamVersion
+			if opts.Backward {
+				next = last - 1
+				if next < 1 {
+					return
+				}
+			} else {
+				next = last + 1
+			}
+		}
+	}
+}
+
+func (s *Store) streamExists(ctx context.Context, tenant, stream string) error {
+	var v int64
+	err := s.rdb.QueryRowContext(ctx, `SELECT version FROM streams WHERE tenant = ? AND stream_id = ?`, tenant, stream).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("stream %q (tenant %s): %w", stream, tenant, ErrNotFound)
+	}
+	return err
+}
+
+func (s *Store) queryEvents(ctx context.Context, q string, args ...any) ([]envelope.Event, error) {
+	rows, err := s.rdb.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	var out []envelope.Event
+	for rows.Next() {
+		e, err := scanEvent(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, mapErr(rows.Err())
+}
+
+// ReadAllOptions selects events of the global log.
+type ReadAllOptions struct {
+	// From is the first position to read, inclusive; 0 means the start.
+	From int64
+	// Limit caps the number of events; 0 means no limit.
+	Limit int
+	// Tenant, when set, reads one tenant's events only. Relays,
+	// projections and reconciliation read every tenant; user-facing reads
+	// pass one.
+	Tenant string
+	// Types, when set, reads only events of these types.
+	Types []string
+}
+
+// ReadAll returns events of the global log in position order, page by
+// page as the caller iterates. It reads what is committed when each page
+// is fetched: iterating to the end and reading on from the last position
+// seen never skips an event (positions are assigned in commit order).
+func (s *Store) ReadAll(ctx context.Context, opts ReadAllOptions) iter.Seq2[envelope.Event, error] {
+	return func(yield func(envelope.Event, error) bool) {
+		var where []string
+		var args []any
+		where = append(where, "position >= ?")
+		args = append(args, nil) // the position, set per page
+		if opts.Tenant != "" {
+			if err := envelope.ValidateTenant(opts.Tenant); err != nil {
+				yield(envelope.Event{}, err)
+				return
+			}
+			where = append(where, "tenant = ?")
+			args = append(args, opts.Tenant)
+		}
+		if len(opts.Types) > 0 {
+			where = append(where, "type IN (?"+strings.Repeat(", ?", len(opts.Types)-1)+")")
+			for _, t := range opts.Types {
+				args = append(args, t)
+			}
+		}
+		q := selectEvents + " WHERE " + strings.Join(where, " AND ") + " ORDER BY position LIMIT ?"
+		args = append(args, nil) // the page size
+		next := max(opts.From, 1)
+		remaining := opts.Limit
+		for {
+			n := pageSize
+			if opts.Limit > 0 && remaining < n {
+				n = remaining
+			}
+			if n == 0 {
+				return
+			}
+			args[0], args[len(args)-1] = next, n
+			evs, err := s.queryEvents(ctx, q, args...)
+			if err != nil {
+				yield(envelope.Event{}, fmt.Errorf("read log: %w", err))
+				return
+			}
+			for _, e := range evs {
+				if !yield(e, nil) {
+					return
+				}
+			}
+			if len(evs) < n {
+				return
+			}
+			remaining -= len(evs)
+			next = evs[len(evs)-1].Position + 1
+		}
+	}
+}
+
+// Head returns the newest position in the log, 0 when it is empty.
+func (s *Store) Head(ctx context.Context) (int64, error) {
+	var h int64
+	err := s.rdb.QueryRowContext(ctx, `SELECT COALESCE(MAX(position), 0) FROM events`).Scan(&h)
+	return h, mapErr(err)
+}
+
+// StreamInfo describes one stream.
+type StreamInfo struct {
+	Tenant    string
+	Stream    string
+	Version   int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// StreamVersion returns a stream's version, 0 when it does not exist.
+func (s *Store) StreamVersion(ctx context.Context, tenant, stream string) (int64, error) {
+	var v int64
+	err := s.rdb.QueryRowContext(ctx, `SELECT version FROM streams WHERE tenant = ? AND stream_id = ?`, tenant, stream).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return v, mapErr(err)
+}
+
+// Streams lists a tenant's streams in stream id order, page by page as the
+// caller iterates.
+func (s *Store) Streams(ctx context.Context, tenant string) iter.Seq2[StreamInfo, error] {
+	return func(yield func(StreamInfo, error) bool) {
+		if err := envelope.ValidateTenant(tenant); err != nil {
+			yield(StreamInfo{}, err)
+			return
+		}
+		after := ""
+		for {
+			page, err := s.streamsPage(ctx, tenant, after)
+			if err != nil {
+				yield(StreamInfo{}, fmt.Errorf("list streams: %w", err))
+				return
+			}
+			for _, si := range page {
+				if !yield(si, nil) {
+					return
+				}
+			}
+			if len(page) < pageSize {
+				return
+			}
+			after = page[len(page)-1].Stream
+		}
+	}
+}
+
+func (s *Store) streamsPage(ctx context.Context, tenant, after string) ([]StreamInfo, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT stream_id, version, created_at, updated_at FROM streams
+		WHERE tenant = ? AND stream_id > ? ORDER BY stream_id LIMIT ?`, tenant, after, pageSize)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	var out []StreamInfo
+	for rows.Next() {
+		si := StreamInfo{Tenant: tenant}
+		var c, u int64
+		if err := rows.Scan(&si.Stream, &si.Version, &c, &u); err != nil {
+			return nil, err
+		}
+		si.CreatedAt, si.UpdatedAt = time.Unix(0, c).UTC(), time.Unix(0, u).UTC()
+		out = append(out, si)
+	}
+	return out, mapErr(rows.Err())
+}

@@ -1,0 +1,347 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/eventlite/eventlite/envelope"
+)
+
+// Options configures Open. The zero value (or nil) means the defaults
+// documented on each field.
+type Options struct {
+	// Synchronous is SQLite's synchronous setting: "FULL" (default) makes
+	// every acknowledged append durable across power loss; "NORMAL" survives
+	// a process crash but may lose the newest commits on power loss.
+	Synchronous string
+	// BusyTimeout is how long a write waits for another process's lock
+	// before failing with ErrBusy. Default 5s.
+	BusyTimeout time.Duration
+	// PollInterval is how often the store looks for commits made by other
+	// processes (PRAGMA data_version). Default 100ms. Commits made through
+	// this Store wake waiters at once.
+	PollInterval time.Duration
+	// MaxDataBytes limits an event's data as stored, inclusive. Default
+	// envelope.DefaultMaxDataBytes (512 KiB).
+	MaxDataBytes int
+	// JournalSizeLimit caps the WAL file kept after a checkpoint, in
+	// bytes. Default 64 MiB.
+	JournalSizeLimit int64
+	// ReadConns is the size of the read connection pool. Default 4.
+	ReadConns int
+	// MaxBatch caps how many concurrent appends share one transaction.
+	// Default 256.
+	MaxBatch int
+	// Logger receives structured logs. Default: none.
+	Logger hclog.Logger
+	// Now is the clock for event times and bookkeeping. Default time.Now.
+	Now func() time.Time
+}
+
+func (o *Options) withDefaults() (Options, error) {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	switch strings.ToUpper(c.Synchronous) {
+	case "":
+		c.Synchronous = "FULL"
+	case "FULL", "NORMAL":
+		c.Synchronous = strings.ToUpper(c.Synchronous)
+	default:
+		return c, fmt.Errorf("store: Options.Synchronous %q: want FULL or NORMAL", c.Synchronous)
+	}
+	if c.BusyTimeout < 0 || c.PollInterval < 0 || c.MaxDataBytes < 0 || c.JournalSizeLimit < 0 || c.ReadConns < 0 || c.MaxBatch < 0 {
+		return c, errors.New("store: Options fields must not be negative")
+	}
+	if c.BusyTimeout == 0 {
+		c.BusyTimeout = 5 * time.Second
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = 100 * time.Millisecond
+	}
+	if c.MaxDataBytes == 0 {
+		c.MaxDataBytes = envelope.DefaultMaxDataBytes
+	}
+	if c.JournalSizeLimit == 0 {
+		c.JournalSizeLimit = 64 << 20
+	}
+	if c.ReadConns == 0 {
+		c.ReadConns = 4
+	}
+	if c.MaxBatch == 0 {
+		c.MaxBatch = 256
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c, nil
+}
+
+// Store is an event store on one SQLite file. It is safe for concurrent
+// use. One writer goroutine owns the write connection; reads use a pool.
+type Store struct {
+	path string
+	opts Options
+	log  hclog.Logger
+
+	wdb   *sql.DB   // the write pool: one connection, owned by the writer
+	wconn *sql.Conn // the writer's connection
+	rdb   *sql.DB   // the read pool
+	stmts writeStmts
+
+	queue      chan *request
+	writerDone chan struct{}
+
+	mu       sync.RWMutex // guards closed against submissions
+	closed   bool
+	inflight sync.WaitGroup // submissions between the closed check and the queue
+
+	notifyMu sync.Mutex
+	notifyCh chan struct{}
+
+	pollStop chan struct{}
+	pollDone chan struct{}
+}
+
+// Open opens (creating if needed) the event store at path and brings its
+// schema up to date. A file written by a newer schema is refused with
+// ErrSchemaTooNew. Several processes may open one file at once.
+func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if path == "" {
+		return nil, errors.New("store: empty database path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	s := &Store{
+		path:       abs,
+		opts:       o,
+		log:        o.Logger.Named("store"),
+		queue:      make(chan *request, 1024),
+		writerDone: make(chan struct{}),
+		notifyCh:   make(chan struct{}),
+		pollStop:   make(chan struct{}),
+		pollDone:   make(chan struct{}),
+	}
+	if err := s.open(ctx); err != nil {
+		s.closeDBs()
+		return nil, err
+	}
+	go s.runWriter()
+	go s.poll()
+	return s, nil
+}
+
+// Path returns the absolute path of the database file.
+func (s *Store) Path() string { return s.path }
+
+// dsn builds the connection string. Pragmas go in the DSN so every pooled
+// connection gets them (an Exec would set them on one connection only).
+func (s *Store) dsn(write bool) string {
+	// SQLite decodes the file: URI, so escape what URIs treat specially.
+	p := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(filepath.ToSlash(s.path))
+	q := []string{
+		fmt.Sprintf("_pragma=busy_timeout(%d)", s.opts.BusyTimeout.Milliseconds()),
+		"_pragma=synchronous(" + s.opts.Synchronous + ")",
+		"_pragma=foreign_keys(1)",
+		fmt.Sprintf("_pragma=journal_size_limit(%d)", s.opts.JournalSizeLimit),
+		"_pragma=mmap_size(0)",
+	}
+	if write {
+		// Every write transaction takes the write lock up front: a deferred
+		// transaction that reads and then writes fails with SQLITE_BUSY
+		// under contention, and busy_timeout cannot help it.
+		q = append(q, "_txlock=immediate")
+	}
+	return "file:" + p + "?" + strings.Join(q, "&")
+}
+
+func (s *Store) open(ctx context.Context) error {
+	var err error
+	if s.wdb, err = sql.Open("sqlite", s.dsn(true)); err != nil {
+		return fmt.Errorf("store: open %s: %w", s.path, err)
+	}
+	s.wdb.SetMaxOpenConns(1)
+	s.wdb.SetMaxIdleConns(1)
+	s.wdb.SetConnMaxLifetime(0)
+	s.wdb.SetConnMaxIdleTime(0)
+	if s.wconn, err = s.wdb.Conn(ctx); err != nil {
+		return fmt.Errorf("store: open %s: %w", s.path, mapErr(err))
+	}
+	if err := s.enableWAL(ctx); err != nil {
+		return err
+	}
+	if err := s.migrate(ctx); err != nil {
+		return err
+	}
+	if err := s.prepare(ctx); err != nil {
+		return err
+	}
+	if s.rdb, err = sql.Open("sqlite", s.dsn(false)); err != nil {
+		return fmt.Errorf("store: open %s: %w", s.path, err)
+	}
+	s.rdb.SetMaxOpenConns(s.opts.ReadConns)
+	s.rdb.SetMaxIdleConns(s.opts.ReadConns)
+	if err := s.rdb.PingContext(ctx); err != nil {
+		return fmt.Errorf("store: open %s: %w", s.path, mapErr(err))
+	}
+	return nil
+}
+
+// enableWAL switches the file to WAL. Several processes opening a new file
+// at once may get "database is locked" here even with a busy timeout
+// (SQLite does not run the busy handler for this), so retry until the busy
+// timeout has passed.
+func (s *Store) enableWAL(ctx context.Context) error {
+	deadline := time.Now().Add(s.opts.BusyTimeout)
+	wait := time.Millisecond
+	for {
+		var mode string
+		err := s.wconn.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode)
+		if err == nil && strings.EqualFold(mode, "wal") {
+			return nil
+		}
+		if err == nil {
+			err = fmt.Errorf("journal mode is %q", mode)
+		}
+		if !isBusy(err) || time.Now().After(deadline) {
+			return fmt.Errorf("store: switch %s to WAL: %w", s.path, mapErr(err))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		if wait < 50*time.Millisecond {
+			wait *= 2
+		}
+	}
+}
+
+// Close stops accepting work, lets the writer finish everything already
+// queued, and closes the database.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.inflight.Wait()
+	close(s.queue)
+	<-s.writerDone
+	close(s.pollStop)
+	<-s.pollDone
+	return s.closeDBs()
+}
+
+func (s *Store) closeDBs() error {
+	var errs []error
+	for _, st := range s.stmts.all() {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	if s.wconn != nil {
+		errs = append(errs, s.wconn.Close())
+	}
+	if s.wdb != nil {
+		errs = append(errs, s.wdb.Close())
+	}
+	if s.rdb != nil {
+		errs = append(errs, s.rdb.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Changed returns a channel that is closed at the next commit seen by this
+// store: its own commits at once, other processes' within PollInterval.
+// Take the channel before reading, then wait on it, so no commit is missed.
+func (s *Store) Changed() <-chan struct{} {
+	s.notifyMu.Lock()
+	defer s.notifyMu.Unlock()
+	return s.notifyCh
+}
+
+func (s *Store) notify() {
+	s.notifyMu.Lock()
+	close(s.notifyCh)
+	s.notifyCh = make(chan struct{})
+	s.notifyMu.Unlock()
+}
+
+// poll watches PRAGMA data_version on a read connection, which changes
+// when any other connection (another process included) commits.
+func (s *Store) poll() {
+	defer close(s.pollDone)
+	ctx := context.Background()
+	conn, err := s.rdb.Conn(ctx)
+	if err != nil {
+		s.log.Error("change poller cannot get a connection; commits by other processes will not wake waiters", "error", err)
+		return
+	}
+	defer conn.Close()
+	var last int64 = -1
+	t := time.NewTicker(s.opts.PollInterval)
+	defer t.Stop()
+	for {
+		var v int64
+		if err := conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
+			s.log.Debug("poll data_version", "error", err)
+		} else {
+			if last >= 0 && v != last {
+				s.notify()
+			}
+			last = v
+		}
+		select {
+		case <-s.pollStop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// isBusy reports whether err is SQLITE_BUSY or SQLITE_LOCKED.
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		c := se.Code() & 0xff
+		return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
+	}
+	return false
+}
+
+// isConstraint reports whether err is a constraint violation.
+func isConstraint(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT
+}
+
+// mapErr turns SQLITE_BUSY into ErrBusy, keeping the original text.
+func mapErr(err error) error {
+	if err != nil && isBusy(err) && !errors.Is(err, ErrBusy) {
+		return fmt.Errorf("%w: %v (another process held the write lock past the busy timeout; retry)", ErrBusy, err)
+	}
+	return err
+}

@@ -1,0 +1,62 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+)
+
+// Tx is a write transaction on the store's writer, handed to an Update
+// closure. A projection runs its own SQL for its own tables through it;
+// AppendTx appends events in it. It is valid only inside the closure.
+type Tx struct {
+	s    *Store
+	now  int64 // unix nanoseconds at the start of the transaction
+	done bool
+}
+
+var errTxDone = errors.New("store: Tx used outside its Update closure")
+
+func (tx *Tx) check(s *Store) error {
+	if tx == nil || tx.done {
+		return errTxDone
+	}
+	if s != nil && tx.s != s {
+		return errors.New("store: Tx belongs to another Store")
+	}
+	return nil
+}
+
+// ExecContext runs a statement in the transaction.
+func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if err := tx.check(nil); err != nil {
+		return nil, err
+	}
+	res, err := tx.s.wconn.ExecContext(ctx, query, args...)
+	return res, mapErr(err)
+}
+
+// QueryContext runs a query in the transaction; it sees the transaction's
+// own writes. Close the rows before the closure returns.
+func (tx *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if err := tx.check(nil); err != nil {
+		return nil, err
+	}
+	rows, err := tx.s.wconn.QueryContext(ctx, query, args...)
+	return rows, mapErr(err)
+}
+
+// QueryRowContext runs a query that returns at most one row.
+func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return tx.s.wconn.QueryRowContext(ctx, query, args...)
+}
+
+// Update runs fn in one write transaction on the writer: it commits when
+// fn returns nil and rolls back when fn returns an error or panics (the
+// panic is re-raised here). Keep fn short: it holds the writer, and every
+// append waits for it. The transaction is immediate: it holds the write
+// lock from its start, so reading then writing never fails with BUSY.
+func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
+	r := &request{ctx: ctx, fn: fn, done: make(chan struct{})}
+	return s.submit(ctx, r)
+}

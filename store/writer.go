@@ -1,0 +1,275 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// writeStmts are prepared once on the writer's connection.
+type writeStmts struct {
+	streamVersion *sql.Stmt
+	insertEvent   *sql.Stmt
+	insertOutbox  *sql.Stmt
+	upsertStream  *sql.Stmt
+	eventByID     *sql.Stmt
+}
+
+func (w *writeStmts) all() []*sql.Stmt {
+	return []*sql.Stmt{w.streamVersion, w.insertEvent, w.insertOutbox, w.upsertStream, w.eventByID}
+}
+
+func (s *Store) prepare(ctx context.Context) error {
+	var err error
+	prep := func(q string) *sql.Stmt {
+		if err != nil {
+			return nil
+		}
+		var st *sql.Stmt
+		st, err = s.wconn.PrepareContext(ctx, q)
+		return st
+	}
+	s.stmts = writeStmts{
+		streamVersion: prep(`SELECT version FROM streams WHERE tenant = ? AND stream_id = ?`),
+		insertEvent: prep(`INSERT INTO events (tenant, stream_id, version, event_id, type, source, time,
+			content_type, data_schema, data, correlation_id, causation_id, extensions, recorded_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		insertOutbox: prep(`INSERT INTO outbox (position) VALUES (?)`),
+		upsertStream: prep(`INSERT INTO streams (tenant, stream_id, version, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (tenant, stream_id) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at`),
+		eventByID: prep(`SELECT stream_id, version, type, data FROM events WHERE tenant = ? AND event_id = ?`),
+	}
+	if err != nil {
+		return fmt.Errorf("store: prepare statements: %w", err)
+	}
+	return nil
+}
+
+// request is one unit of work for the writer: an append (several may share
+// a transaction) or an Update closure (alone in its transaction).
+type request struct {
+	ctx context.Context
+	// append
+	a *appendReq
+	// update
+	fn func(*Tx) error
+
+	res   AppendResult
+	err   error
+	panic any
+	done  chan struct{}
+}
+
+// submit hands r to the writer and waits for its outcome. When ctx ends
+// first, it returns ctx.Err(): the work may still complete (an append
+// retried with the same event ids then returns the first result).
+func (s *Store) submit(ctx context.Context, r *request) error {
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return ErrClosed
+	}
+	s.inflight.Add(1)
+	s.mu.RUnlock()
+	select {
+	case s.queue <- r:
+		s.inflight.Done()
+	case <-ctx.Done():
+		s.inflight.Done()
+		return ctx.Err()
+	}
+	select {
+	case <-r.done:
+		if r.panic != nil {
+			panic(r.panic)
+		}
+		return r.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// runWriter is the writer goroutine: it owns the write connection and runs
+// the queued work one transaction at a time until the queue is closed and
+// drained.
+func (s *Store) runWriter() {
+	defer close(s.writerDone)
+	group := make([]*request, 0, s.opts.MaxBatch)
+	var held *request // an Update met while gathering appends
+	for {
+		first := held
+		held = nil
+		if first == nil {
+			r, ok := <-s.queue
+			if !ok {
+				return
+			}
+			first = r
+		}
+		if first.fn != nil {
+			s.runUpdate(first)
+			continue
+		}
+		group = append(group[:0], first)
+	gather:
+		for len(group) < s.opts.MaxBatch {
+			select {
+			case r, ok := <-s.queue:
+				if !ok {
+					break gather
+				}
+				if r.fn != nil {
+					held = r
+					break gather
+				}
+				group = append(group, r)
+			default:
+				break gather
+			}
+		}
+		s.runAppends(group)
+	}
+}
+
+// bg is the context for the writer's own statements: a request's context
+// must not interrupt a transaction that its neighbours share, and a
+// context without Done spares the driver a goroutine per statement.
+var bg = context.Background()
+
+func (s *Store) exec(q string) error {
+	_, err := s.wconn.ExecContext(bg, q)
+	return err
+}
+
+// begin starts an immediate transaction, mapping a lock timeout to ErrBusy.
+func (s *Store) begin() error {
+	if err := s.exec("BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("begin: %w", mapErr(err))
+	}
+	return nil
+}
+
+func (s *Store) commit() error {
+	if err := s.exec("COMMIT"); err != nil {
+		_ = s.exec("ROLLBACK")
+		return fmt.Errorf("commit: %w", mapErr(err))
+	}
+	return nil
+}
+
+func (s *Store) rollback() {
+	if err := s.exec("ROLLBACK"); err != nil {
+		s.log.Warn("rollback failed", "error", err)
+	}
+}
+
+// runAppends runs a group of appends in one transaction, each in its own
+// savepoint when there are several, so one request's conflict does not fail
+// its neighbours and one fsync serves them all.
+func (s *Store) runAppends(group []*request) {
+	live := group[:0]
+	for _, r := range group {
+		if err := r.ctx.Err(); err != nil {
+			r.err = err
+			close(r.done)
+			continue
+		}
+		live = append(live, r)
+	}
+	if len(live) == 0 {
+		return
+	}
+	finish := func() {
+		for _, r := range live {
+			close(r.done)
+		}
+	}
+	if err := s.begin(); err != nil {
+		for _, r := range live {
+			r.err = err
+		}
+		finish()
+		return
+	}
+	now := s.opts.Now().UnixNano()
+	if len(live) == 1 {
+		r := live[0]
+		r.res, r.err = s.appendLocked(r.a, now)
+		if r.err != nil {
+			s.rollback()
+			finish()
+			return
+		}
+	} else {
+		ok := 0
+		for _, r := range live {
+			if err := s.exec("SAVEPOINT a"); err != nil {
+				r.err = fmt.Errorf("savepoint: %w", mapErr(err))
+				continue
+			}
+			r.res, r.err = s.appendLocked(r.a, now)
+			if r.err != nil {
+				if err := s.exec("ROLLBACK TO a"); err != nil {
+					s.log.Error("rollback to savepoint failed", "error", err)
+				}
+			} else {
+				ok++
+			}
+			if err := s.exec("RELEASE a"); err != nil {
+				s.log.Error("release savepoint failed", "error", err)
+			}
+		}
+		if ok == 0 {
+			s.rollback()
+			finish()
+			return
+		}
+	}
+	if err := s.commit(); err != nil {
+		for _, r := range live {
+			if r.err == nil {
+				r.res, r.err = AppendResult{}, err
+			}
+		}
+		finish()
+		return
+	}
+	finish()
+	s.notify()
+}
+
+// runUpdate runs one Update closure in its own transaction: commit on nil,
+// roll back on error or panic (the panic is re-raised in the caller).
+func (s *Store) runUpdate(r *request) {
+	defer close(r.done)
+	if err := r.ctx.Err(); err != nil {
+		r.err = err
+		return
+	}
+	if err := s.begin(); err != nil {
+		r.err = err
+		return
+	}
+	tx := &Tx{s: s, now: s.opts.Now().UnixNano()}
+	err := func() (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				r.panic = p
+				err = fmt.Errorf("panic in Update: %v", p)
+			}
+		}()
+		return r.fn(tx)
+	}()
+	tx.done = true
+	if err != nil {
+		s.rollback()
+		r.err = err
+		return
+	}
+	if err := s.commit(); err != nil {
+		r.err = err
+		return
+	}
+	s.notify()
+}
