@@ -155,7 +155,7 @@ func (e *Event) Prepare(now time.Time, maxData int) error {
 // compactJSON returns data compacted, or data itself when it holds no
 // insignificant white space. It fails when data is not valid JSON.
 func compactJSON(data []byte) ([]byte, error) {
-	if bytes.IndexAny(data, " \t\r\n") < 0 {
+	if !bytes.ContainsAny(data, " \t\r\n") {
 		if !json.Valid(data) {
 			var v any
 			err := json.Unmarshal(data, &v)

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -123,6 +125,29 @@ func jsonInt(raw map[string]json.RawMessage, name string) (int64, error) {
 	return n, nil
 }
 
+// rfc3339 is RFC 3339's date-time: time.Parse alone also takes a comma
+// before the fraction, a one-digit hour and offsets such as +24:00 or
+// +00:60, which the spec (and so CloudEvents) does not allow.
+var rfc3339 = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:[Zz]|[+-]([0-9]{2}):([0-9]{2}))$`)
+
+// parseTimestamp parses an RFC 3339 date-time and returns it in UTC. It
+// checks the field ranges (leap seconds are refused: Go cannot hold them).
+func parseTimestamp(s string) (time.Time, bool) {
+	m := rfc3339.FindStringSubmatch(s)
+	if m == nil {
+		return time.Time{}, false
+	}
+	if m[1] != "" && (m[1] > "23" || m[2] > "59") {
+		return time.Time{}, false
+	}
+	// RFC 3339 allows a lower-case t and z; Go's layout does not.
+	t, err := time.Parse(time.RFC3339Nano, strings.ToUpper(s))
+	if err != nil {
+		return time.Time{}, false
+	}
+	return t.UTC(), true
+}
+
 func decodeObject(raw map[string]json.RawMessage, maxData int) (Event, error) {
 	var e Event
 	sv, err := jsonString(raw, "specversion", true)
@@ -155,11 +180,11 @@ func decodeObject(raw map[string]json.RawMessage, maxData int) (Event, error) {
 		return Event{}, err
 	}
 	if ts != "" {
-		t, err := time.Parse(time.RFC3339Nano, ts)
-		if err != nil {
+		t, ok := parseTimestamp(ts)
+		if !ok {
 			return Event{}, invalid("time", "%q is not an RFC 3339 timestamp", truncate(ts))
 		}
-		e.Time = t.UTC()
+		e.Time = t
 	}
 	if e.Tenant, err = jsonString(raw, ExtTenant, false); err != nil {
 		return Event{}, err
@@ -371,7 +396,7 @@ func (e *Event) AppendJSON(b []byte) []byte {
 // space, so the encoding stays on one line even for an event whose data
 // was not compacted by Prepare or a decoder.
 func appendCompactJSON(b, data []byte) []byte {
-	if bytes.IndexAny(data, " \t\r\n") < 0 {
+	if !bytes.ContainsAny(data, " \t\r\n") {
 		return append(b, data...)
 	}
 	buf := bytes.NewBuffer(b)

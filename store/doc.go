@@ -1,0 +1,32 @@
+// Package store is eventlite's SQLite file: the schema and its migrations,
+// all of eventlite's SQL, the writer goroutine, appends with optimistic
+// concurrency, reads, and the outbox rows written with every event.
+//
+//	s, err := store.Open(ctx, "eventlite.db", nil) // nil: the defaults
+//	if err != nil { ... }
+//	defer s.Close()
+//	e, _ := envelope.New("order.placed", OrderPlaced{Total: 42})
+//	res, err := s.Append(ctx, "default", "order-1", store.NoStream, e)
+//	for e, err := range s.ReadStream(ctx, "default", "order-1", store.ReadStreamOptions{}) { ... }
+//
+// Guarantees:
+//   - An Append that returned nil is durable (WAL, synchronous=FULL by
+//     default) and visible to every reader once it returns.
+//   - Per tenant and stream, versions are 1, 2, 3, ... with no gap and no
+//     duplicate. An append whose expected version does not hold writes
+//     nothing and returns a *ConflictError naming expected and actual.
+//   - Global positions start at 1, strictly increase in commit order and
+//     are never reused (AUTOINCREMENT), across processes sharing the file.
+//   - Every event has exactly one outbox row, written in its transaction.
+//   - Event ids are unique per tenant; re-appending the newest events of a
+//     stream is a retry that returns the first result and writes nothing;
+//     any other reuse is refused with a *DuplicateError.
+//   - Bad input is refused with a typed error before any transaction
+//     starts, and never changes the file.
+//
+// One writer goroutine owns the write connection. Concurrent Appends share
+// a transaction (group commit, a savepoint per request, one fsync for all);
+// Update closures run alone in theirs. Every write transaction is BEGIN
+// IMMEDIATE. Other processes meet through SQLite's lock and busy_timeout;
+// a lock held past the timeout is ErrBusy, which is retryable.
+package store
