@@ -1,0 +1,369 @@
+package aggregate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/store"
+)
+
+// Definition describes one aggregate type: how its state folds from its
+// events (Evolve) and how a command becomes new events (Decide).
+type Definition[S any] struct {
+	// Name of the aggregate type, such as "order". Required. It prefixes
+	// operation types in the ledger and the default event source.
+	Name string
+	// Registry maps event types to the Go types of their data (and
+	// upcasts old schema versions). Required: Decide returns values of
+	// registered types, Evolve receives them decoded.
+	Registry *envelope.Registry
+	// Initial returns the state of an aggregate with no events. Default:
+	// the zero S.
+	Initial func() S
+	// Evolve folds one event into the state and returns the new state.
+	// Required. It must be deterministic and must not fail: validation
+	// belongs in Decide.
+	Evolve func(state S, ev Event) S
+	// Decide turns a command into new events: values of registered Go
+	// types, appended in order. Required. An error is a business rule
+	// violation: Handle returns it unchanged and appends nothing. No
+	// events and no error is a command with nothing to do.
+	Decide func(state S, cmd Command) ([]any, error)
+	// Source is the CloudEvents source of the events produced. Default
+	// "/eventlite/<Name>".
+	Source string
+	// SnapshotEvery, when positive, stores a snapshot of the state each
+	// time the stream's version passes a multiple of it. Default 0: no
+	// snapshots. S must then round-trip through encoding/json.
+	SnapshotEvery int
+	// SnapshotSchema is the state's schema version. Raise it whenever S
+	// changes shape: snapshots of another schema version are ignored.
+	// Default 1.
+	SnapshotSchema int
+}
+
+// Event is one stored event handed to Evolve: the envelope with its data
+// decoded (after upcasting) into Payload, a value of the registered type.
+type Event struct {
+	envelope.Event
+	Payload any
+}
+
+// Command asks an aggregate to change.
+type Command struct {
+	// Tenant owns the aggregate. Default "default".
+	Tenant string
+	// Stream is the aggregate's stream id. Required.
+	Stream string
+	// OperationID, when set, makes the command idempotent: the first
+	// execution's result is recorded in the same transaction as its
+	// events; a retry with the same id and input returns it and appends
+	// nothing; the same id with another input is refused with
+	// store.ErrIdempotencyMismatch. Ids never cross tenants.
+	OperationID string
+	// ID identifies this command; produced events carry it as their
+	// causation id. Default: OperationID when set, else a new ULID.
+	ID string
+	// CorrelationID is copied to every produced event. Default: ID.
+	CorrelationID string
+	// Payload is the command itself. Its Go type names the operation and,
+	// with its JSON encoding, makes the input hash. Top-level struct fields
+	// tagged `idem:"-"` (timestamps the caller fills in, say) are left out
+	// of the hash.
+	Payload any
+}
+
+// Options configures a Handler. nil means the defaults.
+type Options struct {
+	// MaxAttempts bounds load-decide-append rounds on version conflicts.
+	// Default 3.
+	MaxAttempts int
+	// Logger receives structured logs. Default: none.
+	Logger hclog.Logger
+}
+
+// Result is the outcome of a handled command.
+type Result struct {
+	Tenant string `json:"tenant"`
+	Stream string `json:"stream"`
+	// Version is the stream's version after the command.
+	Version int64 `json:"version"`
+	// Positions of the appended events (none for a command with nothing to
+	// do).
+	Positions []int64 `json:"positions"`
+	// EventIDs of the appended events.
+	EventIDs []string `json:"event_ids"`
+	// Replayed is true when the result came from the operation ledger: the
+	// command had already been carried out and nothing was appended now.
+	Replayed bool `json:"-"`
+}
+
+// Handler loads aggregates, runs Decide and appends, for one aggregate
+// type. It is safe for concurrent use.
+type Handler[S any] struct {
+	store *store.Store
+	def   Definition[S]
+	opts  Options
+	log   hclog.Logger
+}
+
+// New returns a handler for def on s. It checks def up front.
+func New[S any](s *store.Store, def Definition[S], opts *Options) (*Handler[S], error) {
+	switch {
+	case s == nil:
+		return nil, errors.New("aggregate: nil store")
+	case def.Name == "":
+		return nil, errors.New("aggregate: Definition.Name is required")
+	case def.Registry == nil:
+		return nil, fmt.Errorf("aggregate %s: Definition.Registry is required", def.Name)
+	case def.Evolve == nil || def.Decide == nil:
+		return nil, fmt.Errorf("aggregate %s: Definition.Evolve and Decide are required", def.Name)
+	case def.SnapshotEvery < 0 || def.SnapshotSchema < 0:
+		return nil, fmt.Errorf("aggregate %s: SnapshotEvery and SnapshotSchema must not be negative", def.Name)
+	}
+	if def.Source == "" {
+		def.Source = "/eventlite/" + def.Name
+	}
+	if def.SnapshotSchema == 0 {
+		def.SnapshotSchema = 1
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.MaxAttempts < 0 {
+		return nil, fmt.Errorf("aggregate %s: MaxAttempts must not be negative", def.Name)
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = 3
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	return &Handler[S]{store: s, def: def, opts: o, log: o.Logger.Named("aggregate." + def.Name)}, nil
+}
+
+func (h *Handler[S]) initial() S {
+	if h.def.Initial != nil {
+		return h.def.Initial()
+	}
+	var zero S
+	return zero
+}
+
+// Load returns an aggregate's current state and version (0 and the
+// initial state when the stream does not exist). With snapshots on, it
+// starts from the newest snapshot of the current schema version and reads
+// only the newer events.
+func (h *Handler[S]) Load(ctx context.Context, tenant, stream string) (S, int64, error) {
+	if tenant == "" {
+		tenant = "default"
+	}
+	state, version := h.initial(), int64(0)
+	if h.def.SnapshotEvery > 0 {
+		snap, ok, err := h.store.LoadSnapshot(ctx, tenant, stream, h.def.SnapshotSchema)
+		if err != nil {
+			return state, 0, err
+		}
+		if ok {
+			s := h.initial()
+			if err := json.Unmarshal(snap.State, &s); err != nil {
+				h.log.Warn("ignoring a snapshot that does not decode", "tenant", tenant, "stream", stream, "version", snap.Version, "error", err)
+			} else {
+				state, version = s, snap.Version
+			}
+		}
+	}
+	for e, err := range h.store.ReadStream(ctx, tenant, stream, store.ReadStreamOptions{From: version + 1}) {
+		if errors.Is(err, store.ErrNotFound) {
+			return state, 0, nil
+		}
+		if err != nil {
+			return state, 0, fmt.Errorf("load %s %q: %w", h.def.Name, stream, err)
+		}
+		p, err := h.def.Registry.Decode(e)
+		if err != nil {
+			return state, 0, fmt.Errorf("load %s %q: event %d (%s): %w", h.def.Name, stream, e.StreamVersion, e.ID, err)
+		}
+		state = h.def.Evolve(state, Event{Event: e, Payload: p})
+		version = e.StreamVersion
+	}
+	return state, version, nil
+}
+
+// Handle loads the aggregate, runs Decide, and appends the new events with
+// the loaded version as the expected one. On a version conflict it loads
+// and decides again, up to MaxAttempts; a stale decision is never
+// appended. Decide's errors come back unchanged.
+func (h *Handler[S]) Handle(ctx context.Context, cmd Command) (Result, error) {
+	if cmd.Tenant == "" {
+		cmd.Tenant = "default"
+	}
+	if err := envelope.ValidateTenant(cmd.Tenant); err != nil {
+		return Result{}, err
+	}
+	if err := envelope.ValidateStream(cmd.Stream); err != nil {
+		return Result{}, err
+	}
+	if cmd.Payload == nil {
+		return Result{}, &envelope.InvalidError{Index: -1, Field: "payload", Reason: "a command needs a payload"}
+	}
+	if cmd.ID == "" {
+		cmd.ID = cmd.OperationID
+		if cmd.ID == "" {
+			cmd.ID = ulid.Make().String()
+		}
+	}
+	if cmd.CorrelationID == "" {
+		cmd.CorrelationID = cmd.ID
+	}
+	var op *store.Operation
+	if cmd.OperationID != "" {
+		hash, err := InputHash(cmd.Stream, cmd.Payload)
+		if err != nil {
+			return Result{}, err
+		}
+		op = &store.Operation{Tenant: cmd.Tenant, ID: cmd.OperationID, Type: h.def.Name + "." + typeName(cmd.Payload), InputHash: hash}
+		// Fast path for a retry: the ledger already has the answer.
+		if stored, ok, err := h.store.Operation(ctx, cmd.Tenant, cmd.OperationID); err != nil {
+			return Result{}, err
+		} else if ok {
+			return replay(stored, *op)
+		}
+	}
+	var lastErr error
+	for attempt := 1; attempt <= h.opts.MaxAttempts; attempt++ {
+		res, err := h.attempt(ctx, cmd, op)
+		if !errors.Is(err, store.ErrConflict) {
+			return res, err
+		}
+		lastErr = err
+		h.log.Debug("version conflict; loading and deciding again", "stream", cmd.Stream, "attempt", attempt, "error", err)
+	}
+	return Result{}, fmt.Errorf("%s %q: gave up after %d attempts: %w", h.def.Name, cmd.Stream, h.opts.MaxAttempts, lastErr)
+}
+
+// errAnswered ends an Update whose operation turned out to be done.
+var errAnswered = errors.New("operation already answered")
+
+func (h *Handler[S]) attempt(ctx context.Context, cmd Command, op *store.Operation) (Result, error) {
+	state, version, err := h.Load(ctx, cmd.Tenant, cmd.Stream)
+	if err != nil {
+		return Result{}, err
+	}
+	payloads, err := h.def.Decide(state, cmd)
+	if err != nil {
+		return Result{}, err
+	}
+	events := make([]envelope.Event, 0, len(payloads))
+	for i, p := range payloads {
+		typ, ok := h.def.Registry.TypeOf(p)
+		if !ok {
+			return Result{}, fmt.Errorf("%s: Decide returned %T (event %d), which is not registered: register it with envelope.Register", h.def.Name, p, i)
+		}
+		e, err := h.def.Registry.Encode(typ, p)
+		if err != nil {
+			return Result{}, err
+		}
+		e.Source = h.def.Source
+		e.CorrelationID = cmd.CorrelationID
+		e.CausationID = cmd.ID
+		events = append(events, e)
+	}
+	res := Result{Tenant: cmd.Tenant, Stream: cmd.Stream, Version: version}
+	var answered store.Operation
+	err = h.store.Update(ctx, func(tx *store.Tx) error {
+		if op != nil {
+			stored, ok, err := h.store.OperationTx(ctx, tx, cmd.Tenant, cmd.OperationID)
+			if err != nil {
+				return err
+			}
+			if ok {
+				answered = stored
+				return errAnswered
+			}
+		}
+		if len(events) > 0 {
+			ar, err := h.store.AppendTx(ctx, tx, cmd.Tenant, cmd.Stream, store.Exact(version), events...)
+			if err != nil {
+				return err
+			}
+			res.Version = ar.Version
+			for _, e := range ar.Events {
+				res.Positions = append(res.Positions, e.Position)
+				res.EventIDs = append(res.EventIDs, e.ID)
+			}
+			if err := h.maybeSnapshot(ctx, tx, cmd, state, version, ar.Events, payloads); err != nil {
+				return err
+			}
+		}
+		if op != nil {
+			rec := *op
+			rec.Result, _ = json.Marshal(res)
+			if _, err := h.store.RecordOperationTx(ctx, tx, rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, errAnswered) {
+		return replay(answered, *op)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
+// maybeSnapshot saves the state after the new events when the version
+// passed a multiple of SnapshotEvery.
+func (h *Handler[S]) maybeSnapshot(ctx context.Context, tx *store.Tx, cmd Command, state S, from int64, stored []envelope.Event, payloads []any) error {
+	n := int64(h.def.SnapshotEvery)
+	if n <= 0 || len(stored) == 0 {
+		return nil
+	}
+	to := stored[len(stored)-1].StreamVersion
+	if to/n == from/n {
+		return nil
+	}
+	for i, e := range stored {
+		state = h.def.Evolve(state, Event{Event: e, Payload: payloads[i]})
+	}
+	b, err := json.Marshal(state)
+	if err != nil {
+		h.log.Warn("state does not encode; no snapshot", "stream", cmd.Stream, "error", err)
+		return nil
+	}
+	return h.store.SaveSnapshotTx(ctx, tx, store.Snapshot{Tenant: cmd.Tenant, Stream: cmd.Stream, SchemaVersion: h.def.SnapshotSchema, Version: to, State: b})
+}
+
+// replay answers a repeated operation from the ledger.
+func replay(stored, given store.Operation) (Result, error) {
+	if stored.InputHash != given.InputHash || stored.Type != given.Type {
+		return Result{}, &store.IdempotencyMismatchError{Tenant: given.Tenant, OperationID: given.ID, StoredType: stored.Type, GivenType: given.Type}
+	}
+	var r Result
+	if err := json.Unmarshal(stored.Result, &r); err != nil {
+		return Result{}, fmt.Errorf("operation %q: stored result does not decode: %w", given.ID, err)
+	}
+	r.Replayed = true
+	return r, nil
+}
+
+func typeName(v any) string {
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Name() == "" {
+		return t.String()
+	}
+	return t.Name()
+}

@@ -1,0 +1,26 @@
+// Package aggregate is the API most users touch first: define how an
+// aggregate's state folds from its events (Evolve) and how a command
+// becomes new events (Decide); a Handler loads, decides and appends with
+// optimistic concurrency.
+//
+//	h, _ := aggregate.New(s, aggregate.Definition[Order]{
+//		Name: "order", Registry: reg, Evolve: evolve, Decide: decide,
+//	}, nil)
+//	res, err := h.Handle(ctx, aggregate.Command{Stream: "order-1", OperationID: "req-42", Payload: PlaceOrder{Total: 42}})
+//
+// Guarantees:
+//   - A decision is appended with the loaded version as the expected one;
+//     on a conflict the handler reloads and decides again (up to
+//     MaxAttempts) and never appends a stale decision.
+//   - Decide's errors are returned unchanged and append nothing.
+//   - A command with an OperationID runs at most once per tenant: its
+//     ledger row commits in the transaction of its events; a retry returns
+//     the first result; the same id with another input is refused with
+//     store.ErrIdempotencyMismatch.
+//   - Produced events carry the command's correlation id, and its id as
+//     their causation id.
+//   - A snapshot is trusted only at the state schema version it was
+//     written with; loading from it equals folding every event.
+//   - Old event shapes are upcast as they are read (envelope.Registry);
+//     stored events never change.
+package aggregate

@@ -1,0 +1,130 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/eventlite/eventlite/envelope"
+)
+
+// ErrIdempotencyMismatch: an operation id was reused with a different
+// input. Permanent: send a new operation id for a new operation.
+var ErrIdempotencyMismatch = errors.New("operation id reused with a different input")
+
+// IdempotencyMismatchError names the operation whose id was reused.
+// errors.Is(err, ErrIdempotencyMismatch) and errors.Is(err,
+// ErrInvalidEvent) hold for it: it is bad input.
+type IdempotencyMismatchError struct {
+	Tenant      string
+	OperationID string
+	StoredType  string
+	GivenType   string
+}
+
+func (e *IdempotencyMismatchError) Error() string {
+	return fmt.Sprintf("operation %q (tenant %s) was already done with a different input (stored %s, given %s): use a new operation id for a new operation",
+		e.OperationID, e.Tenant, e.StoredType, e.GivenType)
+}
+
+// Unwrap lets errors.Is match ErrIdempotencyMismatch and ErrInvalidEvent.
+func (e *IdempotencyMismatchError) Unwrap() []error {
+	return []error{ErrIdempotencyMismatch, ErrInvalidEvent}
+}
+
+// Operation is one row of the operation ledger: an idempotent command
+// that was carried out, with what it returned.
+type Operation struct {
+	Tenant    string
+	ID        string
+	Type      string // the operation (command) type
+	InputHash string // a hash of the canonical input
+	Result    []byte // what the first execution returned, as the caller encoded it
+	CreatedAt time.Time
+}
+
+// MaxOperationIDBytes is the longest operation id.
+const MaxOperationIDBytes = 255
+
+func validateOperation(tenant, id string) error {
+	if err := envelope.ValidateTenant(tenant); err != nil {
+		return err
+	}
+	if id == "" || len(id) > MaxOperationIDBytes {
+		return &envelope.InvalidError{Index: -1, Field: "operation_id", Reason: fmt.Sprintf("must be 1-%d bytes", MaxOperationIDBytes)}
+	}
+	return nil
+}
+
+const selectOperation = `SELECT operation_type, input_hash, result, created_at FROM operations WHERE tenant = ? AND operation_id = ?`
+
+func scanOperation(row *sql.Row, tenant, id string) (Operation, bool, error) {
+	op := Operation{Tenant: tenant, ID: id}
+	var created int64
+	err := row.Scan(&op.Type, &op.InputHash, &op.Result, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Operation{}, false, nil
+	}
+	if err != nil {
+		return Operation{}, false, mapErr(err)
+	}
+	op.CreatedAt = time.Unix(0, created).UTC()
+	return op, true, nil
+}
+
+// Operation reads a ledger row from the read pool. It may be stale by the
+// time the caller acts: decide inside Update with OperationTx.
+func (s *Store) Operation(ctx context.Context, tenant, id string) (Operation, bool, error) {
+	if err := validateOperation(tenant, id); err != nil {
+		return Operation{}, false, err
+	}
+	return scanOperation(s.rdb.QueryRowContext(ctx, selectOperation, tenant, id), tenant, id)
+}
+
+// OperationTx reads a ledger row inside an Update closure. The writer
+// holds the write lock, so the answer holds until the closure returns.
+func (s *Store) OperationTx(ctx context.Context, tx *Tx, tenant, id string) (Operation, bool, error) {
+	if err := tx.check(s); err != nil {
+		return Operation{}, false, err
+	}
+	if err := validateOperation(tenant, id); err != nil {
+		return Operation{}, false, err
+	}
+	return scanOperation(s.wconn.QueryRowContext(ctx, selectOperation, tenant, id), tenant, id)
+}
+
+// RecordOperationTx writes a ledger row inside an Update closure, in the
+// transaction of the operation's own writes. An existing row for the same
+// tenant and id returns the stored one: same input hash gives
+// (stored, nil), a different one an *IdempotencyMismatchError. Keys never
+// cross tenants.
+func (s *Store) RecordOperationTx(ctx context.Context, tx *Tx, op Operation) (Operation, error) {
+	if err := tx.check(s); err != nil {
+		return Operation{}, err
+	}
+	if err := validateOperation(op.Tenant, op.ID); err != nil {
+		return Operation{}, err
+	}
+	stored, ok, err := s.OperationTx(ctx, tx, op.Tenant, op.ID)
+	if err != nil {
+		return Operation{}, err
+	}
+	if ok {
+		if stored.InputHash != op.InputHash || stored.Type != op.Type {
+			return stored, &IdempotencyMismatchError{Tenant: op.Tenant, OperationID: op.ID, StoredType: stored.Type, GivenType: op.Type}
+		}
+		return stored, nil
+	}
+	if op.Result == nil {
+		op.Result = []byte("null")
+	}
+	op.CreatedAt = time.Unix(0, tx.now).UTC()
+	_, err = s.wconn.ExecContext(ctx, `INSERT INTO operations (tenant, operation_id, operation_type, input_hash, result, created_at)
+		VALUES (?, ?, ?, ?, ?, ?)`, op.Tenant, op.ID, op.Type, op.InputHash, op.Result, tx.now)
+	if err != nil {
+		return Operation{}, fmt.Errorf("record operation %q: %w", op.ID, mapErr(err))
+	}
+	return op, nil
+}
