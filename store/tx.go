@@ -60,3 +60,13 @@ func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
 	r := &request{ctx: ctx, fn: fn, done: make(chan struct{})}
 	return s.submit(ctx, r)
 }
+
+// TableExistsTx reports whether a table exists in the database.
+func (s *Store) TableExistsTx(ctx context.Context, tx *Tx, name string) (bool, error) {
+	if err := tx.check(s); err != nil {
+		return false, err
+	}
+	var n int
+	err := s.wconn.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, name).Scan(&n)
+	return n > 0, mapErr(err)
+}

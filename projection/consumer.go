@@ -1,0 +1,294 @@
+package projection
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/store"
+)
+
+// ErrUninterpretable marks an event a consumer cannot interpret (unknown
+// type or schema version). Such an event is quarantined at once, never
+// retried. An envelope.ErrInvalidEvent from decoding counts the same.
+var ErrUninterpretable = errors.New("event cannot be interpreted")
+
+// ConsumerOptions define an external consumer: events that arrive from a
+// broker or over HTTP, at least once and in any order.
+type ConsumerOptions struct {
+	// Name identifies the consumer in the inbox and its ledgers. Required.
+	Name string
+	// Apply writes one event, in aggregate order, to the consumer's read
+	// model in the store's database, inside the consumer's transaction.
+	// Return an error wrapping ErrUninterpretable for an event it cannot
+	// interpret; any other error rolls everything back (the message is
+	// redelivered).
+	Apply func(ctx context.Context, tx *store.Tx, e envelope.Event) error
+	// DeferFor bounds how long an event waits for a version gap to fill
+	// before Sweep quarantines it. Default 10 minutes.
+	DeferFor time.Duration
+	// StartAtFirstSeen lets a consumer that joins late start an aggregate
+	// at the first version it sees instead of at version 1.
+	StartAtFirstSeen bool
+	// Now is the clock for deferral times. Default time.Now.
+	Now func() time.Time
+	// Logger receives structured logs. Default: none.
+	Logger hclog.Logger
+}
+
+// Outcome is what a consumer did with one delivered event.
+type Outcome int
+
+const (
+	Applied     Outcome = iota // applied (and maybe deferred successors after it)
+	Duplicate                  // seen before: acknowledged, nothing changed
+	Stale                      // older than what was applied: ignored
+	Deferred                   // ahead of a gap: stored until the gap fills
+	Conflict                   // another event holds its version: recorded
+	Quarantined                // cannot be interpreted: set aside for a person
+)
+
+func (o Outcome) String() string {
+	return [...]string{"applied", "duplicate", "stale", "deferred", "conflict", "quarantined"}[o]
+}
+
+// HandleResult reports one Handle call.
+type HandleResult struct {
+	Outcome Outcome
+	// Drained counts deferred successors applied after this event.
+	Drained int
+}
+
+// Consumer applies events from outside exactly once and in per-aggregate
+// version order: an inbox dedupes, a version ledger orders, a durable
+// deferral buffer holds early events.
+type Consumer struct {
+	s    *store.Store
+	opts ConsumerOptions
+	log  hclog.Logger
+}
+
+// NewConsumer checks opts and returns the consumer.
+func NewConsumer(s *store.Store, opts ConsumerOptions) (*Consumer, error) {
+	if !nameRE.MatchString(opts.Name) {
+		return nil, fmt.Errorf("consumer name %q: want a letter then letters, digits or _ (at most 63)", opts.Name)
+	}
+	if opts.Apply == nil {
+		return nil, fmt.Errorf("consumer %s: Apply is required", opts.Name)
+	}
+	if opts.DeferFor <= 0 {
+		opts.DeferFor = 10 * time.Minute
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	return &Consumer{s: s, opts: opts, log: opts.Logger.Named("consumer." + opts.Name)}, nil
+}
+
+// Name is the consumer's name.
+func (c *Consumer) Name() string { return c.opts.Name }
+
+func tenantOf(e envelope.Event) string {
+	if e.Tenant == "" {
+		return "default"
+	}
+	return e.Tenant
+}
+
+// Handle takes one delivered event. It commits its decision (and the read
+// model's writes) in one transaction before it returns: acknowledge the
+// message only after Handle returned nil. An error means nothing changed
+// and the message should come again later.
+func (c *Consumer) Handle(ctx context.Context, e envelope.Event) (HandleResult, error) {
+	var res HandleResult
+	err := c.s.Update(ctx, func(tx *store.Tx) error {
+		res = HandleResult{}
+		tenant := tenantOf(e)
+		fresh, err := c.s.InboxInsertTx(ctx, tx, tenant, c.opts.Name, e.Source, e.ID)
+		if err != nil {
+			return err
+		}
+		if !fresh {
+			res.Outcome = Duplicate
+			return c.s.CountConsumerTx(ctx, tx, c.opts.Name, 0, 1, 0)
+		}
+		if e.Stream == "" || e.StreamVersion == 0 {
+			// No aggregate order to keep: dedupe only.
+			res.Outcome, err = c.applyTx(ctx, tx, e)
+			return err
+		}
+		cur, curID, seen, err := c.s.ConsumerVersionTx(ctx, tx, c.opts.Name, tenant, e.Stream)
+		if err != nil {
+			return err
+		}
+		if !seen && c.opts.StartAtFirstSeen {
+			cur = e.StreamVersion - 1
+		}
+		switch v := e.StreamVersion; {
+		case v == cur+1:
+			res.Outcome, err = c.applyTx(ctx, tx, e)
+			if err != nil || res.Outcome != Applied {
+				return err
+			}
+			res.Drained, err = c.drainTx(ctx, tx, tenant, e.Stream, v)
+			return err
+		case v <= cur:
+			if v == cur && curID != e.ID {
+				res.Outcome = Conflict
+				return c.conflictTx(ctx, tx, e, curID)
+			}
+			res.Outcome = Stale
+			return c.s.CountConsumerTx(ctx, tx, c.opts.Name, 0, 0, 1)
+		default:
+			b, _ := e.MarshalJSON()
+			existing, clash, err := c.s.DeferTx(ctx, tx, store.Deferred{
+				Consumer: c.opts.Name, Tenant: tenant, Subject: e.Stream, Version: v, EventID: e.ID, Event: b,
+				Expected: cur + 1, FirstSeen: c.opts.Now(), Reason: fmt.Sprintf("version gap: expected %d, got %d", cur+1, v),
+			})
+			if err != nil {
+				return err
+			}
+			if clash && existing.EventID != e.ID {
+				res.Outcome = Conflict
+				return c.conflictTx(ctx, tx, e, existing.EventID)
+			}
+			res.Outcome = Deferred
+			return nil
+		}
+	})
+	if err != nil {
+		return HandleResult{}, fmt.Errorf("consumer %s: event %s: %w", c.opts.Name, e.ID, err)
+	}
+	c.log.Debug("handled", "id", e.ID, "stream", e.Stream, "version", e.StreamVersion, "outcome", res.Outcome.String(), "drained", res.Drained)
+	return res, nil
+}
+
+// applyTx applies e under a savepoint and moves the aggregate's version.
+// An uninterpretable event is quarantined instead.
+func (c *Consumer) applyTx(ctx context.Context, tx *store.Tx, e envelope.Event) (Outcome, error) {
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT consumer_event"); err != nil {
+		return 0, err
+	}
+	err := func() (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("consumer %s panicked on event %s: %v", c.opts.Name, e.ID, p)
+			}
+		}()
+		return c.opts.Apply(ctx, tx, e)
+	}()
+	if err != nil {
+		if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO consumer_event"); rerr != nil {
+			return 0, errors.Join(err, rerr)
+		}
+	}
+	if _, rerr := tx.ExecContext(ctx, "RELEASE consumer_event"); rerr != nil {
+		return 0, rerr
+	}
+	if err != nil {
+		if errors.Is(err, ErrUninterpretable) || errors.Is(err, envelope.ErrInvalidEvent) {
+			b, _ := e.MarshalJSON()
+			c.log.Warn("quarantining an event this consumer cannot interpret", "id", e.ID, "type", e.Type, "error", err)
+			return Quarantined, c.s.QuarantineTx(ctx, tx, store.Quarantined{
+				Consumer: c.opts.Name, Reason: store.ReasonUninterpretable, Tenant: tenantOf(e), Subject: e.Stream,
+				Version: e.StreamVersion, EventID: e.ID, Event: b, Error: err.Error(), Attempts: 1,
+			})
+		}
+		return 0, err
+	}
+	if e.Stream != "" && e.StreamVersion > 0 {
+		if err := c.s.SetConsumerVersionTx(ctx, tx, c.opts.Name, tenantOf(e), e.Stream, e.StreamVersion, e.ID); err != nil {
+			return 0, err
+		}
+	}
+	return Applied, c.s.CountConsumerTx(ctx, tx, c.opts.Name, 1, 0, 0)
+}
+
+// drainTx applies the deferred successors of version that are now in
+// order, and returns how many it applied.
+func (c *Consumer) drainTx(ctx context.Context, tx *store.Tx, tenant, subject string, version int64) (int, error) {
+	n := 0
+	for {
+		d, ok, err := c.s.TakeDeferredTx(ctx, tx, c.opts.Name, tenant, subject, version+1)
+		if err != nil || !ok {
+			return n, err
+		}
+		e, err := envelope.DecodeJSON(d.Event, -1)
+		if err != nil {
+			return n, fmt.Errorf("deferred event %s does not decode: %w", d.EventID, err)
+		}
+		out, err := c.applyTx(ctx, tx, e)
+		if err != nil {
+			return n, err
+		}
+		if out != Applied {
+			return n, nil // quarantined: the aggregate waits for a person
+		}
+		n++
+		version++
+	}
+}
+
+func (c *Consumer) conflictTx(ctx context.Context, tx *store.Tx, e envelope.Event, keptID string) error {
+	b, _ := e.MarshalJSON()
+	c.log.Warn("version conflict: another event holds this version; the read model is unchanged",
+		"stream", e.Stream, "version", e.StreamVersion, "kept", keptID, "conflicting", e.ID)
+	return c.s.RecordConflictTx(ctx, tx, store.Conflict{
+		Consumer: c.opts.Name, Tenant: tenantOf(e), Subject: e.Stream, Version: e.StreamVersion,
+		KeptEventID: keptID, ConflictingID: e.ID, ConflictingEvent: b,
+	})
+}
+
+// Sweep moves events deferred longer than DeferFor to quarantine, with the
+// evidence (expected and got versions, how long they waited). They are
+// never applied or dropped silently. It returns how many it moved.
+func (c *Consumer) Sweep(ctx context.Context) (int, error) {
+	now := c.opts.Now()
+	old, err := c.s.DeferredEvents(ctx, c.opts.Name, now.Add(-c.opts.DeferFor))
+	if err != nil {
+		return 0, err
+	}
+	moved := 0
+	for _, d := range old {
+		err := c.s.Update(ctx, func(tx *store.Tx) error {
+			taken, ok, err := c.s.TakeDeferredTx(ctx, tx, d.Consumer, d.Tenant, d.Subject, d.Version)
+			if err != nil || !ok || taken.EventID != d.EventID {
+				return err // applied or swept meanwhile
+			}
+			cur, _, _, err := c.s.ConsumerVersionTx(ctx, tx, c.opts.Name, d.Tenant, d.Subject)
+			if err != nil {
+				return err
+			}
+			evidence, _ := json.Marshal(map[string]any{
+				"expected": cur + 1, "got": d.Version, "first_seen": d.FirstSeen.Format(time.RFC3339Nano),
+				"waited_seconds": now.Sub(d.FirstSeen).Seconds(),
+			})
+			moved++
+			return c.s.QuarantineTx(ctx, tx, store.Quarantined{
+				Consumer: c.opts.Name, Reason: store.ReasonDeferredTooLong, Tenant: d.Tenant, Subject: d.Subject,
+				Version: d.Version, EventID: d.EventID, Event: d.Event, Attempts: 1, Evidence: string(evidence),
+				Error: fmt.Sprintf("version %d waited %s for version %d, longer than %s", d.Version, now.Sub(d.FirstSeen).Round(time.Second), cur+1, c.opts.DeferFor),
+			})
+		})
+		if err != nil {
+			return moved, fmt.Errorf("consumer %s: sweep: %w", c.opts.Name, err)
+		}
+	}
+	if moved > 0 {
+		c.log.Warn("quarantined events that waited too long for a version gap", "count", moved)
+	}
+	return moved, nil
+}
+
+// Stats reads the consumer's counters and queues.
+func (c *Consumer) Stats(ctx context.Context) (store.ConsumerStats, error) {
+	return c.s.ConsumerStatsFor(ctx, c.opts.Name)
+}

@@ -1,0 +1,42 @@
+// Package projection reads the log into read models, two ways.
+//
+// Local projections read this store's log. A Projection names the event
+// types it reads, declares the tables it owns and applies events through
+// the store's transaction; a Runner holds the projection's lease (one
+// active runner among several processes), catches up from the checkpoint
+// in batches read outside the write transaction, and follows new commits:
+//
+//	r, _ := projection.NewRunner(s, projection.Projection{
+//		Name:   "order_totals",
+//		Types:  []string{"order.placed"},
+//		Tables: []projection.Table{{Name: "order_totals", Schema: `CREATE TABLE {table} (id TEXT PRIMARY KEY, total INTEGER)`}},
+//		Apply: func(ctx context.Context, tx *projection.Tx, e envelope.Event) error {
+//			_, err := tx.ExecContext(ctx, `INSERT INTO `+tx.Table("order_totals")+` ...`)
+//			return err
+//		},
+//	}, nil)
+//	go r.Run(ctx)
+//	res, _ := s.Append(ctx, "default", "order-1", store.NoStream, e)
+//	projection.WaitFor(ctx, s, "order_totals", res.LastPosition()) // read your writes
+//
+// External consumers take events that arrive from a broker or over HTTP,
+// at least once and in any order (Consumer.Handle).
+//
+// Guarantees:
+//   - A local projection applies each event at most once: its read-model
+//     writes and its checkpoint commit in one transaction, fenced by its
+//     lease token, so a runner that lost its lease writes nothing.
+//   - A handler that keeps failing is tried a bounded number of times; the
+//     event is quarantined with its position, error and attempts, and the
+//     projection stops there (or skips it, when configured). A restart
+//     after the fix resumes exactly at that event.
+//   - A hole in the global positions is passed and recorded, never waited
+//     for: with one SQLite writer it cannot fill later.
+//   - An external consumer never applies a duplicate (the inbox insert is
+//     the decision), never rolls an aggregate back to an older version,
+//     and never applies version N+2 before N+1: it defers the early event
+//     durably and applies it when the gap fills, or quarantines it with
+//     the evidence after DeferFor. The same version with another event id
+//     is a recorded conflict, never an overwrite. An event it cannot
+//     interpret is quarantined at once, not retried.
+package projection

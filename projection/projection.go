@@ -1,0 +1,146 @@
+package projection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/store"
+)
+
+// Projection is a read model fed from the store's log.
+type Projection struct {
+	// Name identifies the projection: its checkpoint, its lease
+	// ("projection:<name>") and its quarantine entries. Required.
+	Name string
+	// Types, when set, are the only event types the projection reads.
+	Types []string
+	// Tables are the read-model tables the projection owns, declared so
+	// that replay can rebuild them under shadow names.
+	Tables []Table
+	// Apply writes the read model in the store's database, in the runner's
+	// transaction: its writes and the checkpoint commit together, so each
+	// event is applied exactly once. Use tx.Table(name) for table names.
+	Apply func(ctx context.Context, tx *Tx, e envelope.Event) error
+	// Deliver hands an event to a read model that lives elsewhere. It is
+	// at-least-once: after a crash an event may come again, with the same
+	// position, for the read model's own dedupe. Set Apply or Deliver,
+	// not both.
+	Deliver func(ctx context.Context, e envelope.Event) error
+}
+
+// Table is a read-model table and the SQL that creates it and its
+// indexes, with {table} standing for the table's name (the live name, or
+// a shadow name during a rebuild). Name index {table}_something so shadow
+// indexes do not collide with live ones.
+type Table struct {
+	Name   string
+	Schema string
+}
+
+// Tx is the runner's transaction as a projection's Apply sees it: the
+// store's Tx plus the names of the projection's tables.
+type Tx struct {
+	*store.Tx
+	tables map[string]string
+}
+
+// Table returns the name to use in SQL for one of the projection's
+// declared tables: the live table in a runner, its shadow in a rebuild.
+// An undeclared name is returned unchanged.
+func (tx *Tx) Table(name string) string {
+	if n, ok := tx.tables[name]; ok {
+		return n
+	}
+	return name
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,62}$`)
+
+// Validate checks the definition.
+func (p *Projection) Validate() error {
+	switch {
+	case !nameRE.MatchString(p.Name):
+		return fmt.Errorf("projection name %q: want a letter then letters, digits or _ (at most 63)", p.Name)
+	case (p.Apply == nil) == (p.Deliver == nil):
+		return fmt.Errorf("projection %s: set exactly one of Apply and Deliver", p.Name)
+	case p.Deliver != nil && len(p.Tables) > 0:
+		return fmt.Errorf("projection %s: Tables are for Apply read models in the store's database", p.Name)
+	}
+	for _, t := range p.Tables {
+		if !nameRE.MatchString(t.Name) || !strings.Contains(t.Schema, "{table}") {
+			return fmt.Errorf("projection %s: table %q needs a plain name and a Schema that uses {table}", p.Name, t.Name)
+		}
+	}
+	return nil
+}
+
+// LiveTables maps each declared table to itself.
+func (p *Projection) LiveTables() map[string]string {
+	m := make(map[string]string, len(p.Tables))
+	for _, t := range p.Tables {
+		m[t.Name] = t.Name
+	}
+	return m
+}
+
+// CreateTables creates the declared tables under the given names (a
+// table already there is left alone).
+func (p *Projection) CreateTables(ctx context.Context, s *store.Store, tx *store.Tx, names map[string]string) error {
+	for _, t := range p.Tables {
+		name := names[t.Name]
+		ok, err := s.TableExistsTx(ctx, tx, name)
+		if err != nil {
+			return err
+		}
+		if ok {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, strings.ReplaceAll(t.Schema, "{table}", name)); err != nil {
+			return fmt.Errorf("projection %s: create table %s: %w", p.Name, name, err)
+		}
+	}
+	return nil
+}
+
+// ApplyTx applies one event with the tables named by names, inside tx,
+// under a savepoint: on error (or panic) the event's writes are undone and
+// the transaction stays usable.
+func (p *Projection) ApplyTx(ctx context.Context, tx *store.Tx, names map[string]string, e envelope.Event) (err error) {
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT projection_event"); err != nil {
+		return err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("projection %s panicked on position %d: %v", p.Name, e.Position, r)
+		}
+		if err != nil {
+			if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO projection_event"); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+		}
+		if _, rerr := tx.ExecContext(ctx, "RELEASE projection_event"); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
+	return p.Apply(ctx, &Tx{Tx: tx, tables: names}, e)
+}
+
+// Matches reports whether the projection reads events of type t.
+func (p *Projection) Matches(t string) bool {
+	if len(p.Types) == 0 {
+		return true
+	}
+	for _, x := range p.Types {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}
+
+// LeaseResource is the lease a runner of the projection holds.
+func LeaseResource(name string) string { return "projection:" + name }

@@ -1,0 +1,440 @@
+package projection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/store"
+)
+
+// ErrStopped is wrapped by the *StoppedError a runner returns when it
+// halts on an event its handler keeps failing on.
+var ErrStopped = errors.New("projection stopped on a quarantined event")
+
+// StoppedError says where and why a projection stopped. The event is in
+// quarantine; the checkpoint is just before it, so a restart after the fix
+// resumes exactly there.
+type StoppedError struct {
+	Projection string
+	Position   int64
+	EventID    string
+	Attempts   int
+	Err        error
+}
+
+func (e *StoppedError) Error() string {
+	return fmt.Sprintf("projection %s stopped at position %d (event %s) after %d attempts: %v; fix the handler and restart: it resumes at that event",
+		e.Projection, e.Position, e.EventID, e.Attempts, e.Err)
+}
+
+// Unwrap lets errors.Is match ErrStopped and the handler's error.
+func (e *StoppedError) Unwrap() []error { return []error{ErrStopped, e.Err} }
+
+// OnError says what a runner does with an event its handler keeps failing
+// on, once the event is quarantined.
+type OnError int
+
+const (
+	// Stop halts the projection (the default): a read model with a hole is
+	// worse than a stopped one.
+	Stop OnError = iota
+	// Skip moves on past the event.
+	Skip
+)
+
+// RunnerOptions configures a Runner. nil means the defaults.
+type RunnerOptions struct {
+	// BatchSize is how many events one transaction applies. Default 500.
+	BatchSize int
+	// LeaseTTL is how long the lease lasts without renewal. Default 15s.
+	LeaseTTL time.Duration
+	// RenewEvery is how often the lease is renewed. Default LeaseTTL/3.
+	RenewEvery time.Duration
+	// Owner names this runner in the lease. Default host:pid:random.
+	Owner string
+	// MaxAttempts bounds how often a failing handler is tried on one event
+	// before it is quarantined. Default 3.
+	MaxAttempts int
+	// OnError: Stop (default) or Skip after quarantining.
+	OnError OnError
+	// Logger receives structured logs. Default: none.
+	Logger hclog.Logger
+}
+
+// Runner applies a projection's events from its checkpoint on, holding the
+// projection's lease so that one runner is active among several.
+type Runner struct {
+	s     *store.Store
+	p     Projection
+	opts  RunnerOptions
+	log   hclog.Logger
+	names map[string]string
+}
+
+// NewRunner checks p and returns its runner.
+func NewRunner(s *store.Store, p Projection, opts *RunnerOptions) (*Runner, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	var o RunnerOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = 500
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = 15 * time.Second
+	}
+	if o.RenewEvery <= 0 {
+		o.RenewEvery = o.LeaseTTL / 3
+	}
+	if o.Owner == "" {
+		host, _ := os.Hostname()
+		o.Owner = host + ":" + strconv.Itoa(os.Getpid()) + ":" + ulid.Make().String()[20:]
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 3
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	return &Runner{s: s, p: p, opts: o, log: o.Logger.Named("projection." + p.Name), names: p.LiveTables()}, nil
+}
+
+// Run waits for the projection's lease (standing by while another runner
+// holds it), catches up from the checkpoint, then follows new commits
+// until ctx ends. It returns nil when ctx ends, a *StoppedError when the
+// projection halts on a quarantined event, ErrStaleFence when it lost its
+// lease. A clean stop releases the lease.
+func (r *Runner) Run(ctx context.Context) error {
+	lease, err := r.acquire(ctx, true)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	defer r.release(lease)
+	return r.follow(ctx, &lease, true)
+}
+
+// CatchUp brings the projection up to the log head and returns the
+// checkpoint reached. It takes the lease for the duration and fails with
+// store.ErrLeaseHeld when a runner holds it (that runner keeps the
+// projection current).
+func (r *Runner) CatchUp(ctx context.Context) (int64, error) {
+	lease, err := r.acquire(ctx, false)
+	if err != nil {
+		return 0, err
+	}
+	defer r.release(lease)
+	if err := r.follow(ctx, &lease, false); err != nil {
+		return 0, err
+	}
+	return r.s.Checkpoint(ctx, r.p.Name)
+}
+
+func (r *Runner) acquire(ctx context.Context, wait bool) (store.Lease, error) {
+	resource := LeaseResource(r.p.Name)
+	logged := false
+	for {
+		l, err := r.s.AcquireLease(ctx, resource, r.opts.Owner, r.opts.LeaseTTL)
+		if err == nil {
+			r.log.Info("holding the lease", "owner", r.opts.Owner, "token", l.Token)
+			if err := r.setup(ctx, l); err != nil {
+				r.release(l)
+				return store.Lease{}, err
+			}
+			return l, nil
+		}
+		if !wait || !errors.Is(err, store.ErrLeaseHeld) {
+			return store.Lease{}, err
+		}
+		if !logged {
+			r.log.Info("standing by: another runner holds the lease", "error", err)
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return store.Lease{}, ctx.Err()
+		case <-time.After(r.opts.RenewEvery):
+		}
+	}
+}
+
+// setup creates the read-model tables and registers the projection.
+func (r *Runner) setup(ctx context.Context, l store.Lease) error {
+	return r.s.Update(ctx, func(tx *store.Tx) error {
+		if err := r.s.CheckFenceTx(ctx, tx, l); err != nil {
+			return err
+		}
+		if err := r.p.CreateTables(ctx, r.s, tx, r.names); err != nil {
+			return err
+		}
+		recs, err := r.s.Projections(ctx)
+		if err != nil {
+			return err
+		}
+		for _, rec := range recs {
+			if rec.Name == r.p.Name {
+				return nil
+			}
+		}
+		return r.s.SetProjectionStatusTx(ctx, tx, r.p.Name, store.ProjectionActive, "")
+	})
+}
+
+func (r *Runner) release(l store.Lease) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := r.s.ReleaseLease(ctx, l); err != nil {
+		r.log.Warn("could not release the lease; it expires on its own", "error", err)
+	}
+}
+
+// follow applies batches until the head (live: then waits for commits).
+func (r *Runner) follow(ctx context.Context, lease *store.Lease, live bool) error {
+	renewed := time.Now()
+	for {
+		if time.Since(renewed) >= r.opts.RenewEvery {
+			l, err := r.s.RenewLease(ctx, *lease)
+			if err != nil {
+				return err
+			}
+			*lease, renewed = l, time.Now()
+		}
+		changed := r.s.Changed() // before reading, so no commit is missed
+		n, err := r.batch(ctx, *lease)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if n > 0 {
+			continue
+		}
+		if !live {
+			return nil
+		}
+		timer := time.NewTimer(time.Until(renewed.Add(r.opts.RenewEvery)))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-changed:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// batch reads the next events after the checkpoint outside any write
+// transaction, then applies them and moves the checkpoint in one fenced
+// transaction. It returns how far the checkpoint moved (0 at the head).
+func (r *Runner) batch(ctx context.Context, lease store.Lease) (int64, error) {
+	cp, err := r.s.Checkpoint(ctx, r.p.Name)
+	if err != nil {
+		return 0, err
+	}
+	head, err := r.s.Head(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var events []envelope.Event
+	for e, err := range r.s.ReadAll(ctx, store.ReadAllOptions{From: cp + 1, Limit: r.opts.BatchSize, Types: r.p.Types}) {
+		if err != nil {
+			return 0, err
+		}
+		events = append(events, e)
+	}
+	next := cp
+	if len(events) > 0 {
+		next = events[len(events)-1].Position
+	}
+	if len(events) < r.opts.BatchSize {
+		// Every matching event up to head is in hand: pass the rest.
+		next = max(next, head)
+	}
+	if next == cp {
+		return 0, nil
+	}
+	holes, err := r.s.HolesBetween(ctx, cp, next)
+	if err != nil {
+		return 0, err
+	}
+	for _, h := range holes {
+		r.log.Warn("passing a hole in the global positions: it cannot fill later (one writer), so it is recorded, not waited for", "from", h.From, "to", h.To)
+	}
+	if r.p.Deliver != nil {
+		return r.deliver(ctx, lease, cp, next, events, holes)
+	}
+	var stopped *StoppedError
+	err = r.s.Update(ctx, func(tx *store.Tx) error {
+		stopped = nil
+		if err := r.s.CheckFenceTx(ctx, tx, lease); err != nil {
+			return err
+		}
+		if cur, err := r.s.CheckpointTx(ctx, tx, r.p.Name); err != nil {
+			return err
+		} else if cur != cp {
+			return fmt.Errorf("%w: checkpoint of %s moved from %d to %d under us", store.ErrStaleFence, r.p.Name, cp, cur)
+		}
+		to := next
+		for _, e := range events {
+			attempts, err := r.applyWithRetry(ctx, tx, e)
+			if err == nil {
+				continue
+			}
+			if err := r.quarantineTx(ctx, tx, e, err, attempts); err != nil {
+				return err
+			}
+			if r.opts.OnError == Skip {
+				r.log.Error("skipping an event the handler keeps failing on; it is quarantined", "position", e.Position, "id", e.ID, "error", err)
+				continue
+			}
+			stopped = &StoppedError{Projection: r.p.Name, Position: e.Position, EventID: e.ID, Attempts: attempts, Err: err}
+			to = e.Position - 1
+			break
+		}
+		return r.finishTx(ctx, tx, lease, cp, to, holes, stopped)
+	})
+	if err != nil {
+		return 0, err
+	}
+	if stopped != nil {
+		r.log.Error("projection stopped", "position", stopped.Position, "error", stopped.Err)
+		return 0, stopped
+	}
+	return next - cp, nil
+}
+
+func (r *Runner) applyWithRetry(ctx context.Context, tx *store.Tx, e envelope.Event) (int, error) {
+	var err error
+	for attempt := 1; attempt <= r.opts.MaxAttempts; attempt++ {
+		if err = r.p.ApplyTx(ctx, tx, r.names, e); err == nil {
+			return attempt, nil
+		}
+		r.log.Debug("handler failed", "position", e.Position, "attempt", attempt, "error", err)
+	}
+	return r.opts.MaxAttempts, err
+}
+
+func (r *Runner) quarantineTx(ctx context.Context, tx *store.Tx, e envelope.Event, cause error, attempts int) error {
+	b, _ := e.MarshalJSON()
+	return r.s.QuarantineTx(ctx, tx, store.Quarantined{
+		Consumer: r.p.Name, Reason: store.ReasonHandlerError, Tenant: e.Tenant, Subject: e.Stream, Version: e.StreamVersion,
+		Position: e.Position, EventID: e.ID, Event: b, Error: cause.Error(), Attempts: attempts,
+	})
+}
+
+// finishTx records holes, moves the checkpoint to `to`, and keeps the
+// projection's status and quarantine in step.
+func (r *Runner) finishTx(ctx context.Context, tx *store.Tx, lease store.Lease, cp, to int64, holes []store.Hole, stopped *StoppedError) error {
+	for _, h := range holes {
+		if h.From <= to {
+			h.DetectedBy = r.p.Name
+			if err := r.s.RecordHoleTx(ctx, tx, h); err != nil {
+				return err
+			}
+		}
+	}
+	if to > cp {
+		// The event a stopped projection halted on applied now: it resumed.
+		if err := r.s.ResolveQuarantineTx(ctx, tx, r.p.Name, cp+1, ""); err != nil {
+			return err
+		}
+		if err := r.s.SetCheckpointTx(ctx, tx, r.p.Name, to, &lease); err != nil {
+			return err
+		}
+	}
+	switch {
+	case stopped != nil:
+		return r.s.SetProjectionStatusTx(ctx, tx, r.p.Name, store.ProjectionStopped, stopped.Error())
+	case to > cp:
+		rec, err := r.s.Projection(ctx, r.p.Name)
+		if err == nil && rec.Status == store.ProjectionStopped {
+			return r.s.SetProjectionStatusTx(ctx, tx, r.p.Name, store.ProjectionActive, "")
+		}
+	}
+	return nil
+}
+
+// deliver hands events to an outside read model (at least once), then
+// moves the checkpoint.
+func (r *Runner) deliver(ctx context.Context, lease store.Lease, cp, next int64, events []envelope.Event, holes []store.Hole) (int64, error) {
+	to := next
+	var stopped *StoppedError
+	type failure struct {
+		e   envelope.Event
+		err error
+	}
+	var failures []failure
+	for _, e := range events {
+		var err error
+		backoff := 10 * time.Millisecond
+		for attempt := 1; attempt <= r.opts.MaxAttempts; attempt++ {
+			if err = r.callDeliver(ctx, e); err == nil || ctx.Err() != nil {
+				break
+			}
+			if attempt < r.opts.MaxAttempts {
+				select {
+				case <-ctx.Done():
+				case <-time.After(backoff):
+				}
+				backoff *= 2
+			}
+		}
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		if err == nil {
+			continue
+		}
+		failures = append(failures, failure{e, err})
+		if r.opts.OnError == Skip {
+			r.log.Error("skipping an event the handler keeps failing on; it is quarantined", "position", e.Position, "id", e.ID, "error", err)
+			continue
+		}
+		stopped = &StoppedError{Projection: r.p.Name, Position: e.Position, EventID: e.ID, Attempts: r.opts.MaxAttempts, Err: err}
+		to = e.Position - 1
+		break
+	}
+	err := r.s.Update(ctx, func(tx *store.Tx) error {
+		if err := r.s.CheckFenceTx(ctx, tx, lease); err != nil {
+			return err
+		}
+		for _, f := range failures {
+			if err := r.quarantineTx(ctx, tx, f.e, f.err, r.opts.MaxAttempts); err != nil {
+				return err
+			}
+		}
+		return r.finishTx(ctx, tx, lease, cp, to, holes, stopped)
+	})
+	if err != nil {
+		return 0, err
+	}
+	if stopped != nil {
+		r.log.Error("projection stopped", "position", stopped.Position, "error", stopped.Err)
+		return 0, stopped
+	}
+	return to - cp, nil
+}
+
+func (r *Runner) callDeliver(ctx context.Context, e envelope.Event) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("projection %s panicked on position %d: %v", r.p.Name, e.Position, p)
+		}
+	}()
+	return r.p.Deliver(ctx, e)
+}

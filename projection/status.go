@@ -1,0 +1,91 @@
+package projection
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/eventlite/eventlite/store"
+)
+
+// WaitFor returns once the projection's checkpoint has reached position
+// (read your writes: Append returns the position, the caller waits for the
+// read model to include it). It wakes on commits instead of sleeping, and
+// returns ctx's error when ctx ends first.
+func WaitFor(ctx context.Context, s *store.Store, projection string, position int64) error {
+	for {
+		changed := s.Changed()
+		cp, err := s.Checkpoint(ctx, projection)
+		if err != nil {
+			return err
+		}
+		if cp >= position {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for projection %s to reach position %d (at %d): %w", projection, position, cp, ctx.Err())
+		case <-changed:
+		}
+	}
+}
+
+// Status values reported by Stats.
+const (
+	StatusRunning    = "running"    // a runner holds the lease
+	StatusIdle       = "idle"       // no runner
+	StatusStopped    = "stopped"    // halted on a quarantined event
+	StatusRebuilding = "rebuilding" // a replay is rebuilding it
+)
+
+// Stats describe one projection.
+type Stats struct {
+	Name        string `json:"name"`
+	Checkpoint  int64  `json:"checkpoint,string"`
+	Head        int64  `json:"head,string"`
+	Lag         int64  `json:"lag"` // positions behind the head
+	Status      string `json:"status"`
+	Quarantined int    `json:"quarantined"`
+	Detail      string `json:"detail,omitempty"`
+}
+
+// AllStats describes every projection the store knows.
+func AllStats(ctx context.Context, s *store.Store) ([]Stats, error) {
+	head, err := s.Head(ctx)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := s.Projections(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Stats, 0, len(recs))
+	for _, r := range recs {
+		st := Stats{Name: r.Name, Checkpoint: r.Checkpoint, Head: head, Lag: max(head-r.Checkpoint, 0), Quarantined: r.Quarantined, Detail: r.Detail}
+		switch {
+		case r.Status == store.ProjectionRebuilding:
+			st.Status = StatusRebuilding
+		case r.Status == store.ProjectionStopped:
+			st.Status = StatusStopped
+		case r.LeaseLive:
+			st.Status = StatusRunning
+		default:
+			st.Status = StatusIdle
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// StatsFor describes one projection; store.ErrNotFound when it never ran.
+func StatsFor(ctx context.Context, s *store.Store, name string) (Stats, error) {
+	all, err := AllStats(ctx, s)
+	if err != nil {
+		return Stats{}, err
+	}
+	for _, st := range all {
+		if st.Name == name {
+			return st, nil
+		}
+	}
+	return Stats{}, fmt.Errorf("projection %q: %w", name, store.ErrNotFound)
+}

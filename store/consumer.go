@@ -1,0 +1,266 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// The external-consumer ledger: the inbox (dedupe), the last applied
+// version per aggregate, deferred events, version conflicts and counters.
+// Every method takes the consumer's Update transaction, so the consumer's
+// decision and its read-model writes commit together.
+
+// InboxInsertTx records a message as processed by consumer. It returns
+// false when the message was already there: a duplicate. The insert itself
+// is the decision (ON CONFLICT DO NOTHING), never a check-then-insert.
+func (s *Store) InboxInsertTx(ctx context.Context, tx *Tx, tenant, consumer, source, messageID string) (bool, error) {
+	if err := tx.check(s); err != nil {
+		return false, err
+	}
+	res, err := s.wconn.ExecContext(ctx, `INSERT INTO inbox (tenant, consumer, source, message_id, processed_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT DO NOTHING`, tenant, consumer, source, messageID, tx.now)
+	if err != nil {
+		return false, mapErr(err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// ConsumerVersionTx returns the last version of an aggregate that consumer
+// applied, with that event's id; ok is false when it never saw one.
+func (s *Store) ConsumerVersionTx(ctx context.Context, tx *Tx, consumer, tenant, subject string) (version int64, eventID string, ok bool, err error) {
+	if err := tx.check(s); err != nil {
+		return 0, "", false, err
+	}
+	err = s.wconn.QueryRowContext(ctx, `SELECT version, event_id FROM consumer_versions WHERE consumer = ? AND tenant = ? AND subject = ?`,
+		consumer, tenant, subject).Scan(&version, &eventID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, "", false, nil
+	}
+	return version, eventID, err == nil, mapErr(err)
+}
+
+// SetConsumerVersionTx records that consumer applied version of an
+// aggregate.
+func (s *Store) SetConsumerVersionTx(ctx context.Context, tx *Tx, consumer, tenant, subject string, version int64, eventID string) error {
+	if err := tx.check(s); err != nil {
+		return err
+	}
+	_, err := s.wconn.ExecContext(ctx, `INSERT INTO consumer_versions (consumer, tenant, subject, version, event_id, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (consumer, tenant, subject) DO UPDATE SET version = excluded.version, event_id = excluded.event_id, updated_at = excluded.updated_at`,
+		consumer, tenant, subject, version, eventID, tx.now)
+	return mapErr(err)
+}
+
+// Deferred is an event that arrived ahead of a version gap.
+type Deferred struct {
+	Consumer  string
+	Tenant    string
+	Subject   string
+	Version   int64
+	EventID   string
+	Event     []byte // structured JSON
+	Expected  int64  // the version the consumer waited for when it arrived
+	FirstSeen time.Time
+	Reason    string
+}
+
+// DeferTx stores d durably. When another event already waits at that
+// version, nothing is stored and the waiting one is returned with ok
+// true: the caller records a conflict.
+func (s *Store) DeferTx(ctx context.Context, tx *Tx, d Deferred) (existing Deferred, ok bool, err error) {
+	if err := tx.check(s); err != nil {
+		return Deferred{}, false, err
+	}
+	res, err := s.wconn.ExecContext(ctx, `INSERT INTO deferred (consumer, tenant, subject, version, event_id, event, expected, first_seen, reason)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+		d.Consumer, d.Tenant, d.Subject, d.Version, d.EventID, d.Event, d.Expected, d.FirstSeen.UnixNano(), d.Reason)
+	if err != nil {
+		return Deferred{}, false, mapErr(err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return Deferred{}, false, nil
+	}
+	existing, ok, err = s.deferredAt(ctx, d.Consumer, d.Tenant, d.Subject, d.Version)
+	return existing, ok, err
+}
+
+func (s *Store) deferredAt(ctx context.Context, consumer, tenant, subject string, version int64) (Deferred, bool, error) {
+	d := Deferred{Consumer: consumer, Tenant: tenant, Subject: subject, Version: version}
+	var seen int64
+	err := s.wconn.QueryRowContext(ctx, `SELECT event_id, event, expected, first_seen, reason FROM deferred
+		WHERE consumer = ? AND tenant = ? AND subject = ? AND version = ?`, consumer, tenant, subject, version).
+		Scan(&d.EventID, &d.Event, &d.Expected, &seen, &d.Reason)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Deferred{}, false, nil
+	}
+	if err != nil {
+		return Deferred{}, false, mapErr(err)
+	}
+	d.FirstSeen = time.Unix(0, seen).UTC()
+	return d, true, nil
+}
+
+// TakeDeferredTx removes and returns the event deferred at version, if
+// any: the caller applies it in the same transaction.
+func (s *Store) TakeDeferredTx(ctx context.Context, tx *Tx, consumer, tenant, subject string, version int64) (Deferred, bool, error) {
+	if err := tx.check(s); err != nil {
+		return Deferred{}, false, err
+	}
+	d, ok, err := s.deferredAt(ctx, consumer, tenant, subject, version)
+	if err != nil || !ok {
+		return Deferred{}, false, err
+	}
+	if _, err := s.wconn.ExecContext(ctx, `DELETE FROM deferred WHERE consumer = ? AND tenant = ? AND subject = ? AND version = ?`,
+		consumer, tenant, subject, version); err != nil {
+		return Deferred{}, false, mapErr(err)
+	}
+	return d, true, nil
+}
+
+// DropStaleDeferredTx removes the events deferred for an aggregate at or
+// below version (they can never apply now) and returns them.
+func (s *Store) DropStaleDeferredTx(ctx context.Context, tx *Tx, consumer, tenant, subject string, version int64) ([]Deferred, error) {
+	if err := tx.check(s); err != nil {
+		return nil, err
+	}
+	rows, err := s.wconn.QueryContext(ctx, `DELETE FROM deferred WHERE consumer = ? AND tenant = ? AND subject = ? AND version <= ?
+		RETURNING version, event_id, event, expected, first_seen, reason`, consumer, tenant, subject, version)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	var out []Deferred
+	for rows.Next() {
+		d := Deferred{Consumer: consumer, Tenant: tenant, Subject: subject}
+		var seen int64
+		if err := rows.Scan(&d.Version, &d.EventID, &d.Event, &d.Expected, &seen, &d.Reason); err != nil {
+			return nil, err
+		}
+		d.FirstSeen = time.Unix(0, seen).UTC()
+		out = append(out, d)
+	}
+	return out, mapErr(rows.Err())
+}
+
+// DeferredEvents lists events deferred by consumer ("" for all) that were
+// first seen before the given time (zero: all), oldest first.
+func (s *Store) DeferredEvents(ctx context.Context, consumer string, seenBefore time.Time) ([]Deferred, error) {
+	before := int64(1<<63 - 1)
+	if !seenBefore.IsZero() {
+		before = seenBefore.UnixNano()
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT consumer, tenant, subject, version, event_id, event, expected, first_seen, reason FROM deferred
+		WHERE (? = '' OR consumer = ?) AND first_seen < ? ORDER BY first_seen`, consumer, consumer, before)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	var out []Deferred
+	for rows.Next() {
+		var d Deferred
+		var seen int64
+		if err := rows.Scan(&d.Consumer, &d.Tenant, &d.Subject, &d.Version, &d.EventID, &d.Event, &d.Expected, &seen, &d.Reason); err != nil {
+			return nil, err
+		}
+		d.FirstSeen = time.Unix(0, seen).UTC()
+		out = append(out, d)
+	}
+	return out, mapErr(rows.Err())
+}
+
+// Conflict is two different events claiming one version of an aggregate.
+type Conflict struct {
+	ID               int64
+	Consumer         string
+	Tenant           string
+	Subject          string
+	Version          int64
+	KeptEventID      string // the event the consumer applied (or deferred) first
+	ConflictingID    string
+	ConflictingEvent []byte // structured JSON: the evidence
+	CreatedAt        time.Time
+}
+
+// RecordConflictTx records a version conflict; the read model is not
+// touched.
+func (s *Store) RecordConflictTx(ctx context.Context, tx *Tx, c Conflict) error {
+	if err := tx.check(s); err != nil {
+		return err
+	}
+	_, err := s.wconn.ExecContext(ctx, `INSERT INTO version_conflicts (consumer, tenant, subject, version, kept_event_id, conflicting_id, conflicting_event, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, c.Consumer, c.Tenant, c.Subject, c.Version, c.KeptEventID, c.ConflictingID, c.ConflictingEvent, tx.now)
+	if err != nil {
+		return fmt.Errorf("record version conflict: %w", mapErr(err))
+	}
+	return nil
+}
+
+// Conflicts lists the unresolved version conflicts of consumer ("" for all).
+func (s *Store) Conflicts(ctx context.Context, consumer string) ([]Conflict, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT id, consumer, tenant, subject, version, kept_event_id, conflicting_id, conflicting_event, created_at
+		FROM version_conflicts WHERE (? = '' OR consumer = ?) AND resolved_at IS NULL ORDER BY id`, consumer, consumer)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	var out []Conflict
+	for rows.Next() {
+		var c Conflict
+		var at int64
+		if err := rows.Scan(&c.ID, &c.Consumer, &c.Tenant, &c.Subject, &c.Version, &c.KeptEventID, &c.ConflictingID, &c.ConflictingEvent, &at); err != nil {
+			return nil, err
+		}
+		c.CreatedAt = time.Unix(0, at).UTC()
+		out = append(out, c)
+	}
+	return out, mapErr(rows.Err())
+}
+
+// CountConsumerTx adds to a consumer's counters.
+func (s *Store) CountConsumerTx(ctx context.Context, tx *Tx, consumer string, applied, duplicates, stale int) error {
+	if err := tx.check(s); err != nil {
+		return err
+	}
+	_, err := s.wconn.ExecContext(ctx, `INSERT INTO consumer_stats (consumer, applied, duplicates, stale) VALUES (?, ?, ?, ?)
+		ON CONFLICT (consumer) DO UPDATE SET applied = applied + excluded.applied, duplicates = duplicates + excluded.duplicates, stale = stale + excluded.stale`,
+		consumer, applied, duplicates, stale)
+	return mapErr(err)
+}
+
+// ConsumerStats are an external consumer's counters and queues.
+type ConsumerStats struct {
+	Consumer       string
+	Applied        int64
+	Duplicates     int64
+	Stale          int64
+	Deferred       int64
+	OldestDeferred time.Time // zero when nothing waits
+	Conflicts      int64
+	Quarantined    int64
+}
+
+// ConsumerStatsFor reads consumer's counters and queues.
+func (s *Store) ConsumerStatsFor(ctx context.Context, consumer string) (ConsumerStats, error) {
+	st := ConsumerStats{Consumer: consumer}
+	var oldest sql.NullInt64
+	err := s.rdb.QueryRowContext(ctx, `SELECT
+		COALESCE((SELECT applied FROM consumer_stats WHERE consumer = ?1), 0),
+		COALESCE((SELECT duplicates FROM consumer_stats WHERE consumer = ?1), 0),
+		COALESCE((SELECT stale FROM consumer_stats WHERE consumer = ?1), 0),
+		(SELECT count(*) FROM deferred WHERE consumer = ?1),
+		(SELECT MIN(first_seen) FROM deferred WHERE consumer = ?1),
+		(SELECT count(*) FROM version_conflicts WHERE consumer = ?1 AND resolved_at IS NULL),
+		(SELECT count(*) FROM quarantine WHERE consumer = ?1 AND resolved_at IS NULL)`, consumer).
+		Scan(&st.Applied, &st.Duplicates, &st.Stale, &st.Deferred, &oldest, &st.Conflicts, &st.Quarantined)
+	if err != nil {
+		return st, mapErr(err)
+	}
+	if oldest.Valid {
+		st.OldestDeferred = time.Unix(0, oldest.Int64).UTC()
+	}
+	return st, nil
+}

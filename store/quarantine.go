@@ -1,0 +1,244 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// Quarantine reasons.
+const (
+	ReasonHandlerError     = "handler_error"     // a handler kept failing on the event
+	ReasonUninterpretable  = "uninterpretable"   // unknown type or schema version
+	ReasonDeferredTooLong  = "deferred_too_long" // a version gap did not fill in time
+	ReasonUndecodable      = "undecodable"       // the message is not a CloudEvent
+	ReasonTooManyDelivered = "too_many_deliveries"
+)
+
+// Quarantined is an event set aside for a person, with the evidence.
+type Quarantined struct {
+	ID         int64
+	Consumer   string // the projection or consumer name
+	Reason     string
+	Tenant     string
+	Subject    string
+	Version    int64
+	Position   int64 // for local projections
+	EventID    string
+	Event      []byte // the event as structured JSON, when it decoded
+	Error      string
+	Attempts   int
+	Evidence   string // JSON object
+	CreatedAt  time.Time
+	ResolvedAt time.Time // zero while open
+}
+
+// QuarantineTx records q inside an Update closure. An open entry for the
+// same consumer, tenant, event id and position is updated (attempts and
+// error) rather than repeated.
+func (s *Store) QuarantineTx(ctx context.Context, tx *Tx, q Quarantined) error {
+	if err := tx.check(s); err != nil {
+		return err
+	}
+	if q.Evidence == "" {
+		q.Evidence = "{}"
+	}
+	_, err := s.wconn.ExecContext(ctx, `INSERT INTO quarantine (consumer, reason, tenant, subject, version, position, event_id, event, error, attempts, evidence, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (consumer, tenant, event_id, position) WHERE resolved_at IS NULL
+		DO UPDATE SET reason = excluded.reason, error = excluded.error, attempts = quarantine.attempts + excluded.attempts, evidence = excluded.evidence`,
+		q.Consumer, q.Reason, q.Tenant, q.Subject, q.Version, q.Position, q.EventID, q.Event, q.Error, q.Attempts, q.Evidence, tx.now)
+	if err != nil {
+		return fmt.Errorf("quarantine %s event %q: %w", q.Consumer, q.EventID, mapErr(err))
+	}
+	return nil
+}
+
+// ResolveQuarantineTx marks the open entries of consumer at position (or,
+// with position 0, for the event id) resolved.
+func (s *Store) ResolveQuarantineTx(ctx context.Context, tx *Tx, consumer string, position int64, eventID string) error {
+	if err := tx.check(s); err != nil {
+		return err
+	}
+	_, err := s.wconn.ExecContext(ctx, `UPDATE quarantine SET resolved_at = ? WHERE consumer = ? AND resolved_at IS NULL
+		AND ((? > 0 AND position = ?) OR (? = 0 AND event_id = ?))`, tx.now, consumer, position, position, position, eventID)
+	return mapErr(err)
+}
+
+// QuarantineFilter selects quarantine entries.
+type QuarantineFilter struct {
+	Consumer string // "" for every consumer
+	Open     bool   // only unresolved entries
+}
+
+// QuarantinedEvents lists quarantine entries, oldest first.
+func (s *Store) QuarantinedEvents(ctx context.Context, f QuarantineFilter) ([]Quarantined, error) {
+	q := `SELECT id, consumer, reason, tenant, subject, version, position, event_id, event, error, attempts, evidence, created_at, COALESCE(resolved_at, 0)
+		FROM quarantine WHERE (? = '' OR consumer = ?)`
+	if f.Open {
+		q += ` AND resolved_at IS NULL`
+	}
+	rows, err := s.rdb.QueryContext(ctx, q+` ORDER BY id`, f.Consumer, f.Consumer)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	var out []Quarantined
+	for rows.Next() {
+		var e Quarantined
+		var created, resolved int64
+		if err := rows.Scan(&e.ID, &e.Consumer, &e.Reason, &e.Tenant, &e.Subject, &e.Version, &e.Position, &e.EventID, &e.Event,
+			&e.Error, &e.Attempts, &e.Evidence, &created, &resolved); err != nil {
+			return nil, err
+		}
+		e.CreatedAt = time.Unix(0, created).UTC()
+		if resolved != 0 {
+			e.ResolvedAt = time.Unix(0, resolved).UTC()
+		}
+		out = append(out, e)
+	}
+	return out, mapErr(rows.Err())
+}
+
+// Projection statuses kept in the store. "running" and "idle" are not
+// stored: they come from the projection's lease.
+const (
+	ProjectionActive     = "active"
+	ProjectionStopped    = "stopped"
+	ProjectionRebuilding = "rebuilding"
+)
+
+// SetProjectionStatusTx records a projection's status with a detail (why
+// it stopped, say).
+func (s *Store) SetProjectionStatusTx(ctx context.Context, tx *Tx, name, status, detail string) error {
+	if err := tx.check(s); err != nil {
+		return err
+	}
+	_, err := s.wconn.ExecContext(ctx, `INSERT INTO projections (name, status, detail, updated_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET status = excluded.status, detail = excluded.detail, updated_at = excluded.updated_at`,
+		name, status, detail, tx.now)
+	return mapErr(err)
+}
+
+// ProjectionRecord is a projection's stored status and place.
+type ProjectionRecord struct {
+	Name        string
+	Status      string // active, stopped or rebuilding
+	Detail      string
+	Checkpoint  int64
+	Quarantined int // open quarantine entries
+	LeaseOwner  string
+	LeaseLive   bool // a runner holds an unexpired lease
+	UpdatedAt   time.Time
+}
+
+// Projections lists the projections the store knows (those that ever ran).
+func (s *Store) Projections(ctx context.Context) ([]ProjectionRecord, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT p.name, p.status, p.detail, p.updated_at,
+		COALESCE((SELECT position FROM checkpoints c WHERE c.name = p.name), 0),
+		(SELECT count(*) FROM quarantine q WHERE q.consumer = p.name AND q.resolved_at IS NULL),
+		COALESCE(l.owner, ''), COALESCE(l.owner != '' AND l.expires_at > `+nowMillis+`, 0)
+		FROM projections p LEFT JOIN leases l ON l.resource = 'projection:' || p.name
+		ORDER BY p.name`)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	var out []ProjectionRecord
+	for rows.Next() {
+		var r ProjectionRecord
+		var updated int64
+		if err := rows.Scan(&r.Name, &r.Status, &r.Detail, &updated, &r.Checkpoint, &r.Quarantined, &r.LeaseOwner, &r.LeaseLive); err != nil {
+			return nil, err
+		}
+		r.UpdatedAt = time.Unix(0, updated).UTC()
+		out = append(out, r)
+	}
+	return out, mapErr(rows.Err())
+}
+
+// Projection returns one projection's record; ErrNotFound when it never ran.
+func (s *Store) Projection(ctx context.Context, name string) (ProjectionRecord, error) {
+	all, err := s.Projections(ctx)
+	if err != nil {
+		return ProjectionRecord{}, err
+	}
+	for _, r := range all {
+		if r.Name == name {
+			return r, nil
+		}
+	}
+	return ProjectionRecord{}, fmt.Errorf("projection %q: %w", name, ErrNotFound)
+}
+
+// Hole is a run of missing global positions between two stored events.
+type Hole struct {
+	From, To   int64 // inclusive
+	DetectedBy string
+	DetectedAt time.Time
+}
+
+// HolesBetween finds the holes among positions after and up to upto: runs
+// of missing positions between stored events. It reads on the read pool.
+func (s *Store) HolesBetween(ctx context.Context, after, upto int64) ([]Hole, error) {
+	var lo sql.NullInt64
+	var n int64
+	if err := s.rdb.QueryRowContext(ctx, `SELECT MIN(position), count(*) FROM events WHERE position > ? AND position <= ?`, after, upto).Scan(&lo, &n); err != nil {
+		return nil, mapErr(err)
+	}
+	if !lo.Valid || n == upto-lo.Int64+1 {
+		return nil, nil
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT position + 1, (SELECT MIN(b.position) FROM events b WHERE b.position > a.position) - 1
+		FROM events a WHERE a.position >= ? AND a.position < ?
+		AND NOT EXISTS (SELECT 1 FROM events c WHERE c.position = a.position + 1)`, lo.Int64, upto)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	var out []Hole
+	for rows.Next() {
+		var h Hole
+		var to sql.NullInt64
+		if err := rows.Scan(&h.From, &to); err != nil {
+			return nil, err
+		}
+		if !to.Valid {
+			continue // past the newest event: not a hole
+		}
+		h.To = to.Int64
+		out = append(out, h)
+	}
+	return out, mapErr(rows.Err())
+}
+
+// RecordHoleTx records a hole a reader passed.
+func (s *Store) RecordHoleTx(ctx context.Context, tx *Tx, h Hole) error {
+	if err := tx.check(s); err != nil {
+		return err
+	}
+	_, err := s.wconn.ExecContext(ctx, `INSERT INTO position_holes (from_position, to_position, detected_by, detected_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (from_position) DO NOTHING`, h.From, h.To, h.DetectedBy, tx.now)
+	return mapErr(err)
+}
+
+// RecordedHoles lists the holes readers recorded.
+func (s *Store) RecordedHoles(ctx context.Context) ([]Hole, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT from_position, to_position, detected_by, detected_at FROM position_holes ORDER BY from_position`)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	var out []Hole
+	for rows.Next() {
+		var h Hole
+		var at int64
+		if err := rows.Scan(&h.From, &h.To, &h.DetectedBy, &at); err != nil {
+			return nil, err
+		}
+		h.DetectedAt = time.Unix(0, at).UTC()
+		out = append(out, h)
+	}
+	return out, mapErr(rows.Err())
+}
