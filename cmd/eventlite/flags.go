@@ -1,0 +1,131 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/store"
+)
+
+// newFlagSet returns a flag set that reports errors instead of printing
+// or exiting: the caller prints the usage.
+func newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+// parseInterleaved parses args with fs and returns the positional
+// arguments, letting flags come before, between and after them
+// ("append STREAM --type T" and "append --type T STREAM"). A FlagSet stops
+// at the first positional argument, so parse again after each one. "--"
+// ends the flags: what follows is positional even if it starts with "-".
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		// Parse consumed a "--" when the argument before rest is one. (A
+		// flag whose value is "--", as in "--db -- x", looks the same and
+		// also ends the flags; "--db=--" does not.)
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// writeFlags lists fs's flags under title, one per line, with the
+// placeholder that the usage string names in backquotes. It reports
+// whether there were any.
+func writeFlags(b *strings.Builder, title string, fs *flag.FlagSet) bool {
+	listed := false
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fs.VisitAll(func(f *flag.Flag) {
+		if !listed {
+			fmt.Fprintf(tw, "%s\n", title)
+			listed = true
+		}
+		arg, usage := flag.UnquoteUsage(f)
+		if arg != "" {
+			arg = " " + arg
+		}
+		fmt.Fprintf(tw, "  --%s%s\t%s\n", f.Name, arg, usage)
+	})
+	_ = tw.Flush()
+	return listed
+}
+
+// tenantFlag is --tenant: a tenant name as the store accepts it.
+type tenantFlag string
+
+func (t *tenantFlag) String() string { return string(*t) }
+
+func (t *tenantFlag) Set(s string) error {
+	if envelope.ValidateTenant(s) != nil {
+		return errors.New("want 1-64 characters of A-Z a-z 0-9 . _ -")
+	}
+	*t = tenantFlag(s)
+	return nil
+}
+
+// expectedFlag is --expected: any, no-stream, exists or a version number.
+type expectedFlag struct {
+	text     string
+	expected store.Expected
+}
+
+func (e *expectedFlag) String() string {
+	if e.text == "" {
+		return "any"
+	}
+	return e.text
+}
+
+func (e *expectedFlag) Set(s string) error {
+	x, err := store.ParseExpected(s)
+	if v, ok := x.Version(); err != nil || (ok && v > envelope.MaxStreamVersion) {
+		return fmt.Errorf("want any, no-stream, exists or a version number from 0 (meaning no-stream) to %d", envelope.MaxStreamVersion)
+	}
+	e.text, e.expected = s, x
+	return nil
+}
+
+// countFlag is a whole number >= 0: a version, a position or a limit.
+type countFlag int64
+
+func (n *countFlag) String() string { return strconv.FormatInt(int64(*n), 10) }
+
+func (n *countFlag) Set(s string) error {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < 0 {
+		return errors.New("want a whole number >= 0")
+	}
+	*n = countFlag(v)
+	return nil
+}
+
+// stringFlag is a string flag that remembers whether it was given.
+type stringFlag struct {
+	value string
+	set   bool
+}
+
+func (f *stringFlag) String() string { return f.value }
+
+func (f *stringFlag) Set(s string) error {
+	f.value, f.set = s, true
+	return nil
+}
