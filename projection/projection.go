@@ -25,6 +25,14 @@ type Projection struct {
 	// transaction: its writes and the checkpoint commit together, so each
 	// event is applied exactly once. Use tx.Table(name) for table names.
 	Apply func(ctx context.Context, tx *Tx, e envelope.Event) error
+	// ApplyBatch, optional beside Apply, applies several events (in
+	// position order) in one call, so that a read model that aggregates
+	// writes each row once per batch instead of once per event. It must
+	// leave the read model exactly as Apply on each event in turn would.
+	// Replay rebuilds with it (and, should it fail, applies the batch
+	// event by event to name the failing one); a Runner applies event by
+	// event, its retries and quarantine being per event.
+	ApplyBatch func(ctx context.Context, tx *Tx, events []envelope.Event) error
 	// Deliver hands an event to a read model that lives elsewhere. It is
 	// at-least-once: after a crash an event may come again, with the same
 	// position, for the read model's own dedupe. Set Apply or Deliver,

@@ -15,6 +15,10 @@ import (
 	"github.com/eventlite/eventlite/store"
 )
 
+// errCheckpointMoved: the checkpoint is no longer where a batch read it
+// (a replay swapped a rebuilt read model in); the batch is discarded.
+var errCheckpointMoved = errors.New("checkpoint moved")
+
 // ErrStopped is wrapped by the *StoppedError a runner returns when it
 // halts on an event its handler keeps failing on.
 var ErrStopped = errors.New("projection stopped on a quarantined event")
@@ -279,15 +283,20 @@ func (r *Runner) batch(ctx context.Context, lease store.Lease) (int64, error) {
 		return r.deliver(ctx, lease, cp, next, events, holes)
 	}
 	var stopped *StoppedError
+	moved := int64(-1)
 	err = r.s.Update(ctx, func(tx *store.Tx) error {
 		stopped = nil
 		if err := r.s.CheckFenceTx(ctx, tx, lease); err != nil {
 			return err
 		}
+		// Compare and set: a replay swaps a rebuilt read model in with its
+		// own checkpoint (it never takes this lease from us), and this
+		// batch, read before the swap, must not touch the new tables.
 		if cur, err := r.s.CheckpointTx(ctx, tx, r.p.Name); err != nil {
 			return err
 		} else if cur != cp {
-			return fmt.Errorf("%w: checkpoint of %s moved from %d to %d under us", store.ErrStaleFence, r.p.Name, cp, cur)
+			moved = cur
+			return errCheckpointMoved
 		}
 		to := next
 		for _, e := range events {
@@ -308,6 +317,10 @@ func (r *Runner) batch(ctx context.Context, lease store.Lease) (int64, error) {
 		}
 		return r.finishTx(ctx, tx, lease, cp, to, holes, stopped)
 	})
+	if errors.Is(err, errCheckpointMoved) {
+		r.log.Info(fmt.Sprintf("checkpoint moved: a replay swapped in a rebuilt read model; resuming from %d", moved), "was", cp)
+		return 1, nil // not at the head: read on from the new checkpoint
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -3,6 +3,7 @@ package projection
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/eventlite/eventlite/store"
 )
@@ -29,12 +30,20 @@ func WaitFor(ctx context.Context, s *store.Store, projection string, position in
 	}
 }
 
+const rebuildLeasePrefix = "rebuild:"
+
+// RebuildLeaseResource is the lease a replay of the projection holds while
+// it rebuilds: one replay at a time, and Stats report "rebuilding" while
+// it is held. It is not the projection's lease, which the live runner
+// keeps meanwhile.
+func RebuildLeaseResource(name string) string { return rebuildLeasePrefix + name }
+
 // Status values reported by Stats.
 const (
 	StatusRunning    = "running"    // a runner holds the lease
 	StatusIdle       = "idle"       // no runner
 	StatusStopped    = "stopped"    // halted on a quarantined event
-	StatusRebuilding = "rebuilding" // a replay is rebuilding it
+	StatusRebuilding = "rebuilding" // a replay is rebuilding it (it serves meanwhile)
 )
 
 // Stats describe one projection.
@@ -58,11 +67,34 @@ func AllStats(ctx context.Context, s *store.Store) ([]Stats, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A replay holds the rebuild lease while it runs; a rebuild row without
+	// a live lease was left by a replay that failed or was killed.
+	leases, err := s.Leases(ctx)
+	if err != nil {
+		return nil, err
+	}
+	replaying := map[string]bool{}
+	for _, l := range leases {
+		if name, ok := strings.CutPrefix(l.Resource, rebuildLeasePrefix); ok && l.Owner != "" && !l.Expired {
+			replaying[name] = true
+		}
+	}
+	rebuilds, err := s.Rebuilds(ctx)
+	if err != nil {
+		return nil, err
+	}
+	left := map[string]store.Rebuild{}
+	for _, rb := range rebuilds {
+		left[rb.Projection] = rb
+	}
 	out := make([]Stats, 0, len(recs))
 	for _, r := range recs {
 		st := Stats{Name: r.Name, Checkpoint: r.Checkpoint, Head: head, Lag: max(head-r.Checkpoint, 0), Quarantined: r.Quarantined, Detail: r.Detail}
+		if rb, ok := left[r.Name]; ok && !replaying[r.Name] && st.Detail == "" {
+			st.Detail = fmt.Sprintf("an unfinished rebuild can resume at position %d (run the replay again)", rb.Checkpoint)
+		}
 		switch {
-		case r.Status == store.ProjectionRebuilding:
+		case replaying[r.Name], r.Status == store.ProjectionRebuilding:
 			st.Status = StatusRebuilding
 		case r.Status == store.ProjectionStopped:
 			st.Status = StatusStopped

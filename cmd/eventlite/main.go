@@ -115,7 +115,7 @@ type runner interface {
 	run(ctx context.Context, c *cli, args []string) error
 }
 
-var commands = []*command{appendCommand, readCommand, tailCommand, streamsCommand, versionCommand}
+var commands = []*command{appendCommand, readCommand, tailCommand, streamsCommand, projectionsCommand, replayCommand, catalogCommand, versionCommand}
 
 func lookup(name string) *command {
 	for _, cmd := range commands {
@@ -311,8 +311,11 @@ func classify(err error) (code int, msg string) {
 	var (
 		ce *store.ConflictError
 		ie *interruptedError
+		xe *exitError
 	)
 	switch {
+	case errors.As(err, &xe):
+		return xe.code, xe.Error()
 	case errors.As(err, &ce):
 		next := strconv.FormatInt(ce.Actual, 10)
 		if ce.Actual == 0 {

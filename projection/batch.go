@@ -1,0 +1,93 @@
+package projection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/store"
+)
+
+// EventError names the event of a batch that Apply failed (or panicked)
+// on.
+type EventError struct {
+	Projection string
+	Position   int64
+	EventID    string
+	Type       string
+	Err        error
+}
+
+func (e *EventError) Error() string {
+	return fmt.Sprintf("projection %s failed on position %d (event %s, type %s): %v", e.Projection, e.Position, e.EventID, e.Type, e.Err)
+}
+
+// Unwrap returns the handler's error.
+func (e *EventError) Unwrap() error { return e.Err }
+
+// ApplyBatchTx applies events (in position order) with the tables named
+// by names, inside tx, under one savepoint: with ApplyBatch when the
+// projection has one, else as ApplyEventsTx does. On error (or panic)
+// every write of the batch is undone and the transaction stays usable.
+func (p *Projection) ApplyBatchTx(ctx context.Context, tx *store.Tx, names map[string]string, events []envelope.Event) error {
+	if p.ApplyBatch == nil {
+		return p.ApplyEventsTx(ctx, tx, names, events)
+	}
+	if len(events) == 0 {
+		return nil
+	}
+	return p.underSavepoint(ctx, tx, func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("projection %s panicked on the batch at positions %d-%d: %v", p.Name, events[0].Position, events[len(events)-1].Position, r)
+			}
+		}()
+		return p.ApplyBatch(ctx, &Tx{Tx: tx, tables: names}, events)
+	})
+}
+
+// ApplyEventsTx applies events one by one with Apply, inside tx, under
+// one savepoint (not one per event, as ApplyTx has: the batch stands or
+// falls as a whole). An error is an *EventError naming the event; every
+// write of the batch is then undone.
+func (p *Projection) ApplyEventsTx(ctx context.Context, tx *store.Tx, names map[string]string, events []envelope.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	ptx := &Tx{Tx: tx, tables: names}
+	return p.underSavepoint(ctx, tx, func() error {
+		for _, e := range events {
+			if err := p.applyOne(ctx, ptx, e); err != nil {
+				return &EventError{Projection: p.Name, Position: e.Position, EventID: e.ID, Type: e.Type, Err: err}
+			}
+		}
+		return nil
+	})
+}
+
+func (p *Projection) applyOne(ctx context.Context, tx *Tx, e envelope.Event) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return p.Apply(ctx, tx, e)
+}
+
+func (p *Projection) underSavepoint(ctx context.Context, tx *store.Tx, fn func() error) (err error) {
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT projection_batch"); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO projection_batch"); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+		}
+		if _, rerr := tx.ExecContext(ctx, "RELEASE projection_batch"); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
+	return fn()
+}

@@ -1,0 +1,232 @@
+package projection
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/store"
+)
+
+// CatalogName is the name of the built-in catalog projection.
+const CatalogName = "catalog"
+
+// catalogTable is the catalog's one table: a row per tenant and stream.
+const catalogTable = "catalog"
+
+// Catalog returns the built-in catalog projection: per tenant and stream,
+// the stream's version, its events counted by type, and the times of its
+// first and newest events. It reads every event type.
+//
+// The counts by type are a JSON object in one column, read, added to and
+// written back whole by Go's encoding/json (its keys sorted): an event
+// type is only ever a JSON key written by the encoder, never part of an
+// SQL text or a JSON path. One row per stream keeps a rebuild's writes to
+// one per stream and batch.
+func Catalog() Projection {
+	return Projection{
+		Name: CatalogName,
+		Tables: []Table{{Name: catalogTable, Schema: `CREATE TABLE {table} (
+			tenant         TEXT    NOT NULL,
+			stream         TEXT    NOT NULL,
+			version        INTEGER NOT NULL, -- the newest event's stream version
+			events_by_type TEXT    NOT NULL, -- JSON object: type -> events, keys sorted
+			first_time     INTEGER NOT NULL, -- the first event's time, unix nanoseconds UTC
+			last_time      INTEGER NOT NULL, -- the newest event's time
+			PRIMARY KEY (tenant, stream)
+		) WITHOUT ROWID`}},
+		Apply:      applyCatalog,
+		ApplyBatch: applyCatalogBatch,
+	}
+}
+
+// catalogUpsert writes rows of (tenant, stream, version, events_by_type,
+// first_time, last_time). The counts replace the stored ones (the caller
+// added to them); version and last time move only forward. Events reach a
+// projection in position order, so a stream's versions arrive in order;
+// the guard keeps the newest even so.
+func catalogUpsert(table string, rows int) string {
+	return `INSERT INTO ` + table + ` (tenant, stream, version, events_by_type, first_time, last_time)
+		VALUES ` + values(rows, 6) + `
+		ON CONFLICT (tenant, stream) DO UPDATE SET
+			events_by_type = excluded.events_by_type,
+			last_time = CASE WHEN excluded.version > version THEN excluded.last_time ELSE last_time END,
+			version = max(version, excluded.version)`
+}
+
+func applyCatalog(ctx context.Context, tx *Tx, e envelope.Event) error {
+	table := tx.Table(catalogTable)
+	var stored string
+	err := tx.QueryRowContext(ctx, `SELECT events_by_type FROM `+table+` WHERE tenant = ? AND stream = ?`, e.Tenant, e.Stream).Scan(&stored)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	counts, err := decodeCounts(stored)
+	if err != nil {
+		return err
+	}
+	counts[e.Type]++
+	b, err := json.Marshal(counts)
+	if err != nil {
+		return err
+	}
+	t := e.Time.UnixNano()
+	_, err = tx.ExecContext(ctx, catalogUpsert(table, 1), e.Tenant, e.Stream, e.StreamVersion, string(b), t, t)
+	return err
+}
+
+func decodeCounts(s string) (map[string]int64, error) {
+	counts := map[string]int64{}
+	if s == "" {
+		return counts, nil
+	}
+	if err := json.Unmarshal([]byte(s), &counts); err != nil {
+		return nil, fmt.Errorf("catalog: events_by_type %q: %w", s, err)
+	}
+	return counts, nil
+}
+
+// catalogChunk caps the rows of one multi-row statement (6 parameters a
+// row, far below SQLite's limit of 32,766).
+const catalogChunk = 200
+
+type catalogKey struct{ tenant, stream string }
+
+type catalogRow struct {
+	version, first, last int64
+	counts               map[string]int64
+}
+
+// applyCatalogBatch does what applyCatalog does for each event, with one
+// read and one write per stream of the batch: the counts are added up in
+// memory first.
+func applyCatalogBatch(ctx context.Context, tx *Tx, events []envelope.Event) error {
+	rows := make(map[catalogKey]*catalogRow)
+	var order []catalogKey
+	for i := range events {
+		e := &events[i]
+		k := catalogKey{e.Tenant, e.Stream}
+		t := e.Time.UnixNano()
+		r, ok := rows[k]
+		if !ok {
+			r = &catalogRow{version: e.StreamVersion, first: t, last: t, counts: map[string]int64{}}
+			rows[k] = r
+			order = append(order, k)
+		} else if e.StreamVersion > r.version {
+			r.version, r.last = e.StreamVersion, t
+		}
+		r.counts[e.Type]++
+	}
+	table := tx.Table(catalogTable)
+	args := make([]any, 0, 6*catalogChunk)
+	for i := 0; i < len(order); i += catalogChunk {
+		chunk := order[i:min(i+catalogChunk, len(order))]
+		// Add the stored counts of the streams seen before.
+		args = args[:0]
+		for _, k := range chunk {
+			args = append(args, k.tenant, k.stream)
+		}
+		q, err := tx.QueryContext(ctx, `SELECT tenant, stream, events_by_type FROM `+table+`
+			WHERE (tenant, stream) IN (VALUES `+values(len(chunk), 2)+`)`, args...)
+		if err != nil {
+			return err
+		}
+		for q.Next() {
+			var k catalogKey
+			var stored string
+			if err := q.Scan(&k.tenant, &k.stream, &stored); err != nil {
+				q.Close()
+				return err
+			}
+			counts, err := decodeCounts(stored)
+			if err != nil {
+				q.Close()
+				return err
+			}
+			for typ, n := range rows[k].counts {
+				counts[typ] += n
+			}
+			rows[k].counts = counts
+		}
+		if err := errors.Join(q.Err(), q.Close()); err != nil {
+			return err
+		}
+		args = args[:0]
+		for _, k := range chunk {
+			r := rows[k]
+			b, err := json.Marshal(r.counts)
+			if err != nil {
+				return err
+			}
+			args = append(args, k.tenant, k.stream, r.version, string(b), r.first, r.last)
+		}
+		if _, err := tx.ExecContext(ctx, catalogUpsert(table, len(chunk)), args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// values returns "(?, ?), (?, ?)" for rows rows of cols parameters.
+func values(rows, cols int) string {
+	row := "(?" + strings.Repeat(", ?", cols-1) + ")"
+	return row + strings.Repeat(", "+row, rows-1)
+}
+
+// CatalogEntry is one stream in the catalog.
+type CatalogEntry struct {
+	Tenant       string
+	Stream       string
+	Version      int64
+	EventsByType map[string]int64
+	FirstTime    time.Time // UTC
+	LastTime     time.Time // UTC
+}
+
+// ReadCatalog calls fn for every stream in the catalog read model, in
+// tenant and stream order (one tenant's only when tenant is not empty),
+// all from one snapshot. A catalog that never ran has no entries. fn's
+// error stops the reading and is returned.
+func ReadCatalog(ctx context.Context, s *store.Store, tenant string, fn func(CatalogEntry) error) error {
+	return s.View(ctx, func(rt *store.ReadTx) error {
+		var n int
+		if err := rt.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, catalogTable).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		rows, err := rt.QueryContext(ctx, `SELECT tenant, stream, version, events_by_type, first_time, last_time FROM `+catalogTable+`
+			WHERE ? = '' OR tenant = ? ORDER BY tenant, stream`, tenant, tenant)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				e           CatalogEntry
+				counts      string
+				first, last int64
+			)
+			if err := rows.Scan(&e.Tenant, &e.Stream, &e.Version, &counts, &first, &last); err != nil {
+				return err
+			}
+			if e.EventsByType, err = decodeCounts(counts); err != nil {
+				return err
+			}
+			e.FirstTime, e.LastTime = time.Unix(0, first).UTC(), time.Unix(0, last).UTC()
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("read catalog: %w", err)
+		}
+		return nil
+	})
+}

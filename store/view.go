@@ -1,0 +1,74 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+)
+
+// ReadTx is a read-only snapshot of the database on the read pool, handed
+// to a View closure: every query in it sees the same committed state,
+// whatever commits meanwhile. Read-model readers use it to query a
+// projection's tables. It is valid only inside the closure.
+type ReadTx struct {
+	tx   *sql.Tx
+	done bool
+}
+
+var errReadTxDone = errors.New("store: ReadTx used outside its View closure")
+
+// QueryContext runs a query in the snapshot. Close the rows before the
+// closure returns.
+func (r *ReadTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if r == nil || r.done {
+		return nil, errReadTxDone
+	}
+	rows, err := r.tx.QueryContext(ctx, query, args...)
+	return rows, mapErr(err)
+}
+
+// QueryRowContext runs a query that returns at most one row.
+func (r *ReadTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return r.tx.QueryRowContext(ctx, query, args...)
+}
+
+// View runs fn in a read transaction on the read pool: one snapshot for
+// all of fn's queries, without the writer, so reads never wait for writes
+// nor hold them up. The connection is query-only while fn runs: a write
+// fails. Keep fn short: an open snapshot keeps the WAL from being
+// checkpointed past it.
+func (s *Store) View(ctx context.Context, fn func(*ReadTx) error) (err error) {
+	c, err := s.rdb.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("view: %w", mapErr(err))
+	}
+	defer c.Close()
+	if _, err := c.ExecContext(ctx, `PRAGMA query_only = 1`); err != nil {
+		return fmt.Errorf("view: %w", mapErr(err))
+	}
+	defer func() {
+		// The pool's connections only ever read, but leave this one as
+		// it was found.
+		if _, rerr := c.ExecContext(context.Background(), `PRAGMA query_only = 0`); rerr != nil {
+			_ = c.Raw(func(any) error { return driver.ErrBadConn }) // the pool drops it
+		}
+	}()
+	tx, err := c.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("view: %w", mapErr(err))
+	}
+	r := &ReadTx{tx: tx}
+	defer func() {
+		r.done = true
+		_ = tx.Rollback() // a read transaction has nothing to commit
+	}()
+	// A deferred transaction takes its snapshot at its first read: read
+	// once now, so every query of fn sees the same state.
+	var one int
+	if err := tx.QueryRowContext(ctx, `SELECT 1 FROM sqlite_master LIMIT 1`).Scan(&one); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("view: %w", mapErr(err))
+	}
+	return fn(r)
+}
