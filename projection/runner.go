@@ -299,8 +299,23 @@ func (r *Runner) batch(ctx context.Context, lease store.Lease) (int64, error) {
 			return errCheckpointMoved
 		}
 		to := next
+		// The whole batch under one savepoint (through ApplyBatch when the
+		// projection has one); only when it fails, event by event with
+		// bounded retries, to find and quarantine the event at fault.
+		err := r.p.ApplyBatchTx(ctx, tx, r.names, events)
+		if err == nil {
+			return r.finishTx(ctx, tx, lease, cp, to, holes, nil)
+		}
+		var failed *EventError // the event the batch attempt already failed on
+		if !errors.As(err, &failed) {
+			failed = nil
+		}
 		for _, e := range events {
-			attempts, err := r.applyWithRetry(ctx, tx, e)
+			var prior error
+			if failed != nil && e.Position == failed.Position {
+				prior = failed.Err
+			}
+			attempts, err := r.applyWithRetry(ctx, tx, e, prior)
 			if err == nil {
 				continue
 			}
@@ -331,9 +346,14 @@ func (r *Runner) batch(ctx context.Context, lease store.Lease) (int64, error) {
 	return next - cp, nil
 }
 
-func (r *Runner) applyWithRetry(ctx context.Context, tx *store.Tx, e envelope.Event) (int, error) {
-	var err error
-	for attempt := 1; attempt <= r.opts.MaxAttempts; attempt++ {
+// applyWithRetry applies e up to MaxAttempts times; prior, when not nil,
+// is the error of an attempt already made (in the batch).
+func (r *Runner) applyWithRetry(ctx context.Context, tx *store.Tx, e envelope.Event, prior error) (int, error) {
+	err, tried := prior, 0
+	if prior != nil {
+		tried = 1
+	}
+	for attempt := tried + 1; attempt <= r.opts.MaxAttempts; attempt++ {
 		if err = r.p.ApplyTx(ctx, tx, r.names, e); err == nil {
 			return attempt, nil
 		}

@@ -342,3 +342,28 @@ func TestDeliverAtLeastOnce(t *testing.T) {
 		t.Errorf("a transient failure is retried: %d deliveries", seen[12])
 	}
 }
+
+func TestHandlerFailureSingleAttempt(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.MustOpen(t, nil)
+	appendN(t, s, "a", 5)
+	calls := 0
+	fail := func(e envelope.Event) error {
+		if e.Position == 3 {
+			calls++
+			return errors.New("always")
+		}
+		return nil
+	}
+	r, _ := projection.NewRunner(s, countingProjection("once", fail), &projection.RunnerOptions{MaxAttempts: 1})
+	var se *projection.StoppedError
+	if _, err := r.CatchUp(ctx); !errors.As(err, &se) || se.Position != 3 || se.Attempts != 1 {
+		t.Fatalf("want a stop at 3 after 1 attempt, got %v", err)
+	}
+	if calls != 1 {
+		t.Errorf("handler tried %d times, want 1", calls)
+	}
+	if cp, _ := s.Checkpoint(ctx, "once"); cp != 2 {
+		t.Errorf("checkpoint %d, want 2", cp)
+	}
+}
