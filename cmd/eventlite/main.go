@@ -92,7 +92,7 @@ var exitCodes = []struct {
 	{exitUsage, "usage: unknown command or flag, malformed flag value, wrong arguments"},
 	{exitConflict, "version conflict: the stream is not at the --expected version"},
 	{exitInvalid, "invalid input: a malformed event, data or stream id, or a reused event id"},
-	{exitNotFound, "not found: the stream does not exist"},
+	{exitNotFound, "not found: the stream (or the JetStream stream, or the dead letter) does not exist"},
 	{exitIncomplete, "work remains or needs a person: the job was interrupted before it finished"},
 	{exitBusy, "busy: the database stayed locked past the timeout; retry"},
 }
@@ -101,6 +101,7 @@ var exitCodes = []struct {
 type command struct {
 	name    string
 	args    []string // the positional arguments, all required
+	maxArgs int      // when above len(args): the most it takes, those past args optional
 	summary string   // one line for the command list
 	usage   string   // the synopsis lines after "Usage: "
 	about   string   // what it does, for "eventlite help NAME"
@@ -115,7 +116,7 @@ type runner interface {
 	run(ctx context.Context, c *cli, args []string) error
 }
 
-var commands = []*command{appendCommand, readCommand, tailCommand, streamsCommand, projectionsCommand, replayCommand, catalogCommand, versionCommand}
+var commands = []*command{appendCommand, readCommand, tailCommand, streamsCommand, projectionsCommand, replayCommand, catalogCommand, relayCommand, dlqCommand, doctorCommand, demoCommand, versionCommand}
 
 func lookup(name string) *command {
 	for _, cmd := range commands {
@@ -139,6 +140,7 @@ type cli struct {
 // globals are the flags every command accepts, before or after its name.
 type globals struct {
 	db      string
+	dbSet   bool // --db was given (demo ignores $EVENTLITE_DB, not --db)
 	json    bool
 	tenant  tenantFlag
 	verbose bool
@@ -147,7 +149,10 @@ type globals struct {
 // register adds the global flags to fs, with their current values as
 // defaults, so that a value given before the command carries over.
 func (g *globals) register(fs *flag.FlagSet) {
-	fs.StringVar(&g.db, "db", g.db, "the SQLite database file at `PATH` (default $EVENTLITE_DB, else ./eventlite.db)")
+	fs.Func("db", "the SQLite database file at `PATH` (default $EVENTLITE_DB, else ./eventlite.db)", func(v string) error {
+		g.db, g.dbSet = v, true
+		return nil
+	})
 	fs.BoolVar(&g.json, "json", g.json, "print JSON instead of text")
 	fs.Var(&g.tenant, "tenant", "append to and read from tenant `T` (default \"default\")")
 	fs.BoolVar(&g.verbose, "verbose", g.verbose, "log debug messages to stderr (as EVENTLITE_LOG=debug does)")
@@ -188,7 +193,7 @@ func (c *cli) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return &usageError{cmd: cmd, err: fmt.Errorf("%s: %w", name, err)}
 	}
-	if len(pos) != len(cmd.args) {
+	if len(pos) < len(cmd.args) || len(pos) > max(len(cmd.args), cmd.maxArgs) {
 		return &usageError{cmd: cmd, err: fmt.Errorf("%s takes %s, got %d argument(s)", name, argCount(cmd.args), len(pos))}
 	}
 	if c.global.db == "" {

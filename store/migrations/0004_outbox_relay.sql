@@ -30,9 +30,9 @@ CREATE INDEX outbox_failing ON outbox (position)
 -- Running totals for stats, moved in the relay's and operator's
 -- transactions (counting published rows would scan the whole outbox).
 CREATE TABLE outbox_counters (
-    name  TEXT    PRIMARY KEY, -- published | retried | dead_lettered | discarded
+    name  TEXT    PRIMARY KEY, -- published | retried | requeued | dead_lettered | discarded
     value INTEGER NOT NULL
 ) WITHOUT ROWID;
 INSERT INTO outbox_counters (name, value)
     SELECT 'published', count(*) FROM outbox WHERE published_at IS NOT NULL;
-INSERT INTO outbox_counters (name, value) VALUES ('retried', 0), ('dead_lettered', 0), ('discarded', 0);
+INSERT INTO outbox_counters (name, value) VALUES ('retried', 0), ('requeued', 0), ('dead_lettered', 0), ('discarded', 0);

@@ -1,0 +1,76 @@
+// Package publish is eventlite's outbox relay and its publishers: it takes
+// the outbox rows that every Append writes and publishes each event to NATS
+// JetStream, a CloudEvents HTTP sink or standard output.
+//
+//	pub, err := publish.NewNATS(ctx, publish.NATSOptions{URL: "nats://127.0.0.1:4222", CreateStream: true})
+//	if err != nil { ... }
+//	defer pub.Close()
+//	r, err := publish.New(publish.Options{Store: s, Publisher: pub, Logger: log})
+//	if err != nil { ... }
+//	err = r.Run(ctx) // until ctx ends; Options.Once drains and returns
+//
+// # Guarantees
+//
+//   - At least once: an outbox row is marked published only after the
+//     destination acknowledged its event (a JetStream publish ack; a 2xx
+//     response; a flushed write). A crash anywhere in between leaves the
+//     row pending, and the event is published again.
+//   - Repeats are harmless: every copy of an event carries the same id.
+//     NATS messages carry Nats-Msg-Id = "<tenant>:<event id>" (unique
+//     across tenants) and JetStream stores one copy per id, but only within
+//     the stream's duplicate_window (2 minutes by default; a stream made
+//     with --create-stream keeps 10). A retry after the window is stored
+//     again: consumers keep an inbox keyed by the id (eventlite's projection
+//     consumers do), and outbox rows older than the window deserve an alert.
+//   - Per stream, in order: rows are read in position order; when an event
+//     of a stream cannot be published, the stream's later events wait
+//     (other streams go on), and a dead letter parks its stream until an
+//     operator retries or discards it (eventlite dlq). Within one batch the
+//     NATS publisher sends events pipelined, in order, on one connection,
+//     which JetStream stores in order; it checks what it can before sending
+//     (encoding, size against max_payload) and sends nothing after such a
+//     failure in the same stream. A batch is sent only once every ack of
+//     the one before came back; the relay reads the next batch while one
+//     is published, and writes a batch's marks while the next is
+//     published, only when the batch went out whole. A message the server
+//     refuses after later messages of its stream were accepted (rare: a
+//     stream limit) can leave those later ones stored first; the relay does
+//     not mark them, and publishes them again, deduped, after the refused
+//     one. Consumers enforce versions in any case.
+//   - One writer: the relay holds the "relay" lease (15 s, renewed every
+//     5 s) and every write it makes carries the lease's fencing token; the
+//     store refuses a stale token in the same transaction. Relays in other
+//     processes stand by and take over when the lease is released or
+//     expires. A holder that was paused past its lease may still push its
+//     batch to the broker (deduped by id), but none of its writes land.
+//   - Failures by class. Broker unreachable (connection refused, no
+//     responders, every publish failing while the destination does not
+//     answer a ping): back off, capped, with jitter; no attempt is counted
+//     and rows wait however long it takes. Transient (timeouts, 5xx, 408,
+//     429, a lost ack): retried with exponential backoff up to
+//     Options.MaxAttempts, then dead-lettered. Permanent (4xx, an event
+//     larger than the broker's max_payload, an event that cannot be
+//     encoded): dead-lettered at once. A dead letter keeps the error, its
+//     attempts and times.
+//   - Stopping: when ctx ends (SIGINT, SIGTERM) the relay abandons the
+//     batch in flight (its rows stay pending), releases its lease and
+//     returns, within 2 s even while it backs off.
+//
+// # Durability of a JetStream ack
+//
+// By default nats-server acknowledges a publish before the message is on
+// disk (it syncs every 2 minutes), so a power loss can lose messages that
+// were acknowledged, and whose outbox rows are already marked published.
+// Where an ack must mean durable, run the server with
+// "jetstream { sync_interval: always }" (it costs most of the broker's
+// throughput), or replicate the stream (R3) across machines.
+//
+// # Publishers
+//
+// NATS publishes CloudEvents binary mode (ce- headers written through
+// sdk-go's binding) to a subject from a template, "eventlite.{tenant}.{type}"
+// by default; HTTP posts with sdk-go's CloudEvents HTTP client, binary mode
+// by default or structured; Stdout writes JSON Lines. Every publisher
+// passes one shared test suite: delivery, order per stream, dedupe, and
+// failure classification.
+package publish

@@ -1,0 +1,48 @@
+package publish_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/publish"
+	"github.com/eventlite/eventlite/store"
+)
+
+// Drain a store's outbox to standard output as JSON Lines, then look at
+// the outbox's stats.
+func Example() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "eventlite-example")
+	defer os.RemoveAll(dir)
+	s, err := store.Open(ctx, filepath.Join(dir, "eventlite.db"), nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer s.Close()
+	e, _ := envelope.New("order.placed", map[string]int{"total": 42})
+	e.ID, e.Source, e.Time = "01J9ZZZZZZZZZZZZZZZZZZZZZZ", "/shop", time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	if _, err := s.Append(ctx, "default", "order-1", store.NoStream, e); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	r, err := publish.New(publish.Options{Store: s, Publisher: publish.NewStdout(os.Stdout), Once: true})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := r.Run(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	st, _ := s.OutboxStats(ctx)
+	fmt.Printf("pending %d, published %d\n", st.Pending, st.Published)
+	// Output:
+	// {"specversion":"1.0","id":"01J9ZZZZZZZZZZZZZZZZZZZZZZ","source":"/shop","type":"order.placed","subject":"order-1","time":"2025-01-02T03:04:05Z","datacontenttype":"application/json","tenant":"default","streamversion":1,"position":"1","data":{"total":42}}
+	// pending 0, published 1
+}

@@ -1,0 +1,368 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Finding severities.
+const (
+	SeverityProblem = "problem" // needs a person
+	SeverityInfo    = "info"    // worth knowing, not wrong
+)
+
+// Finding is one thing reconciliation found, with the ids to act on.
+type Finding struct {
+	Kind             string   `json:"kind"`
+	Severity         string   `json:"severity"`
+	Count            int64    `json:"count"`
+	OldestAgeSeconds float64  `json:"oldest_age_seconds"`
+	IDs              []string `json:"ids"`
+	// Detail says what it means and what to do, for people.
+	Detail string `json:"-"`
+}
+
+// DiagnoseOptions bound what counts as too old. Zero values mean the
+// defaults.
+type DiagnoseOptions struct {
+	// OutboxAge: unpublished rows older than this are a problem once a
+	// relay has run on the store. Default 5 minutes.
+	OutboxAge time.Duration
+	// ExecutingAge: effects EXECUTING longer than this are stuck. Default
+	// 10 minutes.
+	ExecutingAge time.Duration
+	// DeferralAge: deferred external events older than this. Default 10
+	// minutes.
+	DeferralAge time.Duration
+	// ProjectionLag: a running projection whose oldest unapplied event is
+	// older than this is lagging. Default 1 minute.
+	ProjectionLag time.Duration
+	// OnDemand names projections brought up to date on demand (such as
+	// catalog): no runner is expected, so their lag is not reported.
+	OnDemand []string
+	// MaxIDs caps the ids listed per finding. Default 20.
+	MaxIDs int
+}
+
+func (o DiagnoseOptions) withDefaults() DiagnoseOptions {
+	if o.OutboxAge <= 0 {
+		o.OutboxAge = 5 * time.Minute
+	}
+	if o.ExecutingAge <= 0 {
+		o.ExecutingAge = 10 * time.Minute
+	}
+	if o.DeferralAge <= 0 {
+		o.DeferralAge = 10 * time.Minute
+	}
+	if o.ProjectionLag <= 0 {
+		o.ProjectionLag = time.Minute
+	}
+	if o.MaxIDs <= 0 {
+		o.MaxIDs = 20
+	}
+	return o
+}
+
+// finding accumulates one kind of finding.
+type finding struct {
+	Finding
+	max    int
+	oldest time.Time
+}
+
+func newFinding(kind, severity string, max int) *finding {
+	return &finding{Finding: Finding{Kind: kind, Severity: severity, IDs: []string{}}, max: max}
+}
+
+func (f *finding) add(id string, at time.Time) {
+	f.Count++
+	if len(f.IDs) < f.max {
+		f.IDs = append(f.IDs, id)
+	}
+	if !at.IsZero() && (f.oldest.IsZero() || at.Before(f.oldest)) {
+		f.oldest = at
+	}
+}
+
+func (f *finding) done(now time.Time, detail string) Finding {
+	if !f.oldest.IsZero() {
+		f.OldestAgeSeconds = max(now.Sub(f.oldest).Seconds(), 0)
+	}
+	f.Detail = detail
+	return f.Finding
+}
+
+// Diagnose scans the store for what slipped past the online protocols:
+// stale outbox rows, dead letters and parked streams, unknown or stuck
+// effects, expired leases with work waiting behind them, old deferrals,
+// quarantined events, version conflicts, stopped or lagging projections,
+// global-position holes and per-stream version gaps. It reports only what
+// it found; a healthy store gives no finding of severity "problem".
+func (s *Store) Diagnose(ctx context.Context, opts DiagnoseOptions) ([]Finding, error) {
+	o := opts.withDefaults()
+	now := s.opts.Now()
+	var out []Finding
+	emit := func(f *finding, detail string) {
+		if f.Count > 0 {
+			out = append(out, f.done(now, detail))
+		}
+	}
+	steps := []func() error{
+		func() error { return s.diagnoseOutbox(ctx, o, now, emit) },
+		func() error { return s.diagnoseEffects(ctx, o, now, emit) },
+		func() error { return s.diagnoseLeases(ctx, o, emit) },
+		func() error { return s.diagnoseConsumers(ctx, o, now, emit) },
+		func() error { return s.diagnoseProjections(ctx, o, now, emit) },
+		func() error { return s.diagnoseLog(ctx, o, emit) },
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return nil, fmt.Errorf("diagnose: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// eachRow runs q and hands every row to fn.
+func (s *Store) eachRow(ctx context.Context, fn func(*sql.Rows) error, q string, args ...any) error {
+	rows, err := s.rdb.QueryContext(ctx, q, args...)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return mapErr(rows.Err())
+}
+
+func (s *Store) relayHasRun(ctx context.Context) (bool, error) {
+	var n int
+	err := s.rdb.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM leases WHERE resource = 'relay')
+		+ (SELECT COALESCE(SUM(value), 0) FROM outbox_counters WHERE name = 'published')`).Scan(&n)
+	return n > 0, mapErr(err)
+}
+
+func (s *Store) diagnoseOutbox(ctx context.Context, o DiagnoseOptions, now time.Time, emit func(*finding, string)) error {
+	ran, err := s.relayHasRun(ctx)
+	if err != nil {
+		return err
+	}
+	stale := newFinding("outbox_stale", SeverityProblem, o.MaxIDs)
+	before := now.Add(-o.OutboxAge).UnixNano()
+	if !ran {
+		stale = newFinding("outbox_pending", SeverityInfo, o.MaxIDs)
+		before = now.UnixNano() + 1
+	}
+	err = s.eachRow(ctx, func(r *sql.Rows) error {
+		var tenant, id string
+		var at int64
+		if err := r.Scan(&tenant, &id, &at); err != nil {
+			return err
+		}
+		stale.add(tenant+":"+id, time.Unix(0, at))
+		return nil
+	}, `SELECT e.tenant, e.event_id, e.recorded_at FROM outbox o JOIN events e ON e.position = o.position
+		WHERE o.published_at IS NULL AND o.discarded_at IS NULL AND o.dead_at IS NULL AND e.recorded_at < ? ORDER BY o.position`, before)
+	if err != nil {
+		return err
+	}
+	if ran {
+		emit(stale, fmt.Sprintf("events unpublished for longer than %s: is a relay running (eventlite relay)? its logs say why rows are held", o.OutboxAge))
+	} else {
+		emit(stale, "events wait in the outbox; no relay has run on this store yet (eventlite relay --to ...)")
+	}
+	dead, err := s.DeadLetters(ctx, "")
+	if err != nil {
+		return err
+	}
+	df := newFinding("dead_letters", SeverityProblem, o.MaxIDs)
+	for _, d := range dead {
+		df.add(d.Tenant+":"+d.EventID, d.FirstFailed)
+	}
+	emit(df, "events the relay gave up on: eventlite dlq list, then dlq retry (after fixing the cause) or dlq discard")
+	parked, err := s.ParkedStreams(ctx, "")
+	if err != nil {
+		return err
+	}
+	pf := newFinding("parked_streams", SeverityProblem, o.MaxIDs)
+	for _, p := range parked {
+		pf.add(p.Tenant+"/"+p.Stream, time.Time{})
+	}
+	emit(pf, "streams whose later events wait behind a dead letter: resolve it with eventlite dlq retry or discard")
+	return nil
+}
+
+func (s *Store) diagnoseEffects(ctx context.Context, o DiagnoseOptions, now time.Time, emit func(*finding, string)) error {
+	effects, err := s.Effects(ctx, EffectFilter{States: []string{EffectUnknown, EffectExecuting}})
+	if err != nil {
+		return err
+	}
+	unknown := newFinding("effects_unknown", SeverityProblem, o.MaxIDs)
+	stuck := newFinding("effects_stuck", SeverityProblem, o.MaxIDs)
+	for _, e := range effects {
+		switch {
+		case e.State == EffectUnknown:
+			unknown.add(e.Tenant+":"+e.Key, e.UpdatedAt)
+		case e.StartedAt.Before(now.Add(-o.ExecutingAge)):
+			stuck.add(e.Tenant+":"+e.Key, e.StartedAt)
+		}
+	}
+	emit(unknown, "external effects that may or may not have happened: reconcile them with the provider (Store.ReconcileEffects); never retry them blindly")
+	emit(stuck, fmt.Sprintf("external effects EXECUTING for longer than %s: the worker probably died mid-call; reconcile them", o.ExecutingAge))
+	return nil
+}
+
+func (s *Store) diagnoseLeases(ctx context.Context, o DiagnoseOptions, emit func(*finding, string)) error {
+	leases, err := s.Leases(ctx)
+	if err != nil {
+		return err
+	}
+	f := newFinding("leases_expired", SeverityProblem, o.MaxIDs)
+	for _, l := range leases {
+		if l.Owner == "" || !l.Expired {
+			continue // released by a clean exit, or live
+		}
+		waiting, err := s.workBehindLease(ctx, l.Resource)
+		if err != nil {
+			return err
+		}
+		if waiting {
+			f.add(l.Resource+" ("+l.Owner+")", l.ExpiresAt)
+		}
+	}
+	emit(f, "a worker's lease expired while work waits behind it: the worker died or hangs; start another (it takes over the lease)")
+	return nil
+}
+
+// workBehindLease reports whether the work a lease guards has something
+// waiting: pending outbox rows for the relay, unapplied events for a
+// projection.
+func (s *Store) workBehindLease(ctx context.Context, resource string) (bool, error) {
+	var n int
+	var err error
+	switch {
+	case resource == "relay":
+		err = s.rdb.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM outbox WHERE published_at IS NULL AND discarded_at IS NULL AND dead_at IS NULL)`).Scan(&n)
+	case len(resource) > len("projection:") && resource[:len("projection:")] == "projection:":
+		err = s.rdb.QueryRowContext(ctx, `SELECT COALESCE((SELECT position FROM checkpoints WHERE name = ?), 0) < (SELECT COALESCE(MAX(position), 0) FROM events)`,
+			resource[len("projection:"):]).Scan(&n)
+	default:
+		return false, nil
+	}
+	return n > 0, mapErr(err)
+}
+
+func (s *Store) diagnoseConsumers(ctx context.Context, o DiagnoseOptions, now time.Time, emit func(*finding, string)) error {
+	deferred, err := s.DeferredEvents(ctx, "", now.Add(-o.DeferralAge))
+	if err != nil {
+		return err
+	}
+	df := newFinding("deferred_old", SeverityProblem, o.MaxIDs)
+	for _, d := range deferred {
+		df.add(d.Consumer+"/"+d.Tenant+"/"+d.Subject+"@"+strconv.FormatInt(d.Version, 10), d.FirstSeen)
+	}
+	emit(df, fmt.Sprintf("outside events waiting longer than %s for a version gap to fill: run the consumer's sweep, which quarantines them with the evidence", o.DeferralAge))
+	q, err := s.QuarantinedEvents(ctx, QuarantineFilter{Open: true})
+	if err != nil {
+		return err
+	}
+	qf := newFinding("quarantined", SeverityProblem, o.MaxIDs)
+	for _, e := range q {
+		id := e.Consumer + ":" + e.EventID
+		if e.Position > 0 {
+			id += "@" + strconv.FormatInt(e.Position, 10)
+		}
+		qf.add(id, e.CreatedAt)
+	}
+	emit(qf, "events set aside for a person (a handler kept failing, an event nobody can interpret, a gap that never filled): fix the cause; a stopped projection resumes at its event when restarted")
+	conflicts, err := s.Conflicts(ctx, "")
+	if err != nil {
+		return err
+	}
+	cf := newFinding("version_conflicts", SeverityProblem, o.MaxIDs)
+	for _, c := range conflicts {
+		cf.add(c.Consumer+"/"+c.Tenant+"/"+c.Subject+"@"+strconv.FormatInt(c.Version, 10)+": "+c.KeptEventID+" vs "+c.ConflictingID, c.CreatedAt)
+	}
+	emit(cf, "two different events claimed one version of an aggregate: the first was kept; compare them and fix the producer")
+	return nil
+}
+
+func (s *Store) diagnoseProjections(ctx context.Context, o DiagnoseOptions, now time.Time, emit func(*finding, string)) error {
+	recs, err := s.Projections(ctx)
+	if err != nil {
+		return err
+	}
+	onDemand := map[string]bool{}
+	for _, n := range o.OnDemand {
+		onDemand[n] = true
+	}
+	stopped := newFinding("projections_stopped", SeverityProblem, o.MaxIDs)
+	lagging := newFinding("projections_lagging", SeverityProblem, o.MaxIDs)
+	idle := newFinding("projections_idle", SeverityInfo, o.MaxIDs)
+	for _, r := range recs {
+		if r.Status == ProjectionStopped {
+			stopped.add(r.Name, r.UpdatedAt)
+			continue
+		}
+		if onDemand[r.Name] {
+			continue
+		}
+		var first sql.NullInt64
+		err := s.rdb.QueryRowContext(ctx, `SELECT recorded_at FROM events WHERE position > ? ORDER BY position LIMIT 1`, r.Checkpoint).Scan(&first)
+		if err != nil && err != sql.ErrNoRows {
+			return mapErr(err)
+		}
+		if !first.Valid {
+			continue // caught up
+		}
+		at := time.Unix(0, first.Int64)
+		switch {
+		case !r.LeaseLive:
+			idle.add(r.Name, at)
+		case at.Before(now.Add(-o.ProjectionLag)):
+			lagging.add(r.Name, at)
+		}
+	}
+	emit(stopped, "projections halted on a quarantined event: fix the handler and restart the runner; it resumes at that event")
+	emit(lagging, fmt.Sprintf("projections whose runner is more than %s behind the log: look at the runner's logs and load", o.ProjectionLag))
+	emit(idle, "projections behind the log with no runner holding their lease")
+	return nil
+}
+
+func (s *Store) diagnoseLog(ctx context.Context, o DiagnoseOptions, emit func(*finding, string)) error {
+	head, err := s.Head(ctx)
+	if err != nil {
+		return err
+	}
+	holes, err := s.HolesBetween(ctx, 0, head)
+	if err != nil {
+		return err
+	}
+	hf := newFinding("position_holes", SeverityProblem, o.MaxIDs)
+	for _, h := range holes {
+		hf.add(strconv.FormatInt(h.From, 10)+"-"+strconv.FormatInt(h.To, 10), time.Time{})
+	}
+	emit(hf, "global positions missing between stored events: nothing in eventlite deletes events, so the file was changed behind its back; restore it from a backup")
+	gaps := newFinding("stream_version_gaps", SeverityProblem, o.MaxIDs)
+	err = s.eachRow(ctx, func(r *sql.Rows) error {
+		var tenant, stream string
+		if err := r.Scan(&tenant, &stream); err != nil {
+			return err
+		}
+		gaps.add(tenant+"/"+stream, time.Time{})
+		return nil
+	}, `SELECT tenant, stream_id FROM events GROUP BY tenant, stream_id HAVING MIN(version) != 1 OR MAX(version) != count(*)
+		UNION SELECT s.tenant, s.stream_id FROM streams s
+		WHERE s.version != (SELECT COALESCE(MAX(version), 0) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id)`)
+	if err != nil {
+		return err
+	}
+	emit(gaps, "streams whose versions are not 1..n: events were removed or changed behind eventlite's back; restore from a backup")
+	return nil
+}

@@ -1,0 +1,239 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/storetest"
+)
+
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func problems(fs []store.Finding) map[string]store.Finding {
+	out := map[string]store.Finding{}
+	for _, f := range fs {
+		if f.Severity == store.SeverityProblem {
+			out[f.Kind] = f
+		}
+	}
+	return out
+}
+
+func diagnose(t *testing.T, s *store.Store) []store.Finding {
+	t.Helper()
+	start := time.Now()
+	fs, err := s.Diagnose(context.Background(), store.DiagnoseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("diagnose took %s", time.Since(start))
+	return fs
+}
+
+func TestDiagnoseFreshStore(t *testing.T) {
+	s := storetest.MustOpen(t, nil)
+	if fs := diagnose(t, s); len(fs) != 0 {
+		t.Errorf("an empty store has findings: %+v", fs)
+	}
+	appendEvents(t, s, "order-1", 3)
+	fs := diagnose(t, s)
+	if len(problems(fs)) != 0 {
+		t.Errorf("a fresh dev store where no relay ran has problems: %+v", fs)
+	}
+	if len(fs) != 1 || fs[0].Kind != "outbox_pending" || fs[0].Severity != store.SeverityInfo || fs[0].Count != 3 {
+		t.Errorf("want one info finding for the pending outbox, got %+v", fs)
+	}
+}
+
+func appendEvents(t testing.TB, s *store.Store, stream string, n int) store.AppendResult {
+	t.Helper()
+	evs := make([]envelope.Event, n)
+	for i := range evs {
+		evs[i] = ev(t, "t", map[string]int{"i": i})
+	}
+	res, err := s.Append(context.Background(), "default", stream, store.Any, evs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TestDiagnoseCleanLargeStore: no false positive on 100,000 events (10,000
+// under -short) where a relay ran and published everything.
+func TestDiagnoseCleanLargeStore(t *testing.T) {
+	ctx := context.Background()
+	n := 100_000
+	if testing.Short() {
+		n = 10_000
+	}
+	s := storetest.MustOpen(t, nil)
+	for i := 0; i < n; i += 1000 {
+		appendEvents(t, s, fmt.Sprintf("stream-%d", i/1000%37), 1000)
+	}
+	l, err := s.AcquireLease(ctx, "relay", "test-relay", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		rows, err := s.ReadOutbox(ctx, store.OutboxReadOptions{Limit: 5000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) == 0 {
+			break
+		}
+		pub := make([]store.Published, len(rows))
+		for i, r := range rows {
+			pub[i] = store.Published{Position: r.Event.Position}
+		}
+		if err := s.Update(ctx, func(tx *store.Tx) error { _, err := s.MarkPublishedTx(ctx, tx, l, pub); return err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.ReleaseLease(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	fs := diagnose(t, s)
+	t.Logf("scan of a clean %d-event store: %s", n, time.Since(start))
+	if len(fs) != 0 {
+		t.Errorf("false positives on a clean store: %+v", fs)
+	}
+}
+
+func TestDiagnoseFindsPlantedDefects(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{now: time.Now()}
+	path := filepath.Join(t.TempDir(), "defects.db")
+	s, err := store.Open(ctx, path, &store.Options{Synchronous: "NORMAL", Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	// A relay ran once and released its lease cleanly.
+	l, err := s.AcquireLease(ctx, "relay", "old-relay", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.ReleaseLease(ctx, l)
+	// Stale outbox rows, one dead letter parking its stream.
+	appendEvents(t, s, "stale", 2)
+	poison := appendEvents(t, s, "poison", 2)
+	relay, _ := s.AcquireLease(ctx, "relay", "relay-2", 200*time.Millisecond)
+	if err := s.Update(ctx, func(tx *store.Tx) error {
+		return s.DeadLetterTx(ctx, tx, relay, []store.Failure{{Position: poison.FirstPosition(), Error: "message too large"}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Effects: one unknown, one stuck executing.
+	_, _ = s.RunEffect(ctx, "default", "charge:1", func(ctx context.Context) (string, error) { return "", store.ErrOutcomeUnknown })
+	_, _, _ = s.ReserveEffect(ctx, "default", "email:1")
+	_, _ = s.BeginEffect(ctx, "default", "email:1")
+	// Consumer ledgers: an old deferral, a quarantined event, a conflict.
+	err = s.Update(ctx, func(tx *store.Tx) error {
+		if _, _, err := s.DeferTx(ctx, tx, store.Deferred{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 3, EventID: "e3",
+			Event: []byte(`{}`), Expected: 2, FirstSeen: clock.Now(), Reason: "gap"}); err != nil {
+			return err
+		}
+		if err := s.QuarantineTx(ctx, tx, store.Quarantined{Consumer: "c", Reason: store.ReasonUninterpretable, EventID: "q1"}); err != nil {
+			return err
+		}
+		if err := s.RecordConflictTx(ctx, tx, store.Conflict{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 2,
+			KeptEventID: "a", ConflictingID: "b", ConflictingEvent: []byte(`{}`)}); err != nil {
+			return err
+		}
+		// Projections: one stopped, one running but behind.
+		if err := s.SetProjectionStatusTx(ctx, tx, "broken", store.ProjectionStopped, "handler error"); err != nil {
+			return err
+		}
+		return s.SetProjectionStatusTx(ctx, tx, "slow", store.ProjectionActive, "")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AcquireLease(ctx, "projection:slow", "runner", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	// A dead projection runner whose lease expired with work waiting.
+	if _, err := s.AcquireLease(ctx, "projection:orphan", "dead-runner", 50*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Hour)
+	// Damage behind the store's back: a hole and a version gap.
+	gappy := appendEvents(t, s, "gappy", 3)
+	appendEvents(t, s, "tail", 1)
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		fmt.Sprintf(`DELETE FROM outbox WHERE position = %d`, gappy.Events[1].Position),
+		fmt.Sprintf(`DELETE FROM events WHERE position = %d`, gappy.Events[1].Position),
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	// Wait for the short leases to expire on SQLite's clock.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ls, _ := s.Leases(ctx)
+		expired := 0
+		for _, l := range ls {
+			if l.Expired && l.Owner != "" {
+				expired++
+			}
+		}
+		if expired == 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // polling a wall-clock expiry
+	}
+
+	got := problems(diagnose(t, s))
+	want := map[string]int64{
+		"outbox_stale": 3, "dead_letters": 1, "parked_streams": 1, "effects_unknown": 1, "effects_stuck": 1,
+		"leases_expired": 2, "deferred_old": 1, "quarantined": 1, "version_conflicts": 1,
+		"projections_stopped": 1, "projections_lagging": 1, "position_holes": 1, "stream_version_gaps": 1,
+	}
+	for kind, n := range want {
+		f, ok := got[kind]
+		if !ok {
+			t.Errorf("planted %s not found", kind)
+			continue
+		}
+		if f.Count != n || len(f.IDs) == 0 || f.Detail == "" {
+			t.Errorf("%s: count %d (want %d), ids %v", kind, f.Count, n, f.IDs)
+		}
+	}
+	for kind := range got {
+		if _, ok := want[kind]; !ok {
+			t.Errorf("unexpected finding %s: %+v", kind, got[kind])
+		}
+	}
+	if f := got["dead_letters"]; len(f.IDs) == 1 && f.IDs[0] != "default:"+poison.Events[0].ID {
+		t.Errorf("dead letter id %v", f.IDs)
+	}
+	if f := got["effects_stuck"]; f.OldestAgeSeconds < 3600 {
+		t.Errorf("oldest age %v", f.OldestAgeSeconds)
+	}
+}

@@ -1,0 +1,60 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// FileInfo describes a database file as Inspect found it.
+type FileInfo struct {
+	// SchemaVersion is the file's PRAGMA user_version: 0 for a file
+	// eventlite never opened.
+	SchemaVersion int
+	// ApplicationID is the file's PRAGMA application_id (see
+	// SetApplicationID).
+	ApplicationID int32
+}
+
+// Inspect reads a database file's schema version and application id
+// without creating, migrating or otherwise changing it. A missing file is
+// ErrNotFound.
+func Inspect(ctx context.Context, path string) (FileInfo, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	if _, err := os.Stat(abs); errors.Is(err, fs.ErrNotExist) {
+		return FileInfo{}, fmt.Errorf("%s: %w", path, ErrNotFound)
+	}
+	p := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(filepath.ToSlash(abs))
+	db, err := sql.Open("sqlite", "file:"+p+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		return FileInfo{}, err
+	}
+	defer db.Close()
+	var fi FileInfo
+	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&fi.SchemaVersion); err != nil {
+		return FileInfo{}, fmt.Errorf("inspect %s: %w", path, mapErr(err))
+	}
+	if err := db.QueryRowContext(ctx, "PRAGMA application_id").Scan(&fi.ApplicationID); err != nil {
+		return FileInfo{}, fmt.Errorf("inspect %s: %w", path, mapErr(err))
+	}
+	return fi, nil
+}
+
+// SetApplicationID stamps the file's PRAGMA application_id, a number in
+// the SQLite header that tools use to tell what wrote a file (eventlite's
+// demo marks its database with it, so that a rerun only ever replaces a
+// file the demo made).
+func (s *Store) SetApplicationID(ctx context.Context, id int32) error {
+	return s.Update(ctx, func(tx *Tx) error {
+		_, err := s.wconn.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", id))
+		return mapErr(err)
+	})
+}

@@ -1,0 +1,703 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/eventlite/eventlite/envelope"
+)
+
+// The outbox: one row per event, written by Append in the event's
+// transaction (migrations 0001 and 0004). The relay reads pending rows in
+// position order, publishes them, and settles each batch in one fenced
+// transaction: MarkPublishedTx, RecordFailureTx, DeadLetterTx. A dead
+// letter parks its stream until an operator retries or discards it.
+
+// OutboxRow is a pending outbox row and its event.
+type OutboxRow struct {
+	Event envelope.Event
+	// Attempts counts the failed publish attempts so far (a broker that
+	// was down counts none).
+	Attempts int
+	// FirstFailedAt is the time of the first failed attempt; zero when
+	// the row never failed.
+	FirstFailedAt time.Time
+	// LastError is the error of the last failed attempt, "" when none.
+	LastError string
+}
+
+// OutboxReadOptions selects pending outbox rows.
+type OutboxReadOptions struct {
+	// After reads rows above this position (0: from the start). A stream
+	// with a row that failed before at or below After is left out: the
+	// read cannot return that row, so the stream's later rows must wait.
+	// (Pending rows at or below After that never failed are the caller's
+	// to know about: a relay reads on from its last batch only when that
+	// batch was published whole.)
+	After int64
+	// Limit caps the rows returned. Default 256.
+	Limit int
+	// Now is the relay's clock: a row whose next attempt is due after Now
+	// holds back its stream. Default time.Now().
+	Now time.Time
+}
+
+// outboxColumns are selectEvents' columns on the events table aliased e,
+// then the outbox row's own.
+const outboxColumns = `e.position, e.tenant, e.stream_id, e.version, e.event_id, e.type, e.source, e.time,
+	e.content_type, e.data_schema, e.data, e.correlation_id, e.causation_id, e.extensions,
+	o.attempts, o.first_failed_at, o.last_error`
+
+// heldStreams lists the streams the relay must hold back at time ?1 for a
+// read above position ?2: those with a pending dead letter (parked), a
+// pending row whose next attempt is still to come, or a pending row that
+// failed before and lies at or below ?2 (the read would skip it and pass
+// its stream's later rows). It reads the outbox_failing index only.
+const heldStreams = `SELECT DISTINCT e.tenant, e.stream_id FROM outbox f JOIN events e ON e.position = f.position
+	WHERE f.published_at IS NULL AND f.discarded_at IS NULL AND f.attempts > 0
+	AND (f.dead_at IS NOT NULL OR f.next_attempt_at > ?1 OR f.position <= ?2)`
+
+// readOutboxQuery reads pending rows through the outbox_pending index,
+// skipping held streams. ?1 now, ?2 after, ?3 limit. SQLite evaluates the
+// NOT IN list once per query, into a temporary index.
+const readOutboxQuery = `SELECT ` + outboxColumns + `
+	FROM outbox o JOIN events e ON e.position = o.position
+	WHERE o.published_at IS NULL AND o.discarded_at IS NULL AND o.position > ?2
+	AND (e.tenant, e.stream_id) NOT IN (` + heldStreams + `)
+	ORDER BY o.position LIMIT ?3`
+
+// ReadOutbox returns pending outbox rows with their events in position
+// order: rows neither published nor discarded, minus every row of a stream
+// that is parked by a dead letter or whose failed row waits for its next
+// attempt (so a stream is published in order). It reads through the read
+// pool, outside any write transaction, and only visits pending rows.
+func (s *Store) ReadOutbox(ctx context.Context, opts OutboxReadOptions) ([]OutboxRow, error) {
+	if opts.Limit <= 0 {
+		opts.Limit = 256
+	}
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
+	rows, err := s.rdb.QueryContext(ctx, readOutboxQuery, opts.Now.UnixNano(), opts.After, opts.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("read outbox: %w", mapErr(err))
+	}
+	defer rows.Close()
+	out := make([]OutboxRow, 0, min(opts.Limit, 1024))
+	sc := newOutboxScanner()
+	for rows.Next() {
+		r, err := sc.scan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("read outbox: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read outbox: %w", mapErr(err))
+	}
+	return out, nil
+}
+
+// outboxScanner scans rows of outboxColumns, reusing its destinations.
+type outboxScanner struct {
+	r        OutboxRow
+	t        int64
+	ext      []byte
+	ff       sql.NullInt64
+	lastErr  sql.NullString
+	dest     []any
+	attempts int64
+}
+
+func newOutboxScanner() *outboxScanner {
+	s := &outboxScanner{}
+	e := &s.r.Event
+	s.dest = []any{&e.Position, &e.Tenant, &e.Stream, &e.StreamVersion, &e.ID, &e.Type, &e.Source, &s.t,
+		&e.DataContentType, &e.DataSchema, &e.Data, &e.CorrelationID, &e.CausationID, &s.ext,
+		&s.attempts, &s.ff, &s.lastErr}
+	return s
+}
+
+func (s *outboxScanner) scan(rows *sql.Rows) (OutboxRow, error) {
+	s.r, s.ext = OutboxRow{}, nil
+	if err := rows.Scan(s.dest...); err != nil {
+		return OutboxRow{}, err
+	}
+	r := s.r
+	r.Event.Time = time.Unix(0, s.t).UTC()
+	if s.ext != nil {
+		if err := decodeExtensions(s.ext, &r.Event); err != nil {
+			return r, fmt.Errorf("event at position %d: extensions: %w", r.Event.Position, err)
+		}
+	}
+	r.Attempts = int(s.attempts)
+	if s.ff.Valid {
+		r.FirstFailedAt = time.Unix(0, s.ff.Int64).UTC()
+	}
+	r.LastError = s.lastErr.String
+	return r, nil
+}
+
+// NextOutboxAttempt returns the earliest time at which a row that failed
+// is due for another attempt, and false when no row waits for one.
+func (s *Store) NextOutboxAttempt(ctx context.Context) (time.Time, bool, error) {
+	var next sql.NullInt64
+	err := s.rdb.QueryRowContext(ctx, `SELECT min(next_attempt_at) FROM outbox
+		WHERE published_at IS NULL AND discarded_at IS NULL AND attempts > 0 AND dead_at IS NULL`).Scan(&next)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("read outbox: %w", mapErr(err))
+	}
+	if !next.Valid {
+		return time.Time{}, false, nil
+	}
+	return time.Unix(0, next.Int64), true, nil
+}
+
+// Published is one row the broker accepted.
+type Published struct {
+	Position int64
+	// BrokerSequence is the broker's sequence for the message (JetStream's
+	// stream sequence); 0 when the destination has none.
+	BrokerSequence uint64
+}
+
+// MarkPublishedTx marks rows published under the relay's lease, in an
+// Update closure: it fails with ErrStaleFence, writing nothing, unless
+// lease is current. A row already published or discarded is left as it
+// is. It returns how many rows it marked.
+func (s *Store) MarkPublishedTx(ctx context.Context, tx *Tx, lease Lease, rows []Published) (int, error) {
+	if len(rows) == 0 {
+		return 0, nil
+	}
+	if err := s.CheckFenceTx(ctx, tx, lease); err != nil {
+		return 0, err
+	}
+	// One statement for the batch: the positions and sequences travel as
+	// a JSON array of [position, sequence] pairs.
+	b := make([]byte, 0, len(rows)*24)
+	b = append(b, '[')
+	for i, r := range rows {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		b = strconv.AppendInt(b, r.Position, 10)
+		b = append(b, ',')
+		b = strconv.AppendUint(b, r.BrokerSequence, 10)
+		b = append(b, ']')
+	}
+	b = append(b, ']')
+	res, err := s.wconn.ExecContext(ctx, markPublishedQuery, tx.now, lease.Token, string(b))
+	if err != nil {
+		return 0, fmt.Errorf("mark outbox rows published: %w", mapErr(err))
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, err
+	}
+	if err := s.addCounter(ctx, "published", n); err != nil {
+		return 0, err
+	}
+	return int(n), nil
+}
+
+// markPublishedQuery marks a batch: ?1 now, ?2 lease token, ?3 a JSON
+// array of [position, sequence] pairs. One statement costs 3.6 us a row
+// here against 5.0 us for a prepared UPDATE per row. NOT INDEXED keeps the
+// planner from walking outbox_pending and probing the JSON for each
+// pending row: it looks each row up by position (rowid lookups remain
+// allowed), whatever the table statistics say.
+const markPublishedQuery = `UPDATE outbox NOT INDEXED SET published_at = ?1, published_token = ?2,
+	broker_sequence = NULLIF(j.value ->> 1, 0), next_attempt_at = NULL
+	FROM json_each(?3) AS j
+	WHERE outbox.position = j.value ->> 0 AND outbox.published_at IS NULL AND outbox.discarded_at IS NULL`
+
+// Failure is one failed publish attempt.
+type Failure struct {
+	Position int64
+	// Error says what went wrong; it is kept on the row.
+	Error string
+	// NextAttemptAt is when RecordFailureTx lets the row (and its stream)
+	// be tried again. DeadLetterTx ignores it.
+	NextAttemptAt time.Time
+}
+
+// RecordFailureTx records a failed attempt on each row, under the relay's
+// lease (ErrStaleFence otherwise, writing nothing): attempts grow by one,
+// the error and times are kept, and the row and every later row of its
+// stream wait until NextAttemptAt. Rows no longer pending are skipped.
+func (s *Store) RecordFailureTx(ctx context.Context, tx *Tx, lease Lease, failures []Failure) error {
+	if len(failures) == 0 {
+		return nil
+	}
+	if err := s.CheckFenceTx(ctx, tx, lease); err != nil {
+		return err
+	}
+	st, err := s.wconn.PrepareContext(ctx, `UPDATE outbox SET attempts = attempts + 1,
+		first_failed_at = COALESCE(first_failed_at, ?1), last_failed_at = ?1, last_error = ?2, next_attempt_at = ?3
+		WHERE position = ?4 AND published_at IS NULL AND discarded_at IS NULL AND dead_at IS NULL`)
+	if err != nil {
+		return fmt.Errorf("record outbox failures: %w", mapErr(err))
+	}
+	defer st.Close()
+	var n int64
+	for _, f := range failures {
+		res, err := st.ExecContext(ctx, tx.now, f.Error, f.NextAttemptAt.UnixNano(), f.Position)
+		if err != nil {
+			return fmt.Errorf("record outbox failure at position %d: %w", f.Position, mapErr(err))
+		}
+		k, _ := res.RowsAffected()
+		n += k
+	}
+	return s.addCounter(ctx, "retried", n)
+}
+
+// DeadLetterTx turns rows into dead letters, under the relay's lease
+// (ErrStaleFence otherwise, writing nothing): the error, attempts (grown
+// by one) and times are kept, and the row's stream is parked until an
+// operator retries or discards it. Rows no longer pending are skipped.
+func (s *Store) DeadLetterTx(ctx context.Context, tx *Tx, lease Lease, failures []Failure) error {
+	if len(failures) == 0 {
+		return nil
+	}
+	if err := s.CheckFenceTx(ctx, tx, lease); err != nil {
+		return err
+	}
+	var n int64
+	for _, f := range failures {
+		res, err := s.wconn.ExecContext(ctx, `UPDATE outbox SET attempts = attempts + 1,
+			first_failed_at = COALESCE(first_failed_at, ?1), last_failed_at = ?1, last_error = ?2,
+			dead_at = ?1, next_attempt_at = NULL
+			WHERE position = ?3 AND published_at IS NULL AND discarded_at IS NULL AND dead_at IS NULL`,
+			tx.now, f.Error, f.Position)
+		if err != nil {
+			return fmt.Errorf("dead-letter outbox row at position %d: %w", f.Position, mapErr(err))
+		}
+		k, _ := res.RowsAffected()
+		n += k
+	}
+	return s.addCounter(ctx, "dead_lettered", n)
+}
+
+// addCounter moves an outbox counter inside the writer's transaction.
+func (s *Store) addCounter(ctx context.Context, name string, n int64) error {
+	if n == 0 {
+		return nil
+	}
+	if _, err := s.wconn.ExecContext(ctx, `UPDATE outbox_counters SET value = value + ? WHERE name = ?`, n, name); err != nil {
+		return fmt.Errorf("outbox counter %s: %w", name, mapErr(err))
+	}
+	return nil
+}
+
+// DeadLetter is an outbox row the relay gave up on. It parks its stream.
+type DeadLetter struct {
+	Tenant   string
+	EventID  string
+	Stream   string
+	Version  int64
+	Position int64
+	Type     string
+	// Attempts is the number of failed attempts.
+	Attempts int
+	// Error is the last attempt's error.
+	Error       string
+	FirstFailed time.Time
+	LastFailed  time.Time
+	DeadAt      time.Time
+}
+
+const selectDeadLetters = `SELECT e.tenant, e.event_id, e.stream_id, e.version, e.position, e.type,
+	o.attempts, COALESCE(o.last_error, ''), COALESCE(o.first_failed_at, 0), COALESCE(o.last_failed_at, 0), o.dead_at
+	FROM outbox o JOIN events e ON e.position = o.position
+	WHERE o.published_at IS NULL AND o.discarded_at IS NULL AND o.attempts > 0 AND o.dead_at IS NOT NULL`
+
+func scanDeadLetter(r scanner) (DeadLetter, error) {
+	var (
+		d            DeadLetter
+		ff, lf, dead int64
+	)
+	if err := r.Scan(&d.Tenant, &d.EventID, &d.Stream, &d.Version, &d.Position, &d.Type,
+		&d.Attempts, &d.Error, &ff, &lf, &dead); err != nil {
+		return d, err
+	}
+	d.FirstFailed, d.LastFailed, d.DeadAt = time.Unix(0, ff).UTC(), time.Unix(0, lf).UTC(), time.Unix(0, dead).UTC()
+	return d, nil
+}
+
+// DeadLetters lists a tenant's dead letters (every tenant's when tenant is
+// "") in position order.
+func (s *Store) DeadLetters(ctx context.Context, tenant string) ([]DeadLetter, error) {
+	q, args := selectDeadLetters, []any{}
+	if tenant != "" {
+		if err := envelope.ValidateTenant(tenant); err != nil {
+			return nil, err
+		}
+		q += ` AND e.tenant = ?`
+		args = append(args, tenant)
+	}
+	rows, err := s.rdb.QueryContext(ctx, q+` ORDER BY o.position`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list dead letters: %w", mapErr(err))
+	}
+	defer rows.Close()
+	var out []DeadLetter
+	for rows.Next() {
+		d, err := scanDeadLetter(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list dead letters: %w", err)
+		}
+		out = append(out, d)
+	}
+	return out, mapErr(rows.Err())
+}
+
+// DeadLetterNotFoundError: no dead letter has this event id in this
+// tenant (the event may not exist, may have been published, or may not
+// have failed). errors.Is(err, ErrNotFound) holds for it.
+type DeadLetterNotFoundError struct {
+	Tenant  string
+	EventID string
+}
+
+func (e *DeadLetterNotFoundError) Error() string {
+	return fmt.Sprintf("no dead letter with event id %q (tenant %s)", e.EventID, e.Tenant)
+}
+
+// Unwrap lets errors.Is(err, ErrNotFound) match.
+func (e *DeadLetterNotFoundError) Unwrap() error { return ErrNotFound }
+
+// deadLetterTx reads one dead letter on the writer's connection.
+func (s *Store) deadLetterTx(ctx context.Context, tenant, eventID string) (DeadLetter, error) {
+	d, err := scanDeadLetter(s.wconn.QueryRowContext(ctx, selectDeadLetters+` AND e.tenant = ? AND e.event_id = ?`, tenant, eventID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return d, &DeadLetterNotFoundError{Tenant: tenant, EventID: eventID}
+	}
+	return d, mapErr(err)
+}
+
+// RetryDeadLetter re-queues a dead letter with its event id unchanged (so
+// the broker and consumers dedupe a copy that did arrive): its dead state
+// and attempts are cleared and its stream is unparked; the relay publishes
+// it, then the stream's waiting events, in order. An operator action, not
+// fenced; it is logged. Unknown ids return a *DeadLetterNotFoundError.
+func (s *Store) RetryDeadLetter(ctx context.Context, tenant, eventID string) (DeadLetter, error) {
+	if err := envelope.ValidateTenant(tenant); err != nil {
+		return DeadLetter{}, err
+	}
+	var d DeadLetter
+	err := s.Update(ctx, func(tx *Tx) error {
+		var err error
+		if d, err = s.deadLetterTx(ctx, tenant, eventID); err != nil {
+			return err
+		}
+		return s.requeueTx(ctx, []DeadLetter{d})
+	})
+	if err != nil {
+		return DeadLetter{}, fmt.Errorf("retry dead letter: %w", err)
+	}
+	s.log.Warn("dead letter re-queued by an operator", "tenant", d.Tenant, "event_id", d.EventID, "stream", d.Stream, "version", d.Version, "position", d.Position, "attempts", d.Attempts, "error", d.Error)
+	return d, nil
+}
+
+// RetryDeadLetters re-queues every dead letter of a tenant (every
+// tenant's when tenant is "") as RetryDeadLetter does, in one transaction,
+// and returns them.
+func (s *Store) RetryDeadLetters(ctx context.Context, tenant string) ([]DeadLetter, error) {
+	if tenant != "" {
+		if err := envelope.ValidateTenant(tenant); err != nil {
+			return nil, err
+		}
+	}
+	var ds []DeadLetter
+	err := s.Update(ctx, func(tx *Tx) error {
+		q, args := selectDeadLetters, []any{}
+		if tenant != "" {
+			q += ` AND e.tenant = ?`
+			args = append(args, tenant)
+		}
+		rows, err := s.wconn.QueryContext(ctx, q+` ORDER BY o.position`, args...)
+		if err != nil {
+			return mapErr(err)
+		}
+		for rows.Next() {
+			d, err := scanDeadLetter(rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			ds = append(ds, d)
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		if err := rows.Err(); err != nil {
+			return mapErr(err)
+		}
+		return s.requeueTx(ctx, ds)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("retry dead letters: %w", err)
+	}
+	for _, d := range ds {
+		s.log.Warn("dead letter re-queued by an operator", "tenant", d.Tenant, "event_id", d.EventID, "stream", d.Stream, "version", d.Version, "position", d.Position, "attempts", d.Attempts, "error", d.Error)
+	}
+	return ds, nil
+}
+
+func (s *Store) requeueTx(ctx context.Context, ds []DeadLetter) error {
+	for _, d := range ds {
+		_, err := s.wconn.ExecContext(ctx, `UPDATE outbox SET dead_at = NULL, attempts = 0, next_attempt_at = NULL,
+			first_failed_at = NULL WHERE position = ?`, d.Position)
+		if err != nil {
+			return mapErr(err)
+		}
+	}
+	return s.addCounter(ctx, "requeued", int64(len(ds)))
+}
+
+// DiscardDeadLetter gives a dead letter up for good: it will never be
+// published, and its stream is unparked (the stream's later events go
+// out). An explicit operator decision, not fenced; it is logged and the
+// row keeps the time. Unknown ids return a *DeadLetterNotFoundError.
+func (s *Store) DiscardDeadLetter(ctx context.Context, tenant, eventID string) (DeadLetter, error) {
+	if err := envelope.ValidateTenant(tenant); err != nil {
+		return DeadLetter{}, err
+	}
+	var d DeadLetter
+	err := s.Update(ctx, func(tx *Tx) error {
+		var err error
+		if d, err = s.deadLetterTx(ctx, tenant, eventID); err != nil {
+			return err
+		}
+		if _, err := s.wconn.ExecContext(ctx, `UPDATE outbox SET discarded_at = ? WHERE position = ?`, tx.now, d.Position); err != nil {
+			return mapErr(err)
+		}
+		return s.addCounter(ctx, "discarded", 1)
+	})
+	if err != nil {
+		return DeadLetter{}, fmt.Errorf("discard dead letter: %w", err)
+	}
+	s.log.Warn("dead letter discarded by an operator: it will never be published", "tenant", d.Tenant, "event_id", d.EventID, "stream", d.Stream, "version", d.Version, "position", d.Position, "attempts", d.Attempts, "error", d.Error)
+	return d, nil
+}
+
+// ParkedStream is a stream whose events wait behind a dead letter.
+type ParkedStream struct {
+	Tenant string
+	Stream string
+	// DeadLetter is the position of the stream's first dead letter.
+	DeadLetter int64
+	// Waiting counts the stream's pending rows, dead letters included.
+	Waiting int64
+}
+
+// ParkedStreams lists the streams parked by a dead letter, every tenant's
+// when tenant is "", in the order of their dead letters.
+func (s *Store) ParkedStreams(ctx context.Context, tenant string) ([]ParkedStream, error) {
+	q := `SELECT e.tenant, e.stream_id, min(e.position), min(e.version) FROM outbox o JOIN events e ON e.position = o.position
+		WHERE o.published_at IS NULL AND o.discarded_at IS NULL AND o.attempts > 0 AND o.dead_at IS NOT NULL`
+	var args []any
+	if tenant != "" {
+		q += ` AND e.tenant = ?`
+		args = append(args, tenant)
+	}
+	rows, err := s.rdb.QueryContext(ctx, q+` GROUP BY e.tenant, e.stream_id ORDER BY 3`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list parked streams: %w", mapErr(err))
+	}
+	type parked struct {
+		ParkedStream
+		version int64
+	}
+	var ps []parked
+	for rows.Next() {
+		var p parked
+		if err := rows.Scan(&p.Tenant, &p.Stream, &p.DeadLetter, &p.version); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		ps = append(ps, p)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(err)
+	}
+	out := make([]ParkedStream, 0, len(ps))
+	for _, p := range ps {
+		// The stream's events from its dead letter on, through the
+		// stream's own index.
+		err := s.rdb.QueryRowContext(ctx, `SELECT count(*) FROM events e JOIN outbox o ON o.position = e.position
+			WHERE e.tenant = ? AND e.stream_id = ? AND e.version >= ? AND o.published_at IS NULL AND o.discarded_at IS NULL`,
+			p.Tenant, p.Stream, p.version).Scan(&p.Waiting)
+		if err != nil {
+			return nil, fmt.Errorf("list parked streams: %w", mapErr(err))
+		}
+		out = append(out, p.ParkedStream)
+	}
+	return out, nil
+}
+
+// OutboxStats describes the outbox.
+type OutboxStats struct {
+	// Pending counts rows not yet published nor discarded: the outbox
+	// depth, dead letters and parked rows included.
+	Pending int64
+	// Oldest is when the oldest pending row's event was recorded; zero
+	// when nothing is pending. Lag is its age by the store's clock.
+	Oldest time.Time
+	Lag    time.Duration
+	// DeadLetters counts the dead letters waiting for an operator;
+	// ParkedStreams the streams they park; Parked the pending rows of
+	// those streams (the dead letters included).
+	DeadLetters   int64
+	ParkedStreams int64
+	Parked        int64
+	// Totals since the outbox began: rows published, failed attempts
+	// scheduled for a retry, dead letters re-queued by an operator, rows
+	// dead-lettered, dead letters discarded.
+	Published    int64
+	Retried      int64
+	Requeued     int64
+	DeadLettered int64
+	Discarded    int64
+}
+
+// OutboxStats reads the outbox's depth, lag and totals. It visits the
+// pending rows (not the published ones).
+func (s *Store) OutboxStats(ctx context.Context) (OutboxStats, error) {
+	var st OutboxStats
+	wrap := func(err error) error { return fmt.Errorf("outbox stats: %w", mapErr(err)) }
+	// One read transaction, so the figures agree with each other.
+	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return st, wrap(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM outbox WHERE published_at IS NULL AND discarded_at IS NULL`).Scan(&st.Pending); err != nil {
+		return st, wrap(err)
+	}
+	var oldest sql.NullInt64
+	err = tx.QueryRowContext(ctx, `SELECT e.recorded_at FROM outbox o JOIN events e ON e.position = o.position
+		WHERE o.published_at IS NULL AND o.discarded_at IS NULL ORDER BY o.position LIMIT 1`).Scan(&oldest)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return st, wrap(err)
+	}
+	if oldest.Valid {
+		st.Oldest = time.Unix(0, oldest.Int64).UTC()
+		st.Lag = max(s.opts.Now().Sub(st.Oldest), 0)
+	}
+	err = tx.QueryRowContext(ctx, `SELECT count(*), count(DISTINCT e.tenant || x'00' || e.stream_id) FROM outbox o JOIN events e ON e.position = o.position
+		WHERE o.published_at IS NULL AND o.discarded_at IS NULL AND o.attempts > 0 AND o.dead_at IS NOT NULL`).Scan(&st.DeadLetters, &st.ParkedStreams)
+	if err != nil {
+		return st, wrap(err)
+	}
+	if st.DeadLetters > 0 {
+		err = tx.QueryRowContext(ctx, `WITH parked (tenant, stream_id) AS MATERIALIZED (
+				SELECT DISTINCT e.tenant, e.stream_id FROM outbox f JOIN events e ON e.position = f.position
+				WHERE f.published_at IS NULL AND f.discarded_at IS NULL AND f.attempts > 0 AND f.dead_at IS NOT NULL)
+			SELECT count(*) FROM outbox o JOIN events e ON e.position = o.position
+			WHERE o.published_at IS NULL AND o.discarded_at IS NULL
+			AND EXISTS (SELECT 1 FROM parked p WHERE p.tenant = e.tenant AND p.stream_id = e.stream_id)`).Scan(&st.Parked)
+		if err != nil {
+			return st, wrap(err)
+		}
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT name, value FROM outbox_counters`)
+	if err != nil {
+		return st, wrap(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			name string
+			v    int64
+		)
+		if err := rows.Scan(&name, &v); err != nil {
+			return st, wrap(err)
+		}
+		switch name {
+		case "published":
+			st.Published = v
+		case "retried":
+			st.Retried = v
+		case "requeued":
+			st.Requeued = v
+		case "dead_lettered":
+			st.DeadLettered = v
+		case "discarded":
+			st.Discarded = v
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return st, wrap(err)
+	}
+	return st, nil
+}
+
+// OutboxEntry is one outbox row as stored, whatever its state.
+type OutboxEntry struct {
+	Position      int64
+	Tenant        string
+	EventID       string
+	Stream        string
+	Version       int64
+	Attempts      int
+	LastError     string
+	NextAttemptAt time.Time // zero when none is scheduled
+	FirstFailedAt time.Time
+	LastFailedAt  time.Time
+	DeadAt        time.Time // zero unless a dead letter
+	DiscardedAt   time.Time // zero unless discarded
+	PublishedAt   time.Time // zero until published
+	RecordedAt    time.Time // when the event was committed
+	// BrokerSequence is the broker's sequence (0 when none); PublishedToken
+	// is the relay lease token under which the row was marked published.
+	BrokerSequence uint64
+	PublishedToken int64
+}
+
+// OutboxEntries returns up to limit outbox rows above position after, in
+// position order, published or not: for reconciliation, diagnostics and
+// tests. It reads every row it returns.
+func (s *Store) OutboxEntries(ctx context.Context, after int64, limit int) ([]OutboxEntry, error) {
+	if limit <= 0 {
+		limit = pageSize
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT o.position, e.tenant, e.event_id, e.stream_id, e.version, o.attempts,
+		COALESCE(o.last_error, ''), o.next_attempt_at, o.first_failed_at, o.last_failed_at, o.dead_at, o.discarded_at,
+		o.published_at, COALESCE(o.broker_sequence, 0), COALESCE(o.published_token, 0), e.recorded_at
+		FROM outbox o JOIN events e ON e.position = o.position WHERE o.position > ? ORDER BY o.position LIMIT ?`, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read outbox entries: %w", mapErr(err))
+	}
+	defer rows.Close()
+	var out []OutboxEntry
+	for rows.Next() {
+		var (
+			x                             OutboxEntry
+			next, ff, lf, dead, disc, pub sql.NullInt64
+			seq, rec                      int64
+		)
+		if err := rows.Scan(&x.Position, &x.Tenant, &x.EventID, &x.Stream, &x.Version, &x.Attempts, &x.LastError,
+			&next, &ff, &lf, &dead, &disc, &pub, &seq, &x.PublishedToken, &rec); err != nil {
+			return nil, fmt.Errorf("read outbox entries: %w", err)
+		}
+		x.BrokerSequence, x.RecordedAt = uint64(seq), time.Unix(0, rec).UTC()
+		x.NextAttemptAt, x.FirstFailedAt, x.LastFailedAt = nullTime(next), nullTime(ff), nullTime(lf)
+		x.DeadAt, x.DiscardedAt, x.PublishedAt = nullTime(dead), nullTime(disc), nullTime(pub)
+		out = append(out, x)
+	}
+	return out, mapErr(rows.Err())
+}
+
+func nullTime(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return time.Unix(0, n.Int64).UTC()
+}
