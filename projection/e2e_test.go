@@ -213,7 +213,6 @@ func TestEndToEndShuffledWithKills(t *testing.T) {
 	}
 	cmd := start()
 	waitApplied(total)
-	// Let the last acks land is not needed: what counts is the ledger.
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 
