@@ -108,20 +108,20 @@ func decideOrder(o Order, cmd aggregate.Command) ([]any, error) {
 		if o.Status != "" {
 			return nil, nil // already placed: nothing to do
 		}
-		return []any{OrderPlaced{Total: c.Total}}, nil
+		return []any{OrderPlaced(c)}, nil
 	case PayOrder:
 		if o.Status != "placed" {
 			return nil, fmt.Errorf("pay: %w (%q)", ErrBadState, o.Status)
 		}
-		return []any{OrderPaid{Amount: c.Amount}}, nil
+		return []any{OrderPaid(c)}, nil
 	case RecordReservationFailure:
 		if o.Status != "paid" {
 			return nil, fmt.Errorf("reservation failure: %w (%q)", ErrBadState, o.Status)
 		}
 		if !knownRejections[c.Reason] {
-			return []any{ManualReviewRequested{Reason: c.Reason}}, nil
+			return []any{ManualReviewRequested(c)}, nil
 		}
-		return []any{ReservationRejected{Reason: c.Reason}}, nil
+		return []any{ReservationRejected(c)}, nil
 	case Compensate:
 		key := fmt.Sprintf("%s@%d", cmd.Stream, c.RejectedVersion)
 		if o.Status == "cancelled" && o.CancelKey == key {

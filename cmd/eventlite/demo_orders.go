@@ -74,17 +74,17 @@ func demoOrders() aggregate.Definition[demoOrder] {
 				if o.Status != "" {
 					return nil, nil
 				}
-				return []any{orderPlaced{Total: c.Total}}, nil
+				return []any{orderPlaced(c)}, nil
 			case payOrder:
 				if o.Status != "placed" {
 					return nil, fmt.Errorf("pay: %w (%s)", errDemoState, o.Status)
 				}
-				return []any{orderPaid{Amount: c.Amount}}, nil
+				return []any{orderPaid(c)}, nil
 			case rejectReservation:
 				if o.Status != "paid" {
 					return nil, fmt.Errorf("reject: %w (%s)", errDemoState, o.Status)
 				}
-				return []any{reservationRejected{Reason: c.Reason}}, nil
+				return []any{reservationRejected(c)}, nil
 			case compensate:
 				if o.Status == "cancelled" {
 					return nil, nil // already compensated: one cancellation

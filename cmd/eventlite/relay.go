@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/store"
@@ -18,7 +19,8 @@ var relayCommand = &command{
 	name:    "relay",
 	summary: "publish the outbox to NATS JetStream, an HTTP sink or stdout",
 	usage: "eventlite relay --to nats://HOST:PORT[?stream=NAME&subject=TEMPLATE] | http(s)://URL | stdout\n" +
-		"                [--once] [--timeout D] [--create-stream] [--mode binary|structured]",
+		"                [--once] [--timeout D] [--create-stream] [--mode binary|structured]\n" +
+		"                [--metrics ADDR]",
 	about: `Publishes every event of the outbox (all tenants) at least once, each
 stream in order, to one destination:
   nats://HOST:PORT   NATS JetStream, CloudEvents binary mode, message id
@@ -42,7 +44,16 @@ the outbox and exits 0 when every row was published or dead-lettered, and
 or wait behind dead letters (see 'eventlite dlq'); an interrupted --once
 run exits 6. An unreachable destination is retried with backoff for as
 long as it takes; an event that keeps failing, or that the destination
-refuses for good, becomes a dead letter that parks its stream.`,
+refuses for good, becomes a dead letter that parks its stream.
+With --metrics HOST:PORT (such as 127.0.0.1:9464; port 0 picks a free
+one, logged) it serves Prometheus metrics at http://HOST:PORT/metrics
+while it runs, read from the store on each scrape: the log head
+(eventlite_log_head_position, eventlite_events_appended_total), the
+outbox (eventlite_outbox_*: pending, oldest unpublished age, dead letters,
+parked streams and totals), this relay's counters (eventlite_relay_*),
+each projection's checkpoint, lag and status (eventlite_projection_*),
+quarantined and deferred events, version conflicts and effects by state.
+An address it cannot listen on exits 1 before the relay starts.`,
 	new: func() runner { return &relayCmd{timeout: 30 * time.Second, mode: "binary"} },
 }
 
@@ -52,6 +63,7 @@ type relayCmd struct {
 	timeout      time.Duration
 	createStream bool
 	mode         string
+	metrics      metricsAddr
 	set          map[string]bool // flags given
 	visit        *flag.FlagSet
 }
@@ -68,6 +80,7 @@ func (r *relayCmd) flags(fs *flag.FlagSet) {
 		r.mode = s
 		return nil
 	})
+	fs.Var(&r.metrics, "metrics", "serve Prometheus metrics at http://`ADDR`/metrics (HOST:PORT, such as 127.0.0.1:9464)")
 	r.set = map[string]bool{}
 	r.visit = fs
 }
@@ -140,6 +153,16 @@ func (r *relayCmd) run(ctx context.Context, c *cli, _ []string) error {
 		rl, err := publish.New(publish.Options{Store: s, Publisher: pub, Once: r.once, Logger: c.log})
 		if err != nil {
 			return err
+		}
+		if r.metrics != "" {
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(newCollector(s, rl.Stats))
+			ms, err := serveMetrics(string(r.metrics), reg, c.log)
+			if err != nil {
+				return err
+			}
+			defer ms.Close()
+			c.log.Info("serving metrics", "url", "http://"+ms.Addr().String()+"/metrics")
 		}
 		return r.failed(ctx, rl.Run(ctx))
 	})
