@@ -151,9 +151,20 @@ func (s *Store) Append(ctx context.Context, tenant, stream string, expected Expe
 	}
 	r := &request{ctx: ctx, a: a, done: make(chan struct{})}
 	if err := s.submit(ctx, r); err != nil {
-		return AppendResult{}, fmt.Errorf("append to %q: %w", stream, err)
+		return AppendResult{}, wrapAppendErr(stream, err)
 	}
 	return r.res, nil
+}
+
+// wrapAppendErr adds the stream to an error that does not name it
+// already (a *ConflictError and a *DuplicateError do).
+func wrapAppendErr(stream string, err error) error {
+	var ce *ConflictError
+	var de *DuplicateError
+	if errors.As(err, &ce) || errors.As(err, &de) {
+		return err
+	}
+	return fmt.Errorf("append to %q: %w", stream, err)
 }
 
 // AppendTx appends inside an Update closure, so the caller's own writes
@@ -178,7 +189,7 @@ func (s *Store) AppendTx(ctx context.Context, tx *Tx, tenant, stream string, exp
 		err = rerr
 	}
 	if err != nil {
-		return AppendResult{}, fmt.Errorf("append to %q: %w", stream, err)
+		return AppendResult{}, wrapAppendErr(stream, err)
 	}
 	return res, nil
 }
@@ -304,9 +315,9 @@ func (s *Store) retryResult(a *appendReq, current int64) (AppendResult, bool, er
 	for i := range a.events {
 		e := &a.events[i]
 		var (
-			version int64
-			stream, typ  string
-			data         []byte
+			version     int64
+			stream, typ string
+			data        []byte
 		)
 		err := s.stmts.eventByID.QueryRowContext(bg, a.tenant, e.ID).Scan(&stream, &version, &typ, &data)
 		if errors.Is(err, sql.ErrNoRows) {
