@@ -67,7 +67,7 @@ func TestRunnerKill9(t *testing.T) {
 	}
 	for k := range kills {
 		cp, _ := s.Checkpoint(ctx, "crashy")
-		target := cp + 1 + rng.Int64N(int64(events)/int64(kills+1))
+		target := min(int64(events), cp+1+rng.Int64N(int64(events)/int64(kills+1)))
 		cmd := start()
 		wctx, cancel := context.WithTimeout(ctx, time.Minute)
 		err := projection.WaitFor(wctx, s, "crashy", target)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -208,11 +209,14 @@ func (p *HTTP) send(ctx context.Context, e *envelope.Event) error {
 }
 
 // unreachable reports whether err says the sink could not be connected
-// to: a failed dial, a refused connection, an unknown host.
+// to: a failed dial, a refused connection, an unknown host, or a kept-alive
+// connection the sink reset or closed (it went down between requests).
 func unreachable(err error) bool {
 	var op *net.OpError
 	var dns *net.DNSError
-	return errors.As(err, &op) && op.Op == "dial" || errors.As(err, &dns) || errors.Is(err, syscall.ECONNREFUSED)
+	return errors.As(err, &op) && op.Op == "dial" || errors.As(err, &dns) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.EOF)
 }
 
 func isNetError(err error) bool {

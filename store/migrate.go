@@ -63,12 +63,9 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	var current int
-	if err := s.wconn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&current); err != nil {
-		return fmt.Errorf("store: read schema version of %s: %w", s.path, mapErr(err))
-	}
-	if current > len(ms) {
-		return fmt.Errorf("%w: %s has schema %d, this eventlite knows up to %d: upgrade eventlite", ErrSchemaTooNew, s.path, current, len(ms))
+	current, err := s.schemaVersion(ctx, len(ms))
+	if err != nil {
+		return err
 	}
 	for _, m := range ms {
 		if m.version <= current {
@@ -79,6 +76,21 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// schemaVersion reads the file's schema version and refuses one above
+// known (ErrSchemaTooNew). Open calls it before anything writes to the
+// file, switching it to WAL included, so that a refused file is left as
+// it was.
+func (s *Store) schemaVersion(ctx context.Context, known int) (int, error) {
+	var current int
+	if err := s.wconn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&current); err != nil {
+		return 0, fmt.Errorf("store: read schema version of %s: %w", s.path, mapErr(err))
+	}
+	if current > known {
+		return 0, fmt.Errorf("%w: %s has schema %d, this eventlite knows up to %d: upgrade eventlite", ErrSchemaTooNew, s.path, current, known)
+	}
+	return current, nil
 }
 
 func (s *Store) applyMigration(ctx context.Context, m migration) (err error) {

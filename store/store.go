@@ -37,7 +37,8 @@ type Options struct {
 	// JournalSizeLimit caps the WAL file kept after a checkpoint, in
 	// bytes. Default 64 MiB.
 	JournalSizeLimit int64
-	// ReadConns is the size of the read connection pool. Default 4.
+	// ReadConns is the number of connections that serve reads. Default 4.
+	// The change poller holds one more read connection of its own.
 	ReadConns int
 	// MaxBatch caps how many concurrent appends share one transaction.
 	// Default 256.
@@ -92,7 +93,10 @@ func (o *Options) withDefaults() (Options, error) {
 }
 
 // Store is an event store on one SQLite file. It is safe for concurrent
-// use. One writer goroutine owns the write connection; reads use a pool.
+// use. Writes go through one write connection, used by one goroutine at a
+// time: the writer goroutine, which commits concurrent appends in groups,
+// or, when nothing else is pending, the caller itself (see submit). Reads
+// use a pool.
 type Store struct {
 	path string
 	opts Options
@@ -102,9 +106,11 @@ type Store struct {
 	wconn *sql.Conn // the writer's connection
 	rdb   *sql.DB   // the read pool
 	stmts writeStmts
+	reads readStmts // prepared on the read pool
 
 	queue      chan *request
 	writerDone chan struct{}
+	w          writerState // who may use the write connection now
 
 	mu       sync.RWMutex // guards closed against submissions
 	closed   bool
@@ -147,7 +153,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		return nil, err
 	}
 	go s.runWriter()
-	go s.poll()
+	s.startPoll()
 	return s, nil
 }
 
@@ -175,6 +181,57 @@ func (s *Store) dsn(write bool) string {
 	return "file:" + p + "?" + strings.Join(q, "&")
 }
 
+// pragmaNames are the settings Pragmas reports.
+var pragmaNames = []string{"journal_mode", "synchronous", "foreign_keys", "busy_timeout", "mmap_size", "journal_size_limit"}
+
+// Pragmas reports the SQLite settings that the store's connections run
+// with, as SQLite prints them (synchronous FULL is "2", NORMAL "1"): the
+// writer's, read inside a write transaction, and each read connection's,
+// all held at once so that every one of them is asked. Keys are
+// "<connection>.<pragma>", the connection being "writer" or "read1" to
+// "readN" (N is Options.ReadConns), the pragmas journal_mode,
+// synchronous, foreign_keys, busy_timeout, mmap_size and
+// journal_size_limit. It is for tests and diagnostics: while it runs it
+// holds the writer and every read connection.
+func (s *Store) Pragmas(ctx context.Context) (map[string]string, error) {
+	out := make(map[string]string, (s.opts.ReadConns+1)*len(pragmaNames))
+	read := func(conn string, query func(string) *sql.Row) error {
+		for _, p := range pragmaNames {
+			var v string
+			if err := query("PRAGMA " + p).Scan(&v); err != nil {
+				return fmt.Errorf("store: %s connection: PRAGMA %s: %w", conn, p, mapErr(err))
+			}
+			out[conn+"."+p] = v
+		}
+		return nil
+	}
+	err := s.Update(ctx, func(tx *Tx) error {
+		return read("writer", func(q string) *sql.Row { return tx.QueryRowContext(ctx, q) })
+	})
+	if err != nil {
+		return nil, err
+	}
+	conns := make([]*sql.Conn, 0, s.opts.ReadConns)
+	defer func() {
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	}()
+	for i := range s.opts.ReadConns {
+		c, err := s.rdb.Conn(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("store: read connection %d: %w", i+1, mapErr(err))
+		}
+		conns = append(conns, c)
+	}
+	for i, c := range conns {
+		if err := read(fmt.Sprintf("read%d", i+1), func(q string) *sql.Row { return c.QueryRowContext(ctx, q) }); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 func (s *Store) open(ctx context.Context) error {
 	var err error
 	if s.wdb, err = sql.Open("sqlite", s.dsn(true)); err != nil {
@@ -186,6 +243,11 @@ func (s *Store) open(ctx context.Context) error {
 	s.wdb.SetConnMaxIdleTime(0)
 	if s.wconn, err = s.wdb.Conn(ctx); err != nil {
 		return fmt.Errorf("store: open %s: %w", s.path, mapErr(err))
+	}
+	// Refuse a file from a newer eventlite before changing anything in
+	// it (the WAL switch writes to it). migrate reads it again.
+	if _, err := s.schemaVersion(ctx, SchemaVersion()); err != nil {
+		return err
 	}
 	if err := s.enableWAL(ctx); err != nil {
 		return err
@@ -199,12 +261,15 @@ func (s *Store) open(ctx context.Context) error {
 	if s.rdb, err = sql.Open("sqlite", s.dsn(false)); err != nil {
 		return fmt.Errorf("store: open %s: %w", s.path, err)
 	}
-	s.rdb.SetMaxOpenConns(s.opts.ReadConns)
-	s.rdb.SetMaxIdleConns(s.opts.ReadConns)
+	// The change poller holds one connection of this pool for good (PRAGMA
+	// data_version compares commits per connection): reads get the other
+	// ReadConns. Without the extra one, ReadConns 1 blocked every read.
+	s.rdb.SetMaxOpenConns(s.opts.ReadConns + 1)
+	s.rdb.SetMaxIdleConns(s.opts.ReadConns + 1)
 	if err := s.rdb.PingContext(ctx); err != nil {
 		return fmt.Errorf("store: open %s: %w", s.path, mapErr(err))
 	}
-	return nil
+	return s.prepareReads(ctx)
 }
 
 // enableWAL switches the file to WAL. Several processes opening a new file
@@ -257,7 +322,7 @@ func (s *Store) Close() error {
 
 func (s *Store) closeDBs() error {
 	var errs []error
-	for _, st := range s.stmts.all() {
+	for _, st := range append(s.stmts.all(), s.reads.list()...) {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -290,35 +355,49 @@ func (s *Store) notify() {
 	s.notifyMu.Unlock()
 }
 
-// poll watches PRAGMA data_version on a read connection, which changes
-// when any other connection (another process included) commits.
-func (s *Store) poll() {
-	defer close(s.pollDone)
+// startPoll reads PRAGMA data_version once before Open returns, so that a
+// commit made by another process after Open returned is always seen as a
+// change, then polls it in the background (poll).
+func (s *Store) startPoll() {
 	ctx := context.Background()
 	conn, err := s.rdb.Conn(ctx)
 	if err != nil {
 		s.log.Error("change poller cannot get a connection; commits by other processes will not wake waiters", "error", err)
+		close(s.pollDone)
 		return
 	}
+	last := int64(-1)
+	if err := conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&last); err != nil {
+		s.log.Debug("poll data_version", "error", err)
+		last = -1
+	}
+	go s.poll(conn, last)
+}
+
+// poll watches PRAGMA data_version on a read connection, which changes
+// when any other connection (another process included) commits. last is
+// the value read before Open returned (-1 if unknown).
+func (s *Store) poll(conn *sql.Conn, last int64) {
+	defer close(s.pollDone)
 	defer conn.Close()
-	var last int64 = -1
+	ctx := context.Background()
 	t := time.NewTicker(s.opts.PollInterval)
 	defer t.Stop()
 	for {
-		var v int64
-		if err := conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
-			s.log.Debug("poll data_version", "error", err)
-		} else {
-			if last >= 0 && v != last {
-				s.notify()
-			}
-			last = v
-		}
 		select {
 		case <-s.pollStop:
 			return
 		case <-t.C:
 		}
+		var v int64
+		if err := conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
+			s.log.Debug("poll data_version", "error", err)
+			continue
+		}
+		if last >= 0 && v != last {
+			s.notify()
+		}
+		last = v
 	}
 }
 

@@ -4,19 +4,28 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sync"
+	"sync/atomic"
 )
 
-// writeStmts are prepared once on the writer's connection.
+// writeStmts are prepared once on the writer's connection. The
+// transaction statements are prepared too: an unprepared SAVEPOINT and
+// RELEASE cost 2.8 us a request against 0.7 us prepared, on the writer's
+// critical path.
 type writeStmts struct {
 	streamVersion *sql.Stmt
 	insertEvent   *sql.Stmt
 	insertOutbox  *sql.Stmt
 	upsertStream  *sql.Stmt
 	eventByID     *sql.Stmt
+
+	begin, commit                  *sql.Stmt
+	savepoint, release, rollbackTo *sql.Stmt
 }
 
 func (w *writeStmts) all() []*sql.Stmt {
-	return []*sql.Stmt{w.streamVersion, w.insertEvent, w.insertOutbox, w.upsertStream, w.eventByID}
+	return []*sql.Stmt{w.streamVersion, w.insertEvent, w.insertOutbox, w.upsertStream, w.eventByID,
+		w.begin, w.commit, w.savepoint, w.release, w.rollbackTo}
 }
 
 func (s *Store) prepare(ctx context.Context) error {
@@ -38,7 +47,12 @@ func (s *Store) prepare(ctx context.Context) error {
 		upsertStream: prep(`INSERT INTO streams (tenant, stream_id, version, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (tenant, stream_id) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at`),
-		eventByID: prep(`SELECT stream_id, version, type, data FROM events WHERE tenant = ? AND event_id = ?`),
+		eventByID:  prep(`SELECT stream_id, version, type, data FROM events WHERE tenant = ? AND event_id = ?`),
+		begin:      prep(`BEGIN IMMEDIATE`),
+		commit:     prep(`COMMIT`),
+		savepoint:  prep(`SAVEPOINT a`),
+		release:    prep(`RELEASE a`),
+		rollbackTo: prep(`ROLLBACK TO a`),
 	}
 	if err != nil {
 		return fmt.Errorf("store: prepare statements: %w", err)
@@ -61,9 +75,27 @@ type request struct {
 	done  chan struct{}
 }
 
-// submit hands r to the writer and waits for its outcome. When ctx ends
+// writerState decides who runs SQL on the write connection: the writer
+// goroutine, or a caller running its own request when the store is idle.
+type writerState struct {
+	// mu is held by whoever uses the write connection.
+	mu sync.Mutex
+	// pending counts submissions that have not returned yet.
+	pending atomic.Int64
+}
+
+// submit runs r on the writer and waits for its outcome. When ctx ends
 // first, it returns ctx.Err(): the work may still complete (an append
 // retried with the same event ids then returns the first result).
+//
+// When no other submission is pending and the write connection is free,
+// r runs right here on the caller's goroutine: handing it to the writer
+// goroutine and back costs two goroutine wake-ups, measured here at about
+// 20 us per append, a sixth of a synchronous=NORMAL commit. Under
+// concurrency requests go to the writer goroutine, which commits them in
+// groups. Either way one goroutine at a time uses the connection. A
+// request run here returns its outcome once done: like the writer's, its
+// statements do not watch ctx.
 func (s *Store) submit(ctx context.Context, r *request) error {
 	s.mu.RLock()
 	if s.closed {
@@ -72,6 +104,14 @@ func (s *Store) submit(ctx context.Context, r *request) error {
 	}
 	s.inflight.Add(1)
 	s.mu.RUnlock()
+	defer s.w.pending.Add(-1)
+	if s.w.pending.Add(1) == 1 && len(s.queue) == 0 && s.w.mu.TryLock() {
+		s.runInline(r)
+		if r.panic != nil {
+			panic(r.panic)
+		}
+		return r.err
+	}
 	select {
 	case s.queue <- r:
 		s.inflight.Done()
@@ -90,9 +130,31 @@ func (s *Store) submit(ctx context.Context, r *request) error {
 	}
 }
 
-// runWriter is the writer goroutine: it owns the write connection and runs
-// the queued work one transaction at a time until the queue is closed and
-// drained.
+// runInline runs r on the caller's goroutine. The caller holds s.w.mu and
+// counts in s.inflight (Close waits for it); runInline releases both.
+func (s *Store) runInline(r *request) {
+	defer s.inflight.Done()
+	defer s.w.mu.Unlock()
+	// The caller's goroutine may be unwound (a panic recovered above us,
+	// runtime.Goexit): leave no transaction open for the next writer.
+	finished := false
+	defer func() {
+		if !finished {
+			_ = s.exec("ROLLBACK")
+		}
+	}()
+	if r.fn != nil {
+		s.runUpdate(r)
+	} else {
+		one := [1]*request{r}
+		s.runAppends(one[:])
+	}
+	finished = true
+}
+
+// runWriter is the writer goroutine: it runs the queued work one
+// transaction at a time, holding s.w.mu while it uses the write
+// connection, until the queue is closed and drained.
 func (s *Store) runWriter() {
 	defer close(s.writerDone)
 	group := make([]*request, 0, s.opts.MaxBatch)
@@ -107,8 +169,10 @@ func (s *Store) runWriter() {
 			}
 			first = r
 		}
+		s.w.mu.Lock()
 		if first.fn != nil {
 			s.runUpdate(first)
+			s.w.mu.Unlock()
 			continue
 		}
 		group = append(group[:0], first)
@@ -129,6 +193,7 @@ func (s *Store) runWriter() {
 			}
 		}
 		s.runAppends(group)
+		s.w.mu.Unlock()
 	}
 }
 
@@ -142,16 +207,22 @@ func (s *Store) exec(q string) error {
 	return err
 }
 
+// run executes one of the prepared statements that take no argument.
+func run(st *sql.Stmt) error {
+	_, err := st.ExecContext(bg)
+	return err
+}
+
 // begin starts an immediate transaction, mapping a lock timeout to ErrBusy.
 func (s *Store) begin() error {
-	if err := s.exec("BEGIN IMMEDIATE"); err != nil {
+	if err := run(s.stmts.begin); err != nil {
 		return fmt.Errorf("begin: %w", mapErr(err))
 	}
 	return nil
 }
 
 func (s *Store) commit() error {
-	if err := s.exec("COMMIT"); err != nil {
+	if err := run(s.stmts.commit); err != nil {
 		_ = s.exec("ROLLBACK")
 		return fmt.Errorf("commit: %w", mapErr(err))
 	}
@@ -204,19 +275,19 @@ func (s *Store) runAppends(group []*request) {
 	} else {
 		ok := 0
 		for _, r := range live {
-			if err := s.exec("SAVEPOINT a"); err != nil {
+			if err := run(s.stmts.savepoint); err != nil {
 				r.err = fmt.Errorf("savepoint: %w", mapErr(err))
 				continue
 			}
 			r.res, r.err = s.appendLocked(r.a, now)
 			if r.err != nil {
-				if err := s.exec("ROLLBACK TO a"); err != nil {
+				if err := run(s.stmts.rollbackTo); err != nil {
 					s.log.Error("rollback to savepoint failed", "error", err)
 				}
 			} else {
 				ok++
 			}
-			if err := s.exec("RELEASE a"); err != nil {
+			if err := run(s.stmts.release); err != nil {
 				s.log.Error("release savepoint failed", "error", err)
 			}
 		}

@@ -1,0 +1,398 @@
+package store_test
+
+// The raw baseline the store's benchmarks are measured against: the same
+// file layout (the schema is read from the store's migrations/*.sql), the
+// same pragmas as Store.dsn, database/sql prepared statements on one
+// connection, BEGIN IMMEDIATE, and none of the store's work beyond the SQL
+// (no envelope, no validation, no writer goroutine for serial appends).
+// What is left is the least an event store on modernc.org/sqlite has to do
+// per append: read the stream's version, insert the event and its outbox
+// row, record the stream's new version.
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite"
+)
+
+const (
+	rawSource      = "/bench"
+	rawContentType = "application/json"
+	// rawMaxBatch mirrors the store's default Options.MaxBatch.
+	rawMaxBatch = 256
+	// rawBusyTimeout and rawJournalSizeLimit mirror the store's defaults.
+	rawBusyTimeout      = 5 * time.Second
+	rawJournalSizeLimit = 64 << 20
+)
+
+// rawCtx has no Done channel, as the store's writer uses: modernc then
+// spares a goroutine per statement.
+var rawCtx = context.Background()
+
+// rawEvent is what the baseline writes: an id, a type and JSON data.
+type rawEvent struct {
+	ID   string
+	Type string
+	Data []byte
+}
+
+// rawDSN builds the connection string the store would build for path
+// (Store.dsn): the same pragmas, _txlock=immediate for the writer.
+func rawDSN(path, synchronous string, write bool) string {
+	p := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(filepath.ToSlash(path))
+	q := []string{
+		fmt.Sprintf("_pragma=busy_timeout(%d)", rawBusyTimeout.Milliseconds()),
+		"_pragma=synchronous(" + synchronous + ")",
+		"_pragma=foreign_keys(1)",
+		fmt.Sprintf("_pragma=journal_size_limit(%d)", rawJournalSizeLimit),
+		"_pragma=mmap_size(0)",
+	}
+	if write {
+		q = append(q, "_txlock=immediate")
+	}
+	return "file:" + p + "?" + strings.Join(q, "&")
+}
+
+// rawDB is the baseline's writer: one connection with prepared statements.
+type rawDB struct {
+	db   *sql.DB
+	conn *sql.Conn
+
+	version      *sql.Stmt
+	insertEvent  *sql.Stmt
+	insertOutbox *sql.Stmt
+	upsertStream *sql.Stmt
+
+	// The transaction statements are prepared too, as the store does.
+	begin, commit, rollback        *sql.Stmt
+	savepoint, release, rollbackTo *sql.Stmt
+}
+
+// openRawDB opens (creating, with the store's schema, if needed) a raw
+// writer on path.
+func openRawDB(tb testing.TB, path, synchronous string) *rawDB {
+	tb.Helper()
+	r, err := newRawDB(path, synchronous)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := r.Close(); err != nil {
+			tb.Errorf("close raw db: %v", err)
+		}
+	})
+	return r
+}
+
+func newRawDB(path, synchronous string) (_ *rawDB, err error) {
+	r := &rawDB{}
+	defer func() {
+		if err != nil {
+			_ = r.Close()
+		}
+	}()
+	if r.db, err = sql.Open("sqlite", rawDSN(path, synchronous, true)); err != nil {
+		return nil, err
+	}
+	r.db.SetMaxOpenConns(1)
+	r.db.SetMaxIdleConns(1)
+	if r.conn, err = r.db.Conn(rawCtx); err != nil {
+		return nil, err
+	}
+	var mode string
+	if err := r.conn.QueryRowContext(rawCtx, "PRAGMA journal_mode=WAL").Scan(&mode); err != nil {
+		return nil, fmt.Errorf("raw: WAL: %w", err)
+	}
+	if err := rawCreateSchema(r.conn); err != nil {
+		return nil, err
+	}
+	prep := func(q string) *sql.Stmt {
+		if err != nil {
+			return nil
+		}
+		var st *sql.Stmt
+		st, err = r.conn.PrepareContext(rawCtx, q)
+		return st
+	}
+	r.version = prep(`SELECT version FROM streams WHERE tenant = ? AND stream_id = ?`)
+	r.insertEvent = prep(`INSERT INTO events (tenant, stream_id, version, event_id, type, source, time,
+		content_type, data_schema, data, correlation_id, causation_id, extensions, recorded_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	r.insertOutbox = prep(`INSERT INTO outbox (position) VALUES (?)`)
+	r.upsertStream = prep(`INSERT INTO streams (tenant, stream_id, version, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (tenant, stream_id) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at`)
+	r.begin = prep(`BEGIN IMMEDIATE`)
+	r.commit = prep(`COMMIT`)
+	r.rollback = prep(`ROLLBACK`)
+	r.savepoint = prep(`SAVEPOINT a`)
+	r.release = prep(`RELEASE a`)
+	r.rollbackTo = prep(`ROLLBACK TO a`)
+	if err != nil {
+		return nil, fmt.Errorf("raw: prepare: %w", err)
+	}
+	return r, nil
+}
+
+// rawCreateSchema applies the store's own migration files
+// (migrations/*.sql, in order, as the store does), so the baseline writes
+// the same tables and indexes: the outbox's partial indexes of 0004, for
+// one, cost every append a page.
+func rawCreateSchema(c *sql.Conn) error {
+	var v int
+	if err := c.QueryRowContext(rawCtx, "PRAGMA user_version").Scan(&v); err != nil {
+		return err
+	}
+	files, err := filepath.Glob(filepath.Join("migrations", "*.sql"))
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return errors.New("raw: no migrations/*.sql (run the benchmarks in the store package's directory)")
+	}
+	slices.Sort(files) // 0001_..., 0002_...
+	if v >= len(files) {
+		return nil
+	}
+	q := []string{"BEGIN IMMEDIATE"}
+	for _, f := range files[v:] {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("raw: read schema: %w", err)
+		}
+		q = append(q, string(b))
+	}
+	q = append(q, fmt.Sprintf("PRAGMA user_version = %d", len(files)), "COMMIT")
+	for _, s := range q {
+		if _, err := c.ExecContext(rawCtx, s); err != nil {
+			_, _ = c.ExecContext(rawCtx, "ROLLBACK")
+			return fmt.Errorf("raw: create schema: %w", err)
+		}
+	}
+	return nil
+}
+
+func (r *rawDB) Close() error {
+	var errs []error
+	for _, st := range []*sql.Stmt{r.version, r.insertEvent, r.insertOutbox, r.upsertStream,
+		r.begin, r.commit, r.rollback, r.savepoint, r.release, r.rollbackTo} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	if r.conn != nil {
+		errs = append(errs, r.conn.Close())
+	}
+	if r.db != nil {
+		errs = append(errs, r.db.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func rawRun(st *sql.Stmt) error {
+	_, err := st.ExecContext(rawCtx)
+	return err
+}
+
+// appendTx appends evs to a stream in a transaction of its own.
+func (r *rawDB) appendTx(tenant, stream string, evs []rawEvent) error {
+	if err := rawRun(r.begin); err != nil {
+		return err
+	}
+	if _, err := r.appendLocked(tenant, stream, evs, time.Now().UnixNano()); err != nil {
+		_ = rawRun(r.rollback)
+		return err
+	}
+	return rawRun(r.commit)
+}
+
+// appendLocked does an append's SQL inside an open transaction and
+// returns the stream's new version.
+func (r *rawDB) appendLocked(tenant, stream string, evs []rawEvent, now int64) (int64, error) {
+	var cur int64
+	if err := r.version.QueryRowContext(rawCtx, tenant, stream).Scan(&cur); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, err
+	}
+	for i := range evs {
+		e := &evs[i]
+		res, err := r.insertEvent.ExecContext(rawCtx, tenant, stream, cur+int64(i)+1, e.ID, e.Type, rawSource,
+			now, rawContentType, "", e.Data, "", "", nil, now)
+		if err != nil {
+			return 0, err
+		}
+		pos, err := res.LastInsertId()
+		if err != nil {
+			return 0, err
+		}
+		if _, err := r.insertOutbox.ExecContext(rawCtx, pos); err != nil {
+			return 0, err
+		}
+	}
+	v := cur + int64(len(evs))
+	if _, err := r.upsertStream.ExecContext(rawCtx, tenant, stream, v, now, now); err != nil {
+		return 0, err
+	}
+	return v, nil
+}
+
+// rawGroup is the baseline for concurrent appends: one writer goroutine
+// takes requests from a channel, runs all that are waiting (up to
+// rawMaxBatch) in one transaction with a savepoint per request, and
+// commits once for all of them.
+type rawGroup struct {
+	r    *rawDB
+	reqs chan *rawReq
+	done chan struct{}
+}
+
+type rawReq struct {
+	tenant, stream string
+	evs            []rawEvent
+	err            error
+	done           chan struct{}
+}
+
+func startRawGroup(tb testing.TB, r *rawDB) *rawGroup {
+	g := &rawGroup{r: r, reqs: make(chan *rawReq, 1024), done: make(chan struct{})}
+	go g.run()
+	tb.Cleanup(func() {
+		close(g.reqs)
+		<-g.done
+	})
+	return g
+}
+
+func (g *rawGroup) append(tenant, stream string, evs []rawEvent) error {
+	q := &rawReq{tenant: tenant, stream: stream, evs: evs, done: make(chan struct{})}
+	g.reqs <- q
+	<-q.done
+	return q.err
+}
+
+func (g *rawGroup) run() {
+	defer close(g.done)
+	group := make([]*rawReq, 0, rawMaxBatch)
+	for first := range g.reqs {
+		group = append(group[:0], first)
+	gather:
+		for len(group) < rawMaxBatch {
+			select {
+			case q, ok := <-g.reqs:
+				if !ok {
+					break gather
+				}
+				group = append(group, q)
+			default:
+				break gather
+			}
+		}
+		g.commit(group)
+	}
+}
+
+func (g *rawGroup) commit(group []*rawReq) {
+	r := g.r
+	err := rawRun(r.begin)
+	if err == nil {
+		now := time.Now().UnixNano()
+		for _, q := range group {
+			if q.err = rawRun(r.savepoint); q.err != nil {
+				continue
+			}
+			if _, q.err = r.appendLocked(q.tenant, q.stream, q.evs, now); q.err != nil {
+				_ = rawRun(r.rollbackTo)
+			}
+			if rerr := rawRun(r.release); rerr != nil && q.err == nil {
+				q.err = rerr
+			}
+		}
+		err = rawRun(r.commit)
+	}
+	for _, q := range group {
+		if err != nil && q.err == nil {
+			q.err = err
+		}
+		close(q.done)
+	}
+}
+
+// rawReader is the baseline for reads: a pool with the store's read DSN
+// and prepared SELECTs of the same columns the store reads.
+type rawReader struct {
+	db       *sql.DB
+	all      *sql.Stmt
+	byStream *sql.Stmt
+}
+
+const rawSelect = `SELECT position, tenant, stream_id, version, event_id, type, source, time,
+	content_type, data_schema, data, correlation_id, causation_id, extensions FROM events`
+
+func newRawReader(path string) (*rawReader, error) {
+	db, err := sql.Open("sqlite", rawDSN(path, "FULL", false))
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(4)
+	db.SetMaxIdleConns(4)
+	r := &rawReader{db: db}
+	if r.all, err = db.PrepareContext(rawCtx, rawSelect+` WHERE position >= ? ORDER BY position LIMIT ?`); err == nil {
+		r.byStream, err = db.PrepareContext(rawCtx, rawSelect+` WHERE tenant = ? AND stream_id = ? ORDER BY version`)
+	}
+	if err != nil {
+		_ = r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *rawReader) Close() error {
+	for _, st := range []*sql.Stmt{r.all, r.byStream} {
+		if st != nil {
+			_ = st.Close()
+		}
+	}
+	return r.db.Close()
+}
+
+// rawRow holds one scanned row: the columns the store reads, in plain Go
+// variables.
+type rawRow struct {
+	position, version, time                  int64
+	tenant, stream, id, typ, source, ct, sch string
+	corr, caus                               string
+	data, ext                                []byte
+}
+
+func (w *rawRow) dest() []any {
+	return []any{&w.position, &w.tenant, &w.stream, &w.version, &w.id, &w.typ, &w.source, &w.time,
+		&w.ct, &w.sch, &w.data, &w.corr, &w.caus, &w.ext}
+}
+
+// scan runs st and calls each for every row; it returns the row count.
+func (r *rawReader) scan(st *sql.Stmt, each func(*rawRow), args ...any) (int, error) {
+	rows, err := st.QueryContext(rawCtx, args...)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	var w rawRow
+	dest := w.dest()
+	n := 0
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return n, err
+		}
+		n++
+		each(&w)
+	}
+	return n, rows.Err()
+}
