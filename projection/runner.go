@@ -81,6 +81,10 @@ type Runner struct {
 	opts  RunnerOptions
 	log   hclog.Logger
 	names map[string]string
+	// stopped: the store records the projection as stopped on a
+	// quarantined event. Read at setup, kept in step by this runner (it
+	// holds the lease, so no other runner writes the status meanwhile).
+	stopped bool
 }
 
 // NewRunner checks p and returns its runner.
@@ -184,15 +188,15 @@ func (r *Runner) setup(ctx context.Context, l store.Lease) error {
 		if err := r.p.CreateTables(ctx, r.s, tx, r.names); err != nil {
 			return err
 		}
-		recs, err := r.s.Projections(ctx)
-		if err != nil {
+		rec, err := r.s.Projection(ctx, r.p.Name)
+		if err == nil {
+			r.stopped = rec.Status == store.ProjectionStopped
+			return nil
+		}
+		if !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
-		for _, rec := range recs {
-			if rec.Name == r.p.Name {
-				return nil
-			}
-		}
+		r.stopped = false
 		return r.s.SetProjectionStatusTx(ctx, tx, r.p.Name, store.ProjectionActive, "")
 	})
 }
@@ -284,8 +288,9 @@ func (r *Runner) batch(ctx context.Context, lease store.Lease) (int64, error) {
 	}
 	var stopped *StoppedError
 	moved := int64(-1)
+	to := next
 	err = r.s.Update(ctx, func(tx *store.Tx) error {
-		stopped = nil
+		stopped, to = nil, next
 		if err := r.s.CheckFenceTx(ctx, tx, lease); err != nil {
 			return err
 		}
@@ -298,7 +303,6 @@ func (r *Runner) batch(ctx context.Context, lease store.Lease) (int64, error) {
 			moved = cur
 			return errCheckpointMoved
 		}
-		to := next
 		// The whole batch under one savepoint (through ApplyBatch when the
 		// projection has one); only when it fails, event by event with
 		// bounded retries, to find and quarantine the event at fault.
@@ -339,6 +343,7 @@ func (r *Runner) batch(ctx context.Context, lease store.Lease) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	r.settled(cp, to, stopped)
 	if stopped != nil {
 		r.log.Error("projection stopped", "position", stopped.Position, "error", stopped.Err)
 		return 0, stopped
@@ -382,24 +387,35 @@ func (r *Runner) finishTx(ctx context.Context, tx *store.Tx, lease store.Lease, 
 		}
 	}
 	if to > cp {
-		// The event a stopped projection halted on applied now: it resumed.
-		if err := r.s.ResolveQuarantineTx(ctx, tx, r.p.Name, cp+1, ""); err != nil {
-			return err
-		}
 		if err := r.s.SetCheckpointTx(ctx, tx, r.p.Name, to, &lease); err != nil {
 			return err
 		}
-	}
-	switch {
-	case stopped != nil:
-		return r.s.SetProjectionStatusTx(ctx, tx, r.p.Name, store.ProjectionStopped, stopped.Error())
-	case to > cp:
-		rec, err := r.s.Projection(ctx, r.p.Name)
-		if err == nil && rec.Status == store.ProjectionStopped {
-			return r.s.SetProjectionStatusTx(ctx, tx, r.p.Name, store.ProjectionActive, "")
+		if r.stopped {
+			// The event the projection halted on applied now: it resumed.
+			if err := r.s.ResolveQuarantineTx(ctx, tx, r.p.Name, cp+1, ""); err != nil {
+				return err
+			}
+			if stopped == nil {
+				if err := r.s.SetProjectionStatusTx(ctx, tx, r.p.Name, store.ProjectionActive, ""); err != nil {
+					return err
+				}
+			}
 		}
 	}
+	if stopped != nil {
+		return r.s.SetProjectionStatusTx(ctx, tx, r.p.Name, store.ProjectionStopped, stopped.Error())
+	}
 	return nil
+}
+
+// settled records what a committed batch did to the projection's status.
+func (r *Runner) settled(cp, to int64, stopped *StoppedError) {
+	switch {
+	case stopped != nil:
+		r.stopped = true
+	case to > cp:
+		r.stopped = false
+	}
 }
 
 // deliver hands events to an outside read model (at least once), then
@@ -456,6 +472,7 @@ func (r *Runner) deliver(ctx context.Context, lease store.Lease, cp, next int64,
 	if err != nil {
 		return 0, err
 	}
+	r.settled(cp, to, stopped)
 	if stopped != nil {
 		r.log.Error("projection stopped", "position", stopped.Position, "error", stopped.Err)
 		return 0, stopped
