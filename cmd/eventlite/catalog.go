@@ -10,6 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 )
@@ -17,23 +19,55 @@ import (
 var catalogCommand = &command{
 	name:    "catalog",
 	summary: "list the tenant's streams from the catalog projection, brought up to date",
-	usage:   "eventlite catalog [--all-tenants]",
+	usage:   "eventlite catalog [--all-tenants]\neventlite catalog --follow [--metrics ADDR]",
 	about: `Brings the built-in catalog projection up to date (unless a runner holds
 it and keeps it current) and lists the tenant's streams from it, or every
 tenant's with --all-tenants: a table of TENANT, STREAM, VERSION, FIRST and
 LAST (the times of the stream's first and newest events, UTC) and EVENTS
 (by type); with --json, one object per line:
   {"tenant":"default","stream":"order-1","version":3,"events_by_type":{"order.paid":1,"order.placed":2},
-   "first_time":"2025-01-02T03:04:05.123Z","last_time":"2025-01-02T04:05:06Z"}`,
+   "first_time":"2025-01-02T03:04:05.123Z","last_time":"2025-01-02T04:05:06Z"}
+
+With --follow it prints nothing and runs as the catalog's projection runner
+instead: it holds the catalog's lease (standing by while another runner
+holds it), keeps the catalog current as events are appended, and stops
+cleanly (exit 0, lease released) on SIGINT or SIGTERM. With --metrics
+HOST:PORT it serves Prometheus metrics at http://HOST:PORT/metrics, the
+same as relay --metrics (log, outbox, projections, consumers, effects).`,
 	new: func() runner { return &catalogCmd{} },
 }
 
 type catalogCmd struct {
-	all bool
+	all     bool
+	follow  bool
+	metrics metricsAddr
 }
 
 func (cc *catalogCmd) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&cc.all, "all-tenants", false, "list every tenant's streams, not only --tenant's")
+	fs.BoolVar(&cc.follow, "follow", false, "run as the catalog's projection runner until interrupted, printing nothing")
+	fs.Var(&cc.metrics, "metrics", "with --follow, serve Prometheus metrics at http://`ADDR`/metrics (HOST:PORT)")
+}
+
+// runFollow runs the catalog's projection runner until ctx ends.
+func (cc *catalogCmd) runFollow(ctx context.Context, c *cli) error {
+	return c.withStore(ctx, true, func(s *store.Store) error {
+		r, err := projection.NewRunner(s, projection.Catalog(), &projection.RunnerOptions{Logger: c.log})
+		if err != nil {
+			return err
+		}
+		if cc.metrics != "" {
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(newCollector(s, nil))
+			ms, err := serveMetrics(string(cc.metrics), reg, c.log)
+			if err != nil {
+				return err
+			}
+			defer ms.Close()
+			c.log.Info("serving metrics", "url", "http://"+ms.Addr().String()+"/metrics")
+		}
+		return r.Run(ctx)
+	})
 }
 
 // catalogOutput is one line of catalog --json.
@@ -47,6 +81,12 @@ type catalogOutput struct {
 }
 
 func (cc *catalogCmd) run(ctx context.Context, c *cli, _ []string) error {
+	if cc.metrics != "" && !cc.follow {
+		return &usageError{cmd: catalogCommand, err: errors.New("--metrics goes with --follow")}
+	}
+	if cc.follow {
+		return cc.runFollow(ctx, c)
+	}
 	tenant := string(c.global.tenant)
 	if cc.all {
 		tenant = ""
