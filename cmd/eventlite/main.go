@@ -20,6 +20,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/eventlite/eventlite/internal/cliflag"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -186,7 +187,7 @@ func (c *cli) run(ctx context.Context, args []string) error {
 	c.global.register(fs)
 	r := cmd.new()
 	r.flags(fs)
-	pos, err := parseInterleaved(fs, rest)
+	pos, err := cliflag.ParseInterleaved(fs, rest)
 	if errors.Is(err, flag.ErrHelp) {
 		return cmd.writeHelp(c.stdout)
 	}
@@ -207,7 +208,7 @@ func (c *cli) run(ctx context.Context, args []string) error {
 func (c *cli) help(args []string) error {
 	fs := newFlagSet("help")
 	c.global.register(fs)
-	pos, err := parseInterleaved(fs, args)
+	pos, err := cliflag.ParseInterleaved(fs, args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		return writeHelp(c.stdout)

@@ -31,6 +31,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/eventlite/eventlite/internal/cliflag"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/replay"
 	"github.com/eventlite/eventlite/store"
@@ -95,7 +96,7 @@ func Run(ctx context.Context, args []string, cfg Config) int {
 	fs.SetOutput(io.Discard)
 	f.Register(fs)
 	fs.BoolVar(&f.JSON, "json", false, "print progress and the summary as JSON lines on stdout")
-	pos, err := parseInterleaved(fs, args)
+	pos, err := cliflag.ParseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		writeUsage(cfg.Stdout, cfg.Name, fs)
 		return ExitOK
@@ -396,25 +397,4 @@ func writeJSON(w io.Writer, v any) error {
 	}
 	_, err = w.Write(append(b, '\n'))
 	return err
-}
-
-// parseInterleaved parses args with fs and returns the positional
-// arguments: flags may come before, between or after them; "--" ends the
-// flags.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
 }
