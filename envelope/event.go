@@ -148,6 +148,8 @@ func (e *Event) Prepare(now time.Time, maxData int) error {
 			return &InvalidError{Index: -1, Field: "data", Reason: "content type " + e.DataContentType + " but data is not valid JSON: " + err.Error()}
 		}
 		e.Data = c
+		// Compaction just proved the data is JSON: skip the second pass.
+		return e.validate(maxData, false)
 	}
 	return e.Validate(maxData)
 }
@@ -218,7 +220,11 @@ func truncate(s string) string {
 // eventlite's own rules. maxData is the data limit in bytes (0 means
 // DefaultMaxDataBytes, negative means no limit). It returns an
 // *InvalidError or a *TooLargeError.
-func (e *Event) Validate(maxData int) error {
+func (e *Event) Validate(maxData int) error { return e.validate(maxData, true) }
+
+// validate is Validate; checkJSON false skips re-parsing JSON data that
+// the caller already proved valid.
+func (e *Event) validate(maxData int, checkJSON bool) error {
 	if err := checkString("id", e.ID, true); err != nil {
 		return err
 	}
@@ -284,7 +290,7 @@ func (e *Event) Validate(maxData int) error {
 	if maxData > 0 && len(e.Data) > maxData {
 		return &TooLargeError{Index: -1, Field: "data", Size: len(e.Data), Limit: maxData}
 	}
-	if e.Data != nil && e.IsJSON() && !json.Valid(e.Data) {
+	if checkJSON && e.Data != nil && e.IsJSON() && !json.Valid(e.Data) {
 		return invalid("data", "content type %s but data is not valid JSON", e.contentTypeOrDefault())
 	}
 	return nil
