@@ -26,7 +26,7 @@
 //
 // One writer goroutine owns the write connection. Concurrent Appends share
 // a transaction (group commit, a savepoint per request, one fsync for all);
-// Update closures run alone in theirs. Every write transaction is BEGIN
+// Update closures join the same groups, each under its own savepoint. Every write transaction is BEGIN
 // IMMEDIATE. Other processes meet through SQLite's lock and busy_timeout;
 // a lock held past the timeout is ErrBusy, which is retryable.
 package store

@@ -51,11 +51,15 @@ func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *s
 	return tx.s.wconn.QueryRowContext(ctx, query, args...)
 }
 
-// Update runs fn in one write transaction on the writer: it commits when
-// fn returns nil and rolls back when fn returns an error or panics (the
-// panic is re-raised here). Keep fn short: it holds the writer, and every
-// append waits for it. The transaction is immediate: it holds the write
-// lock from its start, so reading then writing never fails with BUSY.
+// Update runs fn on the writer, atomically: fn's writes commit when it
+// returns nil and are undone when it returns an error or panics (the panic
+// is re-raised here). Closures and appends sent at the same time may share
+// one immediate transaction, each under its own savepoint, so that one
+// fsync serves them all; a closure sees the writes of those before it, as
+// it would in separate transactions. The transaction holds the write lock
+// from its start, so reading then writing never fails with BUSY. Keep fn
+// short: it holds the writer, and every append waits for it. Do not call
+// Update or Append from inside fn (use AppendTx): that deadlocks.
 func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
 	r := &request{ctx: ctx, fn: fn, done: make(chan struct{})}
 	return s.submit(ctx, r)

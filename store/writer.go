@@ -61,7 +61,7 @@ func (s *Store) prepare(ctx context.Context) error {
 }
 
 // request is one unit of work for the writer: an append (several may share
-// a transaction) or an Update closure (alone in its transaction).
+// a transaction) or an Update closure (the two mix in one group).
 type request struct {
 	ctx context.Context
 	// append
@@ -143,12 +143,8 @@ func (s *Store) runInline(r *request) {
 			_ = s.exec("ROLLBACK")
 		}
 	}()
-	if r.fn != nil {
-		s.runUpdate(r)
-	} else {
-		one := [1]*request{r}
-		s.runAppends(one[:])
-	}
+	one := [1]*request{r}
+	s.runGroup(one[:])
 	finished = true
 }
 
@@ -158,24 +154,12 @@ func (s *Store) runInline(r *request) {
 func (s *Store) runWriter() {
 	defer close(s.writerDone)
 	group := make([]*request, 0, s.opts.MaxBatch)
-	var held *request // an Update met while gathering appends
 	for {
-		first := held
-		held = nil
-		if first == nil {
-			r, ok := <-s.queue
-			if !ok {
-				return
-			}
-			first = r
+		r, ok := <-s.queue
+		if !ok {
+			return
 		}
-		s.w.mu.Lock()
-		if first.fn != nil {
-			s.runUpdate(first)
-			s.w.mu.Unlock()
-			continue
-		}
-		group = append(group[:0], first)
+		group = append(group[:0], r)
 	gather:
 		for len(group) < s.opts.MaxBatch {
 			select {
@@ -183,16 +167,13 @@ func (s *Store) runWriter() {
 				if !ok {
 					break gather
 				}
-				if r.fn != nil {
-					held = r
-					break gather
-				}
 				group = append(group, r)
 			default:
 				break gather
 			}
 		}
-		s.runAppends(group)
+		s.w.mu.Lock()
+		s.runGroup(group)
 		s.w.mu.Unlock()
 	}
 }
@@ -235,10 +216,12 @@ func (s *Store) rollback() {
 	}
 }
 
-// runAppends runs a group of appends in one transaction, each in its own
-// savepoint when there are several, so one request's conflict does not fail
-// its neighbours and one fsync serves them all.
-func (s *Store) runAppends(group []*request) {
+// runGroup runs a group of requests - appends and Update closures - in
+// one transaction, each in its own savepoint when there are several, so
+// that one request's conflict, error or panic does not fail its neighbours
+// and one fsync serves them all. A request alone runs without a savepoint
+// and rolls the transaction back when it fails.
+func (s *Store) runGroup(group []*request) {
 	live := group[:0]
 	for _, r := range group {
 		if err := r.ctx.Err(); err != nil {
@@ -265,9 +248,7 @@ func (s *Store) runAppends(group []*request) {
 	}
 	now := s.opts.Now().UnixNano()
 	if len(live) == 1 {
-		r := live[0]
-		r.res, r.err = s.appendLocked(r.a, now)
-		if r.err != nil {
+		if err := s.runOne(live[0], now); err != nil {
 			s.rollback()
 			finish()
 			return
@@ -279,8 +260,7 @@ func (s *Store) runAppends(group []*request) {
 				r.err = fmt.Errorf("savepoint: %w", mapErr(err))
 				continue
 			}
-			r.res, r.err = s.appendLocked(r.a, now)
-			if r.err != nil {
+			if err := s.runOne(r, now); err != nil {
 				if err := run(s.stmts.rollbackTo); err != nil {
 					s.log.Error("rollback to savepoint failed", "error", err)
 				}
@@ -310,20 +290,16 @@ func (s *Store) runAppends(group []*request) {
 	s.notify()
 }
 
-// runUpdate runs one Update closure in its own transaction: commit on nil,
-// roll back on error or panic (the panic is re-raised in the caller).
-func (s *Store) runUpdate(r *request) {
-	defer close(r.done)
-	if err := r.ctx.Err(); err != nil {
-		r.err = err
-		return
+// runOne runs one request inside the open transaction and returns (and
+// records) its error. An Update closure's panic is recovered and recorded,
+// to be re-raised in its caller.
+func (s *Store) runOne(r *request, now int64) error {
+	if r.fn == nil {
+		r.res, r.err = s.appendLocked(r.a, now)
+		return r.err
 	}
-	if err := s.begin(); err != nil {
-		r.err = err
-		return
-	}
-	tx := &Tx{s: s, now: s.opts.Now().UnixNano()}
-	err := func() (err error) {
+	tx := &Tx{s: s, now: now}
+	r.err = func() (err error) {
 		defer func() {
 			if p := recover(); p != nil {
 				r.panic = p
@@ -333,14 +309,5 @@ func (s *Store) runUpdate(r *request) {
 		return r.fn(tx)
 	}()
 	tx.done = true
-	if err != nil {
-		s.rollback()
-		r.err = err
-		return
-	}
-	if err := s.commit(); err != nil {
-		r.err = err
-		return
-	}
-	s.notify()
+	return r.err
 }
