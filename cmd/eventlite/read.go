@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
@@ -95,21 +94,9 @@ func (t *tailCmd) run(ctx context.Context, c *cli, _ []string) error {
 	return err
 }
 
-// recheckInterval is how often a follow reads again without a change
-// notification. store.Changed misses a commit by another process made
-// between store.Open and its poller's first look at PRAGMA data_version;
-// the re-read bounds the delay such a missed wake-up causes.
-const recheckInterval = time.Second
-
 // tail prints the tenant's events from t.from on and, when following,
 // waits for commits and prints what they added.
 func (t *tailCmd) tail(ctx context.Context, s *store.Store, w *eventWriter, tenant string) error {
-	var recheck <-chan time.Time
-	if t.follow {
-		tick := time.NewTicker(recheckInterval)
-		defer tick.Stop()
-		recheck = tick.C
-	}
 	next := int64(t.from)
 	for {
 		// Take the channel before reading, so no commit goes unseen.
@@ -133,7 +120,6 @@ func (t *tailCmd) tail(ctx context.Context, s *store.Store, w *eventWriter, tena
 		case <-ctx.Done():
 			return nil
 		case <-changed:
-		case <-recheck:
 		}
 	}
 }
