@@ -135,12 +135,31 @@ type ProjectionRecord struct {
 
 // Projections lists the projections the store knows (those that ever ran).
 func (s *Store) Projections(ctx context.Context) ([]ProjectionRecord, error) {
+	return s.projections(ctx, "")
+}
+
+// Projection returns one projection's record; ErrNotFound when it never ran.
+func (s *Store) Projection(ctx context.Context, name string) (ProjectionRecord, error) {
+	recs, err := s.projections(ctx, name)
+	if err != nil {
+		return ProjectionRecord{}, err
+	}
+	if len(recs) == 0 {
+		return ProjectionRecord{}, fmt.Errorf("projection %q: %w", name, ErrNotFound)
+	}
+	return recs[0], nil
+}
+
+// projections reads the record of the projection name, or of every
+// projection when name is "".
+func (s *Store) projections(ctx context.Context, name string) ([]ProjectionRecord, error) {
 	rows, err := s.rdb.QueryContext(ctx, `SELECT p.name, p.status, p.detail, p.updated_at,
 		COALESCE((SELECT position FROM checkpoints c WHERE c.name = p.name), 0),
 		(SELECT count(*) FROM quarantine q WHERE q.consumer = p.name AND q.resolved_at IS NULL),
 		COALESCE(l.owner, ''), COALESCE(l.owner != '' AND l.expires_at > `+nowMillis+`, 0)
 		FROM projections p LEFT JOIN leases l ON l.resource = 'projection:' || p.name
-		ORDER BY p.name`)
+		WHERE ?1 = '' OR p.name = ?1
+		ORDER BY p.name`, name)
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -156,20 +175,6 @@ func (s *Store) Projections(ctx context.Context) ([]ProjectionRecord, error) {
 		out = append(out, r)
 	}
 	return out, mapErr(rows.Err())
-}
-
-// Projection returns one projection's record; ErrNotFound when it never ran.
-func (s *Store) Projection(ctx context.Context, name string) (ProjectionRecord, error) {
-	all, err := s.Projections(ctx)
-	if err != nil {
-		return ProjectionRecord{}, err
-	}
-	for _, r := range all {
-		if r.Name == name {
-			return r, nil
-		}
-	}
-	return ProjectionRecord{}, fmt.Errorf("projection %q: %w", name, ErrNotFound)
 }
 
 // Hole is a run of missing global positions between two stored events.
