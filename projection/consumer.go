@@ -258,11 +258,14 @@ func (c *Consumer) Sweep(ctx context.Context) (int, error) {
 	}
 	moved := 0
 	for _, d := range old {
+		took := false
 		err := c.s.Update(ctx, func(tx *store.Tx) error {
+			took = false
 			taken, ok, err := c.s.TakeDeferredTx(ctx, tx, d.Consumer, d.Tenant, d.Subject, d.Version)
 			if err != nil || !ok || taken.EventID != d.EventID {
 				return err // applied or swept meanwhile
 			}
+			took = true
 			cur, _, _, err := c.s.ConsumerVersionTx(ctx, tx, c.opts.Name, d.Tenant, d.Subject)
 			if err != nil {
 				return err
@@ -271,7 +274,6 @@ func (c *Consumer) Sweep(ctx context.Context) (int, error) {
 				"expected": cur + 1, "got": d.Version, "first_seen": d.FirstSeen.Format(time.RFC3339Nano),
 				"waited_seconds": now.Sub(d.FirstSeen).Seconds(),
 			})
-			moved++
 			return c.s.QuarantineTx(ctx, tx, store.Quarantined{
 				Consumer: c.opts.Name, Reason: store.ReasonDeferredTooLong, Tenant: d.Tenant, Subject: d.Subject,
 				Version: d.Version, EventID: d.EventID, Event: d.Event, Attempts: 1, Evidence: string(evidence),
@@ -280,6 +282,9 @@ func (c *Consumer) Sweep(ctx context.Context) (int, error) {
 		})
 		if err != nil {
 			return moved, fmt.Errorf("consumer %s: sweep: %w", c.opts.Name, err)
+		}
+		if took {
+			moved++ // counted once the quarantine committed
 		}
 	}
 	if moved > 0 {
