@@ -103,9 +103,9 @@ func fillOthers(t *testing.T, s *store.Store, streams, each int) []string {
 }
 
 // runIsolated runs a Once relay over the sink with small batches and
-// immediate retries, counting rounds into the sink, and returns Run's
-// result and the batch reports.
-func runIsolated(t *testing.T, s *store.Store, sink *faultSink, hopts publish.HTTPOptions, maxAttempts int) (error, []publish.BatchReport, *publish.Relay) {
+// immediate retries, counting rounds into the sink, and returns the batch
+// reports, the relay and Run's result.
+func runIsolated(t *testing.T, s *store.Store, sink *faultSink, hopts publish.HTTPOptions, maxAttempts int) ([]publish.BatchReport, *publish.Relay, error) {
 	t.Helper()
 	hopts.URL = sink.url
 	p, err := publish.NewHTTP(hopts)
@@ -120,7 +120,7 @@ func runIsolated(t *testing.T, s *store.Store, sink *faultSink, hopts publish.HT
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err = r.Run(ctx)
-	return err, bs.all(), r
+	return bs.all(), r, err
 }
 
 // checkRounds checks that in every round the destination counted as up
@@ -158,7 +158,7 @@ func TestRelayIsolatesEventThatDropsTheConnection(t *testing.T) {
 	others := fillOthers(t, s, 6, 3)
 	sink := newFaultSink(t, bad[0].ID, "")
 	const maxAttempts = 3
-	err, reps, r := runIsolated(t, s, sink, publish.HTTPOptions{Concurrency: 1}, maxAttempts)
+	reps, r, err := runIsolated(t, s, sink, publish.HTTPOptions{Concurrency: 1}, maxAttempts)
 	var inc *publish.IncompleteError
 	if !errors.As(err, &inc) || inc.Pending != 1 || inc.Err != nil {
 		t.Fatalf("run: %v; want only the bad stream's second event left, behind the dead letter", err)
@@ -187,7 +187,7 @@ func TestRelayIsolatesEventThatDropsTheConnectionAlone(t *testing.T) {
 	s := storetest.MustOpen(t, nil)
 	bad := appendEvents(t, s, "default", "bad", 1)
 	sink := newFaultSink(t, bad[0].ID, "")
-	err, reps, r := runIsolated(t, s, sink, publish.HTTPOptions{}, 3)
+	reps, r, err := runIsolated(t, s, sink, publish.HTTPOptions{}, 3)
 	if err != nil {
 		t.Fatalf("run: %v; want the outbox drained to one dead letter", err)
 	}
@@ -215,7 +215,7 @@ func TestRelayHangingStreamDelaysOthersOneTimeoutPerRound(t *testing.T) {
 	sink := newFaultSink(t, "", "slow")
 	const maxAttempts = 3
 	// The timeout only lets the test end soon; nothing is measured in time.
-	err, reps, _ := runIsolated(t, s, sink, publish.HTTPOptions{Timeout: 200 * time.Millisecond}, maxAttempts)
+	reps, _, err := runIsolated(t, s, sink, publish.HTTPOptions{Timeout: 200 * time.Millisecond}, maxAttempts)
 	if err != nil {
 		t.Fatalf("run: %v; want the outbox drained to one dead letter", err)
 	}
