@@ -270,8 +270,8 @@ func (r *Relay) publishBatch(ctx context.Context, lease store.Lease, rows []stor
 		return nil, fmt.Errorf("publish: publisher returned %d results for %d events", len(results), len(rows))
 	}
 	var (
-		transient []int
-		stopped   map[streamKey]bool
+		transient, unreach []int
+		stopped            map[streamKey]bool
 	)
 	o.pub = make([]store.Published, 0, len(rows))
 	for i := range rows {
@@ -301,13 +301,34 @@ func (r *Relay) publishBatch(ctx context.Context, lease store.Lease, rows []stor
 		case ClassOf(res.Err) == Permanent:
 			o.dead = append(o.dead, store.Failure{Position: e.Position, Error: res.Err.Error()})
 		case ClassOf(res.Err) == Unreachable:
-			o.down = res.Err
-			o.rep.Waiting++
+			unreach = append(unreach, i)
 		case ClassOf(res.Err) == Fatal:
 			o.fatal = res.Err
 			o.rep.Waiting++
 		default:
 			transient = append(transient, i)
+		}
+	}
+	// A publish that found the destination unreachable while another
+	// request to it succeeded in this round, and that still answers a
+	// ping, failed for its event's sake (say the event makes the sink drop
+	// the connection): count the attempt, or it would be retried for ever
+	// and every other stream would wait behind the backoff. Otherwise the
+	// destination is down: back off, counting nothing.
+	if len(unreach) > 0 {
+		up := false
+		if len(o.pub) > 0 && o.fatal == nil {
+			err := r.pub.Ping(ctx)
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			up = err == nil
+		}
+		if up {
+			transient = append(transient, unreach...)
+		} else {
+			o.down = results[unreach[0]].Err
+			o.rep.Waiting += len(unreach)
 		}
 	}
 	// Every publish failing is the destination's fault, not the events':

@@ -47,11 +47,20 @@
 //     responders, every publish failing while the destination does not
 //     answer a ping): back off, capped, with jitter; no attempt is counted
 //     and rows wait however long it takes. Transient (timeouts, 5xx, 408,
-//     429, a lost ack): retried with exponential backoff up to
-//     Options.MaxAttempts, then dead-lettered. Permanent (4xx, an event
-//     larger than the broker's max_payload, an event that cannot be
-//     encoded): dead-lettered at once. A dead letter keeps the error, its
-//     attempts and times.
+//     429, a lost ack, an HTTP sink that drops the connection): retried
+//     with exponential backoff up to Options.MaxAttempts, then
+//     dead-lettered. A publish that found the destination unreachable in a
+//     round where another request succeeded, and that still answers a
+//     ping, counts as transient: one event cannot hold the others behind
+//     the backoff for ever. Permanent (4xx, an event larger than the
+//     broker's max_payload, a subject longer than the server's
+//     max_control_line, an event its encoding cannot carry exactly):
+//     dead-lettered at once. A dead letter keeps the error, its attempts
+//     and times.
+//   - One stream's trouble costs the others at most one request timeout
+//     per round: the HTTP publisher sends streams side by side, a stream
+//     stops at its first failure, and only a failure to connect stops the
+//     round's other requests.
 //   - Stopping: when ctx ends (SIGINT, SIGTERM) the relay abandons the
 //     batch in flight (its rows stay pending), releases its lease and
 //     returns, within 2 s even while it backs off.
@@ -69,7 +78,8 @@
 //
 // NATS publishes CloudEvents binary mode (ce- headers written through
 // sdk-go's binding) to a subject from a template, "eventlite.{tenant}.{type}"
-// by default; HTTP posts with sdk-go's CloudEvents HTTP client, binary mode
+// by default, each value escaped (SanitizeToken) so that two tenants,
+// streams or types never share a subject; HTTP posts with sdk-go's CloudEvents HTTP client, binary mode
 // by default or structured; Stdout writes JSON Lines. Every publisher
 // passes one shared test suite: delivery, order per stream, dedupe, and
 // failure classification.

@@ -44,6 +44,12 @@ type HTTPOptions struct {
 // HTTP posts events to a CloudEvents HTTP sink with sdk-go's HTTP client.
 // A 2xx response is success; 408, 429 and 5xx are Transient; any other
 // status is Permanent; a sink that cannot be connected to is Unreachable.
+// A sink that closes the connection while it handles an event, or does
+// not answer within the timeout, fails that event Transient: the relay
+// counts the attempt unless the sink turns out to be down (every request
+// of the round failed and it does not answer a ping). An event whose
+// attributes the chosen mode cannot carry exactly (a control character in
+// a header, invalid UTF-8 in JSON) is Permanent and is not sent.
 // HTTP has no dedupe of its own: a redelivered event carries the same id
 // (ce-id), which the sink's inbox dedupes.
 type HTTP struct {
@@ -55,11 +61,15 @@ type HTTP struct {
 
 var _ Publisher = (*HTTP)(nil)
 
-// NewHTTP returns an HTTP publisher. It does not contact the sink.
+// NewHTTP returns an HTTP publisher. It does not contact the sink, so a
+// program may call it to check a URL before it opens anything else.
 func NewHTTP(opts HTTPOptions) (*HTTP, error) {
 	u, err := url.Parse(opts.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("HTTP destination %q: want an http:// or https:// URL", opts.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
+		return nil, fmt.Errorf("HTTP destination %q: want an http:// or https:// URL with a host", opts.URL)
+	}
+	if err := checkPort(u); err != nil {
+		return nil, fmt.Errorf("HTTP destination %q: %w", opts.URL, err)
 	}
 	if opts.Timeout == 0 {
 		opts.Timeout = 10 * time.Second
@@ -175,6 +185,13 @@ func (p *HTTP) send(ctx context.Context, e *envelope.Event) error {
 	} else {
 		rctx = binding.WithForceBinary(rctx)
 	}
+	check := checkHTTPHeaders
+	if p.opts.Structured {
+		check = checkJSONStrings
+	}
+	if err := check(e); err != nil {
+		return classed(Permanent, err)
+	}
 	ce := e.ToCloudEvent()
 	r := p.client.Send(rctx, ce)
 	if protocol.IsACK(r) {
@@ -198,7 +215,10 @@ func (p *HTTP) send(ctx context.Context, e *envelope.Event) error {
 		return classed(Unreachable, err)
 	}
 	if errors.Is(r, context.DeadlineExceeded) {
-		return classed(Transient, err)
+		return classed(Transient, fmt.Errorf("event %s: no answer within %s: %w", e.ID, p.opts.Timeout, err))
+	}
+	if dropped(r) {
+		return classed(Transient, fmt.Errorf("event %s: the sink closed the connection while handling it: %w", e.ID, err))
 	}
 	if protocol.IsUndelivered(r) && !isNetError(r) {
 		// sdk-go refused the event before sending it (validation,
@@ -209,14 +229,23 @@ func (p *HTTP) send(ctx context.Context, e *envelope.Event) error {
 }
 
 // unreachable reports whether err says the sink could not be connected
-// to: a failed dial, a refused connection, an unknown host, or a kept-alive
-// connection the sink reset or closed (it went down between requests).
+// to: a failed dial, a refused connection, an unknown host. A connection
+// that broke once the request was on its way is not one of these (see
+// dropped): the event may be what the sink cannot take.
 func unreachable(err error) bool {
 	var op *net.OpError
 	var dns *net.DNSError
 	return errors.As(err, &op) && op.Op == "dial" || errors.As(err, &dns) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, io.EOF)
+		errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// dropped reports whether err says the sink closed or reset the
+// connection during the request. Whether the sink is down or the event
+// made it drop the connection, the relay tells apart: it pings the sink
+// when every request of a round failed.
+func dropped(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 func isNetError(err error) bool {

@@ -26,6 +26,10 @@ const DefaultStream = "EVENTLITE"
 // not say to create it. The error is Fatal.
 var ErrNoStream = errors.New("JetStream stream not found")
 
+// DefaultMaxControlLine is nats-server's default max_control_line
+// (MAX_CONTROL_LINE_SIZE): the longest publish line it reads, in bytes.
+const DefaultMaxControlLine = 4096
+
 // DuplicateWindow is the dedupe window of a stream that NATS creates
 // (NATSOptions.CreateStream). JetStream dedupes by message id only within
 // its stream's window.
@@ -46,8 +50,9 @@ type NATSOptions struct {
 	// DefaultStream.
 	Stream string
 	// Subject is the subject template: literal text with the placeholders
-	// {tenant}, {type} and {stream}, whose values have '.', '*', '>' and
-	// white space replaced by '_'. Default DefaultSubject.
+	// {tenant}, {type} and {stream}, each in a token of its own, whose
+	// values are escaped as SanitizeToken says ("a.b" becomes "a_2Eb").
+	// Default DefaultSubject.
 	Subject string
 	// CreateStream creates the stream when it is missing: file storage,
 	// subjects the template's fixed prefix + ">", a DuplicateWindow dedupe
@@ -57,13 +62,21 @@ type NATSOptions struct {
 	AckTimeout time.Duration
 	// MaxInFlight caps the publishes awaiting their acks. Default 4096.
 	MaxInFlight int
+	// MaxControlLine is the server's max_control_line, which bounds the
+	// publish line (subject, reply subject and sizes) and which the server
+	// does not announce. A message whose line would pass it is Permanent
+	// (a server that read it would close the connection). Default
+	// DefaultMaxControlLine, nats-server's default.
+	MaxControlLine int
 	// Logger receives structured logs. Default: none.
 	Logger hclog.Logger
 }
 
 // ParseNATSURL reads the CLI's destination form
 // nats://HOST:PORT[?stream=NAME&subject=TEMPLATE] into options (URL,
-// Stream, Subject; the rest zero).
+// Stream, Subject; the rest zero). It checks the port and the subject
+// template, so that a program can refuse a malformed destination before
+// it opens anything.
 func ParseNATSURL(s string) (NATSOptions, error) {
 	u, err := url.Parse(s)
 	if err != nil {
@@ -72,8 +85,11 @@ func ParseNATSURL(s string) (NATSOptions, error) {
 	if u.Scheme != "nats" && u.Scheme != "tls" {
 		return NATSOptions{}, fmt.Errorf("NATS destination %q: want nats://HOST:PORT", s)
 	}
-	if u.Host == "" {
+	if u.Host == "" || u.Hostname() == "" {
 		return NATSOptions{}, fmt.Errorf("NATS destination %q: no host", s)
+	}
+	if err := checkPort(u); err != nil {
+		return NATSOptions{}, fmt.Errorf("NATS destination %q: %w", s, err)
 	}
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
@@ -87,6 +103,14 @@ func ParseNATSURL(s string) (NATSOptions, error) {
 	}
 	if q.Has("stream") && o.Stream == "" || q.Has("subject") && o.Subject == "" {
 		return NATSOptions{}, fmt.Errorf("NATS destination %q: empty stream or subject", s)
+	}
+	if strings.ContainsAny(o.Stream, ".*>/\\ \t\r\n") {
+		return NATSOptions{}, fmt.Errorf("NATS destination %q: stream name %q holds '.', '*', '>', a slash or white space, which JetStream refuses", s, o.Stream)
+	}
+	if o.Subject != "" {
+		if _, err := parseSubject(o.Subject); err != nil {
+			return NATSOptions{}, fmt.Errorf("NATS destination %q: %w", s, err)
+		}
 	}
 	u.RawQuery, u.Fragment = "", ""
 	o.URL = u.String()
@@ -108,6 +132,10 @@ type NATS struct {
 	js      jetstream.JetStream
 	subject subjectTemplate
 	log     hclog.Logger
+	// replyLen is the length of the reply subject of every publish:
+	// nats.go's jetstream package writes its inbox prefix, six
+	// characters, '.', and six more.
+	replyLen int
 
 	mu      sync.Mutex
 	checked bool // the stream was found or created
@@ -135,7 +163,10 @@ func NewNATS(ctx context.Context, opts NATSOptions) (*NATS, error) {
 	if opts.MaxInFlight == 0 {
 		opts.MaxInFlight = 4096
 	}
-	if opts.AckTimeout < 0 || opts.MaxInFlight < 0 {
+	if opts.MaxControlLine == 0 {
+		opts.MaxControlLine = DefaultMaxControlLine
+	}
+	if opts.AckTimeout < 0 || opts.MaxInFlight < 0 || opts.MaxControlLine < 0 {
 		return nil, errors.New("publish: NATSOptions fields must not be negative")
 	}
 	if opts.Logger == nil {
@@ -179,6 +210,10 @@ func NewNATS(ctx context.Context, opts NATSOptions) (*NATS, error) {
 		if err != nil {
 			return nil, fmt.Errorf("connect to NATS at %s: %w", opts.URL, err)
 		}
+	}
+	p.replyLen = len(nats.InboxPrefix) + 13
+	if pre := p.nc.Opts.InboxPrefix; pre != "" {
+		p.replyLen = len(pre) + 1 + 13
 	}
 	p.js, err = jetstream.New(p.nc,
 		jetstream.WithPublishAsyncMaxPending(opts.MaxInFlight),
@@ -235,8 +270,9 @@ func (p *NATS) checkStream(ctx context.Context) error {
 }
 
 // Publish sends the events pipelined and then awaits their acks. Before
-// sending it encodes every event: one that cannot be encoded, or that is
-// larger than the server's max_payload, fails Permanent, and its stream's
+// sending it encodes every event: one that cannot be encoded, that is
+// larger than the server's max_payload, or whose subject makes a publish
+// line longer than MaxControlLine, fails Permanent, and its stream's
 // later events in the call are not sent.
 func (p *NATS) Publish(ctx context.Context, events []envelope.Event) []Result {
 	res := make([]Result, len(events))
@@ -307,6 +343,19 @@ send:
 	return res
 }
 
+// checkPort refuses a port that is not a number from 1 to 65535 (url.Parse
+// takes any digits).
+func checkPort(u *url.URL) error {
+	p := u.Port()
+	if p == "" {
+		return nil
+	}
+	if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("port %q is not a number from 1 to 65535", p)
+	}
+	return nil
+}
+
 // MessageID is the broker message id of an event: "<tenant>:<event id>".
 // Event ids are unique per tenant; the id must be unique across tenants.
 func MessageID(e *envelope.Event) string { return e.Tenant + ":" + e.ID }
@@ -320,13 +369,45 @@ func (p *NATS) message(e *envelope.Event, maxPayload int64) (*nats.Msg, error) {
 		return nil, classed(Permanent, fmt.Errorf("event %s cannot be encoded for NATS: %w", e.ID, err))
 	}
 	msg := &nats.Msg{Subject: p.subject.render(e), Header: h, Data: e.Data}
-	size := int64(len(e.Data)) + int64(headerSize(h)) +
+	hdr := int64(headerSize(h)) +
 		int64(len(jetstream.MsgIDHeader)+len(MessageID(e))+4) +
 		int64(len(jetstream.ExpectedStreamHeader)+len(p.opts.Stream)+4)
+	size := int64(len(e.Data)) + hdr
 	if maxPayload > 0 && size > maxPayload {
 		return nil, classed(Permanent, &TooLargeError{EventID: e.ID, Size: size, Limit: maxPayload})
 	}
+	// The server reads "HPUB <subject> <reply> <header size> <total size>"
+	// and closes the connection when that is longer than its
+	// max_control_line: check it here, or the event would pass for a
+	// broker that went down, for ever.
+	line := len(msg.Subject) + 1 + p.replyLen + 1 + decimalLen(hdr) + 1 + decimalLen(size)
+	if line > p.opts.MaxControlLine {
+		return nil, classed(Permanent, &SubjectTooLongError{EventID: e.ID, Subject: msg.Subject, Line: line, Limit: p.opts.MaxControlLine})
+	}
 	return msg, nil
+}
+
+// decimalLen is the number of decimal digits of n >= 0.
+func decimalLen(n int64) int {
+	d := 1
+	for ; n >= 10; n /= 10 {
+		d++
+	}
+	return d
+}
+
+// SubjectTooLongError: an event's subject makes its publish line longer
+// than the server reads (its max_control_line).
+type SubjectTooLongError struct {
+	EventID string
+	Subject string // the rendered subject
+	Line    int    // the publish line's length, bytes
+	Limit   int    // NATSOptions.MaxControlLine
+}
+
+func (e *SubjectTooLongError) Error() string {
+	return fmt.Sprintf("event %s: its NATS subject is %d bytes (%q), which makes a publish line of %d bytes, over the server's max_control_line of %d: use a subject template with fewer or shorter placeholders (every escaped byte takes three), or raise max_control_line on the server and NATSOptions.MaxControlLine to match; then eventlite dlq retry %s",
+		e.EventID, len(e.Subject), truncate(e.Subject), e.Line, e.Limit, e.EventID)
 }
 
 // TooLargeError: an event is larger, as a NATS message, than the server

@@ -51,9 +51,9 @@ func TestSubjectTemplates(t *testing.T) {
 		template, want string
 		subjects       []string // of the stream --create-stream makes
 	}{
-		{"", "eventlite.acme_eu.order_placed_v2", []string{"eventlite.>"}},
-		{"orders.{tenant}.{stream}", "orders.acme_eu.cart__1_x", []string{"orders.>"}},
-		{"x.y.{type}-{tenant}", "x.y.order_placed_v2-acme_eu", []string{"x.y.>"}},
+		{"", "eventlite.acme_2Eeu.order_2Eplaced_20v2", []string{"eventlite.>"}},
+		{"orders.{tenant}.{stream}", "orders.acme_2Eeu.cart_2A_3E1_20x", []string{"orders.>"}},
+		{"x.y.t-{type}.{tenant}", "x.y.t-order_2Eplaced_20v2.acme_2Eeu", []string{"x.y.>"}},
 		{"fixed.subject", "fixed.subject", []string{"fixed.subject"}},
 	}
 	for i, tt := range tests {
@@ -80,7 +80,7 @@ func TestSubjectTemplates(t *testing.T) {
 			t.Errorf("%q: created stream %v %v %v (-want +got subjects):\n%s", tt.template, cfg.Subjects, cfg.Storage, cfg.Duplicates, diff)
 		}
 	}
-	for _, bad := range []string{"a..b", "a.*", "a.>", "a.{nope}", "a.{type", ".a", "a b.{type}"} {
+	for _, bad := range []string{"a..b", "a.*", "a.>", "a.{nope}", "a.{type", ".a", "a b.{type}", "x.y.{type}-{tenant}", "x.{tenant}{stream}"} {
 		if _, err := publish.NewNATS(context.Background(), publish.NATSOptions{URL: srv.URL(), Subject: bad, CreateStream: true}); err == nil {
 			t.Errorf("template %q accepted", bad)
 		}
@@ -90,7 +90,7 @@ func TestSubjectTemplates(t *testing.T) {
 	if _, err := publish.NewNATS(context.Background(), publish.NATSOptions{URL: srv.URL(), Subject: "{tenant}.x", CreateStream: true}); err == nil {
 		t.Errorf("--create-stream for a template without a fixed prefix accepted")
 	}
-	if got := publish.SanitizeToken("a.b*c>d\te f\x01"); got != "a_b_c_d_e_f_" {
+	if got := publish.SanitizeToken("a.b*c>d\te f\x01_"); got != "a_2Eb_2Ac_3Ed_09e_20f_01_5F" {
 		t.Errorf("sanitize: %q", got)
 	}
 }

@@ -30,7 +30,9 @@ func NewStdout(w io.Writer) *Stdout {
 
 // Publish writes each event as one line and flushes. A failed write makes
 // every event of the call that was not flushed Unreachable: the writer is
-// broken, not the events.
+// broken, not the events. An event that JSON cannot carry exactly
+// (invalid UTF-8 in an attribute) is Permanent and is not written, nor
+// are its stream's later events in the call.
 func (p *Stdout) Publish(ctx context.Context, events []envelope.Event) []Result {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -41,8 +43,24 @@ func (p *Stdout) Publish(ctx context.Context, events []envelope.Event) []Result 
 		}
 		return res
 	}
-	var err error
+	var (
+		err    error
+		failed map[streamKey]bool
+	)
 	for i := range events {
+		k := keyOf(&events[i])
+		if failed[k] {
+			res[i].Err = ErrNotAttempted
+			continue
+		}
+		if cerr := checkJSONStrings(&events[i]); cerr != nil {
+			res[i].Err = classed(Permanent, cerr)
+			if failed == nil {
+				failed = make(map[streamKey]bool)
+			}
+			failed[k] = true
+			continue
+		}
 		p.buf = append(events[i].AppendJSON(p.buf[:0]), '\n')
 		if _, err = p.w.Write(p.buf); err != nil {
 			break
@@ -58,7 +76,9 @@ func (p *Stdout) Publish(ctx context.Context, events []envelope.Event) []Result 
 		p.w.Reset(p.out)
 		err = classed(Unreachable, fmt.Errorf("write events: %w", err))
 		for i := range res {
-			res[i].Err = err
+			if res[i].Err == nil {
+				res[i].Err = err
+			}
 		}
 	}
 	return res

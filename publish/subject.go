@@ -26,7 +26,9 @@ type subjectPart struct {
 }
 
 // parseSubject checks a template: dot-separated tokens, none empty, no
-// wildcard or white space in its literal text, only known placeholders.
+// wildcard or white space in its literal text, only known placeholders,
+// at most one placeholder per token (so that the subject tells the values
+// apart: a value never holds a '.' once escaped).
 func parseSubject(s string) (subjectTemplate, error) {
 	t := subjectTemplate{text: s}
 	bad := func(format string, args ...any) (subjectTemplate, error) {
@@ -63,9 +65,17 @@ func parseSubject(s string) (subjectTemplate, error) {
 		t.parts = append(t.parts, subjectPart{placeholder: name})
 		rest = rest[i+j+1:]
 	}
+	inToken := "" // a placeholder already in the current token
 	for _, p := range t.parts {
 		if p.placeholder != "" {
+			if inToken != "" {
+				return bad("{%s} and {%s} share a token, so two different pairs of values could make one subject: give each placeholder a token of its own, such as x.{%s}.{%s}", inToken, p.placeholder, inToken, p.placeholder)
+			}
+			inToken = p.placeholder
 			continue
+		}
+		if strings.Contains(p.literal, ".") {
+			inToken = ""
 		}
 		if strings.ContainsAny(p.literal, "*>}") || strings.IndexFunc(p.literal, unicode.IsSpace) >= 0 || strings.IndexFunc(p.literal, unicode.IsControl) >= 0 {
 			return bad("its fixed text may not hold '*', '>', '}', white space or control characters")
@@ -75,7 +85,7 @@ func parseSubject(s string) (subjectTemplate, error) {
 }
 
 // render returns the subject of an event: the template with each
-// placeholder replaced by its value, sanitized.
+// placeholder replaced by its value, escaped (see SanitizeToken).
 func (t subjectTemplate) render(e *envelope.Event) string {
 	var b strings.Builder
 	b.Grow(len(t.text) + len(e.Tenant) + len(e.Type) + len(e.Stream))
@@ -94,26 +104,69 @@ func (t subjectTemplate) render(e *envelope.Event) string {
 	return b.String()
 }
 
-// writeToken writes a placeholder's value with every character that a
-// NATS subject token cannot hold ('.', '*', '>', white space, and control
-// characters, which would break the protocol line) replaced by '_'.
+// EmptyToken is what an empty placeholder value becomes in a subject. No
+// other value becomes it: every '_' that SanitizeToken writes for a
+// non-empty value is followed by two hex digits.
+const EmptyToken = "_"
+
+// plainByte tells, for each ASCII byte, whether a subject token carries it
+// as it is. Bytes from 0x80 up are decided per rune.
+var plainByte = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x21; c < 0x7f; c++ {
+		t[c] = true
+	}
+	for _, c := range ".*>_" {
+		t[c] = false
+	}
+	return t
+}()
+
+const upperHex = "0123456789ABCDEF"
+
+// writeToken writes a placeholder's value as a NATS subject token,
+// injectively (see SanitizeToken).
 func writeToken(b *strings.Builder, v string) {
 	if v == "" {
-		b.WriteByte('_')
+		b.WriteString(EmptyToken)
 		return
 	}
-	for _, r := range v {
-		switch {
-		case r == '.' || r == '*' || r == '>' || unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError:
-			b.WriteByte('_')
-		default:
-			b.WriteRune(r)
+	for i := 0; i < len(v); {
+		c := v[i]
+		if c < utf8.RuneSelf {
+			if plainByte[c] {
+				b.WriteByte(c)
+			} else {
+				escapeBytes(b, v[i:i+1])
+			}
+			i++
+			continue
 		}
+		r, n := utf8.DecodeRuneInString(v[i:])
+		if r == utf8.RuneError && n == 1 || unicode.IsSpace(r) || unicode.IsControl(r) {
+			escapeBytes(b, v[i:i+n]) // invalid UTF-8, U+0085, U+00A0, U+2028 ...
+		} else {
+			b.WriteString(v[i : i+n])
+		}
+		i += n
 	}
 }
 
-// SanitizeToken returns v as a NATS subject token: '.', '*', '>', white
-// space and control characters replaced by '_' (an empty v becomes "_").
+// escapeBytes writes each byte of s as '_' and two uppercase hex digits.
+func escapeBytes(b *strings.Builder, s string) {
+	for i := 0; i < len(s); i++ {
+		b.WriteByte('_')
+		b.WriteByte(upperHex[s[i]>>4])
+		b.WriteByte(upperHex[s[i]&0xf])
+	}
+}
+
+// SanitizeToken returns v as it appears in a NATS subject when it fills a
+// placeholder: each byte of '.', '*', '>', '_', white space, a control
+// character (Unicode Cc) or invalid UTF-8 is written as '_' and two
+// uppercase hex digits ("a.b" is "a_2Eb", "a_b" is "a_5Fb"); every other
+// byte is kept. An empty v is EmptyToken ("_"). The mapping is
+// injective: two different values never share a token, so two tenants
+// never share a subject.
 func SanitizeToken(v string) string {
 	var b strings.Builder
 	writeToken(&b, v)

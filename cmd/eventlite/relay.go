@@ -26,8 +26,14 @@ stream in order, to one destination:
   nats://HOST:PORT   NATS JetStream, CloudEvents binary mode, message id
                      <tenant>:<event id>. ?stream=NAME (default EVENTLITE)
                      and ?subject=TEMPLATE (default eventlite.{tenant}.{type};
-                     placeholders {tenant}, {type}, {stream}; '.', '*', '>'
-                     and white space in their values become '_').
+                     placeholders {tenant}, {type}, {stream}, one per token;
+                     in their values each byte of '.', '*', '>', '_', white
+                     space, a control character or invalid UTF-8 becomes
+                     '_' and two uppercase hex digits, so values never
+                     share a subject: order.placed is order_2Eplaced, an
+                     empty value '_'). An event whose subject is longer
+                     than the server reads (max_control_line, 4096 bytes)
+                     becomes a dead letter.
                      --create-stream creates a missing stream (file storage,
                      subjects: the template's fixed prefix + '>', a 10 minute
                      duplicate window); without it a missing stream exits 5.
@@ -44,7 +50,14 @@ the outbox and exits 0 when every row was published or dead-lettered, and
 or wait behind dead letters (see 'eventlite dlq'); an interrupted --once
 run exits 6. An unreachable destination is retried with backoff for as
 long as it takes; an event that keeps failing, or that the destination
-refuses for good, becomes a dead letter that parks its stream.
+refuses for good, becomes a dead letter that parks its stream. A sink
+that drops the connection or does not answer for one event is that
+event's failure unless every request of the round failed and the sink
+does not answer a ping; other streams go on meanwhile, each round waiting
+at most one request timeout for it. An event that the destination's
+encoding cannot carry exactly (a control character in an HTTP header,
+invalid UTF-8 in JSON) is a dead letter at its first attempt.
+A malformed --to exits 2 before the database is opened.
 With --metrics HOST:PORT (such as 127.0.0.1:9464; port 0 picks a free
 one, logged) it serves Prometheus metrics at http://HOST:PORT/metrics
 while it runs, read from the store on each scrape: the log head
@@ -113,10 +126,20 @@ func (r *relayCmd) run(ctx context.Context, c *cli, _ []string) error {
 	case r.timeout <= 0:
 		return usage("--timeout must be positive")
 	}
-	var natsOpts publish.NATSOptions
-	if kind == "nats" {
-		var err error
+	// The destination is checked before the database is opened: a
+	// malformed one creates no file.
+	var (
+		natsOpts publish.NATSOptions
+		httpPub  *publish.HTTP
+		err      error
+	)
+	switch kind {
+	case "nats":
 		if natsOpts, err = publish.ParseNATSURL(r.to); err != nil {
+			return usage("%v", err)
+		}
+	case "http":
+		if httpPub, err = publish.NewHTTP(publish.HTTPOptions{URL: r.to, Structured: r.mode == "structured", Logger: c.log}); err != nil {
 			return usage("%v", err)
 		}
 	}
@@ -131,7 +154,7 @@ func (r *relayCmd) run(ctx context.Context, c *cli, _ []string) error {
 	}
 	// Running until interrupted, it may wait for the first append, so it
 	// creates the database; a drain of a missing database has nothing to do.
-	err := c.withStore(ctx, !r.once, func(s *store.Store) error {
+	err = c.withStore(ctx, !r.once, func(s *store.Store) error {
 		var (
 			pub publish.Publisher
 			err error
@@ -144,7 +167,7 @@ func (r *relayCmd) run(ctx context.Context, c *cli, _ []string) error {
 			natsOpts.Logger = c.log
 			pub, err = publish.NewNATS(ctx, natsOpts)
 		case "http":
-			pub, err = publish.NewHTTP(publish.HTTPOptions{URL: r.to, Structured: r.mode == "structured", Logger: c.log})
+			pub = httpPub
 		}
 		if err != nil {
 			return r.failed(ctx, err)

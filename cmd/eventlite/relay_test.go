@@ -97,7 +97,7 @@ func TestRelayCommandNATS(t *testing.T) {
 	}
 	mustRun(t, "", "relay", "--to", to, "--once", "--create-stream", "--db", db)
 	msgs := srv.Messages(t, "ORDERS")
-	if len(msgs) != 3 || msgs[0].Subject() != "shop.default.order_1" || msgs[2].Subject() != "shop.acme.s" {
+	if len(msgs) != 3 || msgs[0].Subject() != "shop.default.order_201" || msgs[2].Subject() != "shop.acme.s" {
 		t.Fatalf("messages: %d, first subject %q", len(msgs), msgs[0].Subject())
 	}
 	if id := msgs[2].Headers().Get("Nats-Msg-Id"); !strings.HasPrefix(id, "acme:") {
