@@ -23,6 +23,11 @@
 //     any other reuse is refused with a *DuplicateError.
 //   - Bad input is refused with a typed error before any transaction
 //     starts, and never changes the file.
+//   - A file that is not an eventlite database is refused
+//     (ErrNotEventlite) and left byte for byte as it was. A store opened
+//     with Options.ReadOnly never creates, migrates or converts its file,
+//     and refuses writes (ErrReadOnly); opened by another OS user, it
+//     creates no file the owner could not write (ErrNotOwner otherwise).
 //
 // One writer goroutine owns the write connection. Concurrent Appends share
 // a transaction (group commit, a savepoint per request, one fsync for all);

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -47,6 +49,18 @@ type Options struct {
 	Logger hclog.Logger
 	// Now is the clock for event times and bookkeeping. Default time.Now.
 	Now func() time.Time
+	// ReadOnly opens an existing eventlite database for reading only: it
+	// never creates, migrates or switches the file to WAL, and every write
+	// returns an error matching ErrReadOnly. A missing file is ErrNotFound;
+	// a file of an older schema, or without tables, ErrSchemaTooOld (open
+	// it once without ReadOnly to upgrade it). Default false.
+	//
+	// Opened by a user other than the file's owner (and not root), a
+	// read-only store creates no file: it reads while a process has the
+	// database open (its -wal and -shm files exist), or when the files it
+	// would create let the owner write them (a group that owns the file,
+	// with write permission); otherwise Open refuses with a *SharingError.
+	ReadOnly bool
 }
 
 func (o *Options) withDefaults() (Options, error) {
@@ -102,6 +116,9 @@ type Store struct {
 	opts Options
 	log  hclog.Logger
 
+	plan         accessPlan // how this process may open the file (checkAccess)
+	schemaAtOpen int        // the file's schema version before Open migrated it
+
 	wdb   *sql.DB   // the write pool: one connection, owned by the writer
 	wconn *sql.Conn // the writer's connection
 	rdb   *sql.DB   // the read pool
@@ -125,7 +142,11 @@ type Store struct {
 
 // Open opens (creating if needed) the event store at path and brings its
 // schema up to date. A file written by a newer schema is refused with
-// ErrSchemaTooNew. Several processes may open one file at once.
+// ErrSchemaTooNew, a file that is not an eventlite database (it has other
+// tables, or is not SQLite) with ErrNotEventlite, and both are left as they
+// were; a zero-byte file or one without tables becomes an eventlite
+// database. With Options.ReadOnly it only reads an existing, up-to-date
+// eventlite database. Several processes may open one file at once.
 func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -165,14 +186,26 @@ func (s *Store) Path() string { return s.path }
 func (s *Store) dsn(write bool) string {
 	// SQLite decodes the file: URI, so escape what URIs treat specially.
 	p := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(filepath.ToSlash(s.path))
-	q := []string{
+	var q []string
+	switch {
+	case s.plan == planAttach:
+		// Another user's file that a process has open: SQLite reads it
+		// through the existing -wal and -shm and writes nothing.
+		q = append(q, "mode=ro")
+	case s.opts.ReadOnly:
+		// Read-write at the OS level, so that when its last connection
+		// closes the store checkpoints and removes the -wal and -shm files
+		// it may have created; query_only refuses every write.
+		q = append(q, "mode=rw", "_pragma=query_only(1)")
+	}
+	q = append(q,
 		fmt.Sprintf("_pragma=busy_timeout(%d)", s.opts.BusyTimeout.Milliseconds()),
-		"_pragma=synchronous(" + s.opts.Synchronous + ")",
+		"_pragma=synchronous("+s.opts.Synchronous+")",
 		"_pragma=foreign_keys(1)",
 		fmt.Sprintf("_pragma=journal_size_limit(%d)", s.opts.JournalSizeLimit),
 		"_pragma=mmap_size(0)",
-	}
-	if write {
+	)
+	if write && !s.opts.ReadOnly {
 		// Every write transaction takes the write lock up front: a deferred
 		// transaction that reads and then writes fails with SQLITE_BUSY
 		// under contention, and busy_timeout cannot help it.
@@ -234,6 +267,14 @@ func (s *Store) Pragmas(ctx context.Context) (map[string]string, error) {
 
 func (s *Store) open(ctx context.Context) error {
 	var err error
+	if s.opts.ReadOnly {
+		if _, err := os.Stat(s.path); errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("store: no database at %s (a read-only open does not create one): %w", s.path, ErrNotFound)
+		}
+	}
+	if s.plan, err = checkAccess(s.path, s.opts.ReadOnly); err != nil {
+		return err
+	}
 	if s.wdb, err = sql.Open("sqlite", s.dsn(true)); err != nil {
 		return fmt.Errorf("store: open %s: %w", s.path, err)
 	}
@@ -242,18 +283,24 @@ func (s *Store) open(ctx context.Context) error {
 	s.wdb.SetConnMaxLifetime(0)
 	s.wdb.SetConnMaxIdleTime(0)
 	if s.wconn, err = s.wdb.Conn(ctx); err != nil {
+		if ne := s.notADB(err); ne != err {
+			return ne
+		}
 		return fmt.Errorf("store: open %s: %w", s.path, mapErr(err))
 	}
-	// Refuse a file from a newer eventlite before changing anything in
-	// it (the WAL switch writes to it). migrate reads it again.
-	if _, err := s.schemaVersion(ctx, SchemaVersion()); err != nil {
+	// Refuse a file from a newer eventlite, or one that is not eventlite's,
+	// before changing anything in it (the WAL switch writes to it).
+	// migrate reads the version again under the write lock.
+	if s.schemaAtOpen, err = s.checkSchema(ctx, SchemaVersion()); err != nil {
 		return err
 	}
-	if err := s.enableWAL(ctx); err != nil {
-		return err
-	}
-	if err := s.migrate(ctx); err != nil {
-		return err
+	if !s.opts.ReadOnly {
+		if err := s.enableWAL(ctx); err != nil {
+			return err
+		}
+		if err := s.migrate(ctx); err != nil {
+			return err
+		}
 	}
 	if err := s.prepare(ctx); err != nil {
 		return err
@@ -269,7 +316,21 @@ func (s *Store) open(ctx context.Context) error {
 	if err := s.rdb.PingContext(ctx); err != nil {
 		return fmt.Errorf("store: open %s: %w", s.path, mapErr(err))
 	}
-	return s.prepareReads(ctx)
+	if err := s.prepareReads(ctx); err != nil {
+		return err
+	}
+	if s.plan == planAttach && (createdByMe(s.path+"-wal") || createdByMe(s.path+"-shm")) {
+		// The owner's process closed the file between checkAccess and
+		// here, and SQLite created -wal and -shm for this user: remove
+		// them before the owner needs them.
+		_ = s.closeDBs()
+		s.wconn, s.wdb, s.rdb = nil, nil, nil
+		_ = os.Remove(s.path + "-wal")
+		_ = os.Remove(s.path + "-shm")
+		owner, _ := statFile(s.path)
+		return &SharingError{Path: s.path, Owner: owner.uid, User: processIDs().uid}
+	}
+	return nil
 }
 
 // enableWAL switches the file to WAL. Several processes opening a new file

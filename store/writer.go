@@ -97,6 +97,9 @@ type writerState struct {
 // request run here returns its outcome once done: like the writer's, its
 // statements do not watch ctx.
 func (s *Store) submit(ctx context.Context, r *request) error {
+	if s.opts.ReadOnly {
+		return s.errReadOnly()
+	}
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()

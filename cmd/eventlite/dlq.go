@@ -85,7 +85,12 @@ func (d *dlqCmd) run(ctx context.Context, c *cli, args []string) error {
 	}
 	tenant := string(c.global.tenant)
 	var out []store.DeadLetter
-	err := c.withStore(ctx, false, func(s *store.Store) error {
+	// list only reads; retry and discard write (and upgrade an older schema).
+	open := func(fn func(*store.Store) error) error { return c.withStore(ctx, false, fn) }
+	if action == "list" {
+		open = func(fn func(*store.Store) error) error { return c.withReader(ctx, fn) }
+	}
+	err := open(func(s *store.Store) error {
 		var err error
 		switch {
 		case action == "list":
@@ -105,10 +110,7 @@ func (d *dlqCmd) run(ctx context.Context, c *cli, args []string) error {
 	})
 	var nf *store.DeadLetterNotFoundError
 	switch {
-	case errors.Is(err, errNoDatabase) && id == "":
-		c.log.Warn("no dead letters", "error", err)
-		err = nil
-	case errors.Is(err, errNoDatabase):
+	case errors.Is(err, errNoDatabase) && id != "":
 		return &exitError{code: exitNotFound, err: fmt.Errorf("no dead letter with event id %q (tenant %s): %w", id, tenant, err)}
 	case errors.As(err, &nf):
 		return &exitError{code: exitNotFound, err: fmt.Errorf("%w: list them with 'eventlite dlq list' (and check --db and --tenant)", err)}

@@ -65,7 +65,13 @@ func (d *doctorCmd) run(ctx context.Context, c *cli, _ []string) error {
 	d.opts.OnDemand = []string{projection.CatalogName}
 	var report doctorReport
 	start := time.Now()
-	err := c.withStore(ctx, false, func(s *store.Store) error {
+	// A deep check dry-runs rebuilds, which build shadow tables in the
+	// file: it opens the store for writing. Without --deep doctor only reads.
+	open := c.withReader
+	if d.deep {
+		open = func(ctx context.Context, fn func(*store.Store) error) error { return c.withStore(ctx, false, fn) }
+	}
+	err := open(ctx, func(s *store.Store) error {
 		fs, err := s.Diagnose(ctx, d.opts)
 		if err != nil {
 			return err
@@ -80,9 +86,6 @@ func (d *doctorCmd) run(ctx context.Context, c *cli, _ []string) error {
 		}
 		return nil
 	})
-	if errors.Is(err, errNoDatabase) {
-		return &exitError{code: exitNotFound, err: fmt.Errorf("%w: nothing to check", err)}
-	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return &interruptedError{msg: "doctor interrupted before it finished; run it again"}

@@ -92,8 +92,8 @@ var exitCodes = []struct {
 	{exitInternal, "internal error"},
 	{exitUsage, "usage: unknown command or flag, malformed flag value, wrong arguments"},
 	{exitConflict, "version conflict: the stream is not at the --expected version"},
-	{exitInvalid, "invalid input: a malformed event, data or stream id, or a reused event id"},
-	{exitNotFound, "not found: the stream (or the JetStream stream, or the dead letter) does not exist"},
+	{exitInvalid, "invalid input: a malformed event, data or stream id, or a reused event id; or a database file\n     eventlite will not use as it is: not an eventlite database, a newer schema, an older schema\n     for a command that only reads (run 'eventlite migrate'), another user's file it would lock out"},
+	{exitNotFound, "not found: the stream (or the JetStream stream, or the dead letter, or the database file) does not exist"},
 	{exitIncomplete, "work remains or needs a person: the job was interrupted before it finished"},
 	{exitBusy, "busy: the database stayed locked past the timeout; retry"},
 }
@@ -117,7 +117,7 @@ type runner interface {
 	run(ctx context.Context, c *cli, args []string) error
 }
 
-var commands = []*command{appendCommand, readCommand, tailCommand, streamsCommand, projectionsCommand, replayCommand, catalogCommand, relayCommand, dlqCommand, doctorCommand, demoCommand, versionCommand}
+var commands = []*command{appendCommand, readCommand, tailCommand, streamsCommand, projectionsCommand, replayCommand, catalogCommand, relayCommand, dlqCommand, doctorCommand, migrateCommand, demoCommand, versionCommand}
 
 func lookup(name string) *command {
 	for _, cmd := range commands {
@@ -248,20 +248,34 @@ func (c *cli) newLogger() hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Name: "eventlite", Level: level, Output: c.stderr})
 }
 
-// errNoDatabase: the database file does not exist, and the command only
-// reads, so it does not create one.
+// errNoDatabase: the database file does not exist, and the command does
+// not create one (see withStore and withReader).
 var errNoDatabase = errors.New("no such database file")
 
-// withStore opens the store, runs fn and closes the store. When create is
-// false and the file does not exist, it returns errNoDatabase instead:
-// reading commands do not leave new database files behind.
-func (c *cli) withStore(ctx context.Context, create bool, fn func(*store.Store) error) (err error) {
+// withStore opens the store for writing (migrating an older schema), runs
+// fn and closes the store. When create is false and the file does not
+// exist, it returns errNoDatabase instead: only commands that may wait for
+// or make the first append create a database file.
+func (c *cli) withStore(ctx context.Context, create bool, fn func(*store.Store) error) error {
+	return c.withOptions(ctx, create, store.Options{Logger: c.log}, fn)
+}
+
+// withReader opens the store read-only (store.Options.ReadOnly), runs fn
+// and closes the store: for commands that only read. It never creates,
+// migrates or converts the file: a missing file is errNoDatabase, an
+// older schema store.ErrSchemaTooOld, and fn's writes fail with
+// store.ErrReadOnly.
+func (c *cli) withReader(ctx context.Context, fn func(*store.Store) error) error {
+	return c.withOptions(ctx, false, store.Options{Logger: c.log, ReadOnly: true}, fn)
+}
+
+func (c *cli) withOptions(ctx context.Context, create bool, opts store.Options, fn func(*store.Store) error) (err error) {
 	if !create {
 		if _, err := os.Stat(c.global.db); errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("%s: %w", c.global.db, errNoDatabase)
 		}
 	}
-	s, err := store.Open(ctx, c.global.db, &store.Options{Logger: c.log})
+	s, err := store.Open(ctx, c.global.db, &opts)
 	if err != nil {
 		return err
 	}
@@ -332,6 +346,10 @@ func classify(err error) (code int, msg string) {
 		return exitConflict, fmt.Sprintf("%v: read the stream and decide again, then append with --expected %s", ce, next)
 	case errors.Is(err, store.ErrInvalidEvent), errors.Is(err, store.ErrTooLarge), errors.Is(err, store.ErrDuplicate):
 		return exitInvalid, err.Error()
+	case fileRefused(err):
+		return exitInvalid, err.Error()
+	case errors.Is(err, errNoDatabase):
+		return exitNotFound, err.Error() + ": check --db (or $EVENTLITE_DB); a command that writes, such as append, or 'eventlite migrate' creates it"
 	case errors.Is(err, store.ErrNotFound):
 		return exitNotFound, err.Error() + ": list the streams with 'eventlite streams' (and check --db and --tenant)"
 	case errors.As(err, &ie):
@@ -342,6 +360,14 @@ func classify(err error) (code int, msg string) {
 		return exitBusy, err.Error()
 	}
 	return exitInternal, err.Error()
+}
+
+// fileRefused reports whether err is store.Open refusing the database file
+// as it is (exit 4): not eventlite's, a schema it does not read, another
+// user's file it would lock out.
+func fileRefused(err error) bool {
+	return errors.Is(err, store.ErrNotEventlite) || errors.Is(err, store.ErrSchemaTooOld) ||
+		errors.Is(err, store.ErrSchemaTooNew) || errors.Is(err, store.ErrNotOwner)
 }
 
 // writeHelp prints the program's help.
@@ -359,6 +385,10 @@ func writeHelp(w io.Writer) error {
 	b.WriteString("\n")
 	writeGlobalFlags(&b)
 	b.WriteString("Flags and arguments may come in any order; use -- before an argument\nthat starts with -.\n\n")
+	b.WriteString("Commands that only read (read, tail without --follow, streams, projections,\n" +
+		"dlq list, doctor without --deep, version) never create, migrate or convert the\n" +
+		"database file; 'eventlite migrate' or a command that writes upgrades it. A file\n" +
+		"that is not an eventlite database is refused by every command and left as it is.\n\n")
 	b.WriteString("Exit codes:\n")
 	for _, e := range exitCodes {
 		fmt.Fprintf(&b, "  %d  %s\n", e.code, e.meaning)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"text/tabwriter"
@@ -30,15 +29,11 @@ func (projectionsCmd) flags(*flag.FlagSet) {}
 
 func (projectionsCmd) run(ctx context.Context, c *cli, _ []string) error {
 	var stats []projection.Stats
-	err := c.withStore(ctx, false, func(s *store.Store) error {
+	err := c.withReader(ctx, func(s *store.Store) error {
 		var err error
 		stats, err = projection.AllStats(ctx, s)
 		return err
 	})
-	if errors.Is(err, errNoDatabase) {
-		c.log.Warn("no projections to list", "error", err)
-		err = nil
-	}
 	if err != nil {
 		return err
 	}

@@ -38,7 +38,7 @@ func (r *readCmd) flags(fs *flag.FlagSet) {
 func (r *readCmd) run(ctx context.Context, c *cli, args []string) error {
 	stream := args[0]
 	w := newEventWriter(c.stdout)
-	err := c.withStore(ctx, false, func(s *store.Store) error {
+	err := c.withReader(ctx, func(s *store.Store) error {
 		opts := store.ReadStreamOptions{From: int64(r.from), Backward: r.backward, Limit: int(r.limit)}
 		for e, err := range s.ReadStream(ctx, string(c.global.tenant), stream, opts) {
 			if err != nil {
@@ -64,7 +64,10 @@ var tailCommand = &command{
 JSON per line, in position order from the start (or from --from). Without
 --follow it stops at the newest event, printing nothing when there is none;
 with --follow it then waits for new events until interrupted (SIGINT or
-SIGTERM), and exits 0.`,
+SIGTERM), and exits 0. Without --follow it only reads: it never creates,
+migrates or converts the database file (a missing file exits 5); with
+--follow it opens the file as a writer does, creating it when missing (it
+waits for the first append) and upgrading an older schema.`,
 	new: func() runner { return &tailCmd{} },
 }
 
@@ -80,14 +83,16 @@ func (t *tailCmd) flags(fs *flag.FlagSet) {
 
 func (t *tailCmd) run(ctx context.Context, c *cli, _ []string) error {
 	w := newEventWriter(c.stdout)
-	// A follow waits for the first append, so it may create the database.
-	err := c.withStore(ctx, t.follow, func(s *store.Store) error {
-		return t.tail(ctx, s, w, string(c.global.tenant))
-	})
+	tail := func(s *store.Store) error { return t.tail(ctx, s, w, string(c.global.tenant)) }
+	var err error
+	if t.follow {
+		// A follow waits for the first append, so it may create the
+		// database; it opens it as the writers do.
+		err = c.withStore(ctx, true, tail)
+	} else {
+		err = c.withReader(ctx, tail)
+	}
 	switch {
-	case errors.Is(err, errNoDatabase):
-		c.log.Warn("no events to show", "error", err)
-		return nil
 	case t.follow && ctx.Err() != nil && errors.Is(err, context.Canceled):
 		return nil // a follow ends when it is interrupted
 	}

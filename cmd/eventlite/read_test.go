@@ -87,7 +87,7 @@ func TestReadNotFound(t *testing.T) {
 }
 
 // TestReadOnlyCommandsCreateNothing: reading a database that does not
-// exist does not leave a new file behind.
+// exist does not leave a new file behind, and says so (exit 5).
 func TestReadOnlyCommandsCreateNothing(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -95,8 +95,8 @@ func TestReadOnlyCommandsCreateNothing(t *testing.T) {
 		want int
 	}{
 		{[]string{"read", "s"}, exitNotFound},
-		{[]string{"tail"}, exitOK},
-		{[]string{"streams", "--json"}, exitOK},
+		{[]string{"tail"}, exitNotFound},
+		{[]string{"streams", "--json"}, exitNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.args[0], func(t *testing.T) {

@@ -63,8 +63,8 @@ func (r *replayCmd) run(ctx context.Context, c *cli, args []string) error {
 	if errors.Is(err, errNoDatabase) {
 		return &exitError{code: exitNotFound, err: err}
 	}
-	if err == nil {
-		return nil
+	if err == nil || fileRefused(err) {
+		return err
 	}
 	return &exitError{code: replaycmd.ExitCode(err), err: err}
 }

@@ -230,7 +230,7 @@ func TestReplayCommandsCreateNothing(t *testing.T) {
 		args []string
 		code int
 	}{
-		{[]string{"projections"}, exitOK},
+		{[]string{"projections"}, exitNotFound},
 		{[]string{"catalog", "--json"}, exitOK},
 		{[]string{"replay", "catalog"}, exitNotFound},
 	} {

@@ -39,7 +39,7 @@ func (streamsCmd) run(ctx context.Context, c *cli, _ []string) error {
 		tw = tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	}
 	n := 0
-	err := c.withStore(ctx, false, func(s *store.Store) error {
+	err := c.withReader(ctx, func(s *store.Store) error {
 		for si, err := range s.Streams(ctx, string(c.global.tenant)) {
 			if err != nil {
 				return err
@@ -60,10 +60,6 @@ func (streamsCmd) run(ctx context.Context, c *cli, _ []string) error {
 		}
 		return nil
 	})
-	if errors.Is(err, errNoDatabase) {
-		c.log.Warn("no streams to list", "error", err)
-		err = nil
-	}
 	if tw != nil {
 		if n == 0 && err == nil {
 			fmt.Fprintf(tw, "no streams (tenant %s)\n", c.global.tenant)
