@@ -303,7 +303,8 @@ func (c *Consumer) Sweep(ctx context.Context) (int, error) {
 		}
 	}
 	if moved > 0 {
-		c.log.Warn("quarantined events that waited too long for a version gap", "count", moved)
+		c.log.Warn("quarantined events that waited too long for a version gap", "count", moved,
+			"next", fmt.Sprintf("'eventlite quarantine list --name %s' shows them; once the gap filled, 'eventlite quarantine retry %s EVENT_ID' applies one on the next pass, or 'eventlite quarantine skip %s EVENT_ID' gives it up", c.opts.Name, c.opts.Name, c.opts.Name))
 	}
 	return moved, nil
 }

@@ -200,3 +200,36 @@ func TestConsumerAppliesRetriedEvent(t *testing.T) {
 		t.Fatalf("OpenQuarantine of an unknown name: %v", err)
 	}
 }
+
+// TestQuarantineMessageBlamesData: when the event's data is what does not
+// decode, the stop says the data is at fault and how to give it up; a
+// handler failure says to fix the handler.
+func TestQuarantineMessageBlamesData(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.MustOpen(t, nil)
+	res := appendN(t, s, "s", 2)
+	bad := res.Events[1]
+	p := countingProjection("strict", func(e envelope.Event) error {
+		if e.ID != bad.ID {
+			return nil
+		}
+		_, err := envelope.DecodeData[struct{ I string }](e) // i is a number: the data does not fit
+		return err
+	})
+	r, err := projection.NewRunner(s, p, &projection.RunnerOptions{MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.CatchUp(ctx)
+	if !errors.Is(err, projection.ErrStopped) || !errors.Is(err, envelope.ErrInvalidEvent) {
+		t.Fatalf("CatchUp = %v", err)
+	}
+	for _, want := range []string{"data is at fault", "eventlite quarantine skip strict " + bad.ID} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("message %q lacks %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "fix the handler") {
+		t.Errorf("message blames the handler: %q", err)
+	}
+}
