@@ -311,11 +311,11 @@ func (s *Store) diagnoseProjections(ctx context.Context, o DiagnoseOptions, now 
 			stopped.add(r.Name, r.UpdatedAt)
 			continue
 		}
+		if onDemand[r.Name] {
+			continue // its next reader takes an orphaned lease over
+		}
 		if r.Orphaned && r.Status != ProjectionRebuilding {
 			orphaned.add(r.Name+" ("+r.LeaseOwner+")", now.Add(-r.LeaseExpiredFor))
-			continue
-		}
-		if onDemand[r.Name] {
 			continue
 		}
 		var first sql.NullInt64
