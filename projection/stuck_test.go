@@ -127,7 +127,9 @@ func TestWaitForOrphanedLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	go func() { done <- r.Run(rctx) }()
-	if err := projection.WaitFor(wctx, s, "crashy", more.LastPosition()); err != nil {
+	// Until the runner has taken the lease, WaitFor rightly still reports
+	// the gone owner.
+	if err := waitThroughRestart(wctx, s, "crashy", more.LastPosition()); err != nil {
 		t.Fatal(err)
 	}
 	if st, _ := projection.StatsFor(ctx, s, "crashy"); st.Status != projection.StatusRunning {
