@@ -174,10 +174,33 @@ func (c *Consumer) Handle(ctx context.Context, e envelope.Event) (HandleResult, 
 // applyTx applies e under a savepoint and moves the aggregate's version.
 // An uninterpretable event is quarantined instead.
 func (c *Consumer) applyTx(ctx context.Context, tx *store.Tx, e envelope.Event) (Outcome, error) {
-	if _, err := tx.ExecContext(ctx, "SAVEPOINT consumer_event"); err != nil {
+	cause, err := c.applyOnceTx(ctx, tx, e)
+	if err != nil {
 		return 0, err
 	}
-	err := func() (err error) {
+	if cause != nil {
+		if errors.Is(cause, ErrUninterpretable) || errors.Is(cause, envelope.ErrInvalidEvent) {
+			b, _ := e.MarshalJSON()
+			c.log.Warn("quarantining an event this consumer cannot interpret", "id", e.ID, "type", e.Type, "error", cause,
+				"next", advice(c.opts.Name, e.ID, cause, false))
+			return Quarantined, c.s.QuarantineTx(ctx, tx, store.Quarantined{
+				Consumer: c.opts.Name, Reason: store.ReasonUninterpretable, Tenant: tenantOf(e), Subject: e.Stream,
+				Version: e.StreamVersion, EventID: e.ID, Event: b, Error: cause.Error(), Attempts: 1,
+			})
+		}
+		return 0, cause
+	}
+	return Applied, nil
+}
+
+// applyOnceTx applies e under a savepoint and moves the aggregate's
+// version. cause is Apply's error (its writes undone); err is a failure
+// of the transaction itself.
+func (c *Consumer) applyOnceTx(ctx context.Context, tx *store.Tx, e envelope.Event) (cause, err error) {
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT consumer_event"); err != nil {
+		return nil, err
+	}
+	cause = func() (err error) {
 		defer func() {
 			if p := recover(); p != nil {
 				err = fmt.Errorf("consumer %s panicked on event %s: %v", c.opts.Name, e.ID, p)
@@ -185,31 +208,23 @@ func (c *Consumer) applyTx(ctx context.Context, tx *store.Tx, e envelope.Event) 
 		}()
 		return c.opts.Apply(ctx, tx, e)
 	}()
-	if err != nil {
+	if cause != nil {
 		if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO consumer_event"); rerr != nil {
-			return 0, errors.Join(err, rerr)
+			return nil, errors.Join(cause, rerr)
 		}
 	}
 	if _, rerr := tx.ExecContext(ctx, "RELEASE consumer_event"); rerr != nil {
-		return 0, rerr
+		return nil, rerr
 	}
-	if err != nil {
-		if errors.Is(err, ErrUninterpretable) || errors.Is(err, envelope.ErrInvalidEvent) {
-			b, _ := e.MarshalJSON()
-			c.log.Warn("quarantining an event this consumer cannot interpret", "id", e.ID, "type", e.Type, "error", err)
-			return Quarantined, c.s.QuarantineTx(ctx, tx, store.Quarantined{
-				Consumer: c.opts.Name, Reason: store.ReasonUninterpretable, Tenant: tenantOf(e), Subject: e.Stream,
-				Version: e.StreamVersion, EventID: e.ID, Event: b, Error: err.Error(), Attempts: 1,
-			})
-		}
-		return 0, err
+	if cause != nil {
+		return cause, nil
 	}
 	if e.Stream != "" && e.StreamVersion > 0 {
 		if err := c.s.SetConsumerVersionTx(ctx, tx, c.opts.Name, tenantOf(e), e.Stream, e.StreamVersion, e.ID); err != nil {
-			return 0, err
+			return nil, err
 		}
 	}
-	return Applied, c.s.CountConsumerTx(ctx, tx, c.opts.Name, 1, 0, 0)
+	return nil, c.s.CountConsumerTx(ctx, tx, c.opts.Name, 1, 0, 0)
 }
 
 // drainTx applies the deferred successors of version that are now in
@@ -288,7 +303,8 @@ func (c *Consumer) Sweep(ctx context.Context) (int, error) {
 		}
 	}
 	if moved > 0 {
-		c.log.Warn("quarantined events that waited too long for a version gap", "count", moved)
+		c.log.Warn("quarantined events that waited too long for a version gap", "count", moved,
+			"next", fmt.Sprintf("'eventlite quarantine list --name %s' shows them; once the gap filled, 'eventlite quarantine retry %s EVENT_ID' applies one on the next pass, or 'eventlite quarantine skip %s EVENT_ID' gives it up", c.opts.Name, c.opts.Name, c.opts.Name))
 	}
 	return moved, nil
 }

@@ -29,7 +29,17 @@
 //   - A handler that keeps failing is tried a bounded number of times; the
 //     event is quarantined with its position, error and attempts, and the
 //     projection stops there (or skips it, when configured). A restart
-//     after the fix resumes exactly at that event.
+//     after the fix resumes exactly at that event. An operator lists,
+//     retries or skips quarantined events of projections and consumers
+//     alike (store.OpenQuarantine, RetryQuarantined, SkipQuarantined;
+//     eventlite quarantine): a retried event is applied again on the
+//     runner's next pass (Consumer.ApplyRetries for a consumer).
+//   - WaitFor never waits in vain without saying so: it returns a
+//     *StuckError at once for a projection stopped on a quarantined event
+//     (ErrStopped), and for one whose runner's process is gone and whose
+//     lease nobody took over within a lease period (ErrOwnerGone).
+//   - A projection cannot declare a table named like one of eventlite's
+//     own (ErrReservedTable).
 //   - A hole in the global positions is passed and recorded, never waited
 //     for: with one SQLite writer it cannot fill later.
 //   - An external consumer never applies a duplicate (the inbox insert is

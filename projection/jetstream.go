@@ -127,6 +127,9 @@ func RunJetStream(ctx context.Context, js jetstream.JetStream, c *Consumer, opts
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && ctx.Err() == nil {
 			c.log.Debug("fetch ended", "error", err)
 		}
+		if _, err := c.ApplyRetries(ctx); err != nil && ctx.Err() == nil {
+			c.log.Warn("applying retried events failed", "error", err)
+		}
 		if time.Since(lastSweep) >= opts.SweepEvery {
 			lastSweep = time.Now()
 			if _, err := c.Sweep(ctx); err != nil && ctx.Err() == nil {
@@ -169,7 +172,7 @@ func (c *Consumer) handleMsg(ctx context.Context, m jetstream.Msg, opts JetStrea
 
 // quarantineRaw sets aside a message that could not be handled.
 func (c *Consumer) quarantineRaw(ctx context.Context, reason, id string, raw []byte, cause error, attempts int) error {
-	c.log.Warn("quarantining a message", "reason", reason, "id", id, "error", cause)
+	c.log.Warn("quarantining a message", "reason", reason, "id", id, "error", cause, "next", advice(c.opts.Name, id, cause, false))
 	return c.s.Update(ctx, func(tx *store.Tx) error {
 		return c.s.QuarantineTx(ctx, tx, store.Quarantined{
 			Consumer: c.opts.Name, Reason: reason, EventID: id, Event: raw, Error: cause.Error(), Attempts: attempts,

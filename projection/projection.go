@@ -68,6 +68,11 @@ func (tx *Tx) Table(name string) string {
 
 var nameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,62}$`)
 
+// ErrReservedTable: a projection declared a table whose name belongs to
+// eventlite (one of the tables or indexes its migrations create, in any
+// case) or to SQLite (sqlite_...). It is store.ErrReservedTable.
+var ErrReservedTable = store.ErrReservedTable
+
 // Validate checks the definition.
 func (p *Projection) Validate() error {
 	switch {
@@ -81,6 +86,9 @@ func (p *Projection) Validate() error {
 	for _, t := range p.Tables {
 		if !nameRE.MatchString(t.Name) || !strings.Contains(t.Schema, "{table}") {
 			return fmt.Errorf("projection %s: table %q needs a plain name and a Schema that uses {table}", p.Name, t.Name)
+		}
+		if store.ReservedName(t.Name) {
+			return fmt.Errorf("projection %s: table %q: %w: choose another name (prefix it with the projection's, say)", p.Name, t.Name, ErrReservedTable)
 		}
 	}
 	return nil

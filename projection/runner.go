@@ -35,8 +35,8 @@ type StoppedError struct {
 }
 
 func (e *StoppedError) Error() string {
-	return fmt.Sprintf("projection %s stopped at position %d (event %s) after %d attempts: %v; fix the handler and restart: it resumes at that event",
-		e.Projection, e.Position, e.EventID, e.Attempts, e.Err)
+	return fmt.Sprintf("projection %s stopped at position %d (event %s) after %d attempts: %v; %s",
+		e.Projection, e.Position, e.EventID, e.Attempts, e.Err, advice(e.Projection, e.EventID, e.Err, true))
 }
 
 // Unwrap lets errors.Is match ErrStopped and the handler's error.
@@ -221,6 +221,12 @@ func (r *Runner) follow(ctx context.Context, lease *store.Lease, live bool) erro
 			*lease, renewed = l, time.Now()
 		}
 		changed := r.s.Changed() // before reading, so no commit is missed
+		if err := r.retryPass(ctx, *lease); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
 		n, err := r.batch(ctx, *lease)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -327,7 +333,8 @@ func (r *Runner) batch(ctx context.Context, lease store.Lease) (int64, error) {
 				return err
 			}
 			if r.opts.OnError == Skip {
-				r.log.Error("skipping an event the handler keeps failing on; it is quarantined", "position", e.Position, "id", e.ID, "error", err)
+				r.log.Error("skipping an event the handler keeps failing on; it is quarantined", "position", e.Position, "id", e.ID, "error", err,
+					"next", advice(r.p.Name, e.ID, err, false))
 				continue
 			}
 			stopped = &StoppedError{Projection: r.p.Name, Position: e.Position, EventID: e.ID, Attempts: attempts, Err: err}
@@ -451,7 +458,8 @@ func (r *Runner) deliver(ctx context.Context, lease store.Lease, cp, next int64,
 		}
 		failures = append(failures, failure{e, err})
 		if r.opts.OnError == Skip {
-			r.log.Error("skipping an event the handler keeps failing on; it is quarantined", "position", e.Position, "id", e.ID, "error", err)
+			r.log.Error("skipping an event the handler keeps failing on; it is quarantined", "position", e.Position, "id", e.ID, "error", err,
+				"next", advice(r.p.Name, e.ID, err, false))
 			continue
 		}
 		stopped = &StoppedError{Projection: r.p.Name, Position: e.Position, EventID: e.ID, Attempts: r.opts.MaxAttempts, Err: err}

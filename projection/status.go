@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/eventlite/eventlite/store"
 )
@@ -11,7 +12,12 @@ import (
 // WaitFor returns once the projection's checkpoint has reached position
 // (read your writes: Append returns the position, the caller waits for the
 // read model to include it). It wakes on commits instead of sleeping, and
-// returns ctx's error when ctx ends first.
+// returns ctx's error when ctx ends first. It returns a *StuckError as soon
+// as the projection cannot get there without a person: stopped on a
+// quarantined event (at once, naming the event; errors.Is(err,
+// ErrStopped)), or its lease held by a process on this host that is gone,
+// once that lease expired and no runner took it over within one lease
+// period (errors.Is(err, ErrOwnerGone)).
 func WaitFor(ctx context.Context, s *store.Store, projection string, position int64) error {
 	for {
 		changed := s.Changed()
@@ -22,10 +28,30 @@ func WaitFor(ctx context.Context, s *store.Store, projection string, position in
 		if cp >= position {
 			return nil
 		}
+		se, recheck, err := stuck(ctx, s, projection, position, cp)
+		if err != nil {
+			return err
+		}
+		if se != nil {
+			return se
+		}
+		var ripe <-chan time.Time
+		var t *time.Timer
+		if recheck > 0 {
+			t = time.NewTimer(recheck)
+			ripe = t.C
+		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("wait for projection %s to reach position %d (at %d): %w", projection, position, cp, ctx.Err())
+			err = fmt.Errorf("wait for projection %s to reach position %d (at %d): %w", projection, position, cp, ctx.Err())
 		case <-changed:
+		case <-ripe:
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if err != nil {
+			return err
 		}
 	}
 }
@@ -44,6 +70,10 @@ const (
 	StatusIdle       = "idle"       // no runner
 	StatusStopped    = "stopped"    // halted on a quarantined event
 	StatusRebuilding = "rebuilding" // a replay is rebuilding it (it serves meanwhile)
+	// StatusOrphaned: its lease is held by a process on this host that is
+	// gone, the lease expired and no runner took it over within one lease
+	// period. Start a runner.
+	StatusOrphaned = "orphaned"
 )
 
 // Stats describe one projection.
@@ -98,6 +128,11 @@ func AllStats(ctx context.Context, s *store.Store) ([]Stats, error) {
 			st.Status = StatusRebuilding
 		case r.Status == store.ProjectionStopped:
 			st.Status = StatusStopped
+		case r.Orphaned:
+			st.Status = StatusOrphaned
+			if st.Detail == "" {
+				st.Detail = fmt.Sprintf("lease held by %s, a process on this host that is gone (expired %s ago): start a runner", r.LeaseOwner, r.LeaseExpiredFor.Round(time.Second))
+			}
 		case r.LeaseLive:
 			st.Status = StatusRunning
 		default:

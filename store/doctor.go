@@ -280,7 +280,7 @@ func (s *Store) diagnoseConsumers(ctx context.Context, o DiagnoseOptions, now ti
 		}
 		qf.add(id, e.CreatedAt)
 	}
-	emit(qf, "events set aside for a person (a handler kept failing, an event nobody can interpret, a gap that never filled): fix the cause; a stopped projection resumes at its event when restarted")
+	emit(qf, "events set aside for a person (a handler kept failing, an event nobody can interpret, a gap that never filled): fix the cause, then 'eventlite quarantine retry NAME EVENT-ID' (a stopped projection resumes at its event when restarted), or give the event up with 'eventlite quarantine skip NAME EVENT-ID'; 'eventlite quarantine list' shows them")
 	conflicts, err := s.Conflicts(ctx, "")
 	if err != nil {
 		return err
@@ -305,12 +305,17 @@ func (s *Store) diagnoseProjections(ctx context.Context, o DiagnoseOptions, now 
 	stopped := newFinding("projections_stopped", SeverityProblem, o.MaxIDs)
 	lagging := newFinding("projections_lagging", SeverityProblem, o.MaxIDs)
 	idle := newFinding("projections_idle", SeverityInfo, o.MaxIDs)
+	orphaned := newFinding("projections_orphaned", SeverityProblem, o.MaxIDs)
 	for _, r := range recs {
 		if r.Status == ProjectionStopped {
 			stopped.add(r.Name, r.UpdatedAt)
 			continue
 		}
 		if onDemand[r.Name] {
+			continue // its next reader takes an orphaned lease over
+		}
+		if r.Orphaned && r.Status != ProjectionRebuilding {
+			orphaned.add(r.Name+" ("+r.LeaseOwner+")", now.Add(-r.LeaseExpiredFor))
 			continue
 		}
 		var first sql.NullInt64
@@ -329,7 +334,8 @@ func (s *Store) diagnoseProjections(ctx context.Context, o DiagnoseOptions, now 
 			lagging.add(r.Name, at)
 		}
 	}
-	emit(stopped, "projections halted on a quarantined event: fix the handler and restart the runner; it resumes at that event")
+	emit(stopped, "projections halted on a quarantined event: fix the handler and restart the runner (it resumes at that event), or give the event up with 'eventlite quarantine skip NAME EVENT-ID'")
+	emit(orphaned, "projections whose lease is held by a process on this host that is gone, expired for over a lease period with no runner taking it over: start a runner")
 	emit(lagging, fmt.Sprintf("projections whose runner is more than %s behind the log: look at the runner's logs and load", o.ProjectionLag))
 	emit(idle, "projections behind the log with no runner holding their lease")
 	return nil

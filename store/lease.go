@@ -67,18 +67,18 @@ func (s *Store) AcquireLease(ctx context.Context, resource, owner string, ttl ti
 				return err
 			}
 			token = 1
-			_, err = s.wconn.ExecContext(ctx, `INSERT INTO leases (resource, owner, token, expires_at, acquired_at) VALUES (?, ?, ?, ?, ?)`,
-				resource, owner, token, now+ttl.Milliseconds(), now)
+			_, err = s.wconn.ExecContext(ctx, `INSERT INTO leases (resource, owner, token, expires_at, acquired_at, ttl_ms) VALUES (?, ?, ?, ?, ?, ?)`,
+				resource, owner, token, now+ttl.Milliseconds(), now, ttl.Milliseconds())
 		case err != nil:
 			return err
 		case curOwner == owner && exp > now:
-			_, err = s.wconn.ExecContext(ctx, `UPDATE leases SET expires_at = ? WHERE resource = ?`, now+ttl.Milliseconds(), resource)
+			_, err = s.wconn.ExecContext(ctx, `UPDATE leases SET expires_at = ?, ttl_ms = ? WHERE resource = ?`, now+ttl.Milliseconds(), ttl.Milliseconds(), resource)
 		case curOwner != "" && exp > now:
 			return &LeaseHeldError{Resource: resource, Owner: curOwner, ExpiresIn: time.Duration(exp-now) * time.Millisecond}
 		default:
 			token++
-			_, err = s.wconn.ExecContext(ctx, `UPDATE leases SET owner = ?, token = ?, expires_at = ?, acquired_at = ? WHERE resource = ?`,
-				owner, token, now+ttl.Milliseconds(), now, resource)
+			_, err = s.wconn.ExecContext(ctx, `UPDATE leases SET owner = ?, token = ?, expires_at = ?, acquired_at = ?, ttl_ms = ? WHERE resource = ?`,
+				owner, token, now+ttl.Milliseconds(), now, ttl.Milliseconds(), resource)
 		}
 		if err != nil {
 			return mapErr(err)
@@ -102,8 +102,8 @@ func (s *Store) RenewLease(ctx context.Context, l Lease) (Lease, error) {
 		if err := s.wconn.QueryRowContext(ctx, `SELECT `+nowMillis).Scan(&now); err != nil {
 			return err
 		}
-		res, err := s.wconn.ExecContext(ctx, `UPDATE leases SET expires_at = ? WHERE resource = ? AND owner = ? AND token = ?`,
-			now+l.TTL.Milliseconds(), l.Resource, l.Owner, l.Token)
+		res, err := s.wconn.ExecContext(ctx, `UPDATE leases SET expires_at = ?, ttl_ms = ? WHERE resource = ? AND owner = ? AND token = ?`,
+			now+l.TTL.Milliseconds(), l.TTL.Milliseconds(), l.Resource, l.Owner, l.Token)
 		if err != nil {
 			return mapErr(err)
 		}

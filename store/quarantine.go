@@ -32,6 +32,20 @@ type Quarantined struct {
 	Evidence   string // JSON object
 	CreatedAt  time.Time
 	ResolvedAt time.Time // zero while open
+	// LastFailedAt is when the event last failed (CreatedAt at first).
+	LastFailedAt time.Time
+	// RetryRequestedAt is set while a retry is asked for and not yet made.
+	RetryRequestedAt time.Time
+	// Resolution says how a resolved entry ended: applied (a restarted
+	// runner applied it), retried (a requested retry applied it),
+	// skipped, or, for consumers, stale or deferred.
+	Resolution string
+	// Kind is "projection" when Consumer names a projection the store
+	// knows, "consumer" otherwise (filled by QuarantinedEvents).
+	Kind string
+	// Type is the event's type when its JSON says (filled by
+	// QuarantinedEvents).
+	Type string
 }
 
 // QuarantineTx records q inside an Update closure. An open entry for the
@@ -44,11 +58,12 @@ func (s *Store) QuarantineTx(ctx context.Context, tx *Tx, q Quarantined) error {
 	if q.Evidence == "" {
 		q.Evidence = "{}"
 	}
-	_, err := s.wconn.ExecContext(ctx, `INSERT INTO quarantine (consumer, reason, tenant, subject, version, position, event_id, event, error, attempts, evidence, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	_, err := s.wconn.ExecContext(ctx, `INSERT INTO quarantine (consumer, reason, tenant, subject, version, position, event_id, event, error, attempts, evidence, created_at, last_failed_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (consumer, tenant, event_id, position) WHERE resolved_at IS NULL
-		DO UPDATE SET reason = excluded.reason, error = excluded.error, attempts = quarantine.attempts + excluded.attempts, evidence = excluded.evidence`,
-		q.Consumer, q.Reason, q.Tenant, q.Subject, q.Version, q.Position, q.EventID, q.Event, q.Error, q.Attempts, q.Evidence, tx.now)
+		DO UPDATE SET reason = excluded.reason, error = excluded.error, attempts = quarantine.attempts + excluded.attempts, evidence = excluded.evidence,
+			last_failed_at = excluded.last_failed_at, retry_requested_at = NULL`,
+		q.Consumer, q.Reason, q.Tenant, q.Subject, q.Version, q.Position, q.EventID, q.Event, q.Error, q.Attempts, q.Evidence, tx.now, tx.now)
 	if err != nil {
 		return fmt.Errorf("quarantine %s event %q: %w", q.Consumer, q.EventID, mapErr(err))
 	}
@@ -61,7 +76,7 @@ func (s *Store) ResolveQuarantineTx(ctx context.Context, tx *Tx, consumer string
 	if err := tx.check(s); err != nil {
 		return err
 	}
-	_, err := s.wconn.ExecContext(ctx, `UPDATE quarantine SET resolved_at = ? WHERE consumer = ? AND resolved_at IS NULL
+	_, err := s.wconn.ExecContext(ctx, `UPDATE quarantine SET resolved_at = ?, resolution = 'applied', retry_requested_at = NULL WHERE consumer = ? AND resolved_at IS NULL
 		AND ((? > 0 AND position = ?) OR (? = 0 AND event_id = ?))`, tx.now, consumer, position, position, position, eventID)
 	return mapErr(err)
 }
@@ -74,31 +89,11 @@ type QuarantineFilter struct {
 
 // QuarantinedEvents lists quarantine entries, oldest first.
 func (s *Store) QuarantinedEvents(ctx context.Context, f QuarantineFilter) ([]Quarantined, error) {
-	q := `SELECT id, consumer, reason, tenant, subject, version, position, event_id, event, error, attempts, evidence, created_at, COALESCE(resolved_at, 0)
-		FROM quarantine WHERE (? = '' OR consumer = ?)`
+	q := quarantineColumns + ` WHERE (? = '' OR consumer = ?)`
 	if f.Open {
 		q += ` AND resolved_at IS NULL`
 	}
-	rows, err := s.rdb.QueryContext(ctx, q+` ORDER BY id`, f.Consumer, f.Consumer)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	defer rows.Close()
-	var out []Quarantined
-	for rows.Next() {
-		var e Quarantined
-		var created, resolved int64
-		if err := rows.Scan(&e.ID, &e.Consumer, &e.Reason, &e.Tenant, &e.Subject, &e.Version, &e.Position, &e.EventID, &e.Event,
-			&e.Error, &e.Attempts, &e.Evidence, &created, &resolved); err != nil {
-			return nil, err
-		}
-		e.CreatedAt = time.Unix(0, created).UTC()
-		if resolved != 0 {
-			e.ResolvedAt = time.Unix(0, resolved).UTC()
-		}
-		out = append(out, e)
-	}
-	return out, mapErr(rows.Err())
+	return s.scanQuarantine(s.rdb.QueryContext(ctx, q+` ORDER BY id`, f.Consumer, f.Consumer))
 }
 
 // Projection statuses kept in the store. "running" and "idle" are not
@@ -131,7 +126,23 @@ type ProjectionRecord struct {
 	LeaseOwner  string
 	LeaseLive   bool // a runner holds an unexpired lease
 	UpdatedAt   time.Time
+	// LeaseExpiredFor is how long ago the lease expired, by SQLite's
+	// clock (negative while it lasts; 0 without a lease owner).
+	LeaseExpiredFor time.Duration
+	// LeaseTTL is the period the lease's holder took it for
+	// (DefaultLeasePeriod when the file does not record it).
+	LeaseTTL time.Duration
+	// OwnerGone: the lease owner is a process on this host that no longer
+	// runs (see OwnerGone).
+	OwnerGone bool
+	// Orphaned: the owner is gone, its lease expired, and no runner took
+	// the lease over within one lease period. Someone must start a runner.
+	Orphaned bool
 }
+
+// DefaultLeasePeriod stands for the lease period of a lease row written
+// before eventlite recorded it.
+const DefaultLeasePeriod = 15 * time.Second
 
 // Projections lists the projections the store knows (those that ever ran).
 func (s *Store) Projections(ctx context.Context) ([]ProjectionRecord, error) {
@@ -156,7 +167,8 @@ func (s *Store) projections(ctx context.Context, name string) ([]ProjectionRecor
 	rows, err := s.rdb.QueryContext(ctx, `SELECT p.name, p.status, p.detail, p.updated_at,
 		COALESCE((SELECT position FROM checkpoints c WHERE c.name = p.name), 0),
 		(SELECT count(*) FROM quarantine q WHERE q.consumer = p.name AND q.resolved_at IS NULL),
-		COALESCE(l.owner, ''), COALESCE(l.owner != '' AND l.expires_at > `+nowMillis+`, 0)
+		COALESCE(l.owner, ''), COALESCE(l.owner != '' AND l.expires_at > `+nowMillis+`, 0),
+		COALESCE(`+nowMillis+` - l.expires_at, 0), COALESCE(l.ttl_ms, 0)
 		FROM projections p LEFT JOIN leases l ON l.resource = 'projection:' || p.name
 		WHERE ?1 = '' OR p.name = ?1
 		ORDER BY p.name`, name)
@@ -167,11 +179,20 @@ func (s *Store) projections(ctx context.Context, name string) ([]ProjectionRecor
 	var out []ProjectionRecord
 	for rows.Next() {
 		var r ProjectionRecord
-		var updated int64
-		if err := rows.Scan(&r.Name, &r.Status, &r.Detail, &updated, &r.Checkpoint, &r.Quarantined, &r.LeaseOwner, &r.LeaseLive); err != nil {
+		var updated, expiredFor, ttl int64
+		if err := rows.Scan(&r.Name, &r.Status, &r.Detail, &updated, &r.Checkpoint, &r.Quarantined, &r.LeaseOwner, &r.LeaseLive,
+			&expiredFor, &ttl); err != nil {
 			return nil, err
 		}
 		r.UpdatedAt = time.Unix(0, updated).UTC()
+		if r.LeaseOwner != "" {
+			r.LeaseExpiredFor, r.LeaseTTL = time.Duration(expiredFor)*time.Millisecond, time.Duration(ttl)*time.Millisecond
+			if r.LeaseTTL <= 0 {
+				r.LeaseTTL = DefaultLeasePeriod
+			}
+			r.OwnerGone = OwnerGone(r.LeaseOwner)
+			r.Orphaned = r.OwnerGone && r.LeaseExpiredFor >= r.LeaseTTL
+		}
 		out = append(out, r)
 	}
 	return out, mapErr(rows.Err())

@@ -187,11 +187,17 @@ var ErrReservedTable = errors.New("table belongs to eventlite")
 var (
 	reservedOnce sync.Once
 	reserved     map[string]bool
-	createRE     = regexp.MustCompile(`(?i)CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?["\x60\[]?([A-Za-z_][A-Za-z0-9_]*)`)
+	createRE     = regexp.MustCompile(`(?i)CREATE\s+(?:UNIQUE\s+)?(?:TABLE|INDEX|VIEW|TRIGGER)\s+(?:IF\s+NOT\s+EXISTS\s+)?["\x60\[]?([A-Za-z_][A-Za-z0-9_]*)`)
 )
 
-// reservedTable reports whether name is one of the tables the store's
-// migrations create (or an SQLite internal table).
+// ReservedName reports whether name, in any case, is one of the tables,
+// indexes, views or triggers eventlite's migrations create, or starts
+// with sqlite_. Read models must not use such a name.
+func ReservedName(name string) bool { return reservedTable(name) }
+
+// reservedTable reports whether name is one of the tables (or indexes,
+// views, triggers) the store's migrations create, or an SQLite internal
+// name.
 func reservedTable(name string) bool {
 	reservedOnce.Do(func() {
 		reserved = map[string]bool{}

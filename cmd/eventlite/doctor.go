@@ -23,8 +23,10 @@ outbox rows unpublished longer than --outbox-age once a relay has run (before
 any relay ran, pending rows are information), dead letters and the streams they
 park, effects UNKNOWN or EXECUTING longer than --executing-age, expired leases
 with work waiting behind them, deferred outside events older than
---deferral-age, quarantined events, version conflicts, projections stopped on a
-quarantined event or more than --projection-lag behind while a runner holds
+--deferral-age, quarantined events (see 'eventlite quarantine'), version
+conflicts, projections stopped on a quarantined event, orphaned (their lease
+held by a process on this host that is gone, with no runner taking over), or
+more than --projection-lag behind while a runner holds
 their lease (a projection with no runner is information; catalog is brought up
 to date on demand and does not count), global-position holes and per-stream
 version gaps. With --deep it also dry-runs a rebuild of each projection this

@@ -93,7 +93,7 @@ var exitCodes = []struct {
 	{exitUsage, "usage: unknown command or flag, malformed flag value, wrong arguments"},
 	{exitConflict, "version conflict: the stream is not at the --expected version"},
 	{exitInvalid, "invalid input: a malformed event, data or stream id, or a reused event id; or a database file\n     eventlite will not use as it is: not an eventlite database, a newer schema, an older schema\n     for a command that only reads (run 'eventlite migrate'), another user's file it would lock out"},
-	{exitNotFound, "not found: the stream (or the JetStream stream, or the dead letter, or the database file) does not exist"},
+	{exitNotFound, "not found: the stream (or the JetStream stream, the dead letter, the quarantined event or its projection or consumer, or the database file) does not exist"},
 	{exitIncomplete, "work remains or needs a person: the job was interrupted before it finished"},
 	{exitBusy, "busy: the database stayed locked past the timeout; retry"},
 }
@@ -117,7 +117,7 @@ type runner interface {
 	run(ctx context.Context, c *cli, args []string) error
 }
 
-var commands = []*command{appendCommand, readCommand, tailCommand, streamsCommand, projectionsCommand, replayCommand, catalogCommand, relayCommand, dlqCommand, doctorCommand, migrateCommand, demoCommand, versionCommand}
+var commands = []*command{appendCommand, readCommand, tailCommand, streamsCommand, projectionsCommand, replayCommand, catalogCommand, relayCommand, dlqCommand, quarantineCommand, doctorCommand, migrateCommand, demoCommand, versionCommand}
 
 func lookup(name string) *command {
 	for _, cmd := range commands {
@@ -386,7 +386,7 @@ func writeHelp(w io.Writer) error {
 	writeGlobalFlags(&b)
 	b.WriteString("Flags and arguments may come in any order; use -- before an argument\nthat starts with -.\n\n")
 	b.WriteString("Commands that only read (read, tail without --follow, streams, projections,\n" +
-		"dlq list, doctor without --deep, version) never create, migrate or convert the\n" +
+		"dlq list, quarantine list, doctor without --deep, version) never create, migrate or convert the\n" +
 		"database file; 'eventlite migrate' or a command that writes upgrades it. A file\n" +
 		"that is not an eventlite database is refused by every command and left as it is.\n\n")
 	b.WriteString("Exit codes:\n")

@@ -17,7 +17,10 @@ var projectionsCommand = &command{
 	about: `Lists the projections the store knows (those that ever ran or were
 rebuilt): a table of NAME, CHECKPOINT, HEAD, LAG (positions behind the
 head) and STATUS (running: a runner holds it; idle; stopped: halted on a
-quarantined event; rebuilding: a replay is running); with --json, one
+quarantined event, see 'eventlite quarantine'; rebuilding: a replay is
+running; orphaned: its lease is held by a process on this host that is
+gone and no runner took it over within a lease period after it expired:
+start a runner); with --json, one
 object per line, positions as strings:
   {"name":"catalog","checkpoint":"120","head":"123","lag":3,"status":"idle","quarantined":0}`,
 	new: func() runner { return projectionsCmd{} },

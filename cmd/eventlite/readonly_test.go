@@ -27,6 +27,7 @@ var readCommands = [][]string{
 	{"streams"},
 	{"projections"},
 	{"dlq", "list"},
+	{"quarantine", "list"},
 	{"doctor"},
 }
 
@@ -108,6 +109,7 @@ func TestEveryCommandRefusesForeignFile(t *testing.T) {
 		[]string{"append", "s", "--type", "t"},
 		[]string{"tail", "--follow"},
 		[]string{"dlq", "retry", "--all"},
+		[]string{"quarantine", "skip", "p", "e"},
 		[]string{"doctor", "--deep"},
 		[]string{"catalog"},
 		[]string{"catalog", "--follow"},
