@@ -92,7 +92,7 @@ var exitCodes = []struct {
 	{exitInternal, "internal error"},
 	{exitUsage, "usage: unknown command or flag, malformed flag value, wrong arguments"},
 	{exitConflict, "version conflict: the stream is not at the --expected version"},
-	{exitInvalid, "invalid input: a malformed event, data or stream id, or a reused event id"},
+	{exitInvalid, "invalid input: a malformed event, data or stream id, or a reused event id; backup: DEST exists (without --force); restore: the database has events (without --force), or SRC is not an eventlite database or fails its checks"},
 	{exitNotFound, "not found: the stream (or the JetStream stream, or the dead letter) does not exist"},
 	{exitIncomplete, "work remains or needs a person: the job was interrupted before it finished"},
 	{exitBusy, "busy: the database stayed locked past the timeout; retry"},
@@ -117,7 +117,7 @@ type runner interface {
 	run(ctx context.Context, c *cli, args []string) error
 }
 
-var commands = []*command{appendCommand, readCommand, tailCommand, streamsCommand, projectionsCommand, replayCommand, catalogCommand, relayCommand, dlqCommand, doctorCommand, demoCommand, versionCommand}
+var commands = []*command{appendCommand, readCommand, tailCommand, streamsCommand, projectionsCommand, replayCommand, catalogCommand, relayCommand, dlqCommand, doctorCommand, backupCommand, restoreCommand, demoCommand, versionCommand}
 
 func lookup(name string) *command {
 	for _, cmd := range commands {
