@@ -210,7 +210,9 @@ func (r *copyReporter) finish() {
 	}
 }
 
-func seconds(d time.Duration) float64 { return float64(d.Round(time.Millisecond)) / float64(time.Second) }
+func seconds(d time.Duration) float64 {
+	return float64(d.Round(time.Millisecond)) / float64(time.Second)
+}
 
 // size prints a byte count for people.
 func size(n int64) string {
