@@ -47,6 +47,11 @@ type RestoreOptions struct {
 	// BusyTimeout is how long the restore waits for the target's write
 	// lock before it gives up with ErrBusy. Default 5s.
 	BusyTimeout time.Duration
+	// MinSequence raises the restored position sequence to at least this
+	// value (the next append gets a position above it), besides the old
+	// target's: for a target that is lost, set it to the highest position
+	// consumers have seen. Default 0.
+	MinSequence int64
 }
 
 // Backup and restore phases, as BackupProgress.Phase reports them.
@@ -242,7 +247,7 @@ func Restore(ctx context.Context, src, target string, opts *RestoreOptions) (res
 	}
 	res.PreviousEvents, res.PreviousSequence = prev.events, prev.sequence
 	report(o.Progress, PhaseVerify, 0, 0, 0)
-	got, err := verifyRestored(ctx, targetAbs, snap, prev, o.BusyTimeout)
+	got, err := verifyRestored(ctx, targetAbs, snap, prev, o)
 	if err != nil {
 		return res, err
 	}
@@ -354,7 +359,7 @@ func restoreInto(ctx context.Context, tmp, target string, snap fileFacts, o Rest
 			_ = b.Finish()
 			return &TargetNotEmptyError{Path: target, Events: prev.events, HeadPosition: prev.head}
 		}
-		if floor := max(prev.sequence, prev.head); floor > snap.sequence {
+		if floor := max(prev.sequence, prev.head, o.MinSequence); floor > snap.sequence {
 			// Nothing is copied yet; the backup starts over at its next
 			// step when its source changed, so it copies this too.
 			if err := raiseSequence(ctx, tmp, snap.head, floor); err != nil {
@@ -566,13 +571,13 @@ func verifyCopy(ctx context.Context, path string, want fileFacts, full bool) (fi
 
 // verifyRestored reads the restored target back: it holds the snapshot's
 // events, and its sequence is at least the old target's.
-func verifyRestored(ctx context.Context, target string, snap, prev fileFacts, busy time.Duration) (fileFacts, error) {
-	got, err := readTarget(ctx, target, busy)
+func verifyRestored(ctx context.Context, target string, snap, prev fileFacts, o RestoreOptions) (fileFacts, error) {
+	got, err := readTarget(ctx, target, o.BusyTimeout)
 	if err != nil {
 		return got, err
 	}
 	want := snap
-	want.sequence = max(snap.sequence, prev.sequence, prev.head)
+	want.sequence = max(snap.sequence, prev.sequence, prev.head, o.MinSequence)
 	if got.version != want.version || got.events != want.events || got.head != want.head || got.sequence < want.sequence {
 		return got, &BackupCheckError{Path: target, Problems: []string{fmt.Sprintf(
 			"after the restore it holds %d events up to position %d (sequence %d, schema %d); want %d up to %d (sequence at least %d, schema %d)",

@@ -626,6 +626,14 @@ func TestRestore(t *testing.T) {
 		}
 		restored(t, target, res, 0)
 	})
+	t.Run("min sequence", func(t *testing.T) {
+		target := newTarget(t, -1)
+		res, err := store.Restore(ctx, backup, target, &store.RestoreOptions{MinSequence: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		restored(t, target, res, 1000)
+	})
 	t.Run("empty store", func(t *testing.T) {
 		target := newTarget(t, 0)
 		res, err := store.Restore(ctx, backup, target, nil)

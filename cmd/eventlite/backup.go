@@ -45,7 +45,7 @@ var restoreCommand = &command{
 	name:    "restore",
 	args:    []string{"SRC"},
 	summary: "replace the database with the backup SRC, in place",
-	usage:   "eventlite restore SRC [--force] [--json]",
+	usage:   "eventlite restore SRC [--force] [--min-sequence N] [--json]",
 	about: `Replaces the database (--db) with the eventlite database SRC (a file that
 eventlite backup wrote, or any eventlite database).
 
@@ -61,7 +61,9 @@ API in one transaction: processes that have the database open see the restored
 content at their next read (the file is never renamed over). A database that
 does not exist is created. Positions the old database had handed out are never
 handed out again: the next append gets a position above all of them (the gap
-is recorded; doctor reports it as information).
+is recorded; doctor reports it as information); --min-sequence N raises that
+floor to N too (for a database that is lost: the highest position its
+consumers have seen).
 
 With --json, one object: {"path","source","events","streams","head_position",
 "sequence","previous_events","previous_sequence","bytes","seconds"}, positions
@@ -101,10 +103,14 @@ func (b *backupCmd) run(ctx context.Context, c *cli, args []string) error {
 	return err
 }
 
-type restoreCmd struct{ force bool }
+type restoreCmd struct {
+	force       bool
+	minSequence countFlag
+}
 
 func (r *restoreCmd) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&r.force, "force", false, "replace a database that has events")
+	fs.Var(&r.minSequence, "min-sequence", "the next append gets a position above `N` too (for a lost database: the highest position consumers saw)")
 }
 
 // restoreJSON is restore's --json output.
@@ -123,7 +129,7 @@ type restoreJSON struct {
 
 func (r *restoreCmd) run(ctx context.Context, c *cli, args []string) error {
 	rep := newCopyReporter(c, "restore")
-	res, err := store.Restore(ctx, args[0], c.global.db, &store.RestoreOptions{Force: r.force, Progress: rep.progress})
+	res, err := store.Restore(ctx, args[0], c.global.db, &store.RestoreOptions{Force: r.force, MinSequence: int64(r.minSequence), Progress: rep.progress})
 	rep.finish()
 	if err != nil {
 		return backupError(err)
