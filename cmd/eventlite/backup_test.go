@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -171,26 +174,66 @@ func TestRestoreCommand(t *testing.T) {
 		t.Errorf("restore from a missing file: exit %d; want 5", r.code)
 	}
 
-	// The target's write lock held elsewhere: exit 7, unchanged.
-	ldb, err := sql.Open("sqlite", "file:"+target+"?_txlock=immediate")
+	// Another process holds the target's write lock: exit 7, unchanged.
+	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ldb.Close()
-	tx, err := ldb.Begin()
+	cmd := exec.Command(exe, "-test.run=^TestLockHelperProcess$", "-test.count=1", "-test.timeout=2m")
+	cmd.Env = append(os.Environ(), "EVENTLITE_LOCK_DB="+target)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); line != "LOCKED\n" {
+		t.Fatalf("lock child said %q (%v)", line, err)
 	}
 	before = readBytes(t, target)
 	r = run(t, "", "restore", backup, "--db", target, "--force")
-	_ = tx.Rollback()
-	if r.code != exitBusy {
-		t.Errorf("restore while the write lock is held: exit %d, stderr %q; want 7", r.code, r.stderr)
+	if r.code != exitBusy || !strings.Contains(r.stderr, "write lock") {
+		t.Errorf("restore while another process holds the write lock: exit %d, stderr %q; want 7", r.code, r.stderr)
 	}
 	if readBytes(t, target) != before {
 		t.Errorf("the locked target changed")
 	}
+	_ = stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("lock child: %v", err)
+	}
 	checkInvariants(t, target)
+}
+
+// TestLockHelperProcess is not a test: it is the body of the child process
+// that TestRestoreCommand starts to hold a database's write lock
+// (BEGIN IMMEDIATE) until its stdin closes. Without EVENTLITE_LOCK_DB it
+// returns at once.
+func TestLockHelperProcess(t *testing.T) {
+	path := os.Getenv("EVENTLITE_LOCK_DB")
+	if path == "" {
+		return
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?_txlock=immediate&_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("LOCKED")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	_ = tx.Rollback()
+	_ = db.Close()
+	os.Exit(0)
 }
 
 func TestBackupHelp(t *testing.T) {
