@@ -761,3 +761,54 @@ func TestRestore(t *testing.T) {
 		}
 	})
 }
+
+// TestRestoreOlderSchema restores a backup of a schema-4 file (built from
+// the first four migration files, without position_holes): it is restored
+// as it is, and the next Open migrates it like any file.
+func TestRestoreOlderSchema(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	old := filepath.Join(dir, "old.db")
+	var stmts []string
+	for _, name := range []string{"0001_event_log.sql", "0002_operations_snapshots.sql", "0003_leases_checkpoints.sql", "0004_outbox_relay.sql"} {
+		b, err := os.ReadFile(filepath.Join("migrations", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stmts = append(stmts, string(b))
+	}
+	stmts = append(stmts, "PRAGMA user_version = 4", "PRAGMA journal_mode = WAL")
+	for i := 1; i <= 5; i++ {
+		stmts = append(stmts,
+			fmt.Sprintf(`INSERT INTO events (tenant, stream_id, version, event_id, type, source, time, content_type, data, recorded_at)
+				VALUES ('default', 'old-1', %d, 'old-%d', 'old.happened', '/old', 1, 'application/json', '{}', 1)`, i, i),
+			fmt.Sprintf(`INSERT INTO outbox (position) VALUES (%d)`, i))
+	}
+	stmts = append(stmts, `INSERT INTO streams (tenant, stream_id, version, created_at, updated_at) VALUES ('default', 'old-1', 5, 1, 1)`)
+	rawExec(t, old, stmts...)
+	backup := filepath.Join(dir, "old-backup.db")
+	if _, err := store.Backup(ctx, old, backup, nil); err != nil {
+		t.Fatalf("backup of a schema-4 file: %v", err)
+	}
+	if v := rawQueryString(t, old, "PRAGMA user_version"); v != "4" {
+		t.Fatalf("the backup changed its source's schema to %s", v)
+	}
+	target := filepath.Join(dir, "target.db")
+	res, err := store.Restore(ctx, backup, target, nil)
+	if err != nil {
+		t.Fatalf("restore of a schema-4 backup: %v", err)
+	}
+	if res.SchemaVersion != 4 || res.Events != 5 {
+		t.Errorf("result %+v, want schema 4, 5 events", res)
+	}
+	if v := rawQueryString(t, target, "PRAGMA user_version"); v != "4" {
+		t.Fatalf("restored schema %s, want 4 (as it was)", v)
+	}
+	got := readLog(t, target) // Open migrates it
+	if len(got) != 5 || got["default/old-5"].Version != 5 {
+		t.Errorf("restored log %v", got)
+	}
+	if v := rawQueryString(t, target, "PRAGMA user_version"); v != strconv.Itoa(store.SchemaVersion()) {
+		t.Errorf("after Open: schema %s, want %d", v, store.SchemaVersion())
+	}
+}
