@@ -42,6 +42,9 @@ const (
 //	backup: backs up EVENTLITE_BACKUP_SRC to EVENTLITE_BACKUP_DEST one page
 //	        per step, says STEP after the first step and then waits on
 //	        stdin forever (the parent kills it there).
+//	restore: restores EVENTLITE_BACKUP_SRC into EVENTLITE_BACKUP_DEST with
+//	        Force, one page per step, and stops after the first page copied
+//	        into the target as backup does.
 func TestBackupHelperProcess(t *testing.T) {
 	switch os.Getenv(envBackupHelper) {
 	case "":
@@ -74,6 +77,21 @@ func TestBackupHelperProcess(t *testing.T) {
 			},
 		})
 		helperFail("backup returned: %v", err)
+	case "restore":
+		first := true
+		_, err := store.Restore(context.Background(), os.Getenv(envBackupSrc), os.Getenv(envBackupDest), &store.RestoreOptions{
+			Force:        true,
+			PagesPerStep: 1,
+			Progress: func(p store.BackupProgress) {
+				if p.Phase == store.PhaseRestore && first {
+					first = false
+					fmt.Println("STEP")
+					_, _ = io.Copy(io.Discard, os.Stdin)
+					select {} // the parent kills us here
+				}
+			},
+		})
+		helperFail("restore returned: %v", err)
 	default:
 		helperFail("unknown %s %q", envBackupHelper, os.Getenv(envBackupHelper))
 	}
@@ -463,9 +481,24 @@ func TestBackupDest(t *testing.T) {
 	if b, _ := os.ReadFile(dest); string(b) != "precious" {
 		t.Fatalf("the refused destination changed: %q", b)
 	}
-	res, err := store.Backup(ctx, src, dest, &store.BackupOptions{Force: true})
+	var progress []store.BackupProgress
+	res, err := store.Backup(ctx, src, dest, &store.BackupOptions{Force: true, PagesPerStep: 2,
+		Progress: func(p store.BackupProgress) { progress = append(progress, p) }})
 	if err != nil {
 		t.Fatalf("Backup --force: %v", err)
+	}
+	// Progress: copy steps with pages growing to the total, then verify.
+	if n := len(progress); n < 3 || progress[n-1].Phase != store.PhaseVerify {
+		t.Fatalf("progress %+v: want copy steps, then verify", progress)
+	}
+	last := progress[len(progress)-2]
+	if last.Phase != store.PhaseCopy || last.Pages != last.TotalPages || last.TotalPages*last.PageSize != res.Bytes {
+		t.Errorf("last copy progress %+v; the backup has %d bytes", last, res.Bytes)
+	}
+	for i := 1; i < len(progress)-1; i++ {
+		if progress[i].Pages <= progress[i-1].Pages {
+			t.Errorf("progress went from %+v to %+v", progress[i-1], progress[i])
+		}
 	}
 	if res.Events != 30 || res.HeadPosition != 30 || res.Streams != 3 || res.Bytes <= 0 || res.Path != dest {
 		t.Errorf("result %+v", res)
@@ -535,6 +568,31 @@ func TestBackupKilled(t *testing.T) {
 	}
 	if got := readLog(t, dest); len(got) != 200 {
 		t.Errorf("copy holds %d events, want 200", len(got))
+	}
+}
+
+// TestRestoreKilled kills a restore process after it copied the first page
+// into the target, under the target's write lock: the target, reopened,
+// holds its old events, all of them and nothing else.
+func TestRestoreKilled(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "live.db")
+	fillStore(t, src, "new", 300)
+	backup := filepath.Join(dir, "backup.db")
+	if _, err := store.Backup(context.Background(), src, backup, nil); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(dir, "target.db")
+	fillStore(t, target, "old", 40)
+	want := readLog(t, target)
+	cmd, _, out := startBackupChild(t, "restore", envBackupSrc+"="+backup, envBackupDest+"="+target)
+	expectLine(t, out, "STEP")
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if diff := cmp.Diff(want, readLog(t, target)); diff != "" {
+		t.Fatalf("after kill -9 in the middle of a restore the target changed (-before +after):\n%s", diff)
 	}
 }
 
