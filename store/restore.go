@@ -174,8 +174,18 @@ func restoreInto(ctx context.Context, tmp, target string, snap fileFacts, o Rest
 	}
 	defer conn.Close()
 	var mode string
+	var pageSize int64
 	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
 		return prev, fmt.Errorf("restore into %s: %w", target, mapErr(err))
+	}
+	if err := conn.QueryRowContext(ctx, "PRAGMA page_size").Scan(&pageSize); err != nil {
+		return prev, fmt.Errorf("restore into %s: %w", target, mapErr(err))
+	}
+	if strings.EqualFold(mode, "wal") && pageSize != snap.pageSize {
+		// SQLite's backup API cannot change the page size of a database
+		// in WAL mode.
+		return prev, fmt.Errorf("restore into %s: its pages are %d bytes and the backup's %d, which a restore in place cannot change; it was left unchanged: "+
+			"restore into a new file (--db NEW), then move that into place while no process has the database open", target, pageSize, snap.pageSize)
 	}
 	err = conn.Raw(func(dc any) error {
 		r, ok := dc.(interface {

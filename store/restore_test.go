@@ -244,6 +244,18 @@ func TestRestore(t *testing.T) {
 		})
 	}
 
+	t.Run("target with another page size", func(t *testing.T) {
+		target := filepath.Join(t.TempDir(), "target.db")
+		rawExec(t, target, "PRAGMA page_size = 8192", "PRAGMA journal_mode = WAL", "CREATE TABLE other (x)", "INSERT INTO other VALUES (1)")
+		before := dirDigest(t, filepath.Dir(target))
+		_, err := store.Restore(ctx, backup, target, &store.RestoreOptions{Force: true})
+		if err == nil || !strings.Contains(err.Error(), "8192") {
+			t.Fatalf("Restore into a WAL file of 8 KiB pages: %v, want an error naming the page sizes", err)
+		}
+		if diff := cmp.Diff(before, dirDigest(t, filepath.Dir(target))); diff != "" {
+			t.Fatalf("the target changed (-before +after):\n%s", diff)
+		}
+	})
 	t.Run("target locked by another process", func(t *testing.T) {
 		target := newTarget(t, 7)
 		before := fileBytes(t, target)
