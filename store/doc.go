@@ -34,4 +34,10 @@
 // Update closures join the same groups, each under its own savepoint. Every write transaction is BEGIN
 // IMMEDIATE. Other processes meet through SQLite's lock and busy_timeout;
 // a lock held past the timeout is ErrBusy, which is retryable.
+//
+// Backup copies a live file consistently (SQLite's backup API in one read
+// transaction), verifies the copy and only then renames it into place;
+// Restore copies a checked backup into a file in place, under its write
+// lock, keeping the position sequence above every position the old file
+// handed out (backup.go).
 package store

@@ -350,11 +350,22 @@ func (s *Store) diagnoseLog(ctx context.Context, o DiagnoseOptions, emit func(*f
 	if err != nil {
 		return err
 	}
+	restored, err := s.restoreGaps(ctx)
+	if err != nil {
+		return err
+	}
 	hf := newFinding("position_holes", SeverityProblem, o.MaxIDs)
+	rf := newFinding("position_holes_restore", SeverityInfo, o.MaxIDs)
 	for _, h := range holes {
-		hf.add(strconv.FormatInt(h.From, 10)+"-"+strconv.FormatInt(h.To, 10), time.Time{})
+		id := strconv.FormatInt(h.From, 10) + "-" + strconv.FormatInt(h.To, 10)
+		if coveredBy(h, restored) {
+			rf.add(id, time.Time{})
+		} else {
+			hf.add(id, time.Time{})
+		}
 	}
 	emit(hf, "global positions missing between stored events: nothing in eventlite deletes events, so the file was changed behind its back; restore it from a backup")
+	emit(rf, "positions the file had handed out before it was restored from an older backup: they are never used again")
 	gaps := newFinding("stream_version_gaps", SeverityProblem, o.MaxIDs)
 	err = s.eachRow(ctx, func(r *sql.Rows) error {
 		var tenant, stream string

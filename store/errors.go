@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/eventlite/eventlite/envelope"
 )
@@ -80,3 +81,49 @@ type InvariantError struct {
 func (e *InvariantError) Error() string {
 	return fmt.Sprintf("%d store invariant(s) broken: %q", len(e.Problems), e.Problems)
 }
+
+// Errors of Backup and Restore (and ErrNotEventlite, in readonly.go).
+// The CLI maps all of them to exit 4.
+var (
+	// ErrBackupInvalid: a file to restore from, or a copy just made,
+	// fails a backup's checks (integrity_check, the store's invariants,
+	// the head and event count of the snapshot). Permanent: restore
+	// another backup; a live store that fails them needs eventlite doctor.
+	ErrBackupInvalid = errors.New("the database fails a backup's checks")
+	// ErrDestExists: the backup's destination exists. Pass Force (the
+	// CLI's --force) to replace it, or choose another path.
+	ErrDestExists = errors.New("backup destination exists")
+	// ErrTargetNotEmpty: the database a restore would replace has
+	// events. Pass Force (--force) to replace them.
+	ErrTargetNotEmpty = errors.New("restore target has events")
+)
+
+// BackupCheckError lists what a backup's checks found wrong in a file.
+// errors.Is(err, ErrBackupInvalid) holds for it.
+type BackupCheckError struct {
+	Path     string
+	Problems []string
+}
+
+func (e *BackupCheckError) Error() string {
+	return fmt.Sprintf("%v: %s: %s", ErrBackupInvalid, e.Path, strings.Join(e.Problems, "; "))
+}
+
+// Unwrap lets errors.Is(err, ErrBackupInvalid) match.
+func (e *BackupCheckError) Unwrap() error { return ErrBackupInvalid }
+
+// TargetNotEmptyError: a restore refused to replace a database with
+// events. errors.Is(err, ErrTargetNotEmpty) holds for it.
+type TargetNotEmptyError struct {
+	Path         string
+	Events       int64
+	HeadPosition int64
+}
+
+func (e *TargetNotEmptyError) Error() string {
+	return fmt.Sprintf("%v: %s holds %d events (head position %d); it was left unchanged: pass --force (RestoreOptions.Force) to replace them",
+		ErrTargetNotEmpty, e.Path, e.Events, e.HeadPosition)
+}
+
+// Unwrap lets errors.Is(err, ErrTargetNotEmpty) match.
+func (e *TargetNotEmptyError) Unwrap() error { return ErrTargetNotEmpty }

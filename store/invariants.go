@@ -2,16 +2,39 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"strings"
 )
 
 // CheckInvariants scans the whole file and reports every broken invariant
 // of the log in an *InvariantError: versions 1..n without gap per stream,
 // each stream's recorded version equal to its newest event, one outbox row
 // per event, positions increasing with versions inside a stream, no hole
-// in the global positions, and SQLite's own integrity check. It reads
+// in the global positions (but for the positions a restore left unused:
+// see Restore), and SQLite's own integrity check. It reads
 // everything: use it in tests and reconciliation, not on a hot path.
 func (s *Store) CheckInvariants(ctx context.Context) error {
+	problems, err := invariantProblems(ctx, s.rdb)
+	if err != nil {
+		return err
+	}
+	if len(problems) > 0 {
+		return &InvariantError{Problems: problems}
+	}
+	return nil
+}
+
+// queryer is what invariantProblems reads through: the store's read pool,
+// or one connection to a file that is not open as a Store (a backup).
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// invariantProblems runs CheckInvariants' checks through q and returns
+// what is broken, one line per kind.
+func invariantProblems(ctx context.Context, q queryer) ([]string, error) {
 	checks := []struct {
 		what  string
 		query string
@@ -31,37 +54,42 @@ func (s *Store) CheckInvariants(ctx context.Context) error {
 			WHERE b.position <= a.position`},
 		{"holes in the global positions", `SELECT COUNT(*) FROM events a
 			WHERE a.position > (SELECT MIN(position) FROM events)
-			AND NOT EXISTS (SELECT 1 FROM events b WHERE b.position = a.position - 1)`},
+			AND NOT EXISTS (SELECT 1 FROM events b WHERE b.position = a.position - 1)` + restoreGapClause},
+	}
+	// A file older than the position_holes table has no restore gaps.
+	var holesTable int
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'position_holes'`).Scan(&holesTable); err != nil {
+		return nil, fmt.Errorf("check invariants: %w", mapErr(err))
+	}
+	if holesTable == 0 {
+		checks[len(checks)-1].query = strings.TrimSuffix(checks[len(checks)-1].query, restoreGapClause)
 	}
 	var problems []string
 	for _, c := range checks {
 		var n int64
-		if err := s.rdb.QueryRowContext(ctx, c.query).Scan(&n); err != nil {
-			return fmt.Errorf("check invariants: %w", mapErr(err))
+		if err := q.QueryRowContext(ctx, c.query).Scan(&n); err != nil {
+			return nil, fmt.Errorf("check invariants: %w", mapErr(err))
 		}
 		if n > 0 {
 			problems = append(problems, fmt.Sprintf("%d %s", n, c.what))
 		}
 	}
-	rows, err := s.rdb.QueryContext(ctx, `PRAGMA integrity_check`)
+	rows, err := q.QueryContext(ctx, `PRAGMA integrity_check`)
 	if err != nil {
-		return fmt.Errorf("check invariants: %w", mapErr(err))
+		return nil, fmt.Errorf("check invariants: %w", mapErr(err))
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var msg string
 		if err := rows.Scan(&msg); err != nil {
-			return err
+			return nil, err
 		}
 		if msg != "ok" {
 			problems = append(problems, "integrity_check: "+msg)
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return err
+		return nil, mapErr(err)
 	}
-	if len(problems) > 0 {
-		return &InvariantError{Problems: problems}
-	}
-	return nil
+	return problems, nil
 }

@@ -92,7 +92,7 @@ var exitCodes = []struct {
 	{exitInternal, "internal error"},
 	{exitUsage, "usage: unknown command or flag, malformed flag value, wrong arguments"},
 	{exitConflict, "version conflict: the stream is not at the --expected version"},
-	{exitInvalid, "invalid input: a malformed event, data or stream id, or a reused event id; or a database file\n     eventlite will not use as it is: not an eventlite database, a newer schema, an older schema\n     for a command that only reads (run 'eventlite migrate'), another user's file it would lock out"},
+	{exitInvalid, "invalid input: a malformed event, data or stream id, or a reused event id; or a database file\n     eventlite will not use as it is: not an eventlite database, a newer schema, an older schema\n     for a command that only reads (run 'eventlite migrate'), another user's file it would lock out;\n     backup: DEST exists (without --force); restore: the database has events (without --force),\n     or SRC is not an eventlite database or fails its checks"},
 	{exitNotFound, "not found: the stream (or the JetStream stream, the dead letter, the quarantined event or its projection or consumer, or the database file) does not exist"},
 	{exitIncomplete, "work remains or needs a person: the job was interrupted before it finished"},
 	{exitBusy, "busy: the database stayed locked past the timeout; retry"},
@@ -117,7 +117,7 @@ type runner interface {
 	run(ctx context.Context, c *cli, args []string) error
 }
 
-var commands = []*command{appendCommand, readCommand, tailCommand, streamsCommand, projectionsCommand, replayCommand, catalogCommand, relayCommand, dlqCommand, quarantineCommand, doctorCommand, migrateCommand, demoCommand, versionCommand}
+var commands = []*command{appendCommand, readCommand, tailCommand, streamsCommand, projectionsCommand, replayCommand, catalogCommand, relayCommand, dlqCommand, quarantineCommand, doctorCommand, backupCommand, restoreCommand, migrateCommand, demoCommand, versionCommand}
 
 func lookup(name string) *command {
 	for _, cmd := range commands {

@@ -118,6 +118,8 @@ func TestEveryCommandRefusesForeignFile(t *testing.T) {
 		[]string{"relay", "--to", "stdout", "--once"},
 		[]string{"relay", "--to", "stdout"},
 		[]string{"migrate"},
+		[]string{"backup"},
+		[]string{"restore"},
 	)
 	for _, args := range commands {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
@@ -125,6 +127,16 @@ func TestEveryCommandRefusesForeignFile(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "app.db")
 			rawSQL(t, db, "PRAGMA journal_mode=WAL", "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)",
 				"INSERT INTO users (name) VALUES ('ada')")
+			switch args[0] {
+			case "backup": // to another directory, so that only db's is compared
+				args = append(args, filepath.Join(t.TempDir(), "copy.db"))
+			case "restore": // a good backup over the foreign file
+				src := filepath.Join(t.TempDir(), "good.db")
+				if r := run(t, "", "append", "s", "--type", "t", "--data", "{}", "--db", src); r.code != 0 {
+					t.Fatalf("append: %+v", r)
+				}
+				args = append(args, src, "--force")
+			}
 			before := stateOf(t, db)
 			// Bounded: a follow that accepted the file would run on.
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)

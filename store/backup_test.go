@@ -1,0 +1,576 @@
+package store_test
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/store"
+)
+
+// The backup tests' own child processes (the append children come from
+// process_test.go): this test binary re-executed with
+// -test.run=^TestBackupHelperProcess$ and EVENTLITE_BACKUP_HELPER naming
+// what the child does.
+const (
+	envBackupHelper = "EVENTLITE_BACKUP_HELPER" // lock | backup
+	envBackupSrc    = "EVENTLITE_BACKUP_SRC"
+	envBackupDest   = "EVENTLITE_BACKUP_DEST"
+)
+
+// TestBackupHelperProcess is not a test: it is the body of the child
+// processes below. Without EVENTLITE_BACKUP_HELPER it returns at once.
+//
+//	lock:   takes the write lock of EVENTLITE_DB (BEGIN IMMEDIATE), says
+//	        LOCKED, and holds it until its stdin closes.
+//	backup: backs up EVENTLITE_BACKUP_SRC to EVENTLITE_BACKUP_DEST one page
+//	        per step, says STEP after the first step and then waits on
+//	        stdin forever (the parent kills it there).
+//	restore: restores EVENTLITE_BACKUP_SRC into EVENTLITE_BACKUP_DEST with
+//	        Force, one page per step, and stops after the first page copied
+//	        into the target as backup does.
+func TestBackupHelperProcess(t *testing.T) {
+	switch os.Getenv(envBackupHelper) {
+	case "":
+		return
+	case "lock":
+		db, err := sql.Open("sqlite", "file:"+os.Getenv(envDB)+"?_txlock=immediate&_pragma=busy_timeout(5000)")
+		if err != nil {
+			helperFail("open: %v", err)
+		}
+		tx, err := db.Begin()
+		if err != nil {
+			helperFail("begin immediate: %v", err)
+		}
+		fmt.Println("LOCKED")
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		_ = tx.Rollback()
+		_ = db.Close()
+		os.Exit(0)
+	case "backup":
+		first := true
+		_, err := store.Backup(context.Background(), os.Getenv(envBackupSrc), os.Getenv(envBackupDest), &store.BackupOptions{
+			PagesPerStep: 1,
+			Progress: func(p store.BackupProgress) {
+				if p.Phase == store.PhaseCopy && first {
+					first = false
+					fmt.Println("STEP")
+					_, _ = io.Copy(io.Discard, os.Stdin)
+					select {} // the parent kills us here
+				}
+			},
+		})
+		helperFail("backup returned: %v", err)
+	case "restore":
+		first := true
+		_, err := store.Restore(context.Background(), os.Getenv(envBackupSrc), os.Getenv(envBackupDest), &store.RestoreOptions{
+			Force:        true,
+			PagesPerStep: 1,
+			Progress: func(p store.BackupProgress) {
+				if p.Phase == store.PhaseRestore && first {
+					first = false
+					fmt.Println("STEP")
+					_, _ = io.Copy(io.Discard, os.Stdin)
+					select {} // the parent kills us here
+				}
+			},
+		})
+		helperFail("restore returned: %v", err)
+	default:
+		helperFail("unknown %s %q", envBackupHelper, os.Getenv(envBackupHelper))
+	}
+}
+
+// startBackupChild starts a backup helper child; it is killed at the end
+// of the test if it still runs.
+func startBackupChild(t *testing.T, helper string, env ...string) (*exec.Cmd, io.WriteCloser, *bufio.Reader) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^TestBackupHelperProcess$", "-test.count=1", "-test.timeout=5m")
+	cmd.Env = append(append(os.Environ(), envBackupHelper+"="+helper), env...)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd, stdin, bufio.NewReader(out)
+}
+
+// expectLine reads the child's next line and fails unless it is want.
+func expectLine(t *testing.T, r *bufio.Reader, want string) {
+	t.Helper()
+	line, err := r.ReadString('\n')
+	if strings.TrimSpace(line) != want {
+		t.Fatalf("child said %q (%v), want %s", line, err, want)
+	}
+}
+
+// fillStore creates a store at path with n events in streams of up to 10
+// and closes it. Event ids start with prefix.
+func fillStore(t testing.TB, path, prefix string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := store.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i += 10 {
+		evs := make([]envelope.Event, min(10, n-i))
+		for j := range evs {
+			evs[j] = envelope.Event{ID: fmt.Sprintf("%s-%d", prefix, i+j), Source: "/test/backup", Type: "backup.filled",
+				Data: fmt.Appendf(nil, `{"i":%d,"pad":"%s"}`, i+j, strings.Repeat("x", 200))}
+		}
+		if _, err := s.Append(ctx, "default", fmt.Sprintf("%s-stream-%d", prefix, i/10), store.NoStream, evs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// logEvent is an event as a file holds it.
+type logEvent struct {
+	Stream            string
+	Position, Version int64
+}
+
+// readLog opens the store at path and returns every event by
+// tenant/id, after checking the store's invariants.
+func readLog(t *testing.T, path string) map[string]logEvent {
+	t.Helper()
+	ctx := context.Background()
+	s, err := store.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatalf("open %s: %v", path, err)
+	}
+	defer s.Close()
+	if err := s.CheckInvariants(ctx); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	out := map[string]logEvent{}
+	for e, err := range s.ReadAll(ctx, store.ReadAllOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[e.Tenant+"/"+e.ID] = logEvent{Stream: e.Stream, Position: e.Position, Version: e.StreamVersion}
+	}
+	return out
+}
+
+// ackedAppend is one acknowledged append: its events as the store
+// placed them.
+type ackedAppend struct {
+	keys   []string // tenant/id
+	events []logEvent
+}
+
+// appendLedger collects acknowledged appends from goroutines and
+// children; changed is signalled (without blocking) at every one.
+type appendLedger struct {
+	mu      sync.Mutex
+	appends []ackedAppend
+	byChild map[int]int
+	local   int
+	changed chan struct{}
+}
+
+func (l *appendLedger) add(a ackedAppend, child int) {
+	l.mu.Lock()
+	l.appends = append(l.appends, a)
+	if child >= 0 {
+		l.byChild[child]++
+	} else {
+		l.local++
+	}
+	l.mu.Unlock()
+	select {
+	case l.changed <- struct{}{}:
+	default:
+	}
+}
+
+// waitFor waits until cond holds over the ledger (checked at every ack).
+func (l *appendLedger) waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	timeout := time.After(2 * time.Minute)
+	for {
+		l.mu.Lock()
+		ok := cond()
+		l.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-l.changed:
+		case <-timeout:
+			t.Fatalf("no progress for 2 minutes waiting for %s", what)
+		}
+	}
+}
+
+func (l *appendLedger) snapshot() []ackedAppend {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]ackedAppend(nil), l.appends...)
+}
+
+// TestBackupUnderLoad backs up a store while 8 goroutines of this process
+// and 2 other processes append to it, batches of several events among
+// them. The copy must open, pass CheckInvariants and Diagnose, hold every
+// append acknowledged before Backup was called where it was acknowledged,
+// hold no part of a batch without the rest, and match what Backup reported.
+func TestBackupUnderLoad(t *testing.T) {
+	ctx := context.Background()
+	seed := testSeed(t)
+	prefill := 3000
+	if testing.Short() {
+		prefill = 400
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "live.db")
+	dest := filepath.Join(dir, "backup", "copy.db")
+	if err := os.Mkdir(filepath.Dir(dest), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fillStore(t, path, "pre", prefill)
+	s, err := store.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	l := &appendLedger{byChild: map[int]int{}, changed: make(chan struct{}, 1)}
+	// Two children append from two goroutines each, until they are killed.
+	const children = 2
+	cs := make([]*procChild, children)
+	for i := range cs {
+		cs[i] = startProcChild(t, "append", envDB+"="+path, envChild+"="+strconv.Itoa(i),
+			envAppends+"=1000000", envChildSeed+"="+strconv.FormatUint(seed+uint64(i), 10))
+	}
+	var readers sync.WaitGroup
+	for i, c := range cs {
+		if line, ok := procNextLine(t, c); !ok || line != "READY" {
+			t.Fatalf("child %d: first line %q, want READY; stderr:\n%s", i, line, c.stop())
+		}
+		if _, err := io.WriteString(c.stdin, "go\n"); err != nil {
+			t.Fatal(err)
+		}
+		readers.Go(func() {
+			for line := range c.lines {
+				kind, m := procParse(t, line)
+				if kind != "ACK" {
+					continue
+				}
+				var a ackedAppend
+				for _, e := range m.Events {
+					a.keys = append(a.keys, m.Tenant+"/"+e.ID)
+					a.events = append(a.events, logEvent{Stream: m.Stream, Position: e.Position, Version: e.Version})
+				}
+				l.add(a, i)
+			}
+		})
+	}
+
+	// Eight goroutines append batches of 1-4 events to their own streams.
+	const workers = 8
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for w := range workers {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(seed, uint64(100+w)))
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				stream := fmt.Sprintf("local-%d-%d", w, i%5)
+				evs := make([]envelope.Event, 1+r.IntN(4))
+				for j := range evs {
+					evs[j] = envelope.Event{ID: fmt.Sprintf("l%d-%d-%d", w, i, j), Source: "/test/backup", Type: "backup.appended",
+						Data: fmt.Appendf(nil, `{"w":%d,"i":%d,"j":%d}`, w, i, j)}
+				}
+				res, err := s.Append(ctx, "default", stream, store.Any, evs...)
+				if err != nil {
+					failed.Store(err)
+					return
+				}
+				var a ackedAppend
+				for _, e := range res.Events {
+					a.keys = append(a.keys, "default/"+e.ID)
+					a.events = append(a.events, logEvent{Stream: stream, Position: e.Position, Version: e.StreamVersion})
+				}
+				l.add(a, -1)
+			}
+		})
+	}
+	stopAll := func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+		wg.Wait()
+		for _, c := range cs {
+			_ = c.cmd.Process.Kill()
+		}
+		readers.Wait()
+		for _, c := range cs {
+			_ = c.wait()
+		}
+	}
+	defer stopAll()
+
+	l.waitFor(t, "appends from every appender", func() bool {
+		return l.local >= 4*workers && l.byChild[0] >= 3 && l.byChild[1] >= 3
+	})
+	before := l.snapshot()
+	var during struct{ local, child0, child1 int }
+	first := true
+	res, err := store.Backup(ctx, path, dest, &store.BackupOptions{
+		PagesPerStep: 4,
+		Progress: func(p store.BackupProgress) {
+			if p.Phase != store.PhaseCopy || !first {
+				return
+			}
+			first = false
+			// The copy has begun: let every appender commit more before it
+			// goes on, so the backup really runs beside them.
+			l.mu.Lock()
+			during.local, during.child0, during.child1 = l.local, l.byChild[0], l.byChild[1]
+			l.mu.Unlock()
+			l.waitFor(t, "appends during the backup", func() bool {
+				return l.local > during.local+workers && l.byChild[0] > during.child0 && l.byChild[1] > during.child1
+			})
+		},
+	})
+	if err != nil {
+		t.Fatalf("Backup: %v", err)
+	}
+	stopAll()
+	if err, _ := failed.Load().(error); err != nil {
+		t.Fatalf("an appender failed: %v", err)
+	}
+	all := l.snapshot()
+	t.Logf("backup of %d events (head %d, %d bytes) in %v; %d appends acknowledged before it began, %d by the end",
+		res.Events, res.HeadPosition, res.Bytes, res.Elapsed.Round(time.Millisecond), len(before), len(all))
+
+	// The copy opens and passes doctor.
+	cp, err := store.Open(ctx, dest, nil)
+	if err != nil {
+		t.Fatalf("open the copy: %v", err)
+	}
+	if err := cp.CheckInvariants(ctx); err != nil {
+		t.Errorf("copy: %v", err)
+	}
+	findings, err := cp.Diagnose(ctx, store.DiagnoseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range findings {
+		if f.Severity == store.SeverityProblem {
+			t.Errorf("doctor finds a problem in the copy: %+v", f)
+		}
+	}
+	if h, err := cp.Head(ctx); err != nil || h != res.HeadPosition {
+		t.Errorf("copy head %d (%v), Backup reported %d", h, err, res.HeadPosition)
+	}
+	if err := cp.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := readLog(t, dest)
+	if int64(len(got)) != res.Events {
+		t.Errorf("the copy holds %d events, Backup reported %d", len(got), res.Events)
+	}
+	if want := int64(prefill); res.Events < want+int64(len(before)) {
+		t.Errorf("Backup reported %d events, fewer than the %d filled plus %d appends acknowledged before", res.Events, want, len(before))
+	}
+	for _, a := range before {
+		for i, k := range a.keys {
+			if e, ok := got[k]; !ok || e != a.events[i] {
+				t.Errorf("append acknowledged before the backup: %s at %+v; the copy has %+v (present %v)", k, a.events[i], e, ok)
+			}
+		}
+	}
+	whole, none := 0, 0
+	for _, a := range all {
+		present := 0
+		for i, k := range a.keys {
+			if e, ok := got[k]; ok {
+				present++
+				if e != a.events[i] {
+					t.Errorf("%s acknowledged at %+v, the copy has %+v", k, a.events[i], e)
+				}
+			}
+		}
+		switch present {
+		case len(a.keys):
+			whole++
+		case 0:
+			none++
+		default:
+			t.Errorf("the copy holds %d of the %d events of one append (%v): a batch is all or nothing", present, len(a.keys), a.keys)
+		}
+	}
+	// Every event the goroutines appended is explained by an acknowledged
+	// append (they all returned before the check).
+	acked := map[string]bool{}
+	for _, a := range all {
+		for _, k := range a.keys {
+			acked[k] = true
+		}
+	}
+	for k := range got {
+		if strings.HasPrefix(k, "default/l") && !acked[k] {
+			t.Errorf("the copy holds %s, which no append acknowledged", k)
+		}
+	}
+	t.Logf("appends in the copy: %d whole, %d after the snapshot", whole, none)
+	if none == 0 {
+		t.Errorf("no append was acknowledged after the snapshot: the backup did not run beside the appenders")
+	}
+}
+
+// TestBackupDest: an existing destination is refused without Force and
+// left as it was, replaced with it; the source itself and a directory are
+// refused always; a missing source is ErrNotFound.
+func TestBackupDest(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "live.db")
+	fillStore(t, src, "a", 30)
+	dest := filepath.Join(dir, "copy.db")
+	if err := os.WriteFile(dest, []byte("precious"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Backup(ctx, src, dest, nil); !errors.Is(err, store.ErrDestExists) {
+		t.Fatalf("Backup over an existing file: %v, want ErrDestExists", err)
+	}
+	if b, _ := os.ReadFile(dest); string(b) != "precious" {
+		t.Fatalf("the refused destination changed: %q", b)
+	}
+	var progress []store.BackupProgress
+	res, err := store.Backup(ctx, src, dest, &store.BackupOptions{Force: true, PagesPerStep: 2,
+		Progress: func(p store.BackupProgress) { progress = append(progress, p) }})
+	if err != nil {
+		t.Fatalf("Backup --force: %v", err)
+	}
+	// Progress: copy steps with pages growing to the total, then verify.
+	if n := len(progress); n < 3 || progress[n-1].Phase != store.PhaseVerify {
+		t.Fatalf("progress %+v: want copy steps, then verify", progress)
+	}
+	last := progress[len(progress)-2]
+	if last.Phase != store.PhaseCopy || last.Pages != last.TotalPages || last.TotalPages*last.PageSize != res.Bytes {
+		t.Errorf("last copy progress %+v; the backup has %d bytes", last, res.Bytes)
+	}
+	for i := 1; i < len(progress)-1; i++ {
+		if progress[i].Pages <= progress[i-1].Pages {
+			t.Errorf("progress went from %+v to %+v", progress[i-1], progress[i])
+		}
+	}
+	if res.Events != 30 || res.HeadPosition != 30 || res.Streams != 3 || res.Bytes <= 0 || res.Path != dest {
+		t.Errorf("result %+v", res)
+	}
+	if got := readLog(t, dest); len(got) != 30 {
+		t.Errorf("copy holds %d events, want 30", len(got))
+	}
+	for _, bad := range []string{src, dir} {
+		if _, err := store.Backup(ctx, src, bad, &store.BackupOptions{Force: true}); !errors.Is(err, store.ErrDestExists) {
+			t.Errorf("Backup to %s: %v, want ErrDestExists", bad, err)
+		}
+	}
+	if _, err := store.Backup(ctx, filepath.Join(dir, "missing.db"), filepath.Join(dir, "x.db"), nil); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Backup of a missing file: %v, want ErrNotFound", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "missing.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Backup of a missing file created it")
+	}
+	// Nothing is left behind: no temporary file, no -wal or -shm beside
+	// the source (read through a connection of its own) or the backup (a
+	// rollback-journal file).
+	var names []string
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if diff := cmp.Diff([]string{"copy.db", "live.db"}, names); diff != "" {
+		t.Errorf("files after the backups (-want +got):\n%s", diff)
+	}
+}
+
+// TestBackupKilled kills a backup process after its first page: no file
+// exists at the destination (the copy is written under a temporary name
+// and renamed only once verified), and a new backup then succeeds.
+func TestBackupKilled(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "live.db")
+	fillStore(t, src, "k", 200)
+	dest := filepath.Join(dir, "copy.db")
+	cmd, _, out := startBackupChild(t, "backup", envBackupSrc+"="+src, envBackupDest+"="+dest)
+	expectLine(t, out, "STEP")
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if _, err := os.Stat(dest); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("after kill -9 in the middle of the copy, %s exists (%v)", dest, err)
+	}
+	var partial []string
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.Contains(e.Name(), ".eventlite-backup-") {
+			partial = append(partial, e.Name())
+		}
+	}
+	if len(partial) == 0 {
+		t.Errorf("no temporary file found: was the child killed in the middle of the copy?")
+	}
+	t.Logf("the killed backup left %v", partial)
+	// The partial copy does not pass as a backup: restoring from it is
+	// refused.
+	for _, p := range partial {
+		target := filepath.Join(dir, "target-"+p+".db")
+		if _, err := store.Restore(ctx, filepath.Join(dir, p), target, nil); err == nil {
+			t.Errorf("a restore from the partial copy %s succeeded", p)
+		}
+	}
+	if _, err := store.Backup(ctx, src, dest, nil); err != nil {
+		t.Fatalf("backup after the killed one: %v", err)
+	}
+	if got := readLog(t, dest); len(got) != 200 {
+		t.Errorf("copy holds %d events, want 200", len(got))
+	}
+}

@@ -1,0 +1,376 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+)
+
+// RestoreOptions configures Restore. nil means the defaults.
+type RestoreOptions struct {
+	// Force replaces a target that has events. Default false: such a
+	// target is refused with ErrTargetNotEmpty and left unchanged.
+	Force bool
+	// Progress, when set, is called after every step of the two copies
+	// (the source to a temporary file beside the target, then that file
+	// into the target) and when a check starts.
+	Progress func(BackupProgress)
+	// PagesPerStep: as BackupOptions'. Default 1024.
+	PagesPerStep int
+	// BusyTimeout is how long the restore waits for the target's write
+	// lock before it gives up with ErrBusy. Default 5s.
+	BusyTimeout time.Duration
+	// MinSequence raises the restored position sequence to at least this
+	// value (the next append gets a position above it), besides the old
+	// target's: for a target that is lost, set it to the highest position
+	// consumers have seen. Default 0.
+	MinSequence int64
+}
+
+// RestoreResult describes what Restore did.
+type RestoreResult struct {
+	BackupResult
+	Source string // the absolute path of the file restored from
+	// Previous describes the target as it was (zero values when it did
+	// not exist or had no eventlite schema).
+	PreviousEvents   int64
+	PreviousSequence int64
+}
+
+func (o *RestoreOptions) withDefaults() RestoreOptions {
+	var c RestoreOptions
+	if o != nil {
+		c = *o
+	}
+	c.PagesPerStep, c.BusyTimeout = stepDefaults(c.PagesPerStep, c.BusyTimeout)
+	return c
+}
+
+// Restore replaces the database at target with the eventlite database at
+// src, through SQLite's backup API: every process that has target open
+// sees the restored content at its next transaction (target is never
+// renamed over, so no process is left holding a replaced file).
+//
+// It first checks src (read without changing it): an eventlite database
+// of a schema this binary knows (an older one is restored as it is, and
+// migrated by the next Open that writes), integrity_check ok, the store's
+// invariants holding. A src that fails is refused — ErrNotEventlite,
+// ErrSchemaTooNew or ErrBackupInvalid — before target is touched. The
+// checked snapshot is copied to a temporary file beside target. Then
+// Restore takes target's write lock and holds it to the end (ErrBusy when
+// another process holds it past opts.BusyTimeout; target unchanged), reads
+// what target holds under the lock, refuses a target with events unless
+// opts.Force (ErrTargetNotEmpty; unchanged), raises the copy's position
+// sequence to at least target's, so that no position target handed out is
+// ever handed out again, and copies the pages in, committing once. A
+// target that does not exist is created.
+func Restore(ctx context.Context, src, target string, opts *RestoreOptions) (res RestoreResult, err error) {
+	o := opts.withDefaults()
+	start := time.Now()
+	srcAbs, targetAbs, err := absPaths(src, target)
+	if err != nil {
+		return res, err
+	}
+	if srcAbs == targetAbs || sameFile(srcAbs, targetAbs) {
+		return res, &BackupCheckError{Path: srcAbs, Problems: []string{"it is the restore's target itself: name another file to restore from"}}
+	}
+	if fi, err := os.Stat(targetAbs); err == nil && fi.IsDir() {
+		return res, fmt.Errorf("restore: target %s is a directory: name the database file", targetAbs)
+	}
+	snap, tmp, err := copySource(ctx, srcAbs, targetAbs, o)
+	if err != nil {
+		return res, err
+	}
+	defer removeDB(tmp)
+	res.Source = srcAbs
+	prev, err := restoreInto(ctx, tmp, targetAbs, snap, o)
+	if err != nil {
+		return res, err
+	}
+	res.PreviousEvents, res.PreviousSequence = prev.events, prev.sequence
+	report(o.Progress, PhaseVerify, 0, 0, 0)
+	got, err := verifyRestored(ctx, targetAbs, snap, prev, o)
+	if err != nil {
+		return res, err
+	}
+	res.BackupResult = got.result(targetAbs, start)
+	return res, nil
+}
+
+// copySource checks src inside one read transaction and copies that
+// snapshot to a temporary file beside target, verified, in
+// rollback-journal mode. The caller removes the file.
+func copySource(ctx context.Context, src, target string, o RestoreOptions) (fileFacts, string, error) {
+	db, conn, err := openSource(ctx, src, o.BusyTimeout)
+	if err != nil {
+		return fileFacts{}, "", err
+	}
+	defer db.Close()
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
+		return fileFacts{}, "", fmt.Errorf("restore from %s: %w", src, mapErr(err))
+	}
+	defer func() { _, _ = conn.ExecContext(context.Background(), "ROLLBACK") }()
+	report(o.Progress, PhaseCheck, 0, 0, 0)
+	snap, err := checkFile(ctx, conn, src)
+	if err != nil {
+		return fileFacts{}, "", err
+	}
+	tmp, err := tempBeside(target, "restore")
+	if err != nil {
+		return fileFacts{}, "", err
+	}
+	if err := copyPages(ctx, conn, tmp, o.PagesPerStep, PhaseCopy, o.Progress); err != nil {
+		removeDB(tmp)
+		return fileFacts{}, "", fmt.Errorf("restore from %s: copy: %w", src, err)
+	}
+	_, _ = conn.ExecContext(ctx, "ROLLBACK")
+	// The copy is the checked snapshot page for page: compare what it
+	// holds with the snapshot rather than checking it all again.
+	if _, err := verifyCopy(ctx, tmp, snap, false); err != nil {
+		removeDB(tmp)
+		return fileFacts{}, "", err
+	}
+	return snap, tmp, nil
+}
+
+// restoreInto copies the database file tmp into target with the backup
+// API, holding target's write lock from before it reads target's state
+// until the copy commits. It returns what target held before.
+func restoreInto(ctx context.Context, tmp, target string, snap fileFacts, o RestoreOptions) (prev fileFacts, err error) {
+	_, statErr := os.Stat(target)
+	created := errors.Is(statErr, fs.ErrNotExist)
+	// Read what target holds before the lock too: a target in
+	// rollback-journal mode cannot be read while the restore holds its
+	// lock (a target in WAL mode, as every eventlite store, is read again
+	// under the lock below).
+	if !created {
+		if prev, err = readTarget(ctx, target, o.BusyTimeout); err != nil {
+			return prev, err
+		}
+	}
+	db, err := sql.Open("sqlite", fileURI(target, "_pragma=busy_timeout("+millis(o.BusyTimeout)+")", "_pragma=synchronous(FULL)"))
+	if err != nil {
+		return prev, err
+	}
+	db.SetMaxOpenConns(1)
+	defer db.Close()
+	defer func() {
+		if err != nil && created {
+			_ = db.Close()
+			removeDB(target)
+		}
+	}()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return prev, fmt.Errorf("restore into %s: %w", target, mapErr(err))
+	}
+	defer conn.Close()
+	var mode string
+	var pageSize int64
+	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return prev, fmt.Errorf("restore into %s: %w", target, mapErr(err))
+	}
+	if err := conn.QueryRowContext(ctx, "PRAGMA page_size").Scan(&pageSize); err != nil {
+		return prev, fmt.Errorf("restore into %s: %w", target, mapErr(err))
+	}
+	if strings.EqualFold(mode, "wal") && pageSize != snap.pageSize {
+		// SQLite's backup API cannot change the page size of a database
+		// in WAL mode.
+		return prev, fmt.Errorf("restore into %s: its pages are %d bytes and the backup's %d, which a restore in place cannot change; it was left unchanged: "+
+			"restore into a new file (--db NEW), then move that into place while no process has the database open", target, pageSize, snap.pageSize)
+	}
+	err = conn.Raw(func(dc any) error {
+		r, ok := dc.(interface {
+			NewRestore(string) (*sqlite.Backup, error)
+		})
+		if !ok {
+			return fmt.Errorf("restore: the SQLite driver has no backup API (%T)", dc)
+		}
+		b, err := r.NewRestore(fileURI(tmp))
+		if err != nil {
+			return fmt.Errorf("restore into %s: %w", target, mapErr(err))
+		}
+		// Step 0 copies nothing: it takes target's write lock, which the
+		// backup holds until the copy commits or Finish rolls it back.
+		if _, err := b.Step(0); err != nil {
+			_ = b.Finish()
+			if isBusy(err) {
+				return fmt.Errorf("%w: restore into %s: another process holds its write lock (%v); it was left unchanged: stop the process that writes to it, or retry",
+					ErrBusy, target, err)
+			}
+			return fmt.Errorf("restore into %s: %w", target, err)
+		}
+		if strings.EqualFold(mode, "wal") {
+			if prev, err = readTarget(ctx, target, o.BusyTimeout); err != nil {
+				_ = b.Finish()
+				return err
+			}
+		}
+		if prev.events > 0 && !o.Force {
+			_ = b.Finish()
+			return &TargetNotEmptyError{Path: target, Events: prev.events, HeadPosition: prev.head}
+		}
+		if floor := max(prev.sequence, prev.head, o.MinSequence); floor > snap.sequence {
+			// Nothing is copied yet; the backup starts over at its next
+			// step when its source changed, so it copies this too.
+			if err := raiseSequence(ctx, tmp, snap.head, floor); err != nil {
+				_ = b.Finish()
+				return err
+			}
+		}
+		total, pageSize := int64(0), snap.pageSize
+		for {
+			if err := ctx.Err(); err != nil {
+				_ = b.Finish()
+				return err
+			}
+			more, err := b.Step(int32(o.PagesPerStep))
+			if err != nil {
+				_ = b.Finish()
+				return fmt.Errorf("restore into %s: %w", target, mapErr(err))
+			}
+			if n := int64(b.PageCount()); n > 0 {
+				total = n
+			}
+			done := total - int64(b.Remaining())
+			if !more {
+				done = total
+			}
+			report(o.Progress, PhaseRestore, done, total, pageSize)
+			if !more {
+				break
+			}
+		}
+		if err := b.Finish(); err != nil {
+			return fmt.Errorf("restore into %s: %w", target, mapErr(err))
+		}
+		return nil
+	})
+	return prev, err
+}
+
+// raiseSequence sets the events table's AUTOINCREMENT sequence in the
+// database file path to floor, and records the positions above head up to
+// floor as a hole left by a restore (in a file that has the
+// position_holes table), so that readers pass it and doctor knows it.
+func raiseSequence(ctx context.Context, path string, head, floor int64) error {
+	db, err := sql.Open("sqlite", fileURI(path))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	_, err = tx.ExecContext(ctx, `UPDATE sqlite_sequence SET seq = max(seq, ?1) WHERE name = 'events';
+		INSERT INTO sqlite_sequence (name, seq) SELECT 'events', ?1 WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'events')`, floor)
+	if err != nil {
+		return fmt.Errorf("restore: keep the position sequence at %d: %w", floor, err)
+	}
+	var holes int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'position_holes'`).Scan(&holes); err != nil {
+		return err
+	}
+	if holes > 0 {
+		_, err = tx.ExecContext(ctx, `INSERT INTO position_holes (from_position, to_position, detected_by, detected_at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (from_position) DO UPDATE SET to_position = max(to_position, excluded.to_position), detected_by = excluded.detected_by`,
+			head+1, floor, HoleRestore, time.Now().UnixNano())
+		if err != nil {
+			return fmt.Errorf("restore: record the positions %d-%d as a restore's hole: %w", head+1, floor, err)
+		}
+	}
+	return tx.Commit()
+}
+
+// verifyRestored reads the restored target back: it holds the snapshot's
+// events, and its sequence is at least the old target's.
+func verifyRestored(ctx context.Context, target string, snap, prev fileFacts, o RestoreOptions) (fileFacts, error) {
+	got, err := readTarget(ctx, target, o.BusyTimeout)
+	if err != nil {
+		return got, err
+	}
+	want := snap
+	want.sequence = max(snap.sequence, prev.sequence, prev.head, o.MinSequence)
+	if got.version != want.version || got.events != want.events || got.head != want.head || got.sequence < want.sequence {
+		return got, &BackupCheckError{Path: target, Problems: []string{fmt.Sprintf(
+			"after the restore it holds %d events up to position %d (sequence %d, schema %d); want %d up to %d (sequence at least %d, schema %d)",
+			got.events, got.head, got.sequence, got.version, want.events, want.head, want.sequence, want.version)}}
+	}
+	return got, nil
+}
+
+// readTarget reads what the database at path holds, on a connection of
+// its own. A file that is not eventlite's is refused (ErrNotEventlite);
+// one of a newer schema counts as holding events, so that only Force
+// replaces it.
+func readTarget(ctx context.Context, path string, busy time.Duration) (fileFacts, error) {
+	db, conn, err := openSource(ctx, path, busy)
+	if err != nil {
+		return fileFacts{}, err
+	}
+	defer db.Close()
+	defer conn.Close()
+	f, err := readSchema(ctx, conn, path)
+	switch {
+	case errors.Is(err, ErrNotEventlite):
+		// Another program's database is never replaced, not even with
+		// Force: remove it first if it really is to go.
+		return f, fmt.Errorf("restore: %w", err)
+	case errors.Is(err, ErrSchemaTooNew):
+		// Newer: replaced only with Force, as if it had events.
+		f.events = max(int64(f.objects), 1)
+		return f, nil
+	case err != nil:
+		return f, fmt.Errorf("restore: read the target: %w", err)
+	case f.version == 0:
+		return f, nil
+	}
+	if err := readFacts(ctx, conn, &f); err != nil {
+		return f, fmt.Errorf("restore: read the target %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// HoleRestore is the DetectedBy of the hole a restore leaves: the
+// positions that the replaced database had handed out above the backup's
+// head. CheckInvariants and Diagnose know them as no damage.
+const HoleRestore = "restore"
+
+// restoreGapClause excludes from the invariants' hole count the events
+// right above a hole that a restore recorded.
+const restoreGapClause = `
+			AND NOT EXISTS (SELECT 1 FROM position_holes h WHERE h.detected_by = 'restore' AND h.to_position = a.position - 1)`
+
+// restoreGaps returns the holes restores recorded.
+func (s *Store) restoreGaps(ctx context.Context) ([]Hole, error) {
+	var out []Hole
+	err := s.eachRow(ctx, func(r *sql.Rows) error {
+		var h Hole
+		if err := r.Scan(&h.From, &h.To); err != nil {
+			return err
+		}
+		out = append(out, h)
+		return nil
+	}, `SELECT from_position, to_position FROM position_holes WHERE detected_by = ?`, HoleRestore)
+	return out, err
+}
+
+// coveredBy reports whether h lies inside one of gaps.
+func coveredBy(h Hole, gaps []Hole) bool {
+	for _, g := range gaps {
+		if h.From >= g.From && h.To <= g.To {
+			return true
+		}
+	}
+	return false
+}
