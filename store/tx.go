@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 )
 
 // Tx is a write transaction on the store's writer, handed to an Update
@@ -22,10 +23,19 @@ type Tx struct {
 	done bool
 }
 
-var errTxDone = errors.New("store: Tx used outside its Update closure")
+var (
+	errTxDone   = errors.New("store: Tx used outside its Update closure")
+	errTxClosed = fmt.Errorf("store: Tx used outside its Update closure, on a closed store: %w", ErrClosed)
+)
 
 func (tx *Tx) check(s *Store) error {
-	if tx == nil || tx.done {
+	if tx == nil {
+		return errTxDone
+	}
+	if tx.done {
+		if tx.s.rdb.check() != nil {
+			return errTxClosed
+		}
 		return errTxDone
 	}
 	if s != nil && tx.s != s {
