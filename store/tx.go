@@ -76,10 +76,10 @@ func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *s
 // is re-raised here). When ctx ends before fn returns, fn's writes are
 // undone too and Update returns ctx's error, even if fn returned nil: nil
 // means stored, an error means nothing was. A ctx that ends before the
-// writer takes fn keeps fn from running. Closures and appends sent at the same time may share
-// one immediate transaction, each under its own savepoint, so that one
-// fsync serves them all; a closure sees the writes of those before it, as
-// it would in separate transactions. The transaction holds the write lock
+// writer takes fn keeps fn from running. Closures and appends sent at the
+// same time may share one immediate transaction, each under its own
+// savepoint, so that one fsync serves them all; a closure sees the writes
+// of those before it, as it would in separate transactions. The transaction holds the write lock
 // from its start, so reading then writing never fails with BUSY. Keep fn
 // short: it holds the writer, and every append waits for it. Do not call
 // Update or Append from inside fn (use AppendTx): that deadlocks.

@@ -198,8 +198,10 @@ func (s *Store) runWriter() {
 // context without Done spares the driver a goroutine per statement.
 var bg = context.Background()
 
+// exec runs one of the writer's own statements (ROLLBACK, a savepoint):
+// never interrupted, not even in a request alone in its transaction.
 func (s *Store) exec(q string) error {
-	_, err := s.wconn.ExecContext(bg, q)
+	_, err := s.wconn.Conn.ExecContext(bg, q)
 	return err
 }
 
