@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"errors"
-	"iter"
 	"reflect"
 	"strings"
 	"testing"
@@ -128,7 +127,7 @@ func TestClosedStore(t *testing.T) {
 }
 
 // callErr returns the error a method call reported: its last result, or
-// the first error its iterator yields.
+// the first error its iterator (an iter.Seq2[T, error]) yields.
 func callErr(out []reflect.Value) error {
 	if len(out) == 0 {
 		return nil
@@ -151,5 +150,3 @@ func callErr(out []reflect.Value) error {
 	seq.Call([]reflect.Value{yield})
 	return got
 }
-
-var _ iter.Seq2[envelope.Event, error] // callErr walks such results
