@@ -91,12 +91,12 @@ func TestCancelAtRandom(t *testing.T) {
 				}
 				<-start
 				if !c.update {
-					e := newEvent(t, i)
+					e := cancelEvent(t, i)
 					c.ids = []string{e.ID}
 					_, c.err = s.Append(cctx, "default", fmt.Sprintf("s%d", i%4), store.Any, e)
 					return
 				}
-				e := newEvent(t, i)
+				e := cancelEvent(t, i)
 				c.ids = []string{e.ID}
 				defer store.SetTestHook(c.key, func(x int64) error {
 					if x == long/2 && (c.when == "in-read" || c.when == "in-write") {
@@ -159,7 +159,7 @@ func TestCancelAtRandom(t *testing.T) {
 	}
 }
 
-func newEvent(t *testing.T, i int) envelope.Event {
+func cancelEvent(t *testing.T, i int) envelope.Event {
 	e, err := envelope.New("cancel.test", map[string]int{"i": i})
 	if err != nil {
 		t.Error(err)

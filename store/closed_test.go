@@ -20,7 +20,7 @@ func closedArg(t *testing.T, typ reflect.Type) reflect.Value {
 	case typ == reflect.TypeFor[context.Context]():
 		return reflect.ValueOf(context.Background())
 	case typ == reflect.TypeFor[envelope.Event]():
-		return reflect.ValueOf(newEvent(t, 1))
+		return reflect.ValueOf(cancelEvent(t, 1))
 	case typ == reflect.TypeFor[time.Duration]():
 		return reflect.ValueOf(time.Second)
 	case typ == reflect.TypeFor[time.Time]():
