@@ -81,7 +81,8 @@ func DecodeMessage(m jetstream.Msg, maxData int) (envelope.Event, error) {
 }
 
 // RunJetStream feeds the consumer from a durable JetStream pull consumer
-// until ctx ends (then it returns nil). Each message is acknowledged only
+// until ctx ends (then it returns nil) or the store is closed (then it
+// returns an error matching store.ErrClosed). Each message is acknowledged only
 // after the consumer's transaction committed (a durably deferred event is
 // acknowledged too); a transient error naks it with NakDelay; a message
 // that does not decode, or fails MaxDeliver times, is quarantined with the
@@ -104,6 +105,11 @@ func RunJetStream(ctx context.Context, js jetstream.JetStream, c *Consumer, opts
 	}
 	lastSweep := time.Now()
 	for ctx.Err() == nil {
+		select {
+		case <-c.s.Done():
+			return fmt.Errorf("consumer %s: %w", c.opts.Name, store.ErrClosed)
+		default:
+		}
 		batch, err := cons.Fetch(opts.Batch, jetstream.FetchMaxWait(time.Second))
 		if err != nil {
 			if ctx.Err() != nil {
@@ -132,7 +138,9 @@ func RunJetStream(ctx context.Context, js jetstream.JetStream, c *Consumer, opts
 		}
 		if time.Since(lastSweep) >= opts.SweepEvery {
 			lastSweep = time.Now()
-			if _, err := c.Sweep(ctx); err != nil && ctx.Err() == nil {
+			if _, err := c.Sweep(ctx); errors.Is(err, store.ErrClosed) {
+				return err
+			} else if err != nil && ctx.Err() == nil {
 				c.log.Warn("sweep failed", "error", err)
 			}
 		}
@@ -156,6 +164,9 @@ func (c *Consumer) handleMsg(ctx context.Context, m jetstream.Msg, opts JetStrea
 	if _, err := c.Handle(ctx, e); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if errors.Is(err, store.ErrClosed) {
+			return err // the message stays unacked: redelivered after AckWait
 		}
 		if meta != nil && int(meta.NumDelivered) >= opts.MaxDeliver {
 			b, _ := e.MarshalJSON()

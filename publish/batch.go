@@ -49,6 +49,9 @@ func (r *Relay) work(ctx context.Context, lease store.Lease) (err error) {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
+				if errors.Is(err, store.ErrClosed) {
+					return err
+				}
 				r.log.Warn("cannot read the outbox; trying again", "error", err)
 				if err := r.sleep(ctx, r.opts.PollInterval); err != nil {
 					return err

@@ -212,7 +212,8 @@ func (r *Relay) Stats() Stats {
 // Run relays until ctx ends or Close is called, then releases the lease
 // and returns nil; the batch in flight is abandoned (its rows stay
 // pending). It returns an error when the destination is misconfigured
-// (Fatal). With Options.Once it returns nil once every row is published
+// (Fatal), and an error matching store.ErrClosed when the store is
+// closed. With Options.Once it returns nil once every row is published
 // or dead-lettered, and an *IncompleteError when rows remain: ctx ended
 // first, or they wait behind dead letters. While another relay holds the
 // lease, Run stands by and takes over when that lease is released or
@@ -327,6 +328,9 @@ func (r *Relay) acquire(ctx context.Context) (store.Lease, error) {
 		if ctx.Err() != nil {
 			return store.Lease{}, ctx.Err()
 		}
+		if errors.Is(err, store.ErrClosed) {
+			return store.Lease{}, err
+		}
 		var held *store.LeaseHeldError
 		if !errors.As(err, &held) {
 			r.log.Warn("cannot take the relay lease; trying again", "error", err, "wait", wait)
@@ -365,6 +369,9 @@ func (r *Relay) standBy(ctx context.Context, changed <-chan struct{}, expiresIn 
 		// the lease free now?
 		changed = r.st.Changed()
 		leases, err := r.st.Leases(ctx)
+		if errors.Is(err, store.ErrClosed) {
+			return err
+		}
 		if err != nil {
 			continue
 		}

@@ -178,6 +178,9 @@ func (s *Store) AppendTx(ctx context.Context, tx *Tx, tenant, stream string, exp
 	if err != nil {
 		return AppendResult{}, err
 	}
+	if err := ctx.Err(); err != nil {
+		return AppendResult{}, wrapAppendErr(stream, err)
+	}
 	if err := s.exec("SAVEPOINT append_tx"); err != nil {
 		return AppendResult{}, fmt.Errorf("append to %q: %w", stream, mapErr(err))
 	}

@@ -85,6 +85,9 @@ func stepDefaults(pages int, busy time.Duration) (int, time.Duration) {
 // Backup writes a consistent copy of the store's file to dest while
 // appends go on; see the package function Backup.
 func (s *Store) Backup(ctx context.Context, dest string, opts *BackupOptions) (BackupResult, error) {
+	if err := s.rdb.check(); err != nil {
+		return BackupResult{}, err
+	}
 	return Backup(ctx, s.path, dest, opts)
 }
 

@@ -11,7 +11,10 @@
 //
 // Guarantees:
 //   - An Append that returned nil is durable (WAL, synchronous=FULL by
-//     default) and visible to every reader once it returns.
+//     default) and visible to every reader once it returns. An Append or
+//     Update that returned an error stored nothing, whenever its caller's
+//     context was cancelled: a cancelled caller never fails or interrupts
+//     the others of its group commit.
 //   - Per tenant and stream, versions are 1, 2, 3, ... with no gap and no
 //     duplicate. An append whose expected version does not hold writes
 //     nothing and returns a *ConflictError naming expected and actual.

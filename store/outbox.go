@@ -246,7 +246,7 @@ func (s *Store) RecordFailureTx(ctx context.Context, tx *Tx, lease Lease, failur
 	defer st.Close()
 	var n int64
 	for _, f := range failures {
-		res, err := st.ExecContext(ctx, tx.now, f.Error, f.NextAttemptAt.UnixNano(), f.Position)
+		res, err := s.wconn.execStmt(ctx, st, tx.now, f.Error, f.NextAttemptAt.UnixNano(), f.Position)
 		if err != nil {
 			return fmt.Errorf("record outbox failure at position %d: %w", f.Position, mapErr(err))
 		}

@@ -169,6 +169,9 @@ func (s *Store) ReadStream(ctx context.Context, tenant, stream string, opts Read
 }
 
 func (s *Store) streamExists(ctx context.Context, tenant, stream string) error {
+	if err := s.rdb.check(); err != nil {
+		return err
+	}
 	var v int64
 	err := s.reads.streamVersion.QueryRowContext(ctx, tenant, stream).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -187,6 +190,9 @@ func (s *Store) queryEvents(ctx context.Context, page *[]envelope.Event, st *sql
 		rows *sql.Rows
 		err  error
 	)
+	if err := s.rdb.check(); err != nil {
+		return nil, err
+	}
 	if st != nil {
 		rows, err = st.QueryContext(ctx, args...)
 	} else {
@@ -360,6 +366,9 @@ type StreamInfo struct {
 
 // StreamVersion returns a stream's version, 0 when it does not exist.
 func (s *Store) StreamVersion(ctx context.Context, tenant, stream string) (int64, error) {
+	if err := s.rdb.check(); err != nil {
+		return 0, err
+	}
 	var v int64
 	err := s.reads.streamVersion.QueryRowContext(ctx, tenant, stream).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {

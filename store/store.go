@@ -119,9 +119,9 @@ type Store struct {
 	plan         accessPlan // how this process may open the file (checkAccess)
 	schemaAtOpen int        // the file's schema version before Open migrated it
 
-	wdb   *sql.DB   // the write pool: one connection, owned by the writer
-	wconn *sql.Conn // the writer's connection
-	rdb   *sql.DB   // the read pool
+	wdb   *sql.DB    // the write pool: one connection, owned by the writer
+	wconn *writeConn // the writer's connection
+	rdb   *readPool  // the read pool
 	stmts writeStmts
 	reads readStmts // prepared on the read pool
 
@@ -132,9 +132,12 @@ type Store struct {
 	mu       sync.RWMutex // guards closed against submissions
 	closed   bool
 	inflight sync.WaitGroup // submissions between the closed check and the queue
+	doneCh   chan struct{}  // closed when Close begins
+	closeEnd chan struct{}  // closed when Close has finished
 
-	notifyMu sync.Mutex
-	notifyCh chan struct{}
+	notifyMu     sync.Mutex
+	notifyCh     chan struct{}
+	notifyClosed bool // Close closed notifyCh for good
 
 	pollStop chan struct{}
 	pollDone chan struct{}
@@ -168,6 +171,8 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		notifyCh:   make(chan struct{}),
 		pollStop:   make(chan struct{}),
 		pollDone:   make(chan struct{}),
+		doneCh:     make(chan struct{}),
+		closeEnd:   make(chan struct{}),
 	}
 	if err := s.open(ctx); err != nil {
 		s.closeDBs()
@@ -282,12 +287,14 @@ func (s *Store) open(ctx context.Context) error {
 	s.wdb.SetMaxIdleConns(1)
 	s.wdb.SetConnMaxLifetime(0)
 	s.wdb.SetConnMaxIdleTime(0)
-	if s.wconn, err = s.wdb.Conn(ctx); err != nil {
+	wc, err := s.wdb.Conn(ctx)
+	if err != nil {
 		if ne := s.notADB(err); ne != err {
 			return ne
 		}
 		return fmt.Errorf("store: open %s: %w", s.path, mapErr(err))
 	}
+	s.wconn = &writeConn{Conn: wc}
 	// Refuse a file from a newer eventlite, or one that is not eventlite's,
 	// before changing anything in it (the WAL switch writes to it).
 	// migrate reads the version again under the write lock.
@@ -305,9 +312,11 @@ func (s *Store) open(ctx context.Context) error {
 	if err := s.prepare(ctx); err != nil {
 		return err
 	}
-	if s.rdb, err = sql.Open("sqlite", s.dsn(false)); err != nil {
+	rdb, err := sql.Open("sqlite", s.dsn(false))
+	if err != nil {
 		return fmt.Errorf("store: open %s: %w", s.path, err)
 	}
+	s.rdb = &readPool{DB: rdb}
 	// The change poller holds one connection of this pool for good (PRAGMA
 	// data_version compares commits per connection): reads get the other
 	// ReadConns. Without the extra one, ReadConns 1 blocked every read.
@@ -364,22 +373,39 @@ func (s *Store) enableWAL(ctx context.Context) error {
 }
 
 // Close stops accepting work, lets the writer finish everything already
-// queued, and closes the database.
+// queued, and closes the database. Afterwards every method that takes a
+// ctx fails with an error matching ErrClosed, and Changed and Done return
+// closed channels. Closing again returns nil, once the first Close has
+// finished.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
+		<-s.closeEnd
 		return nil
 	}
 	s.closed = true
+	close(s.doneCh)
 	s.mu.Unlock()
+	defer close(s.closeEnd)
 	s.inflight.Wait()
 	close(s.queue)
 	<-s.writerDone
 	close(s.pollStop)
 	<-s.pollDone
+	s.rdb.closed.Store(true)
+	// Wake whoever waits for a commit: there will be none, and what they
+	// do next fails with ErrClosed.
+	s.notifyMu.Lock()
+	close(s.notifyCh)
+	s.notifyClosed = true
+	s.notifyMu.Unlock()
 	return s.closeDBs()
 }
+
+// Done returns a channel that is closed when Close begins: a loop that
+// serves the store (a relay, a runner, a consumer) stops on it.
+func (s *Store) Done() <-chan struct{} { return s.doneCh }
 
 func (s *Store) closeDBs() error {
 	var errs []error
@@ -389,13 +415,13 @@ func (s *Store) closeDBs() error {
 		}
 	}
 	if s.wconn != nil {
-		errs = append(errs, s.wconn.Close())
+		errs = append(errs, s.wconn.Conn.Close())
 	}
 	if s.wdb != nil {
 		errs = append(errs, s.wdb.Close())
 	}
 	if s.rdb != nil {
-		errs = append(errs, s.rdb.Close())
+		errs = append(errs, s.rdb.DB.Close())
 	}
 	return errors.Join(errs...)
 }
@@ -403,6 +429,7 @@ func (s *Store) closeDBs() error {
 // Changed returns a channel that is closed at the next commit seen by this
 // store: its own commits at once, other processes' within PollInterval.
 // Take the channel before reading, then wait on it, so no commit is missed.
+// Once the store is closed it returns a closed channel.
 func (s *Store) Changed() <-chan struct{} {
 	s.notifyMu.Lock()
 	defer s.notifyMu.Unlock()
@@ -411,6 +438,10 @@ func (s *Store) Changed() <-chan struct{} {
 
 func (s *Store) notify() {
 	s.notifyMu.Lock()
+	if s.notifyClosed {
+		s.notifyMu.Unlock()
+		return
+	}
 	close(s.notifyCh)
 	s.notifyCh = make(chan struct{})
 	s.notifyMu.Unlock()

@@ -4,21 +4,38 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 )
 
 // Tx is a write transaction on the store's writer, handed to an Update
 // closure. A projection runs its own SQL for its own tables through it;
 // AppendTx appends events in it. It is valid only inside the closure.
+//
+// The ctx given to its methods (and to every Store method that takes a
+// Tx) is checked before each statement: once it has ended the statement
+// does not run and its error is returned. It never interrupts a
+// statement of a transaction that other requests share (a statement
+// already running completes); a request alone in its transaction runs
+// under its Update's ctx, which may interrupt it.
 type Tx struct {
 	s    *Store
 	now  int64 // unix nanoseconds at the start of the transaction
 	done bool
 }
 
-var errTxDone = errors.New("store: Tx used outside its Update closure")
+var (
+	errTxDone   = errors.New("store: Tx used outside its Update closure")
+	errTxClosed = fmt.Errorf("store: Tx used outside its Update closure, on a closed store: %w", ErrClosed)
+)
 
 func (tx *Tx) check(s *Store) error {
-	if tx == nil || tx.done {
+	if tx == nil {
+		return errTxDone
+	}
+	if tx.done {
+		if tx.s.rdb.check() != nil {
+			return errTxClosed
+		}
 		return errTxDone
 	}
 	if s != nil && tx.s != s {
@@ -48,15 +65,21 @@ func (tx *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql
 
 // QueryRowContext runs a query that returns at most one row.
 func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if err := tx.check(nil); err != nil {
+		return errRow(err)
+	}
 	return tx.s.wconn.QueryRowContext(ctx, query, args...)
 }
 
 // Update runs fn on the writer, atomically: fn's writes commit when it
 // returns nil and are undone when it returns an error or panics (the panic
-// is re-raised here). Closures and appends sent at the same time may share
-// one immediate transaction, each under its own savepoint, so that one
-// fsync serves them all; a closure sees the writes of those before it, as
-// it would in separate transactions. The transaction holds the write lock
+// is re-raised here). When ctx ends before fn returns, fn's writes are
+// undone too and Update returns ctx's error, even if fn returned nil: nil
+// means stored, an error means nothing was. A ctx that ends before the
+// writer takes fn keeps fn from running. Closures and appends sent at the
+// same time may share one immediate transaction, each under its own
+// savepoint, so that one fsync serves them all; a closure sees the writes
+// of those before it, as it would in separate transactions. The transaction holds the write lock
 // from its start, so reading then writing never fails with BUSY. Keep fn
 // short: it holds the writer, and every append waits for it. Do not call
 // Update or Append from inside fn (use AppendTx): that deadlocks.

@@ -73,7 +73,16 @@ type request struct {
 	err   error
 	panic any
 	done  chan struct{}
+	// state: queued, then taken by the writer or withdrawn by its caller
+	// whose ctx ended first; whoever moves it first decides.
+	state atomic.Int32
 }
+
+const (
+	reqQueued int32 = iota
+	reqTaken
+	reqWithdrawn
+)
 
 // writerState decides who runs SQL on the write connection: the writer
 // goroutine, or a caller running its own request when the store is idle.
@@ -84,9 +93,12 @@ type writerState struct {
 	pending atomic.Int64
 }
 
-// submit runs r on the writer and waits for its outcome. When ctx ends
-// first, it returns ctx.Err(): the work may still complete (an append
-// retried with the same event ids then returns the first result).
+// submit runs r on the writer and returns its outcome: nil when it was
+// stored, an error when nothing of it was. When ctx ends before the writer
+// takes r, r is withdrawn and submit returns ctx.Err(). Once the writer
+// has taken r, submit waits for its outcome whatever ctx does: the writer
+// checks ctx before r's statements and when an Update closure returns,
+// and rolls r back when ctx has ended (see runGroup).
 //
 // When no other submission is pending and the write connection is free,
 // r runs right here on the caller's goroutine: handing it to the writer
@@ -124,13 +136,16 @@ func (s *Store) submit(ctx context.Context, r *request) error {
 	}
 	select {
 	case <-r.done:
-		if r.panic != nil {
-			panic(r.panic)
-		}
-		return r.err
 	case <-ctx.Done():
-		return ctx.Err()
+		if r.state.CompareAndSwap(reqQueued, reqWithdrawn) {
+			return ctx.Err() // the writer will skip it
+		}
+		<-r.done // taken: its outcome decides
 	}
+	if r.panic != nil {
+		panic(r.panic)
+	}
+	return r.err
 }
 
 // runInline runs r on the caller's goroutine. The caller holds s.w.mu and
@@ -186,8 +201,10 @@ func (s *Store) runWriter() {
 // context without Done spares the driver a goroutine per statement.
 var bg = context.Background()
 
+// exec runs one of the writer's own statements (ROLLBACK, a savepoint):
+// never interrupted, not even in a request alone in its transaction.
 func (s *Store) exec(q string) error {
-	_, err := s.wconn.ExecContext(bg, q)
+	_, err := s.wconn.Conn.ExecContext(bg, q)
 	return err
 }
 
@@ -221,12 +238,21 @@ func (s *Store) rollback() {
 
 // runGroup runs a group of requests - appends and Update closures - in
 // one transaction, each in its own savepoint when there are several, so
-// that one request's conflict, error or panic does not fail its neighbours
-// and one fsync serves them all. A request alone runs without a savepoint
-// and rolls the transaction back when it fails.
+// that one request's conflict, error, panic or cancelled caller does not
+// fail its neighbours and one fsync serves them all. A request alone runs
+// without a savepoint and rolls the transaction back when it fails.
+//
+// A request whose caller withdrew it is skipped; one whose ctx has ended
+// when the writer takes it never runs. The statements of a shared
+// transaction run under context.Background (writeConn), so a caller's
+// ctx never interrupts them; a request alone runs its statements under
+// its own ctx, which may interrupt it mid-statement.
 func (s *Store) runGroup(group []*request) {
 	live := group[:0]
 	for _, r := range group {
+		if !r.state.CompareAndSwap(reqQueued, reqTaken) {
+			continue // withdrawn: its caller has returned
+		}
 		if err := r.ctx.Err(); err != nil {
 			r.err = err
 			close(r.done)
@@ -251,12 +277,21 @@ func (s *Store) runGroup(group []*request) {
 	}
 	now := s.opts.Now().UnixNano()
 	if len(live) == 1 {
-		if err := s.runOne(live[0], now); err != nil {
-			s.rollback()
+		s.wconn.stmtCtx = live[0].ctx
+		err := s.runOne(live[0], now)
+		s.wconn.stmtCtx = nil
+		if err != nil {
+			// An interrupted statement may have rolled the transaction
+			// back already: then ROLLBACK has nothing to do.
+			if err := s.exec("ROLLBACK"); err != nil && live[0].ctx.Err() == nil {
+				s.log.Warn("rollback failed", "error", err)
+			}
 			finish()
 			return
 		}
 	} else {
+		s.wconn.stmtCtx = bg
+		defer func() { s.wconn.stmtCtx = nil }()
 		ok := 0
 		for _, r := range live {
 			if err := run(s.stmts.savepoint); err != nil {
@@ -312,5 +347,10 @@ func (s *Store) runOne(r *request, now int64) error {
 		return r.fn(tx)
 	}()
 	tx.done = true
+	if r.err == nil {
+		// The caller's ctx ended while fn ran: its writes are undone,
+		// and the caller learns that nothing of it was stored.
+		r.err = r.ctx.Err()
+	}
 	return r.err
 }
