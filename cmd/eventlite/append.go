@@ -140,7 +140,7 @@ func (a *appendCmd) fromStdin(ctx context.Context, c *cli, stream string) ([]env
 			fmt.Fprintln(c.stderr, "eventlite: reading CloudEvents from stdin; end with Ctrl-D (or pass --type to append one event built from flags)")
 		}
 	}
-	in, err := readInput(ctx, c.stdin)
+	in, err := readInput(ctx, c.stdin, maxStdinBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read stdin: %w", err)
 	}
@@ -163,17 +163,27 @@ func (a *appendCmd) fromStdin(ctx context.Context, c *cli, stream string) ([]env
 	return events, nil
 }
 
-// readInput reads r to its end, or until ctx ends. A read from a terminal
-// or a pipe cannot be interrupted, so it runs in a goroutine of its own,
-// which ends with the input (at the latest when the process exits).
-func readInput(ctx context.Context, r io.Reader) ([]byte, error) {
+// maxStdinBytes bounds what append reads from stdin: a batch is one
+// transaction, decoded whole in memory.
+const maxStdinBytes = 64 << 20
+
+// readInput reads r to its end, or until ctx ends. Input longer than max
+// bytes is refused with a *envelope.TooLargeError for "stdin" as soon as
+// the bound is passed, so memory stays bounded whatever the input. A read
+// from a terminal or a pipe cannot be interrupted, so it runs in a
+// goroutine of its own, which ends with the input (at the latest when the
+// process exits).
+func readInput(ctx context.Context, r io.Reader, max int) ([]byte, error) {
 	type result struct {
 		b   []byte
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		b, err := io.ReadAll(r)
+		b, err := io.ReadAll(io.LimitReader(r, int64(max)+1))
+		if err == nil && len(b) > max {
+			b, err = nil, &envelope.TooLargeError{Index: -1, Field: "stdin", Size: len(b), Limit: max}
+		}
 		done <- result{b, err}
 	}()
 	select {
