@@ -57,3 +57,44 @@ func BenchmarkDecodeJSON(b *testing.B) {
 		b.ReportMetric(float64(decDur)/float64(rawDur), "x_raw")
 	})
 }
+
+// BenchmarkPrepare prepares typical new events (what every append does
+// before its transaction) against json.Valid of the same data, the least
+// any append must do (x_raw = Prepare time / json.Valid time).
+func BenchmarkPrepare(b *testing.B) {
+	const n = 256
+	src := make([]envelope.Event, n)
+	for i := range src {
+		e, err := envelope.DecodeJSON(benchEventJSON(i), 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		e.Position, e.StreamVersion = 0, 0
+		src[i] = e
+	}
+	now := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	evs := make([]envelope.Event, n)
+	var rawDur, prepDur time.Duration
+	var ops int
+	for b.Loop() {
+		copy(evs, src)
+		t0 := time.Now()
+		for i := range evs {
+			if !json.Valid(evs[i].Data) {
+				b.Fatal("invalid")
+			}
+		}
+		t1 := time.Now()
+		for i := range evs {
+			if err := evs[i].Prepare(now, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+		t2 := time.Now()
+		rawDur += t1.Sub(t0)
+		prepDur += t2.Sub(t1)
+		ops += n
+	}
+	b.ReportMetric(float64(prepDur.Nanoseconds())/float64(ops), "ns/event")
+	b.ReportMetric(float64(prepDur)/float64(rawDur), "x_raw")
+}

@@ -363,3 +363,25 @@ func TestMaxEventBytes(t *testing.T) {
 		t.Fatalf("data under an explicit 4 MiB data limit: %v", err)
 	}
 }
+
+// Events eventlite stored under earlier, looser rules still decode from
+// its own encoding; the same bytes from outside are refused.
+func TestDecodeStoredJSONLenient(t *testing.T) {
+	old := envelope.Event{ID: "a", Source: "/s", Type: "eventlite.x", Stream: "tab\there", Position: 3, StreamVersion: 1,
+		Extensions: map[string]any{"ext": "\x1b[2J "}, DataContentType: "application/json",
+		Data: []byte(strings.Repeat("[", 1500) + `"` + "\xff" + `"` + strings.Repeat("]", 1500))}
+	b, err := json.Marshal(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := envelope.DecodeJSON(b, -1); err == nil {
+		t.Fatal("DecodeJSON accepted the event")
+	}
+	got, err := envelope.DecodeStoredJSON(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Stream != old.Stream || got.Extensions["ext"] != "\x1b[2J " || !bytes.Equal(got.Data, old.Data) || got.Position != 3 {
+		t.Fatalf("stored event changed: %+v", got)
+	}
+}

@@ -33,6 +33,23 @@ func DecodeJSON(b []byte, maxData int) (Event, error) {
 	return decodeObject(raw, maxData)
 }
 
+// DecodeStoredJSON decodes an event that eventlite itself encoded with
+// MarshalJSON and stored, such as a consumer's deferred event. It does not
+// apply input validation again, which may have grown stricter since the
+// event was stored: the event is taken as it was accepted then, its JSON
+// data as written. Use DecodeJSON for anything that comes from outside.
+func DecodeStoredJSON(b []byte) (Event, error) {
+	raw, err := splitObject(b)
+	if err != nil {
+		var se *syntaxError
+		if errors.As(err, &se) {
+			return Event{}, invalid("event", "%s", se.msg)
+		}
+		return Event{}, err
+	}
+	return decodeObjectAs(raw, -1, true)
+}
+
 // DecodeBatchJSON decodes a CloudEvents JSON batch (an array of structured
 // events). Errors carry the index of the offending event.
 func DecodeBatchJSON(b []byte, maxData int) ([]Event, error) {
@@ -160,6 +177,12 @@ func parseTimestamp(s string) (time.Time, bool) {
 }
 
 func decodeObject(raw map[string]json.RawMessage, maxData int) (Event, error) {
+	return decodeObjectAs(raw, maxData, false)
+}
+
+// decodeObjectAs is decodeObject; stored skips the checks of input (see
+// DecodeStoredJSON).
+func decodeObjectAs(raw map[string]json.RawMessage, maxData int, stored bool) (Event, error) {
 	var e Event
 	sv, err := jsonString(raw, "specversion", true)
 	if err != nil {
@@ -242,6 +265,11 @@ func decodeObject(raw map[string]json.RawMessage, maxData int) (Event, error) {
 			}
 		}
 		e.Data = d
+	case hasData && stored && e.IsJSON():
+		if !json.Valid(data) {
+			return Event{}, invalid("data", "not valid JSON")
+		}
+		e.Data = bytes.Clone(data)
 	case hasData:
 		if e.IsJSON() {
 			c, err := compactJSON(data)
@@ -280,6 +308,9 @@ func decodeObject(raw map[string]json.RawMessage, maxData int) (Event, error) {
 			e.Extensions = make(map[string]any)
 		}
 		e.Extensions[name] = v
+	}
+	if stored {
+		return e, nil
 	}
 	if err := e.validate(Limits{MaxDataBytes: maxData}, !dataChecked); err != nil {
 		return Event{}, err

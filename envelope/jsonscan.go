@@ -20,6 +20,12 @@ import (
 // such as \ud800 (decoding replaces them too), and nesting deeper than
 // maxDepth (0: not checked). The syntax is checked elsewhere.
 func checkJSONText(b []byte, maxDepth int) error {
+	// Fast path: fewer brackets than the limit cannot nest past it, and
+	// without escapes only invalid UTF-8 could be wrong.
+	if (maxDepth <= 0 || bytes.Count(b, openBracket)+bytes.Count(b, openBrace) <= maxDepth) &&
+		bytes.IndexByte(b, '\\') < 0 && utf8.Valid(b) {
+		return nil
+	}
 	depth := 0
 	for i := 0; i < len(b); i++ {
 		switch b[i] {
@@ -76,6 +82,8 @@ func checkStringBody(b []byte, i int) (int, error) {
 	}
 	return i, nil
 }
+
+var openBracket, openBrace = []byte{'['}, []byte{'{'}
 
 // hex4 reads four hex digits at b[i:].
 func hex4(b []byte, i int) (rune, bool) {
