@@ -385,3 +385,27 @@ func TestDecodeStoredJSONLenient(t *testing.T) {
 		t.Fatalf("stored event changed: %+v", got)
 	}
 }
+
+// The decoders split events themselves: what is not JSON stays refused.
+func TestNotJSONStillRefused(t *testing.T) {
+	for _, extra := range []string{
+		`,"x":+1`, `,"x":01`, `,"streamversion":+1`, `,"x":1.0`,
+		`,"datacontenttype":"text/plain","data":"a` + "\t" + `b"`, `,"subject":"a` + "\n" + `b"`,
+		`,"x":tru`, `,"x":nul`, `,"data":{"a":1,}`, `,"data":[1}`, `,`, `,"x"`, `,"x":`, `,"x" 1`,
+	} {
+		in := event(extra)
+		if e, err := envelope.DecodeJSON(in, 0); err == nil {
+			t.Errorf("DecodeJSON accepted %s as %+v", in, e)
+		} else if !errors.Is(err, envelope.ErrInvalidEvent) {
+			t.Errorf("%s: %v", in, err)
+		}
+	}
+	for _, in := range []string{`{} x`, `{}}`, `{"a":1}{`, `[{}`, `{"a" :1,,"b":2}`, `nul`} {
+		if _, err := envelope.DecodeJSON([]byte(in), 0); err == nil {
+			t.Errorf("DecodeJSON accepted %s", in)
+		}
+		if _, err := envelope.DecodeSequence(strings.NewReader(in), 0); err == nil {
+			t.Errorf("DecodeSequence accepted %s", in)
+		}
+	}
+}

@@ -145,6 +145,9 @@ func jsonInt(raw map[string]json.RawMessage, name string) (int64, error) {
 	var s string
 	if err := json.Unmarshal(r, &s); err != nil {
 		s = string(bytes.TrimSpace(r))
+		if !json.Valid(r) {
+			s = "" // not a JSON number either: refused below
+		}
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < 0 {
@@ -341,6 +344,9 @@ func decodeExtensionValue(name string, r json.RawMessage) (any, error) {
 		return b, nil
 	default:
 		n, err := strconv.ParseInt(string(r), 10, 32)
+		if err == nil && !json.Valid(r) {
+			err = errNotJSON // +1 or 01: ParseInt takes them, JSON does not
+		}
 		if err != nil {
 			return nil, invalid(name, "extension value %s is not a string, a boolean or a 32-bit integer", truncate(string(r)))
 		}

@@ -221,6 +221,9 @@ func splitObject(b []byte) (map[string]json.RawMessage, error) {
 				return nil, syntaxf("not a JSON object: member %q: %v", truncate(name), err)
 			}
 			if _, dup := m[name]; dup {
+				if name == "" {
+					return nil, invalid("event", "a member with an empty name appears twice: keep one")
+				}
 				return nil, invalid(truncate(name), "the member appears twice in the event: keep one")
 			}
 			m[name] = b[i:end:end]
@@ -295,6 +298,17 @@ func splitArray(b []byte) ([]json.RawMessage, error) {
 	return out, nil
 }
 
+// plainString reports whether a JSON string's content needs no decoding:
+// no escape, no quote, no control character (which JSON refuses raw).
+func plainString(body []byte) bool {
+	for _, c := range body {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
 // stringValue decodes a JSON string value, refusing invalid UTF-8 and
 // lone surrogates rather than replacing them. ok is false when raw is not
 // a JSON string.
@@ -303,7 +317,7 @@ func stringValue(name string, raw []byte) (s string, ok bool, err error) {
 		return "", false, nil
 	}
 	body := raw[1 : len(raw)-1]
-	if bytes.IndexByte(body, '\\') < 0 && bytes.IndexByte(body, '"') < 0 {
+	if plainString(body) {
 		if !utf8.Valid(body) {
 			return "", true, invalid(name, "is not valid UTF-8: send text as UTF-8")
 		}

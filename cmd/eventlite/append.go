@@ -35,6 +35,14 @@ position and streamversion are replaced by the store's; their id and time
 are kept. So "eventlite read S | eventlite append S --db other.db" copies a
 stream. Appending events that are already stored (same ids, type and data,
 as the stream's newest events) is a retry: it prints the first result.
+Stdin holds at most 64 MiB: past that, append stops reading and exits 4.
+
+Refused as invalid input (exit 4), storing nothing: control characters or
+leading/trailing white space in an attribute, invalid UTF-8 or a lone
+surrogate (\ud800) in an attribute or in data, an attribute given twice in
+one event, data nested deeper than 1000 levels, an event over 1 MiB - 8 KiB
+(data plus headers), and a type starting with "eventlite.". An empty
+--expected= is a usage error (exit 2).
 
 Prints what was appended: the stream's new version and the events' global
 positions; with --json, one object:
@@ -50,7 +58,7 @@ type appendCmd struct {
 func (a *appendCmd) flags(fs *flag.FlagSet) {
 	fs.Var(&a.typ, "type", "the event `TYPE`; without --type, append reads CloudEvents from stdin")
 	fs.Var(&a.data, "data", "the event's data: `JSON`, or @FILE to read it from a file (default: no data)")
-	fs.Var(&a.expected, "expected", "append only if the stream is at version `E`: any (default), no-stream, exists, or a number (0 means no-stream)")
+	fs.Var(&a.expected, "expected", "append only if the stream is at version `E`: any (default), no-stream, exists, or a number (0 means no-stream); an empty value is refused")
 	fs.Var(&a.id, "id", "the event `ID` (default: a new ULID); the same id, type and data again is a retry")
 	fs.Var(&a.source, "source", "the event source, a `URI`-reference (default \""+defaultSource+"\")")
 }
