@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"strings"
+	"unicode/utf8"
 )
 
 // DecodeBinary decodes an event in CloudEvents binary mode: its attributes
@@ -17,6 +18,9 @@ func DecodeBinary(attrs map[string]string, data []byte, maxData int) (Event, err
 		name = strings.ToLower(name)
 		if name == "data" || name == "data_base64" {
 			return Event{}, invalid(name, "not an attribute in binary mode: the data is the payload")
+		}
+		if !utf8.ValidString(v) {
+			return Event{}, invalid(name, "is not valid UTF-8: send text as UTF-8")
 		}
 		b, err := json.Marshal(v)
 		if err != nil {

@@ -27,7 +27,7 @@ func (e Event) ToCloudEvent() event.Event {
 		s := e.Stream
 		ctx.Subject = &s
 	}
-	if !e.Time.IsZero() {
+	if e.HasTime() {
 		ctx.Time = &types.Timestamp{Time: e.Time.UTC()}
 	}
 	if e.DataContentType != "" {
@@ -95,6 +95,8 @@ func FromCloudEvent(ce event.Event, maxData int) (Event, error) {
 	}
 	if t := ce.Time(); !t.IsZero() {
 		e.Time = t.UTC()
+	} else if ctx, ok := ce.Context.(*event.EventContextV1); ok && ctx.Time != nil {
+		e.TimeSet = true // the instant 0001-01-01T00:00:00Z, given
 	}
 	if e.Data != nil && e.IsJSON() {
 		// sdk-go keeps JSON data as it arrived, white space included:

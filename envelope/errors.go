@@ -45,6 +45,9 @@ type TooLargeError struct {
 }
 
 func (e *TooLargeError) Error() string {
+	if e.Field == "stdin" {
+		return fmt.Sprintf("stdin is over the limit of %d bytes: split the input into several appends", e.Limit)
+	}
 	prefix := "event"
 	if e.Index >= 0 {
 		prefix = fmt.Sprintf("event %d", e.Index)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"mime"
 	"net/url"
@@ -43,7 +44,49 @@ const (
 	MaxAttributeBytes = 1024
 	// MaxStreamVersion caps a stream: versions are CloudEvents Integers.
 	MaxStreamVersion = 1<<31 - 1
+	// DefaultMaxEventBytes is the default limit on a whole event: its data
+	// plus, for each attribute, len("ce-") + len(name) + len(value) + 4,
+	// as NATS and HTTP binary mode carry it (see EventBytes). It leaves 8
+	// KiB of NATS's default 1 MiB max payload for the transport's own
+	// headers, so a stored event can always be published.
+	DefaultMaxEventBytes = 1<<20 - 8<<10
+	// MaxDataDepth is how deeply JSON data may nest, counted within the
+	// data: 1 for [] or {}, 2 for [[]], and so on.
+	MaxDataDepth = 1000
+	// ReservedTypePrefix begins the types of the store's own events.
+	// Callers cannot append an event of such a type.
+	ReservedTypePrefix = "eventlite."
 )
+
+// Limits are the size limits that validation enforces.
+type Limits struct {
+	// MaxDataBytes limits the data as stored, inclusive. 0 means
+	// DefaultMaxDataBytes; negative means no limit.
+	MaxDataBytes int
+	// MaxEventBytes limits the whole event as EventBytes measures it,
+	// inclusive. 0 means DefaultMaxEventBytes, or the data limit when that
+	// is larger (the data limit is never more than the event limit);
+	// negative means no limit.
+	MaxEventBytes int
+}
+
+func (l Limits) resolve() (data, event int) {
+	data, event = l.MaxDataBytes, l.MaxEventBytes
+	if data == 0 {
+		data = DefaultMaxDataBytes
+	}
+	if event == 0 {
+		switch {
+		case data < 0:
+			event = -1
+		case data > DefaultMaxEventBytes:
+			event = data
+		default:
+			event = DefaultMaxEventBytes
+		}
+	}
+	return data, event
+}
 
 // DefaultContentType is given to events that name no datacontenttype.
 const DefaultContentType = "application/json"
@@ -61,10 +104,20 @@ type Event struct {
 	Source string // "source", a URI-reference
 	Type   string // "type"
 	// Stream is the stream id, carried as the CloudEvents "subject".
-	Stream          string
-	Time            time.Time // "time"; now when zero
-	DataContentType string    // "datacontenttype"; application/json when empty
-	DataSchema      string    // "dataschema", a URI
+	Stream string
+	// Time is the "time" attribute, kept to the nanosecond. A zero Time
+	// with TimeSet false means unset: Prepare makes it now, and encoders
+	// leave the attribute out. See TimeSet for the instant
+	// 0001-01-01T00:00:00Z.
+	Time time.Time
+	// TimeSet marks a zero Time as given: the instant 0001-01-01T00:00:00Z,
+	// which time.Time{} cannot tell from unset. It matters only when
+	// Time.IsZero(); decoders and the store set it only then, so an event
+	// compares equal however it arrived. Use HasTime to ask whether an
+	// event has a time.
+	TimeSet         bool
+	DataContentType string // "datacontenttype"; application/json when empty
+	DataSchema      string // "dataschema", a URI
 	Data            []byte
 
 	Tenant        string // "tenant" extension
@@ -99,6 +152,10 @@ func New(eventType string, v any) (Event, error) {
 	return e, nil
 }
 
+// HasTime reports whether the event has a "time" attribute: a Time that is
+// not zero, or the zero instant marked by TimeSet.
+func (e *Event) HasTime() bool { return e.TimeSet || !e.Time.IsZero() }
+
 // Clone returns a copy of e that shares no memory with it.
 func (e Event) Clone() Event {
 	if e.Data != nil {
@@ -130,12 +187,18 @@ func IsJSONContentType(ct string) bool {
 // Prepare readies a new event for appending: it fills the id (a monotonic
 // ULID), the time (now, UTC) and the content type (application/json) when
 // they are empty, compacts JSON data, and validates the result with
-// maxData as the data limit (0 means DefaultMaxDataBytes).
+// maxData as the data limit (0 means DefaultMaxDataBytes) and the default
+// event limit (see Limits).
 func (e *Event) Prepare(now time.Time, maxData int) error {
+	return e.PrepareLimits(now, Limits{MaxDataBytes: maxData})
+}
+
+// PrepareLimits is Prepare with both limits given.
+func (e *Event) PrepareLimits(now time.Time, l Limits) error {
 	if e.ID == "" {
 		e.ID = ulid.Make().String()
 	}
-	if e.Time.IsZero() {
+	if !e.HasTime() {
 		e.Time = now
 	}
 	e.Time = e.Time.UTC()
@@ -149,14 +212,18 @@ func (e *Event) Prepare(now time.Time, maxData int) error {
 		}
 		e.Data = c
 		// Compaction just proved the data is JSON: skip the second pass.
-		return e.validate(maxData, false)
+		return e.validate(l, false)
 	}
-	return e.Validate(maxData)
+	return e.validate(l, true)
 }
 
 // compactJSON returns data compacted, or data itself when it holds no
-// insignificant white space. It fails when data is not valid JSON.
+// insignificant white space. It fails when data is not valid JSON, or
+// is JSON that eventlite refuses (see checkJSONText).
 func compactJSON(data []byte) ([]byte, error) {
+	if err := checkJSONText(data, MaxDataDepth); err != nil {
+		return nil, err
+	}
 	if !bytes.ContainsAny(data, " \t\r\n") {
 		if !json.Valid(data) {
 			var v any
@@ -188,25 +255,55 @@ func ValidateTenant(tenant string) error {
 	return nil
 }
 
-// ValidateStream checks a stream id: 1-255 bytes of valid UTF-8, no NUL,
-// no leading or trailing white space (CloudEvents SDKs trim the subject).
+// ValidateStream checks a stream id: 1-255 bytes of valid UTF-8, no
+// control character (Unicode Cc), no leading or trailing white space
+// (CloudEvents SDKs trim the subject).
 func ValidateStream(stream string) error {
 	switch {
 	case stream == "":
 		return invalid("stream", "stream id is empty")
 	case len(stream) > MaxStreamBytes:
 		return invalid("stream", "stream id is %d bytes, longer than %d", len(stream), MaxStreamBytes)
-	case !utf8.ValidString(stream):
-		return invalid("stream", "stream id is not valid UTF-8")
-	case strings.IndexByte(stream, 0) >= 0:
-		return invalid("stream", "stream id contains a NUL byte")
 	}
-	first, _ := utf8.DecodeRuneInString(stream)
-	last, _ := utf8.DecodeLastRuneInString(stream)
-	if unicode.IsSpace(first) || unicode.IsSpace(last) {
-		return invalid("stream", "stream id %s starts or ends with white space", strconv.Quote(truncate(stream)))
+	if reason := badText(stream); reason != "" {
+		return invalid("stream", "stream id %s", reason)
 	}
 	return nil
+}
+
+// badText says what is wrong with an attribute value, or returns "": it
+// must be valid UTF-8 without control characters (Unicode Cc: U+0000-001F
+// and U+007F-009F), and must not start or end with white space. Transports
+// carry attributes as headers, which cannot hold such values, and
+// CloudEvents SDKs trim white space.
+func badText(v string) string {
+	for i := 0; i < len(v); {
+		c := v[i]
+		if c < utf8.RuneSelf {
+			if c < 0x20 || c == 0x7f {
+				return fmt.Sprintf("contains the control character U+%04X at byte %d: remove it", c, i)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(v[i:])
+		if r == utf8.RuneError && size == 1 {
+			return fmt.Sprintf("is not valid UTF-8 (byte %d)", i)
+		}
+		if r >= 0x80 && r <= 0x9f {
+			return fmt.Sprintf("contains the control character U+%04X at byte %d: remove it", r, i)
+		}
+		i += size
+	}
+	if v == "" {
+		return ""
+	}
+	first, _ := utf8.DecodeRuneInString(v)
+	last, _ := utf8.DecodeLastRuneInString(v)
+	if unicode.IsSpace(first) || unicode.IsSpace(last) {
+		return strconv.Quote(truncate(v)) + " starts or ends with white space: trim it"
+	}
+	return ""
 }
 
 func truncate(s string) string {
@@ -218,13 +315,18 @@ func truncate(s string) string {
 
 // Validate checks the event against the CloudEvents 1.0 spec and
 // eventlite's own rules. maxData is the data limit in bytes (0 means
-// DefaultMaxDataBytes, negative means no limit). It returns an
-// *InvalidError or a *TooLargeError.
-func (e *Event) Validate(maxData int) error { return e.validate(maxData, true) }
+// DefaultMaxDataBytes, negative means no limit); the event limit is the
+// default (see Limits). It returns an *InvalidError or a *TooLargeError.
+func (e *Event) Validate(maxData int) error {
+	return e.validate(Limits{MaxDataBytes: maxData}, true)
+}
+
+// ValidateLimits is Validate with both limits given.
+func (e *Event) ValidateLimits(l Limits) error { return e.validate(l, true) }
 
 // validate is Validate; checkJSON false skips re-parsing JSON data that
 // the caller already proved valid.
-func (e *Event) validate(maxData int, checkJSON bool) error {
+func (e *Event) validate(l Limits, checkJSON bool) error {
 	if err := checkString("id", e.ID, true); err != nil {
 		return err
 	}
@@ -237,7 +339,7 @@ func (e *Event) validate(maxData int, checkJSON bool) error {
 	if err := checkString("type", e.Type, true); err != nil {
 		return err
 	}
-	if !e.Time.IsZero() {
+	if e.HasTime() {
 		// RFC 3339 writes four-digit years; a time outside them (possible
 		// after converting an offset time to UTC) could not be read back.
 		if y := e.Time.UTC().Year(); y < 0 || y > 9999 {
@@ -284,16 +386,97 @@ func (e *Event) validate(maxData int, checkJSON bool) error {
 			return err
 		}
 	}
-	if maxData == 0 {
-		maxData = DefaultMaxDataBytes
-	}
+	maxData, maxEvent := l.resolve()
 	if maxData > 0 && len(e.Data) > maxData {
 		return &TooLargeError{Index: -1, Field: "data", Size: len(e.Data), Limit: maxData}
 	}
-	if checkJSON && e.Data != nil && e.IsJSON() && !json.Valid(e.Data) {
-		return invalid("data", "content type %s but data is not valid JSON", e.contentTypeOrDefault())
+	if maxEvent > 0 {
+		if n := e.EventBytes(); n > maxEvent {
+			return &TooLargeError{Index: -1, Field: "event", Size: n, Limit: maxEvent}
+		}
+	}
+	if checkJSON && e.Data != nil && e.IsJSON() {
+		if err := checkJSONText(e.Data, MaxDataDepth); err != nil {
+			return invalid("data", "%v", err)
+		}
+		if !json.Valid(e.Data) {
+			return invalid("data", "content type %s but data is not valid JSON", e.contentTypeOrDefault())
+		}
 	}
 	return nil
+}
+
+// Widest values of the attributes the store assigns, counted as such by
+// EventBytes whatever they are before the event is stored.
+const (
+	maxStreamVersionDigits = 10 // 2^31-1
+	maxPositionDigits      = 19 // 2^63-1
+)
+
+// rfc3339NanoLen is len(t.UTC().Format(time.RFC3339Nano)) for a year of
+// four digits, without formatting.
+func rfc3339NanoLen(t time.Time) int {
+	n := len("2006-01-02T15:04:05Z")
+	if ns := t.Nanosecond(); ns > 0 {
+		digits := 9
+		for ns%10 == 0 {
+			ns /= 10
+			digits--
+		}
+		n += 1 + digits
+	}
+	return n
+}
+
+// EventBytes measures the event as the event limit counts it: the data's
+// length plus, for each attribute, len("ce-") + len(name) + len(value) +
+// 4 (a header's ": " and line end), which is how binary mode carries it
+// on NATS and HTTP. streamversion and position count at their widest (10
+// and 19 digits), set or not: the store assigns them.
+func (e *Event) EventBytes() int {
+	n := len(e.Data)
+	attr := func(name string, vlen int) { n += 3 + len(name) + vlen + 4 }
+	attr("specversion", len(SpecVersion))
+	attr("id", len(e.ID))
+	attr("source", len(e.Source))
+	attr("type", len(e.Type))
+	if e.Stream != "" {
+		attr("subject", len(e.Stream))
+	}
+	if e.HasTime() {
+		attr("time", rfc3339NanoLen(e.Time))
+	}
+	if e.DataContentType != "" {
+		attr("datacontenttype", len(e.DataContentType))
+	}
+	if e.DataSchema != "" {
+		attr("dataschema", len(e.DataSchema))
+	}
+	if e.Tenant != "" {
+		attr(ExtTenant, len(e.Tenant))
+	}
+	attr(ExtStreamVersion, maxStreamVersionDigits)
+	attr(ExtPosition, maxPositionDigits)
+	if e.CorrelationID != "" {
+		attr(ExtCorrelationID, len(e.CorrelationID))
+	}
+	if e.CausationID != "" {
+		attr(ExtCausationID, len(e.CausationID))
+	}
+	for name, v := range e.Extensions {
+		switch x := v.(type) {
+		case string:
+			attr(name, len(x))
+		case bool:
+			attr(name, len(strconv.FormatBool(x)))
+		case int32:
+			var buf [12]byte
+			attr(name, len(strconv.AppendInt(buf[:0], int64(x), 10)))
+		default:
+			attr(name, len(fmt.Sprint(x)))
+		}
+	}
+	return n
 }
 
 func (e *Event) contentTypeOrDefault() string {
@@ -309,10 +492,9 @@ func checkString(field, v string, required bool) error {
 		return invalid(field, "required and empty")
 	case len(v) > MaxAttributeBytes:
 		return &TooLargeError{Index: -1, Field: field, Size: len(v), Limit: MaxAttributeBytes}
-	case !utf8.ValidString(v):
-		return invalid(field, "not valid UTF-8")
-	case strings.IndexByte(v, 0) >= 0:
-		return invalid(field, "contains a NUL byte")
+	}
+	if reason := badText(v); reason != "" {
+		return invalid(field, "%s", reason)
 	}
 	return nil
 }

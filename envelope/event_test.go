@@ -302,7 +302,7 @@ func TestValidateStream(t *testing.T) {
 		{"%_%", true},
 		{`a"b\c`, true},
 		{"naïve-日本語-🎉", true},
-		{"inner space and\ttab", true},
+		{"inner space and\ttab", false}, // a tab is a control character
 		{"x", true},
 		{strings.Repeat("s", envelope.MaxStreamBytes), true},
 		{strings.Repeat("é", envelope.MaxStreamBytes/2), true}, // 254 bytes

@@ -17,23 +17,44 @@ import (
 
 // DecodeJSON decodes one event in the CloudEvents structured JSON format
 // and validates it (maxData as in Validate). Optional attributes that are
-// null are treated as absent; JSON data is kept compacted.
+// null are treated as absent; JSON data is kept compacted. It refuses two
+// members of the same name, invalid UTF-8 and escaped lone surrogates
+// (\ud800) in attributes and data, and data nested deeper than
+// MaxDataDepth.
 func DecodeJSON(b []byte, maxData int) (Event, error) {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return Event{}, invalid("event", "not a JSON object: %v", err)
-	}
-	if raw == nil {
-		return Event{}, invalid("event", "not a JSON object: null")
+	raw, err := splitObject(b)
+	if err != nil {
+		var se *syntaxError
+		if errors.As(err, &se) {
+			return Event{}, invalid("event", "%s", se.msg)
+		}
+		return Event{}, err
 	}
 	return decodeObject(raw, maxData)
+}
+
+// DecodeStoredJSON decodes an event that eventlite itself encoded with
+// MarshalJSON and stored, such as a consumer's deferred event. It does not
+// apply input validation again, which may have grown stricter since the
+// event was stored: the event is taken as it was accepted then, its JSON
+// data as written. Use DecodeJSON for anything that comes from outside.
+func DecodeStoredJSON(b []byte) (Event, error) {
+	raw, err := splitObject(b)
+	if err != nil {
+		var se *syntaxError
+		if errors.As(err, &se) {
+			return Event{}, invalid("event", "%s", se.msg)
+		}
+		return Event{}, err
+	}
+	return decodeObjectAs(raw, -1, true)
 }
 
 // DecodeBatchJSON decodes a CloudEvents JSON batch (an array of structured
 // events). Errors carry the index of the offending event.
 func DecodeBatchJSON(b []byte, maxData int) ([]Event, error) {
-	var raws []json.RawMessage
-	if err := json.Unmarshal(b, &raws); err != nil {
+	raws, err := splitArray(b)
+	if err != nil {
 		return nil, invalid("batch", "not a JSON array: %v", err)
 	}
 	return decodeBatch(raws, maxData, 0)
@@ -55,21 +76,24 @@ func decodeBatch(raws []json.RawMessage, maxData, offset int) ([]Event, error) {
 // events and JSON batch arrays, separated by any white space (pretty-printed
 // input is fine). Errors carry the index of the offending event.
 func DecodeSequence(r io.Reader, maxData int) ([]Event, error) {
-	dec := json.NewDecoder(r)
+	in, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
 	var out []Event
-	for {
-		var raw json.RawMessage
-		err := dec.Decode(&raw)
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
+	for i := skipWS(in, 0); i < len(in); i = skipWS(in, i) {
+		end, err := skipValue(in, i)
 		if err != nil {
 			return nil, &InvalidError{Index: len(out), Field: "event", Reason: "not JSON: " + err.Error()}
 		}
-		raw = bytes.TrimSpace(raw)
-		if len(raw) > 0 && raw[0] == '[' {
-			var raws []json.RawMessage
-			if err := json.Unmarshal(raw, &raws); err != nil {
+		raw := in[i:end:end]
+		i = end
+		if raw[0] != '{' && raw[0] != '[' && !json.Valid(raw) {
+			return nil, &InvalidError{Index: len(out), Field: "event", Reason: "not JSON: " + truncate(string(raw))}
+		}
+		if raw[0] == '[' {
+			raws, err := splitArray(raw)
+			if err != nil {
 				return nil, &InvalidError{Index: len(out), Field: "batch", Reason: err.Error()}
 			}
 			evs, err := decodeBatch(raws, maxData, len(out))
@@ -85,6 +109,7 @@ func DecodeSequence(r io.Reader, maxData int) ([]Event, error) {
 		}
 		out = append(out, e)
 	}
+	return out, nil
 }
 
 func isNull(r json.RawMessage) bool { return string(bytes.TrimSpace(r)) == "null" }
@@ -97,8 +122,11 @@ func jsonString(raw map[string]json.RawMessage, name string, required bool) (str
 		}
 		return "", nil
 	}
-	var s string
-	if err := json.Unmarshal(r, &s); err != nil {
+	s, ok, err := stringValue(name, r)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
 		return "", invalid(name, "must be a JSON string, got %s", truncate(string(r)))
 	}
 	if s == "" {
@@ -117,6 +145,9 @@ func jsonInt(raw map[string]json.RawMessage, name string) (int64, error) {
 	var s string
 	if err := json.Unmarshal(r, &s); err != nil {
 		s = string(bytes.TrimSpace(r))
+		if !json.Valid(r) {
+			s = "" // not a JSON number either: refused below
+		}
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < 0 {
@@ -149,6 +180,12 @@ func parseTimestamp(s string) (time.Time, bool) {
 }
 
 func decodeObject(raw map[string]json.RawMessage, maxData int) (Event, error) {
+	return decodeObjectAs(raw, maxData, false)
+}
+
+// decodeObjectAs is decodeObject; stored skips the checks of input (see
+// DecodeStoredJSON).
+func decodeObjectAs(raw map[string]json.RawMessage, maxData int, stored bool) (Event, error) {
 	var e Event
 	sv, err := jsonString(raw, "specversion", true)
 	if err != nil {
@@ -184,7 +221,7 @@ func decodeObject(raw map[string]json.RawMessage, maxData int) (Event, error) {
 		if !ok {
 			return Event{}, invalid("time", "%q is not an RFC 3339 timestamp", truncate(ts))
 		}
-		e.Time = t
+		e.Time, e.TimeSet = t, t.IsZero()
 	}
 	if e.Tenant, err = jsonString(raw, ExtTenant, false); err != nil {
 		return Event{}, err
@@ -210,6 +247,7 @@ func decodeObject(raw map[string]json.RawMessage, maxData int) (Event, error) {
 	if hasB64 && isNull(b64) {
 		hasB64 = false
 	}
+	dataChecked := false // JSON data proved valid by compaction
 	switch {
 	case hasData && hasB64:
 		return Event{}, invalid("data", "both data and data_base64 are present")
@@ -226,21 +264,29 @@ func decodeObject(raw map[string]json.RawMessage, maxData int) (Event, error) {
 			// JSON data is stored compacted however it arrived; data
 			// that is not JSON is refused by Validate below.
 			if c, err := compactJSON(d); err == nil {
-				d = c
+				d, dataChecked = c, true
 			}
 		}
 		e.Data = d
+	case hasData && stored && e.IsJSON():
+		if !json.Valid(data) {
+			return Event{}, invalid("data", "not valid JSON")
+		}
+		e.Data = bytes.Clone(data)
 	case hasData:
 		if e.IsJSON() {
 			c, err := compactJSON(data)
 			if err != nil {
 				return Event{}, invalid("data", "not valid JSON: %v", err)
 			}
-			e.Data = bytes.Clone(c)
+			e.Data, dataChecked = bytes.Clone(c), true
 		} else {
 			// Non-JSON content in the data member is a JSON string.
-			var s string
-			if err := json.Unmarshal(data, &s); err != nil {
+			s, ok, err := stringValue("data", data)
+			if err != nil {
+				return Event{}, err
+			}
+			if !ok {
 				return Event{}, invalid("data", "content type %s needs data as a JSON string or data_base64", e.DataContentType)
 			}
 			e.Data = []byte(s)
@@ -266,7 +312,10 @@ func decodeObject(raw map[string]json.RawMessage, maxData int) (Event, error) {
 		}
 		e.Extensions[name] = v
 	}
-	if err := e.Validate(maxData); err != nil {
+	if stored {
+		return e, nil
+	}
+	if err := e.validate(Limits{MaxDataBytes: maxData}, !dataChecked); err != nil {
 		return Event{}, err
 	}
 	return e, nil
@@ -279,9 +328,12 @@ func decodeExtensionValue(name string, r json.RawMessage) (any, error) {
 	}
 	switch r[0] {
 	case '"':
-		var s string
-		if err := json.Unmarshal(r, &s); err != nil {
-			return nil, invalid(name, "bad string: %v", err)
+		s, ok, err := stringValue(name, r)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, invalid(name, "bad string: %s", truncate(string(r)))
 		}
 		return s, nil
 	case 't', 'f':
@@ -292,6 +344,9 @@ func decodeExtensionValue(name string, r json.RawMessage) (any, error) {
 		return b, nil
 	default:
 		n, err := strconv.ParseInt(string(r), 10, 32)
+		if err == nil && !json.Valid(r) {
+			err = errNotJSON // +1 or 01: ParseInt takes them, JSON does not
+		}
 		if err != nil {
 			return nil, invalid(name, "extension value %s is not a string, a boolean or a 32-bit integer", truncate(string(r)))
 		}
@@ -319,7 +374,7 @@ func (e *Event) AppendJSON(b []byte) []byte {
 		b = append(b, `,"subject":`...)
 		b = appendString(b, e.Stream)
 	}
-	if !e.Time.IsZero() {
+	if e.HasTime() {
 		b = append(b, `,"time":"`...)
 		b = e.Time.UTC().AppendFormat(b, time.RFC3339Nano)
 		b = append(b, '"')

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/timecol"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -36,7 +37,7 @@ func Catalog() Projection {
 			stream         TEXT    NOT NULL,
 			version        INTEGER NOT NULL, -- the newest event's stream version
 			events_by_type TEXT    NOT NULL, -- JSON object: type -> events, keys sorted
-			first_time     INTEGER NOT NULL, -- the first event's time, unix nanoseconds UTC
+			first_time     INTEGER NOT NULL, -- the first event's time, unix nanoseconds UTC, or RFC 3339 TEXT outside 1677-2262
 			last_time      INTEGER NOT NULL, -- the newest event's time
 			PRIMARY KEY (tenant, stream)
 		) WITHOUT ROWID`}},
@@ -75,7 +76,7 @@ func applyCatalog(ctx context.Context, tx *Tx, e envelope.Event) error {
 	if err != nil {
 		return err
 	}
-	t := e.Time.UnixNano()
+	t := timecol.Value(e.Time)
 	_, err = tx.ExecContext(ctx, catalogUpsert(table, 1), e.Tenant, e.Stream, e.StreamVersion, string(b), t, t)
 	return err
 }
@@ -98,8 +99,9 @@ const catalogChunk = 200
 type catalogKey struct{ tenant, stream string }
 
 type catalogRow struct {
-	version, first, last int64
-	counts               map[string]int64
+	version     int64
+	first, last any // timecol.Value
+	counts      map[string]int64
 }
 
 // applyCatalogBatch does what applyCatalog does for each event, with one
@@ -111,7 +113,7 @@ func applyCatalogBatch(ctx context.Context, tx *Tx, events []envelope.Event) err
 	for i := range events {
 		e := &events[i]
 		k := catalogKey{e.Tenant, e.Stream}
-		t := e.Time.UnixNano()
+		t := timecol.Value(e.Time)
 		r, ok := rows[k]
 		if !ok {
 			r = &catalogRow{version: e.StreamVersion, first: t, last: t, counts: map[string]int64{}}
@@ -211,7 +213,7 @@ func ReadCatalog(ctx context.Context, s *store.Store, tenant string, fn func(Cat
 			var (
 				e           CatalogEntry
 				counts      string
-				first, last int64
+				first, last timecol.Time
 			)
 			if err := rows.Scan(&e.Tenant, &e.Stream, &e.Version, &counts, &first, &last); err != nil {
 				return err
@@ -219,7 +221,7 @@ func ReadCatalog(ctx context.Context, s *store.Store, tenant string, fn func(Cat
 			if e.EventsByType, err = decodeCounts(counts); err != nil {
 				return err
 			}
-			e.FirstTime, e.LastTime = time.Unix(0, first).UTC(), time.Unix(0, last).UTC()
+			e.FirstTime, e.LastTime = first.T, last.T
 			if err := fn(e); err != nil {
 				return err
 			}

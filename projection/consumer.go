@@ -236,7 +236,7 @@ func (c *Consumer) drainTx(ctx context.Context, tx *store.Tx, tenant, subject st
 		if err != nil || !ok {
 			return n, err
 		}
-		e, err := envelope.DecodeJSON(d.Event, -1)
+		e, err := envelope.DecodeStoredJSON(d.Event)
 		if err != nil {
 			return n, fmt.Errorf("deferred event %s does not decode: %w", d.EventID, err)
 		}

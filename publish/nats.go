@@ -500,7 +500,7 @@ func binaryHeaders(e *envelope.Event) (nats.Header, error) {
 	w.set("ce-source", e.Source)
 	w.set("ce-type", e.Type)
 	w.set("ce-subject", e.Stream)
-	if !e.Time.IsZero() {
+	if e.HasTime() {
 		w.set("ce-time", e.Time.UTC().Format(time.RFC3339Nano))
 	}
 	w.set("ce-datacontenttype", e.DataContentType)

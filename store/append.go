@@ -8,8 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/timecol"
 )
 
 // Expected is the optimistic-concurrency condition of an append.
@@ -48,7 +51,9 @@ func Exact(n int64) Expected {
 // version number (0 meaning no-stream).
 func ParseExpected(s string) (Expected, error) {
 	switch s {
-	case "any", "":
+	case "":
+		return Expected{}, errors.New("expected version is empty: say any, no-stream, exists or a version number (an unset shell variable gives an empty string)")
+	case "any":
 		return Any, nil
 	case "no-stream":
 		return NoStream, nil
@@ -198,7 +203,14 @@ func (s *Store) AppendTx(ctx context.Context, tx *Tx, tenant, stream string, exp
 }
 
 // prepareAppend validates and fills the events outside any transaction.
+// It refuses types that start with envelope.ReservedTypePrefix.
 func (s *Store) prepareAppend(tenant, stream string, expected Expected, events []envelope.Event) (*appendReq, error) {
+	return s.prepareAppendAs(false, tenant, stream, expected, events)
+}
+
+// prepareAppendAs is prepareAppend; own lets the store append events of
+// its own, whose types start with envelope.ReservedTypePrefix.
+func (s *Store) prepareAppendAs(own bool, tenant, stream string, expected Expected, events []envelope.Event) (*appendReq, error) {
 	if err := envelope.ValidateTenant(tenant); err != nil {
 		return nil, err
 	}
@@ -224,7 +236,11 @@ func (s *Store) prepareAppend(tenant, stream string, expected Expected, events [
 		}
 		e.Stream, e.Tenant = stream, tenant
 		e.Position, e.StreamVersion = 0, 0 // the store assigns them
-		if err := e.Prepare(now, s.opts.MaxDataBytes); err != nil {
+		err := s.prepareEvent(&e, now)
+		if err == nil && !own && strings.HasPrefix(e.Type, envelope.ReservedTypePrefix) {
+			err = &envelope.InvalidError{Index: -1, Field: "type", Reason: fmt.Sprintf("%q starts with %q, which is kept for the store's own events: choose another type", e.Type, envelope.ReservedTypePrefix)}
+		}
+		if err != nil {
 			var ie *envelope.InvalidError
 			var te *envelope.TooLargeError
 			switch {
@@ -251,6 +267,11 @@ func (s *Store) prepareAppend(tenant, stream string, expected Expected, events [
 		evs[i] = e
 	}
 	return &appendReq{tenant: tenant, stream: stream, expected: expected, events: evs}, nil
+}
+
+// prepareEvent fills and validates one event with the store's limits.
+func (s *Store) prepareEvent(e *envelope.Event, now time.Time) error {
+	return e.PrepareLimits(now, envelope.Limits{MaxDataBytes: s.opts.MaxDataBytes, MaxEventBytes: s.opts.MaxEventBytes})
 }
 
 // appendLocked runs on the writer inside a transaction (or savepoint). On
@@ -284,7 +305,7 @@ func (s *Store) appendLocked(a *appendReq, now int64) (AppendResult, error) {
 			ext = string(b)
 		}
 		res, err := st.insertEvent.ExecContext(bg, a.tenant, a.stream, e.StreamVersion, e.ID, e.Type, e.Source,
-			e.Time.UnixNano(), e.DataContentType, e.DataSchema, e.Data, e.CorrelationID, e.CausationID, ext, now)
+			timecol.Value(e.Time), e.DataContentType, e.DataSchema, e.Data, e.CorrelationID, e.CausationID, ext, now)
 		if err != nil {
 			if isConstraint(err) {
 				res, retry, rerr := s.retryResult(a, current)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/timecol"
 )
 
 // The outbox: one row per event, written by Append in the event's
@@ -105,7 +106,7 @@ func (s *Store) ReadOutbox(ctx context.Context, opts OutboxReadOptions) ([]Outbo
 // outboxScanner scans rows of outboxColumns, reusing its destinations.
 type outboxScanner struct {
 	r        OutboxRow
-	t        int64
+	t        timecol.Time
 	ext      []byte
 	ff       sql.NullInt64
 	lastErr  sql.NullString
@@ -128,7 +129,7 @@ func (s *outboxScanner) scan(rows *sql.Rows) (OutboxRow, error) {
 		return OutboxRow{}, err
 	}
 	r := s.r
-	r.Event.Time = time.Unix(0, s.t).UTC()
+	r.Event.Time, r.Event.TimeSet = s.t.T, s.t.T.IsZero()
 	if s.ext != nil {
 		if err := decodeExtensions(s.ext, &r.Event); err != nil {
 			return r, fmt.Errorf("event at position %d: extensions: %w", r.Event.Position, err)

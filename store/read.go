@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/timecol"
 )
 
 const selectEvents = `SELECT position, tenant, stream_id, version, event_id, type, source, time,
@@ -33,7 +34,7 @@ func scanEvent(r scanner) (envelope.Event, error) {
 // of pointers into a new event allocates both on every row.
 type eventScanner struct {
 	e    envelope.Event
-	t    int64
+	t    timecol.Time
 	ext  []byte
 	dest []any
 }
@@ -52,7 +53,7 @@ func (s *eventScanner) scan(r scanner) (envelope.Event, error) {
 		return envelope.Event{}, err
 	}
 	e := s.e
-	e.Time = time.Unix(0, s.t).UTC()
+	e.Time, e.TimeSet = s.t.T, s.t.T.IsZero()
 	if s.ext != nil {
 		if err := decodeExtensions(s.ext, &e); err != nil {
 			return e, fmt.Errorf("event at position %d: extensions: %w", e.Position, err)

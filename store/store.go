@@ -36,6 +36,12 @@ type Options struct {
 	// MaxDataBytes limits an event's data as stored, inclusive. Default
 	// envelope.DefaultMaxDataBytes (512 KiB).
 	MaxDataBytes int
+	// MaxEventBytes limits a whole event as envelope.Event.EventBytes
+	// measures it (data plus, per attribute, len("ce-") + len(name) +
+	// len(value) + 4), inclusive. Default envelope.DefaultMaxEventBytes
+	// (1 MiB - 8 KiB), which fits NATS's default max payload with the
+	// transport's headers. MaxDataBytes must not exceed it.
+	MaxEventBytes int
 	// JournalSizeLimit caps the WAL file kept after a checkpoint, in
 	// bytes. Default 64 MiB.
 	JournalSizeLimit int64
@@ -76,7 +82,7 @@ func (o *Options) withDefaults() (Options, error) {
 	default:
 		return c, fmt.Errorf("store: Options.Synchronous %q: want FULL or NORMAL", c.Synchronous)
 	}
-	if c.BusyTimeout < 0 || c.PollInterval < 0 || c.MaxDataBytes < 0 || c.JournalSizeLimit < 0 || c.ReadConns < 0 || c.MaxBatch < 0 {
+	if c.BusyTimeout < 0 || c.PollInterval < 0 || c.MaxDataBytes < 0 || c.MaxEventBytes < 0 || c.JournalSizeLimit < 0 || c.ReadConns < 0 || c.MaxBatch < 0 {
 		return c, errors.New("store: Options fields must not be negative")
 	}
 	if c.BusyTimeout == 0 {
@@ -87,6 +93,12 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if c.MaxDataBytes == 0 {
 		c.MaxDataBytes = envelope.DefaultMaxDataBytes
+	}
+	if c.MaxEventBytes == 0 {
+		c.MaxEventBytes = envelope.DefaultMaxEventBytes
+	}
+	if c.MaxDataBytes > c.MaxEventBytes {
+		return c, fmt.Errorf("store: Options.MaxDataBytes %d is more than Options.MaxEventBytes %d: the data limit must be at most the event limit", c.MaxDataBytes, c.MaxEventBytes)
 	}
 	if c.JournalSizeLimit == 0 {
 		c.JournalSizeLimit = 64 << 20

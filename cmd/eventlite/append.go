@@ -35,6 +35,14 @@ position and streamversion are replaced by the store's; their id and time
 are kept. So "eventlite read S | eventlite append S --db other.db" copies a
 stream. Appending events that are already stored (same ids, type and data,
 as the stream's newest events) is a retry: it prints the first result.
+Stdin holds at most 64 MiB: past that, append stops reading and exits 4.
+
+Refused as invalid input (exit 4), storing nothing: control characters or
+leading/trailing white space in an attribute, invalid UTF-8 or a lone
+surrogate (\ud800) in an attribute or in data, an attribute given twice in
+one event, data nested deeper than 1000 levels, an event over 1 MiB - 8 KiB
+(data plus headers), and a type starting with "eventlite.". An empty
+--expected= is a usage error (exit 2).
 
 Prints what was appended: the stream's new version and the events' global
 positions; with --json, one object:
@@ -50,7 +58,7 @@ type appendCmd struct {
 func (a *appendCmd) flags(fs *flag.FlagSet) {
 	fs.Var(&a.typ, "type", "the event `TYPE`; without --type, append reads CloudEvents from stdin")
 	fs.Var(&a.data, "data", "the event's data: `JSON`, or @FILE to read it from a file (default: no data)")
-	fs.Var(&a.expected, "expected", "append only if the stream is at version `E`: any (default), no-stream, exists, or a number (0 means no-stream)")
+	fs.Var(&a.expected, "expected", "append only if the stream is at version `E`: any (default), no-stream, exists, or a number (0 means no-stream); an empty value is refused")
 	fs.Var(&a.id, "id", "the event `ID` (default: a new ULID); the same id, type and data again is a retry")
 	fs.Var(&a.source, "source", "the event source, a `URI`-reference (default \""+defaultSource+"\")")
 }
@@ -140,7 +148,7 @@ func (a *appendCmd) fromStdin(ctx context.Context, c *cli, stream string) ([]env
 			fmt.Fprintln(c.stderr, "eventlite: reading CloudEvents from stdin; end with Ctrl-D (or pass --type to append one event built from flags)")
 		}
 	}
-	in, err := readInput(ctx, c.stdin)
+	in, err := readInput(ctx, c.stdin, maxStdinBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read stdin: %w", err)
 	}
@@ -163,17 +171,27 @@ func (a *appendCmd) fromStdin(ctx context.Context, c *cli, stream string) ([]env
 	return events, nil
 }
 
-// readInput reads r to its end, or until ctx ends. A read from a terminal
-// or a pipe cannot be interrupted, so it runs in a goroutine of its own,
-// which ends with the input (at the latest when the process exits).
-func readInput(ctx context.Context, r io.Reader) ([]byte, error) {
+// maxStdinBytes bounds what append reads from stdin: a batch is one
+// transaction, decoded whole in memory.
+const maxStdinBytes = 64 << 20
+
+// readInput reads r to its end, or until ctx ends. Input longer than max
+// bytes is refused with a *envelope.TooLargeError for "stdin" as soon as
+// the bound is passed, so memory stays bounded whatever the input. A read
+// from a terminal or a pipe cannot be interrupted, so it runs in a
+// goroutine of its own, which ends with the input (at the latest when the
+// process exits).
+func readInput(ctx context.Context, r io.Reader, max int) ([]byte, error) {
 	type result struct {
 		b   []byte
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		b, err := io.ReadAll(r)
+		b, err := io.ReadAll(io.LimitReader(r, int64(max)+1))
+		if err == nil && len(b) > max {
+			b, err = nil, &envelope.TooLargeError{Index: -1, Field: "stdin", Size: len(b), Limit: max}
+		}
 		done <- result{b, err}
 	}()
 	select {

@@ -95,7 +95,7 @@ func TestHostileStreamIDs(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
 	checkInvariants(t, db)
-	stored := []string{"'; DROP TABLE events;--", "%", "_", `a"b\c`, "tab\there", "ünïcödé ✓"}
+	stored := []string{"'; DROP TABLE events;--", "%", "_", `a"b\c`, "ünïcödé ✓"}
 	for _, id := range stored {
 		t.Run(id, func(t *testing.T) {
 			r := mustRun(t, "", "append", "--db", db, "--json", "--type", "t", "--", id)
@@ -118,7 +118,7 @@ func TestHostileStreamIDs(t *testing.T) {
 		}
 		got = append(got, so.Stream)
 	}
-	want := []string{"%", "'; DROP TABLE events;--", "_", `a"b\c`, "tab\there", "ünïcödé ✓"}
+	want := []string{"%", "'; DROP TABLE events;--", "_", `a"b\c`, "ünïcödé ✓"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("streams (-want +got):\n%s", diff)
 	}
@@ -131,6 +131,7 @@ func TestHostileStreamIDs(t *testing.T) {
 		{"empty", ""},
 		{"leading white space", " a"},
 		{"invalid UTF-8", "a\xffb"},
+		{"tab", "tab\there"},
 	}
 	for _, tt := range refused {
 		t.Run(tt.name, func(t *testing.T) {
