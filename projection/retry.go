@@ -56,7 +56,7 @@ func (r *Runner) retryPass(ctx context.Context, lease store.Lease) error {
 		if q.Position <= 0 || q.Position > cp {
 			continue
 		}
-		e, failed := envelope.DecodeJSON(q.Event, -1)
+		e, failed := envelope.DecodeStoredJSON(q.Event)
 		if failed != nil {
 			failed = fmt.Errorf("the stored event does not decode: %w", failed)
 		} else if r.p.Deliver != nil {
