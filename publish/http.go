@@ -218,6 +218,12 @@ func (p *HTTP) send(ctx context.Context, e *envelope.Event) error {
 		return classed(Transient, fmt.Errorf("event %s: no answer within %s: %w", e.ID, p.opts.Timeout, err))
 	}
 	if dropped(r) {
+		// A sink that went down resets the connections it had open: if
+		// a new connection cannot be made either, it is the sink, not
+		// the event.
+		if perr := p.Ping(ctx); perr != nil && ClassOf(perr) == Unreachable {
+			return classed(Unreachable, fmt.Errorf("%w (and then %v)", err, perr))
+		}
 		return classed(Transient, fmt.Errorf("event %s: the sink closed the connection while handling it: %w", e.ID, err))
 	}
 	if protocol.IsUndelivered(r) && !isNetError(r) {
