@@ -216,6 +216,9 @@ func (r *Runner) follow(ctx context.Context, lease *store.Lease, live bool) erro
 		if time.Since(renewed) >= r.opts.RenewEvery {
 			l, err := r.s.RenewLease(ctx, *lease)
 			if err != nil {
+				if ctx.Err() != nil {
+					return nil // stopped while renewing, as while applying
+				}
 				return err
 			}
 			*lease, renewed = l, time.Now()

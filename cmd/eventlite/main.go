@@ -344,7 +344,8 @@ func classify(err error) (code int, msg string) {
 		// The *ConflictError's own text names the stream, expected and
 		// actual; the store's wrapping would repeat the stream.
 		return exitConflict, fmt.Sprintf("%v: read the stream and decide again, then append with --expected %s", ce, next)
-	case errors.Is(err, store.ErrInvalidEvent), errors.Is(err, store.ErrTooLarge), errors.Is(err, store.ErrDuplicate):
+	case errors.Is(err, store.ErrInvalidEvent), errors.Is(err, store.ErrTooLarge), errors.Is(err, store.ErrDuplicate),
+		errors.Is(err, store.ErrIdempotencyMismatch):
 		return exitInvalid, err.Error()
 	case fileRefused(err):
 		return exitInvalid, err.Error()
