@@ -7,6 +7,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -74,8 +75,11 @@ func ExampleWaitFor() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	// ...and waits for the read model to include it before reading it.
-	if err := projection.WaitFor(ctx, s, "order_totals", res.LastPosition()); err != nil {
+	// ...and waits for the read model to include it before reading it,
+	// for a bounded time: a request does not wait forever.
+	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := projection.WaitFor(waitCtx, s, "order_totals", res.LastPosition()); err != nil {
 		log.Fatal(err)
 	}
 	err = s.View(ctx, func(tx *store.ReadTx) error {
