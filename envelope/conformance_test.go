@@ -15,9 +15,9 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 )
 
-// The CloudEvents JSON format conformance vectors live in
+// The CloudEvents JSON format conformance vectors live in the repository's
 // testdata/conformance (copied unchanged from cloudevents/conformance; see
-// SOURCE.md there). Tests read them from the package's testdata only.
+// SOURCE.md there), shared with the other packages that check them.
 
 type conformanceFile struct {
 	TestType string            `json:"testType"`
@@ -43,7 +43,7 @@ func loadConformance(tb testing.TB) []conformanceTest {
 	var all []conformanceTest
 	seen := make(map[string]bool)
 	for _, name := range names {
-		b, err := os.ReadFile(filepath.Join("testdata", "conformance", name))
+		b, err := os.ReadFile(filepath.Join("..", "testdata", "conformance", name))
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -70,7 +70,7 @@ type vectorFile struct {
 func TestConformanceVectorsThroughAppend(t *testing.T) {
 	ctx := context.Background()
 	for _, file := range []string{"valid-events.json", "valid-batches.json", "invalid-events.json", "invalid-batches.json"} {
-		b, err := os.ReadFile(filepath.Join("..", "envelope", "testdata", "conformance", file))
+		b, err := os.ReadFile(filepath.Join("..", "testdata", "conformance", file))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -294,3 +294,35 @@ func TestAppendStdin(t *testing.T) {
 		}
 	})
 }
+
+// TestAppendSampleLog appends the repository's sample log as the README
+// shows and reads it back: every event keeps its id, type, time and data,
+// and gets its stream version.
+func TestAppendSampleLog(t *testing.T) {
+	t.Parallel()
+	in, err := os.ReadFile(filepath.Join("..", "..", "testdata", "sample-log.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := envelope.DecodeSequence(strings.NewReader(string(in)), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := newDB(t)
+	checkInvariants(t, db)
+	r := mustRun(t, string(in), "append", "order-1", "--expected", "no-stream", "--db", db)
+	if diff := cmp.Diff("appended 3 events to order-1: version 3, positions 1-3\n", r.stdout); diff != "" {
+		t.Errorf("stdout (-want +got):\n%s", diff)
+	}
+	got := decodeLines(t, mustRun(t, "", "read", "order-1", "--db", db).stdout)
+	if len(got) != len(want) {
+		t.Fatalf("read %d events, want %d", len(got), len(want))
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.ID != w.ID || g.Type != w.Type || !g.Time.Equal(w.Time) || string(g.Data) != string(w.Data) || g.StreamVersion != int64(i+1) {
+			t.Errorf("event %d: read id %q type %q time %v version %d data %s, want %q %q %v %d %s",
+				i, g.ID, g.Type, g.Time, g.StreamVersion, g.Data, w.ID, w.Type, w.Time, i+1, w.Data)
+		}
+	}
+}
