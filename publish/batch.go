@@ -368,15 +368,15 @@ func (r *Relay) publishBatch(ctx context.Context, lease store.Lease, rows []stor
 func (r *Relay) settle(ctx context.Context, lease store.Lease, o *outcome) BatchReport {
 	rep := o.rep
 	rep.Err = r.st.Update(ctx, func(tx *store.Tx) error {
-		n, err := r.st.MarkPublishedTx(ctx, tx, lease, o.pub)
+		n, err := tx.MarkPublished(ctx, lease, o.pub)
 		if err != nil {
 			return err
 		}
 		rep.Published = n
-		if err := r.st.RecordFailureTx(ctx, tx, lease, o.fail); err != nil {
+		if err := tx.RecordFailure(ctx, lease, o.fail); err != nil {
 			return err
 		}
-		return r.st.DeadLetterTx(ctx, tx, lease, o.dead)
+		return tx.DeadLetter(ctx, lease, o.dead)
 	})
 	if rep.Err != nil {
 		rep.Published = 0

@@ -26,7 +26,7 @@ func newSeed(t *testing.T) *rand.Rand {
 
 // TestRebuildEqualsLive: on a random log, a rebuild of each projection
 // (the catalog, and a ledger that reads two types) equals the read model
-// its runner kept: a dry run compares them row by row (CompareTablesTx)
+// its runner kept: a dry run compares them row by row (tx.CompareTables)
 // and finds nothing, and after the swap direct reads find the same rows,
 // the checkpoint at the head. A second rebuild after more events (a new
 // generation, whose index names must not collide with the swapped-in

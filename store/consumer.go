@@ -13,13 +13,14 @@ import (
 // Every method takes the consumer's Update transaction, so the consumer's
 // decision and its read-model writes commit together.
 
-// InboxInsertTx records a message as processed by consumer. It returns
+// InboxInsert records a message as processed by consumer. It returns
 // false when the message was already there: a duplicate. The insert itself
 // is the decision (ON CONFLICT DO NOTHING), never a check-then-insert.
-func (s *Store) InboxInsertTx(ctx context.Context, tx *Tx, tenant, consumer, source, messageID string) (bool, error) {
-	if err := tx.check(s); err != nil {
+func (tx *Tx) InboxInsert(ctx context.Context, tenant, consumer, source, messageID string) (bool, error) {
+	if err := tx.check(); err != nil {
 		return false, err
 	}
+	s := tx.s
 	res, err := s.wconn.ExecContext(ctx, `INSERT INTO inbox (tenant, consumer, source, message_id, processed_at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`, tenant, consumer, source, messageID, tx.now)
 	if err != nil {
@@ -29,12 +30,13 @@ func (s *Store) InboxInsertTx(ctx context.Context, tx *Tx, tenant, consumer, sou
 	return n == 1, err
 }
 
-// ConsumerVersionTx returns the last version of an aggregate that consumer
+// ConsumerVersion returns the last version of an aggregate that consumer
 // applied, with that event's id; ok is false when it never saw one.
-func (s *Store) ConsumerVersionTx(ctx context.Context, tx *Tx, consumer, tenant, subject string) (version int64, eventID string, ok bool, err error) {
-	if err := tx.check(s); err != nil {
+func (tx *Tx) ConsumerVersion(ctx context.Context, consumer, tenant, subject string) (version int64, eventID string, ok bool, err error) {
+	if err := tx.check(); err != nil {
 		return 0, "", false, err
 	}
+	s := tx.s
 	err = s.wconn.QueryRowContext(ctx, `SELECT version, event_id FROM consumer_versions WHERE consumer = ? AND tenant = ? AND subject = ?`,
 		consumer, tenant, subject).Scan(&version, &eventID)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -43,12 +45,13 @@ func (s *Store) ConsumerVersionTx(ctx context.Context, tx *Tx, consumer, tenant,
 	return version, eventID, err == nil, mapErr(err)
 }
 
-// SetConsumerVersionTx records that consumer applied version of an
+// SetConsumerVersion records that consumer applied version of an
 // aggregate.
-func (s *Store) SetConsumerVersionTx(ctx context.Context, tx *Tx, consumer, tenant, subject string, version int64, eventID string) error {
-	if err := tx.check(s); err != nil {
+func (tx *Tx) SetConsumerVersion(ctx context.Context, consumer, tenant, subject string, version int64, eventID string) error {
+	if err := tx.check(); err != nil {
 		return err
 	}
+	s := tx.s
 	_, err := s.wconn.ExecContext(ctx, `INSERT INTO consumer_versions (consumer, tenant, subject, version, event_id, updated_at) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (consumer, tenant, subject) DO UPDATE SET version = excluded.version, event_id = excluded.event_id, updated_at = excluded.updated_at`,
 		consumer, tenant, subject, version, eventID, tx.now)
@@ -68,13 +71,14 @@ type Deferred struct {
 	Reason    string
 }
 
-// DeferTx stores d durably. When another event already waits at that
+// Defer stores d durably. When another event already waits at that
 // version, nothing is stored and the waiting one is returned with ok
 // true: the caller records a conflict.
-func (s *Store) DeferTx(ctx context.Context, tx *Tx, d Deferred) (existing Deferred, ok bool, err error) {
-	if err := tx.check(s); err != nil {
+func (tx *Tx) Defer(ctx context.Context, d Deferred) (existing Deferred, ok bool, err error) {
+	if err := tx.check(); err != nil {
 		return Deferred{}, false, err
 	}
+	s := tx.s
 	res, err := s.wconn.ExecContext(ctx, `INSERT INTO deferred (consumer, tenant, subject, version, event_id, event, expected, first_seen, reason)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 		d.Consumer, d.Tenant, d.Subject, d.Version, d.EventID, d.Event, d.Expected, d.FirstSeen.UnixNano(), d.Reason)
@@ -104,12 +108,13 @@ func (s *Store) deferredAt(ctx context.Context, consumer, tenant, subject string
 	return d, true, nil
 }
 
-// TakeDeferredTx removes and returns the event deferred at version, if
+// TakeDeferred removes and returns the event deferred at version, if
 // any: the caller applies it in the same transaction.
-func (s *Store) TakeDeferredTx(ctx context.Context, tx *Tx, consumer, tenant, subject string, version int64) (Deferred, bool, error) {
-	if err := tx.check(s); err != nil {
+func (tx *Tx) TakeDeferred(ctx context.Context, consumer, tenant, subject string, version int64) (Deferred, bool, error) {
+	if err := tx.check(); err != nil {
 		return Deferred{}, false, err
 	}
+	s := tx.s
 	d, ok, err := s.deferredAt(ctx, consumer, tenant, subject, version)
 	if err != nil || !ok {
 		return Deferred{}, false, err
@@ -121,12 +126,13 @@ func (s *Store) TakeDeferredTx(ctx context.Context, tx *Tx, consumer, tenant, su
 	return d, true, nil
 }
 
-// DropStaleDeferredTx removes the events deferred for an aggregate at or
+// DropStaleDeferred removes the events deferred for an aggregate at or
 // below version (they can never apply now) and returns them.
-func (s *Store) DropStaleDeferredTx(ctx context.Context, tx *Tx, consumer, tenant, subject string, version int64) ([]Deferred, error) {
-	if err := tx.check(s); err != nil {
+func (tx *Tx) DropStaleDeferred(ctx context.Context, consumer, tenant, subject string, version int64) ([]Deferred, error) {
+	if err := tx.check(); err != nil {
 		return nil, err
 	}
+	s := tx.s
 	rows, err := s.wconn.QueryContext(ctx, `DELETE FROM deferred WHERE consumer = ? AND tenant = ? AND subject = ? AND version <= ?
 		RETURNING version, event_id, event, expected, first_seen, reason`, consumer, tenant, subject, version)
 	if err != nil {
@@ -185,12 +191,13 @@ type Conflict struct {
 	CreatedAt        time.Time
 }
 
-// RecordConflictTx records a version conflict; the read model is not
+// RecordConflict records a version conflict; the read model is not
 // touched.
-func (s *Store) RecordConflictTx(ctx context.Context, tx *Tx, c Conflict) error {
-	if err := tx.check(s); err != nil {
+func (tx *Tx) RecordConflict(ctx context.Context, c Conflict) error {
+	if err := tx.check(); err != nil {
 		return err
 	}
+	s := tx.s
 	_, err := s.wconn.ExecContext(ctx, `INSERT INTO version_conflicts (consumer, tenant, subject, version, kept_event_id, conflicting_id, conflicting_event, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, c.Consumer, c.Tenant, c.Subject, c.Version, c.KeptEventID, c.ConflictingID, c.ConflictingEvent, tx.now)
 	if err != nil {
@@ -220,11 +227,12 @@ func (s *Store) Conflicts(ctx context.Context, consumer string) ([]Conflict, err
 	return out, mapErr(rows.Err())
 }
 
-// CountConsumerTx adds to a consumer's counters.
-func (s *Store) CountConsumerTx(ctx context.Context, tx *Tx, consumer string, applied, duplicates, stale int) error {
-	if err := tx.check(s); err != nil {
+// CountConsumer adds to a consumer's counters.
+func (tx *Tx) CountConsumer(ctx context.Context, consumer string, applied, duplicates, stale int) error {
+	if err := tx.check(); err != nil {
 		return err
 	}
+	s := tx.s
 	_, err := s.wconn.ExecContext(ctx, `INSERT INTO consumer_stats (consumer, applied, duplicates, stale) VALUES (?, ?, ?, ?)
 		ON CONFLICT (consumer) DO UPDATE SET applied = applied + excluded.applied, duplicates = duplicates + excluded.duplicates, stale = stale + excluded.stale`,
 		consumer, applied, duplicates, stale)

@@ -38,6 +38,14 @@
 // IMMEDIATE. Other processes meet through SQLite's lock and busy_timeout;
 // a lock held past the timeout is ErrBusy, which is retryable.
 //
+// Twins and transactions: the few writes a service makes have a twin for
+// use inside its own transaction, s.Append beside tx.Append (River's
+// Insert and InsertTx). Every other operation that only makes sense
+// inside a write transaction is a method of *Tx (bbolt's tx.Bucket), not
+// a Store method taking a Tx: tx.SetCheckpoint, tx.CheckFence,
+// tx.MarkPublished, tx.Quarantine, ... A Tx is valid only inside its
+// Update closure.
+//
 // Backup copies a live file consistently (SQLite's backup API in one read
 // transaction), verifies the copy and only then renames it into place;
 // Restore copies a checked backup into a file in place, under its write

@@ -103,7 +103,7 @@ func TestDiagnoseCleanLargeStore(t *testing.T) {
 		for i, r := range rows {
 			pub[i] = store.Published{Position: r.Event.Position}
 		}
-		if err := s.Update(ctx, func(tx *store.Tx) error { _, err := s.MarkPublishedTx(ctx, tx, l, pub); return err }); err != nil {
+		if err := s.Update(ctx, func(tx *store.Tx) error { _, err := tx.MarkPublished(ctx, l, pub); return err }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -139,7 +139,7 @@ func TestDiagnoseFindsPlantedDefects(t *testing.T) {
 	poison := appendEvents(t, s, "poison", 2)
 	relay, _ := s.AcquireLease(ctx, "relay", "relay-2", 200*time.Millisecond)
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		return s.DeadLetterTx(ctx, tx, relay, []store.Failure{{Position: poison.FirstPosition(), Error: "message too large"}})
+		return tx.DeadLetter(ctx, relay, []store.Failure{{Position: poison.FirstPosition(), Error: "message too large"}})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -149,22 +149,22 @@ func TestDiagnoseFindsPlantedDefects(t *testing.T) {
 	_, _ = s.BeginEffect(ctx, "default", "email:1")
 	// Consumer ledgers: an old deferral, a quarantined event, a conflict.
 	err = s.Update(ctx, func(tx *store.Tx) error {
-		if _, _, err := s.DeferTx(ctx, tx, store.Deferred{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 3, EventID: "e3",
+		if _, _, err := tx.Defer(ctx, store.Deferred{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 3, EventID: "e3",
 			Event: []byte(`{}`), Expected: 2, FirstSeen: clock.Now(), Reason: "gap"}); err != nil {
 			return err
 		}
-		if err := s.QuarantineTx(ctx, tx, store.Quarantined{Consumer: "c", Reason: store.ReasonUninterpretable, EventID: "q1"}); err != nil {
+		if err := tx.Quarantine(ctx, store.Quarantined{Consumer: "c", Reason: store.ReasonUninterpretable, EventID: "q1"}); err != nil {
 			return err
 		}
-		if err := s.RecordConflictTx(ctx, tx, store.Conflict{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 2,
+		if err := tx.RecordConflict(ctx, store.Conflict{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 2,
 			KeptEventID: "a", ConflictingID: "b", ConflictingEvent: []byte(`{}`)}); err != nil {
 			return err
 		}
 		// Projections: one stopped, one running but behind.
-		if err := s.SetProjectionStatusTx(ctx, tx, "broken", store.ProjectionStopped, "handler error"); err != nil {
+		if err := tx.SetProjectionStatus(ctx, "broken", store.ProjectionStopped, "handler error"); err != nil {
 			return err
 		}
-		return s.SetProjectionStatusTx(ctx, tx, "slow", store.ProjectionActive, "")
+		return tx.SetProjectionStatus(ctx, "slow", store.ProjectionActive, "")
 	})
 	if err != nil {
 		t.Fatal(err)

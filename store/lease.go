@@ -134,14 +134,15 @@ func (s *Store) ReleaseLease(ctx context.Context, l Lease) error {
 	return nil
 }
 
-// CheckFenceTx fails with ErrStaleFence unless l is the current, unexpired
+// CheckFence fails with ErrStaleFence unless l is the current, unexpired
 // lease on its resource. Call it first in every fenced Update: the check
 // and the writes commit together under the write lock, so a worker that
 // lost its lease cannot write.
-func (s *Store) CheckFenceTx(ctx context.Context, tx *Tx, l Lease) error {
-	if err := tx.check(s); err != nil {
+func (tx *Tx) CheckFence(ctx context.Context, l Lease) error {
+	if err := tx.check(); err != nil {
 		return err
 	}
+	s := tx.s
 	var ok int
 	err := s.wconn.QueryRowContext(ctx, `SELECT count(*) FROM leases WHERE resource = ? AND owner = ? AND token = ? AND expires_at > `+nowMillis,
 		l.Resource, l.Owner, l.Token).Scan(&ok)

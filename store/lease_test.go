@@ -39,7 +39,7 @@ func TestLeaseFencing(t *testing.T) {
 		t.Fatalf("second owner while held: %v", err)
 	}
 	// The holder may write, and renew.
-	if err := s.Update(ctx, func(tx *store.Tx) error { return s.SetCheckpointTx(ctx, tx, "p", 5, &a) }); err != nil {
+	if err := s.Update(ctx, func(tx *store.Tx) error { return tx.SetCheckpoint(ctx, "p", 5, &a) }); err != nil {
 		t.Fatalf("fenced write by the holder: %v", err)
 	}
 	if a, err = s.RenewLease(ctx, a); err != nil || a.Token != 1 {
@@ -51,7 +51,7 @@ func TestLeaseFencing(t *testing.T) {
 		t.Errorf("takeover token %d, want 2", b.Token)
 	}
 	// a lost it: its fenced writes and renewals are refused.
-	err = s.Update(ctx, func(tx *store.Tx) error { return s.SetCheckpointTx(ctx, tx, "p", 99, &a) })
+	err = s.Update(ctx, func(tx *store.Tx) error { return tx.SetCheckpoint(ctx, "p", 99, &a) })
 	if !errors.Is(err, store.ErrStaleFence) {
 		t.Fatalf("stale holder wrote: %v", err)
 	}
@@ -75,7 +75,7 @@ func TestLeaseFencing(t *testing.T) {
 	if err != nil || c.Token != 3 {
 		t.Fatalf("after release: %+v %v", c, err)
 	}
-	if err := s.Update(ctx, func(tx *store.Tx) error { return s.SetCheckpointTx(ctx, tx, "p", 7, &b) }); !errors.Is(err, store.ErrStaleFence) {
+	if err := s.Update(ctx, func(tx *store.Tx) error { return tx.SetCheckpoint(ctx, "p", 7, &b) }); !errors.Is(err, store.ErrStaleFence) {
 		t.Fatalf("released holder wrote: %v", err)
 	}
 	leases, err := s.Leases(ctx)

@@ -15,7 +15,7 @@ import (
 // The outbox: one row per event, written by Append in the event's
 // transaction (migrations 0001 and 0004). The relay reads pending rows in
 // position order, publishes them, and settles each batch in one fenced
-// transaction: MarkPublishedTx, RecordFailureTx, DeadLetterTx. A dead
+// transaction: tx.MarkPublished, tx.RecordFailure, tx.DeadLetter. A dead
 // letter parks its stream until an operator retries or discards it.
 
 // OutboxRow is a pending outbox row and its event.
@@ -166,17 +166,18 @@ type Published struct {
 	BrokerSequence uint64
 }
 
-// MarkPublishedTx marks rows published under the relay's lease, in an
+// MarkPublished marks rows published under the relay's lease, in an
 // Update closure: it fails with ErrStaleFence, writing nothing, unless
 // lease is current. A row already published or discarded is left as it
 // is. It returns how many rows it marked.
-func (s *Store) MarkPublishedTx(ctx context.Context, tx *Tx, lease Lease, rows []Published) (int, error) {
+func (tx *Tx) MarkPublished(ctx context.Context, lease Lease, rows []Published) (int, error) {
 	if len(rows) == 0 {
 		return 0, nil
 	}
-	if err := s.CheckFenceTx(ctx, tx, lease); err != nil {
+	if err := tx.CheckFence(ctx, lease); err != nil {
 		return 0, err
 	}
+	s := tx.s
 	// One statement for the batch: the positions and sequences travel as
 	// a JSON array of [position, sequence] pairs.
 	b := make([]byte, 0, len(rows)*24)
@@ -222,22 +223,23 @@ type Failure struct {
 	Position int64
 	// Error says what went wrong; it is kept on the row.
 	Error string
-	// NextAttemptAt is when RecordFailureTx lets the row (and its stream)
-	// be tried again. DeadLetterTx ignores it.
+	// NextAttemptAt is when tx.RecordFailure lets the row (and its stream)
+	// be tried again. tx.DeadLetter ignores it.
 	NextAttemptAt time.Time
 }
 
-// RecordFailureTx records a failed attempt on each row, under the relay's
+// RecordFailure records a failed attempt on each row, under the relay's
 // lease (ErrStaleFence otherwise, writing nothing): attempts grow by one,
 // the error and times are kept, and the row and every later row of its
 // stream wait until NextAttemptAt. Rows no longer pending are skipped.
-func (s *Store) RecordFailureTx(ctx context.Context, tx *Tx, lease Lease, failures []Failure) error {
+func (tx *Tx) RecordFailure(ctx context.Context, lease Lease, failures []Failure) error {
 	if len(failures) == 0 {
 		return nil
 	}
-	if err := s.CheckFenceTx(ctx, tx, lease); err != nil {
+	if err := tx.CheckFence(ctx, lease); err != nil {
 		return err
 	}
+	s := tx.s
 	st, err := s.wconn.PrepareContext(ctx, `UPDATE outbox SET attempts = attempts + 1,
 		first_failed_at = COALESCE(first_failed_at, ?1), last_failed_at = ?1, last_error = ?2, next_attempt_at = ?3
 		WHERE position = ?4 AND published_at IS NULL AND discarded_at IS NULL AND dead_at IS NULL`)
@@ -257,17 +259,18 @@ func (s *Store) RecordFailureTx(ctx context.Context, tx *Tx, lease Lease, failur
 	return s.addCounter(ctx, "retried", n)
 }
 
-// DeadLetterTx turns rows into dead letters, under the relay's lease
+// DeadLetter turns rows into dead letters, under the relay's lease
 // (ErrStaleFence otherwise, writing nothing): the error, attempts (grown
 // by one) and times are kept, and the row's stream is parked until an
 // operator retries or discards it. Rows no longer pending are skipped.
-func (s *Store) DeadLetterTx(ctx context.Context, tx *Tx, lease Lease, failures []Failure) error {
+func (tx *Tx) DeadLetter(ctx context.Context, lease Lease, failures []Failure) error {
 	if len(failures) == 0 {
 		return nil
 	}
-	if err := s.CheckFenceTx(ctx, tx, lease); err != nil {
+	if err := tx.CheckFence(ctx, lease); err != nil {
 		return err
 	}
+	s := tx.s
 	var n int64
 	for _, f := range failures {
 		res, err := s.wconn.ExecContext(ctx, `UPDATE outbox SET attempts = attempts + 1,

@@ -44,13 +44,13 @@ func settle(t *testing.T, s *store.Store, l store.Lease, pub []store.Published, 
 	t.Helper()
 	return s.Update(context.Background(), func(tx *store.Tx) error {
 		ctx := context.Background()
-		if _, err := s.MarkPublishedTx(ctx, tx, l, pub); err != nil {
+		if _, err := tx.MarkPublished(ctx, l, pub); err != nil {
 			return err
 		}
-		if err := s.RecordFailureTx(ctx, tx, l, fail); err != nil {
+		if err := tx.RecordFailure(ctx, l, fail); err != nil {
 			return err
 		}
-		return s.DeadLetterTx(ctx, tx, l, dead)
+		return tx.DeadLetter(ctx, l, dead)
 	})
 }
 

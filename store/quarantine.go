@@ -48,13 +48,14 @@ type Quarantined struct {
 	Type string
 }
 
-// QuarantineTx records q inside an Update closure. An open entry for the
+// Quarantine records q inside an Update closure. An open entry for the
 // same consumer, tenant, event id and position is updated (attempts and
 // error) rather than repeated.
-func (s *Store) QuarantineTx(ctx context.Context, tx *Tx, q Quarantined) error {
-	if err := tx.check(s); err != nil {
+func (tx *Tx) Quarantine(ctx context.Context, q Quarantined) error {
+	if err := tx.check(); err != nil {
 		return err
 	}
+	s := tx.s
 	if q.Evidence == "" {
 		q.Evidence = "{}"
 	}
@@ -70,12 +71,13 @@ func (s *Store) QuarantineTx(ctx context.Context, tx *Tx, q Quarantined) error {
 	return nil
 }
 
-// ResolveQuarantineTx marks the open entries of consumer at position (or,
+// ResolveQuarantine marks the open entries of consumer at position (or,
 // with position 0, for the event id) resolved.
-func (s *Store) ResolveQuarantineTx(ctx context.Context, tx *Tx, consumer string, position int64, eventID string) error {
-	if err := tx.check(s); err != nil {
+func (tx *Tx) ResolveQuarantine(ctx context.Context, consumer string, position int64, eventID string) error {
+	if err := tx.check(); err != nil {
 		return err
 	}
+	s := tx.s
 	_, err := s.wconn.ExecContext(ctx, `UPDATE quarantine SET resolved_at = ?, resolution = 'applied', retry_requested_at = NULL WHERE consumer = ? AND resolved_at IS NULL
 		AND ((? > 0 AND position = ?) OR (? = 0 AND event_id = ?))`, tx.now, consumer, position, position, position, eventID)
 	return mapErr(err)
@@ -104,12 +106,13 @@ const (
 	ProjectionRebuilding = "rebuilding"
 )
 
-// SetProjectionStatusTx records a projection's status with a detail (why
+// SetProjectionStatus records a projection's status with a detail (why
 // it stopped, say).
-func (s *Store) SetProjectionStatusTx(ctx context.Context, tx *Tx, name, status, detail string) error {
-	if err := tx.check(s); err != nil {
+func (tx *Tx) SetProjectionStatus(ctx context.Context, name, status, detail string) error {
+	if err := tx.check(); err != nil {
 		return err
 	}
+	s := tx.s
 	_, err := s.wconn.ExecContext(ctx, `INSERT INTO projections (name, status, detail, updated_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (name) DO UPDATE SET status = excluded.status, detail = excluded.detail, updated_at = excluded.updated_at`,
 		name, status, detail, tx.now)
@@ -239,11 +242,12 @@ func (s *Store) HolesBetween(ctx context.Context, after, upto int64) ([]Hole, er
 	return out, mapErr(rows.Err())
 }
 
-// RecordHoleTx records a hole a reader passed.
-func (s *Store) RecordHoleTx(ctx context.Context, tx *Tx, h Hole) error {
-	if err := tx.check(s); err != nil {
+// RecordHole records a hole a reader passed.
+func (tx *Tx) RecordHole(ctx context.Context, h Hole) error {
+	if err := tx.check(); err != nil {
 		return err
 	}
+	s := tx.s
 	_, err := s.wconn.ExecContext(ctx, `INSERT INTO position_holes (from_position, to_position, detected_by, detected_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (from_position) DO NOTHING`, h.From, h.To, h.DetectedBy, tx.now)
 	return mapErr(err)

@@ -171,7 +171,7 @@ func (s *Store) SkipQuarantined(ctx context.Context, name, eventID string) ([]Qu
 			if q.Position <= 0 || q.Kind != "projection" {
 				continue
 			}
-			cp, err := s.CheckpointTx(ctx, tx, name)
+			cp, err := tx.Checkpoint(ctx, name)
 			if err != nil {
 				return err
 			}
@@ -181,7 +181,7 @@ func (s *Store) SkipQuarantined(ctx context.Context, name, eventID string) ([]Qu
 			// The projection halted just before the event: move past it.
 			// A runner retrying it meanwhile finds its checkpoint moved
 			// and discards its batch.
-			if err := s.SetCheckpointTx(ctx, tx, name, q.Position, nil); err != nil {
+			if err := tx.SetCheckpoint(ctx, name, q.Position, nil); err != nil {
 				return err
 			}
 			var status string
@@ -190,7 +190,7 @@ func (s *Store) SkipQuarantined(ctx context.Context, name, eventID string) ([]Qu
 				return mapErr(err)
 			}
 			if status == ProjectionStopped {
-				if err := s.SetProjectionStatusTx(ctx, tx, name, ProjectionActive, ""); err != nil {
+				if err := tx.SetProjectionStatus(ctx, name, ProjectionActive, ""); err != nil {
 					return err
 				}
 			}
@@ -215,13 +215,14 @@ func (s *Store) QuarantineRetries(ctx context.Context, name string) ([]Quarantin
 		ORDER BY position, id`, name))
 }
 
-// ResolveRetryTx resolves the entry id with resolution ("retried", say)
+// ResolveRetry resolves the entry id with resolution ("retried", say)
 // when it is still open and marked for retry; false when it is not (an
 // operator skipped it, or another pass took it).
-func (s *Store) ResolveRetryTx(ctx context.Context, tx *Tx, id int64, resolution string) (bool, error) {
-	if err := tx.check(s); err != nil {
+func (tx *Tx) ResolveRetry(ctx context.Context, id int64, resolution string) (bool, error) {
+	if err := tx.check(); err != nil {
 		return false, err
 	}
+	s := tx.s
 	res, err := s.wconn.ExecContext(ctx, `UPDATE quarantine SET resolved_at = ?, resolution = ?, retry_requested_at = NULL
 		WHERE id = ? AND resolved_at IS NULL AND retry_requested_at IS NOT NULL`, tx.now, resolution, id)
 	if err != nil {
@@ -231,14 +232,15 @@ func (s *Store) ResolveRetryTx(ctx context.Context, tx *Tx, id int64, resolution
 	return n == 1, err
 }
 
-// RetryFailedTx records that a requested retry of entry id failed again
+// RetryFailed records that a requested retry of entry id failed again
 // with cause: one more attempt, the new error and failure time, and the
 // retry mark cleared (the entry stays open). False when the entry is no
 // longer open and marked.
-func (s *Store) RetryFailedTx(ctx context.Context, tx *Tx, id int64, cause string) (bool, error) {
-	if err := tx.check(s); err != nil {
+func (tx *Tx) RetryFailed(ctx context.Context, id int64, cause string) (bool, error) {
+	if err := tx.check(); err != nil {
 		return false, err
 	}
+	s := tx.s
 	res, err := s.wconn.ExecContext(ctx, `UPDATE quarantine SET attempts = attempts + 1, error = ?, last_failed_at = ?, retry_requested_at = NULL
 		WHERE id = ? AND resolved_at IS NULL AND retry_requested_at IS NOT NULL`, cause, tx.now, id)
 	if err != nil {

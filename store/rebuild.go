@@ -64,11 +64,12 @@ func (s *Store) LoadRebuild(ctx context.Context, projection string) (rb Rebuild,
 	return rb, true, nil
 }
 
-// LoadRebuildTx is LoadRebuild inside an Update closure.
-func (s *Store) LoadRebuildTx(ctx context.Context, tx *Tx, projection string) (rb Rebuild, ok bool, err error) {
-	if err := tx.check(s); err != nil {
+// LoadRebuild is LoadRebuild inside an Update closure.
+func (tx *Tx) LoadRebuild(ctx context.Context, projection string) (rb Rebuild, ok bool, err error) {
+	if err := tx.check(); err != nil {
 		return Rebuild{}, false, err
 	}
+	s := tx.s
 	rb, err = scanRebuild(s.wconn.QueryRowContext(ctx, selectRebuild+` WHERE projection = ?`, projection))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Rebuild{}, false, nil
@@ -98,13 +99,14 @@ func (s *Store) Rebuilds(ctx context.Context) ([]Rebuild, error) {
 	return out, mapErr(rows.Err())
 }
 
-// NewRebuildGenerationTx hands out the projection's next rebuild
+// NewRebuildGeneration hands out the projection's next rebuild
 // generation: never one handed out before, even after the rebuild row is
 // gone (a swapped-in table keeps its shadow's index names).
-func (s *Store) NewRebuildGenerationTx(ctx context.Context, tx *Tx, projection string) (int64, error) {
-	if err := tx.check(s); err != nil {
+func (tx *Tx) NewRebuildGeneration(ctx context.Context, projection string) (int64, error) {
+	if err := tx.check(); err != nil {
 		return 0, err
 	}
+	s := tx.s
 	var gen int64
 	err := s.wconn.QueryRowContext(ctx, `INSERT INTO rebuild_generations (projection, generation) VALUES (?, 1)
 		ON CONFLICT (projection) DO UPDATE SET generation = generation + 1
@@ -115,15 +117,16 @@ func (s *Store) NewRebuildGenerationTx(ctx context.Context, tx *Tx, projection s
 	return gen, nil
 }
 
-// SaveRebuildTx writes the projection's rebuild row (inserting or
+// SaveRebuild writes the projection's rebuild row (inserting or
 // replacing it), stamping UpdatedAt with the transaction's time and
 // StartedAt with it too when zero.
-func (s *Store) SaveRebuildTx(ctx context.Context, tx *Tx, rb Rebuild) error {
-	if err := tx.check(s); err != nil {
+func (tx *Tx) SaveRebuild(ctx context.Context, rb Rebuild) error {
+	if err := tx.check(); err != nil {
 		return err
 	}
+	s := tx.s
 	if rb.Projection == "" || rb.Generation <= 0 {
-		return errors.New("store: SaveRebuildTx needs a projection and a generation")
+		return errors.New("store: tx.SaveRebuild needs a projection and a generation")
 	}
 	started := tx.now
 	if !rb.StartedAt.IsZero() {
@@ -140,12 +143,13 @@ func (s *Store) SaveRebuildTx(ctx context.Context, tx *Tx, rb Rebuild) error {
 	return nil
 }
 
-// DeleteRebuildTx removes the projection's rebuild row (its generation
+// DeleteRebuild removes the projection's rebuild row (its generation
 // stays used).
-func (s *Store) DeleteRebuildTx(ctx context.Context, tx *Tx, projection string) error {
-	if err := tx.check(s); err != nil {
+func (tx *Tx) DeleteRebuild(ctx context.Context, projection string) error {
+	if err := tx.check(); err != nil {
 		return err
 	}
+	s := tx.s
 	if _, err := s.wconn.ExecContext(ctx, `DELETE FROM rebuilds WHERE projection = ?`, projection); err != nil {
 		return fmt.Errorf("delete rebuild of %s: %w", projection, mapErr(err))
 	}
@@ -180,7 +184,7 @@ func (s *Store) CountEvents(ctx context.Context, after, upto int64, types []stri
 	return n, nil
 }
 
-// ErrReservedTable: DropTableTx or RenameTableTx was asked to touch one of
+// ErrReservedTable: tx.DropTable or tx.RenameTable was asked to touch one of
 // eventlite's own tables. Permanent.
 var ErrReservedTable = errors.New("table belongs to eventlite")
 
@@ -227,12 +231,13 @@ func quoteIdent(name string) string {
 	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
 }
 
-// DropTableTx drops a read-model table (and its indexes) if it exists.
+// DropTable drops a read-model table (and its indexes) if it exists.
 // eventlite's own tables are refused with ErrReservedTable.
-func (s *Store) DropTableTx(ctx context.Context, tx *Tx, name string) error {
-	if err := tx.check(s); err != nil {
+func (tx *Tx) DropTable(ctx context.Context, name string) error {
+	if err := tx.check(); err != nil {
 		return err
 	}
+	s := tx.s
 	if err := checkUserTable("drop table", name); err != nil {
 		return err
 	}
@@ -242,12 +247,13 @@ func (s *Store) DropTableTx(ctx context.Context, tx *Tx, name string) error {
 	return nil
 }
 
-// RenameTableTx renames a read-model table. Its indexes keep their names.
+// RenameTable renames a read-model table. Its indexes keep their names.
 // eventlite's own tables are refused with ErrReservedTable.
-func (s *Store) RenameTableTx(ctx context.Context, tx *Tx, from, to string) error {
-	if err := tx.check(s); err != nil {
+func (tx *Tx) RenameTable(ctx context.Context, from, to string) error {
+	if err := tx.check(); err != nil {
 		return err
 	}
+	s := tx.s
 	for _, n := range []string{from, to} {
 		if err := checkUserTable("rename table", n); err != nil {
 			return err
@@ -326,16 +332,17 @@ func (s *Store) countRowsTx(ctx context.Context, q string) (int64, error) {
 	return n.Int64, nil
 }
 
-// CompareTablesTx compares a live read-model table with its shadow, row by
+// CompareTables compares a live read-model table with its shadow, row by
 // row: by the primary key (from PRAGMA table_info) when the table declares
 // one, as whole rows otherwise. A live table that does not exist counts
 // every shadow row as missing. It reads both tables in full inside the
 // write transaction, so both reflect one moment; it holds the writer
 // meanwhile.
-func (s *Store) CompareTablesTx(ctx context.Context, tx *Tx, live, shadow string) (TableDiff, error) {
-	if err := tx.check(s); err != nil {
+func (tx *Tx) CompareTables(ctx context.Context, live, shadow string) (TableDiff, error) {
+	if err := tx.check(); err != nil {
 		return TableDiff{}, err
 	}
+	s := tx.s
 	fail := func(err error) (TableDiff, error) {
 		return TableDiff{}, fmt.Errorf("compare %s with %s: %w", live, shadow, err)
 	}

@@ -34,7 +34,7 @@ func compareTables(t *testing.T, s *store.Store, live, shadow string) store.Tabl
 	var d store.TableDiff
 	err := s.Update(context.Background(), func(tx *store.Tx) error {
 		var err error
-		d, err = s.CompareTablesTx(context.Background(), tx, live, shadow)
+		d, err = tx.CompareTables(context.Background(), live, shadow)
 		return err
 	})
 	if err != nil {
@@ -127,7 +127,7 @@ func TestCompareTablesTxShapes(t *testing.T) {
 		t.Errorf("other columns: %+v", d)
 	}
 	err := s.Update(context.Background(), func(tx *store.Tx) error {
-		_, err := s.CompareTablesTx(context.Background(), tx, "other", "nosuch")
+		_, err := tx.CompareTables(context.Background(), "other", "nosuch")
 		return err
 	})
 	if !errors.Is(err, store.ErrNotFound) {
@@ -144,23 +144,23 @@ func TestDropAndRenameTable(t *testing.T) {
 		`CREATE TABLE "weird ""name"" x" (id INTEGER PRIMARY KEY)`,
 		`CREATE INDEX "weird ""name"" x_by_id" ON "weird ""name"" x" (id)`,
 	)
-	err := s.Update(ctx, func(tx *store.Tx) error { return s.RenameTableTx(ctx, tx, from, to) })
+	err := s.Update(ctx, func(tx *store.Tx) error { return tx.RenameTable(ctx, from, to) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = s.Update(ctx, func(tx *store.Tx) error {
 		for name, want := range map[string]bool{from: false, to: true} {
-			if ok, err := s.TableExistsTx(ctx, tx, name); err != nil || ok != want {
+			if ok, err := tx.TableExists(ctx, name); err != nil || ok != want {
 				return fmt.Errorf("table %q exists = %v (%v), want %v", name, ok, err, want)
 			}
 		}
-		if err := s.DropTableTx(ctx, tx, to); err != nil {
+		if err := tx.DropTable(ctx, to); err != nil {
 			return err
 		}
-		if err := s.DropTableTx(ctx, tx, "never existed"); err != nil {
+		if err := tx.DropTable(ctx, "never existed"); err != nil {
 			return fmt.Errorf("drop of a missing table: %w", err)
 		}
-		if ok, err := s.TableExistsTx(ctx, tx, to); err != nil || ok {
+		if ok, err := tx.TableExists(ctx, to); err != nil || ok {
 			return fmt.Errorf("dropped table still exists (%v)", err)
 		}
 		return nil
@@ -170,16 +170,16 @@ func TestDropAndRenameTable(t *testing.T) {
 	}
 	// eventlite's own tables are refused, whatever the case.
 	for _, name := range []string{"events", "Outbox", "checkpoints", "rebuilds", "sqlite_sequence"} {
-		err := s.Update(ctx, func(tx *store.Tx) error { return s.DropTableTx(ctx, tx, name) })
+		err := s.Update(ctx, func(tx *store.Tx) error { return tx.DropTable(ctx, name) })
 		if !errors.Is(err, store.ErrReservedTable) {
 			t.Errorf("drop %s: %v, want ErrReservedTable", name, err)
 		}
-		err = s.Update(ctx, func(tx *store.Tx) error { return s.RenameTableTx(ctx, tx, name, "x") })
+		err = s.Update(ctx, func(tx *store.Tx) error { return tx.RenameTable(ctx, name, "x") })
 		if !errors.Is(err, store.ErrReservedTable) {
 			t.Errorf("rename %s: %v, want ErrReservedTable", name, err)
 		}
 	}
-	err = s.Update(ctx, func(tx *store.Tx) error { return s.RenameTableTx(ctx, tx, "x", "events") })
+	err = s.Update(ctx, func(tx *store.Tx) error { return tx.RenameTable(ctx, "x", "events") })
 	if !errors.Is(err, store.ErrReservedTable) {
 		t.Errorf("rename onto events: %v, want ErrReservedTable", err)
 	}
@@ -194,18 +194,18 @@ func TestRebuildRow(t *testing.T) {
 	var gens []int64
 	err := s.Update(ctx, func(tx *store.Tx) error {
 		for range 3 {
-			g, err := s.NewRebuildGenerationTx(ctx, tx, "p")
+			g, err := tx.NewRebuildGeneration(ctx, "p")
 			if err != nil {
 				return err
 			}
 			gens = append(gens, g)
 		}
-		g, err := s.NewRebuildGenerationTx(ctx, tx, "q")
+		g, err := tx.NewRebuildGeneration(ctx, "q")
 		gens = append(gens, g)
 		if err != nil {
 			return err
 		}
-		return s.SaveRebuildTx(ctx, tx, store.Rebuild{Projection: "p", Generation: 3, Checkpoint: 10, Watermark: 20, Applied: 7})
+		return tx.SaveRebuild(ctx, store.Rebuild{Projection: "p", Generation: 3, Checkpoint: 10, Watermark: 20, Applied: 7})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -219,14 +219,14 @@ func TestRebuildRow(t *testing.T) {
 	}
 	err = s.Update(ctx, func(tx *store.Tx) error {
 		rb.Checkpoint = 15
-		if err := s.SaveRebuildTx(ctx, tx, rb); err != nil {
+		if err := tx.SaveRebuild(ctx, rb); err != nil {
 			return err
 		}
-		got, ok, err := s.LoadRebuildTx(ctx, tx, "p")
+		got, ok, err := tx.LoadRebuild(ctx, "p")
 		if err != nil || !ok || got.Checkpoint != 15 || !got.StartedAt.Equal(rb.StartedAt) {
-			return fmt.Errorf("LoadRebuildTx after save = %+v %v %v", got, ok, err)
+			return fmt.Errorf("tx.LoadRebuild after save = %+v %v %v", got, ok, err)
 		}
-		return s.DeleteRebuildTx(ctx, tx, "p")
+		return tx.DeleteRebuild(ctx, "p")
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -236,7 +236,7 @@ func TestRebuildRow(t *testing.T) {
 	}
 	// The generation outlives the row.
 	err = s.Update(ctx, func(tx *store.Tx) error {
-		g, err := s.NewRebuildGenerationTx(ctx, tx, "p")
+		g, err := tx.NewRebuildGeneration(ctx, "p")
 		if err == nil && g != 4 {
 			err = fmt.Errorf("generation after delete = %d, want 4", g)
 		}

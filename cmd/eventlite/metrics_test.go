@@ -88,7 +88,7 @@ func TestMetricsCollector(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		return s.DeadLetterTx(ctx, tx, l, []store.Failure{{Position: poison.FirstPosition(), Error: "message too large"}})
+		return tx.DeadLetter(ctx, l, []store.Failure{{Position: poison.FirstPosition(), Error: "message too large"}})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -98,20 +98,20 @@ func TestMetricsCollector(t *testing.T) {
 	// A projection at position 2 with no runner; a consumer's quarantined
 	// event, deferral and conflict; an effect reserved and one unknown.
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		if err := s.SetProjectionStatusTx(ctx, tx, "orders", store.ProjectionActive, ""); err != nil {
+		if err := tx.SetProjectionStatus(ctx, "orders", store.ProjectionActive, ""); err != nil {
 			return err
 		}
-		if err := s.SetCheckpointTx(ctx, tx, "orders", 2, nil); err != nil {
+		if err := tx.SetCheckpoint(ctx, "orders", 2, nil); err != nil {
 			return err
 		}
-		if err := s.QuarantineTx(ctx, tx, store.Quarantined{Consumer: "c", Reason: store.ReasonUninterpretable, EventID: "q1"}); err != nil {
+		if err := tx.Quarantine(ctx, store.Quarantined{Consumer: "c", Reason: store.ReasonUninterpretable, EventID: "q1"}); err != nil {
 			return err
 		}
-		if _, _, err := s.DeferTx(ctx, tx, store.Deferred{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 3, EventID: "e3",
+		if _, _, err := tx.Defer(ctx, store.Deferred{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 3, EventID: "e3",
 			Event: []byte(`{}`), Expected: 2, FirstSeen: time.Now(), Reason: "gap"}); err != nil {
 			return err
 		}
-		return s.RecordConflictTx(ctx, tx, store.Conflict{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 2,
+		return tx.RecordConflict(ctx, store.Conflict{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 2,
 			KeptEventID: "a", ConflictingID: "b", ConflictingEvent: []byte(`{}`)})
 	}); err != nil {
 		t.Fatal(err)

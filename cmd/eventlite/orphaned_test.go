@@ -31,7 +31,7 @@ func TestProjectionsShowOrphaned(t *testing.T) {
 	host, _ := os.Hostname()
 	owner := fmt.Sprintf("%s:%d:DEADBEEF", host, gone.Process.Pid)
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		return s.SetProjectionStatusTx(ctx, tx, "ledger", store.ProjectionActive, "")
+		return tx.SetProjectionStatus(ctx, "ledger", store.ProjectionActive, "")
 	}); err != nil {
 		t.Fatal(err)
 	}
