@@ -267,7 +267,7 @@ func (c *Consumer) conflictTx(ctx context.Context, tx *store.Tx, e envelope.Even
 // never applied or dropped silently. It returns how many it moved.
 func (c *Consumer) Sweep(ctx context.Context) (int, error) {
 	now := c.opts.Now()
-	old, err := c.s.DeferredEvents(ctx, c.opts.Name, now.Add(-c.opts.DeferFor))
+	old, err := c.s.Consumers().Deferred(ctx, c.opts.Name, now.Add(-c.opts.DeferFor))
 	if err != nil {
 		return 0, err
 	}
@@ -311,5 +311,5 @@ func (c *Consumer) Sweep(ctx context.Context) (int, error) {
 
 // Stats reads the consumer's counters and queues.
 func (c *Consumer) Stats(ctx context.Context) (store.ConsumerStats, error) {
-	return c.s.ConsumerStatsFor(ctx, c.opts.Name)
+	return c.s.Consumers().Stats(ctx, c.opts.Name)
 }

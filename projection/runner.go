@@ -155,7 +155,7 @@ func (r *Runner) acquire(ctx context.Context, wait bool) (store.Lease, error) {
 	resource := LeaseResource(r.p.Name)
 	logged := false
 	for {
-		l, err := r.s.AcquireLease(ctx, resource, r.opts.Owner, r.opts.LeaseTTL)
+		l, err := r.s.Leases().Acquire(ctx, resource, r.opts.Owner, r.opts.LeaseTTL)
 		if err == nil {
 			r.log.Info("holding the lease", "owner", r.opts.Owner, "token", l.Token)
 			if err := r.setup(ctx, l); err != nil {
@@ -188,7 +188,7 @@ func (r *Runner) setup(ctx context.Context, l store.Lease) error {
 		if err := r.p.CreateTables(ctx, r.s, tx, r.names); err != nil {
 			return err
 		}
-		rec, err := r.s.Projection(ctx, r.p.Name)
+		rec, err := r.s.Projections().Get(ctx, r.p.Name)
 		if err == nil {
 			r.stopped = rec.Status == store.ProjectionStopped
 			return nil
@@ -204,7 +204,7 @@ func (r *Runner) setup(ctx context.Context, l store.Lease) error {
 func (r *Runner) release(l store.Lease) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := r.s.ReleaseLease(ctx, l); err != nil {
+	if err := r.s.Leases().Release(ctx, l); err != nil {
 		r.log.Warn("could not release the lease; it expires on its own", "error", err)
 	}
 }
@@ -214,7 +214,7 @@ func (r *Runner) follow(ctx context.Context, lease *store.Lease, live bool) erro
 	renewed := time.Now()
 	for {
 		if time.Since(renewed) >= r.opts.RenewEvery {
-			l, err := r.s.RenewLease(ctx, *lease)
+			l, err := r.s.Leases().Renew(ctx, *lease)
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil // stopped while renewing, as while applying
@@ -285,7 +285,7 @@ func (r *Runner) batch(ctx context.Context, lease store.Lease) (int64, error) {
 	if next == cp {
 		return 0, nil
 	}
-	holes, err := r.s.HolesBetween(ctx, cp, next)
+	holes, err := r.s.Projections().HolesBetween(ctx, cp, next)
 	if err != nil {
 		return 0, err
 	}

@@ -93,13 +93,13 @@ func AllStats(ctx context.Context, s *store.Store) ([]Stats, error) {
 	if err != nil {
 		return nil, err
 	}
-	recs, err := s.Projections(ctx)
+	recs, err := s.Projections().List(ctx)
 	if err != nil {
 		return nil, err
 	}
 	// A replay holds the rebuild lease while it runs; a rebuild row without
 	// a live lease was left by a replay that failed or was killed.
-	leases, err := s.Leases(ctx)
+	leases, err := s.Leases().List(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +109,7 @@ func AllStats(ctx context.Context, s *store.Store) ([]Stats, error) {
 			replaying[name] = true
 		}
 	}
-	rebuilds, err := s.Rebuilds(ctx)
+	rebuilds, err := s.Rebuilds().List(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -62,7 +62,7 @@ type rebuilder struct {
 func (r *rebuilder) release() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := r.s.ReleaseLease(ctx, r.lease); err != nil {
+	if err := r.s.Leases().Release(ctx, r.lease); err != nil {
 		r.log.Warn("could not release the rebuild lease; it expires on its own", "error", err)
 	}
 }
@@ -103,7 +103,7 @@ func (r *rebuilder) run(ctx context.Context) (Result, error) {
 	// Rebuild up to the watermark, then prove it: the shadow is at the
 	// watermark and holds as many events as the log has up to it, counted
 	// apart from the reads that fed it.
-	if r.total, err = r.s.CountEvents(ctx, 0, watermark, r.p.Types); err != nil {
+	if r.total, err = r.s.Rebuilds().CountEvents(ctx, 0, watermark, r.p.Types); err != nil {
 		return res, err
 	}
 	r.phase, r.target = PhaseRebuild, watermark
@@ -212,7 +212,7 @@ func (r *rebuilder) renew(ctx context.Context) error {
 	if time.Since(r.renewed) < r.o.LeaseTTL/3 {
 		return nil
 	}
-	l, err := r.s.RenewLease(ctx, r.lease)
+	l, err := r.s.Leases().Renew(ctx, r.lease)
 	if err != nil {
 		return fmt.Errorf("replay %s: %w", r.p.Name, err)
 	}
@@ -416,7 +416,7 @@ func (r *rebuilder) catchUp(ctx context.Context, watermark int64, target func() 
 // countTotal sets the progress total: the verified count up to the
 // watermark plus the matching events from there to target.
 func (r *rebuilder) countTotal(ctx context.Context, watermark, target int64) error {
-	n, err := r.s.CountEvents(ctx, watermark, target, r.p.Types)
+	n, err := r.s.Rebuilds().CountEvents(ctx, watermark, target, r.p.Types)
 	if err != nil {
 		return err
 	}
@@ -452,7 +452,7 @@ func (r *rebuilder) finalTx(ctx context.Context, tx *store.Tx, watermark, target
 	if err != nil {
 		return store.Rebuild{}, err
 	}
-	since, err := r.s.CountEvents(ctx, watermark, target, r.p.Types)
+	since, err := r.s.Rebuilds().CountEvents(ctx, watermark, target, r.p.Types)
 	if err != nil {
 		return store.Rebuild{}, err
 	}
@@ -529,7 +529,7 @@ func (r *rebuilder) swap(ctx context.Context, watermark int64) error {
 // quarantine entries up to there and lifts a stop.
 func (r *rebuilder) settleTx(ctx context.Context, tx *store.Tx, cp int64) error {
 	// Read on the read pool: nothing can commit while tx holds the lock.
-	rec, err := r.s.Projection(ctx, r.p.Name)
+	rec, err := r.s.Projections().Get(ctx, r.p.Name)
 	switch {
 	case errors.Is(err, store.ErrNotFound), err == nil && rec.Status == store.ProjectionStopped:
 		if err := tx.SetProjectionStatus(ctx, r.p.Name, store.ProjectionActive, ""); err != nil {
@@ -538,7 +538,7 @@ func (r *rebuilder) settleTx(ctx context.Context, tx *store.Tx, cp int64) error 
 	case err != nil:
 		return err
 	}
-	open, err := r.s.QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: r.p.Name, Open: true})
+	open, err := r.s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: r.p.Name, Open: true})
 	if err != nil {
 		return err
 	}

@@ -75,7 +75,7 @@ func TestRebuildEqualsLive(t *testing.T) {
 				if sh := shadowTables(t, s); len(sh) != 0 {
 					t.Errorf("round %d: shadow tables left after the swap: %q", round, sh)
 				}
-				if _, ok, _ := s.LoadRebuild(ctx, p.Name); ok {
+				if _, ok, _ := s.Rebuilds().Load(ctx, p.Name); ok {
 					t.Errorf("round %d: the rebuild row outlived the swap", round)
 				}
 				appendRandom(t, s, rng, 50+rng.IntN(100))
@@ -235,7 +235,7 @@ func TestHandlerFailureNamesThePosition(t *testing.T) {
 			if diff := cmp.Diff(before, snapshot(t, s, p)); diff != "" {
 				t.Errorf("a failed rebuild changed the live read model (-before +after)\n%s", diff)
 			}
-			row, ok, err := s.LoadRebuild(ctx, "ledger")
+			row, ok, err := s.Rebuilds().Load(ctx, "ledger")
 			if err != nil || !ok || row.Checkpoint >= bad {
 				t.Fatalf("rebuild row after the failure: %+v %v %v; want one before position %d", row, ok, err, bad)
 			}
@@ -336,7 +336,7 @@ func TestInterruptResumeAndFromScratch(t *testing.T) {
 		}
 	}
 	interrupt(3)
-	row, ok, _ := s.LoadRebuild(ctx, "ledger")
+	row, ok, _ := s.Rebuilds().Load(ctx, "ledger")
 	if !ok || row.Checkpoint == 0 || row.Generation != 1 {
 		t.Fatalf("rebuild row after the interrupt: %+v %v", row, ok)
 	}
@@ -344,7 +344,7 @@ func TestInterruptResumeAndFromScratch(t *testing.T) {
 		t.Errorf("stats of an interrupted rebuild: %+v", st)
 	}
 	interrupt(2)
-	row2, _, _ := s.LoadRebuild(ctx, "ledger")
+	row2, _, _ := s.Rebuilds().Load(ctx, "ledger")
 	if row2.Generation != 1 || row2.Checkpoint <= row.Checkpoint {
 		t.Errorf("second run: %+v; want it resumed in generation 1 past %d", row2, row.Checkpoint)
 	}
@@ -370,7 +370,7 @@ func TestOneReplayAtATime(t *testing.T) {
 	appendRandom(t, s, rand.New(rand.NewPCG(1, 2)), 20)
 	p := ledger("ledger", nil, nil)
 	catchUp(t, s, p)
-	l, err := s.AcquireLease(ctx, projection.RebuildLeaseResource("ledger"), "someone-else", time.Minute)
+	l, err := s.Leases().Acquire(ctx, projection.RebuildLeaseResource("ledger"), "someone-else", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +380,7 @@ func TestOneReplayAtATime(t *testing.T) {
 	if st, err := projection.StatsFor(ctx, s, "ledger"); err != nil || st.Status != projection.StatusRebuilding {
 		t.Errorf("stats while a replay holds the lease: %+v %v", st, err)
 	}
-	if err := s.ReleaseLease(ctx, l); err != nil {
+	if err := s.Leases().Release(ctx, l); err != nil {
 		t.Fatal(err)
 	}
 	if st, _ := projection.StatsFor(ctx, s, "ledger"); st.Status != projection.StatusIdle {

@@ -58,7 +58,8 @@ func (tx *Tx) SetCheckpoint(ctx context.Context, name string, position int64, le
 }
 
 // Checkpoints lists every checkpoint by name.
-func (s *Store) Checkpoints(ctx context.Context) (map[string]int64, error) {
+func (p *Projections) Checkpoints(ctx context.Context) (map[string]int64, error) {
+	s := p.s
 	rows, err := s.rdb.QueryContext(ctx, `SELECT name, position FROM checkpoints`)
 	if err != nil {
 		return nil, mapErr(err)

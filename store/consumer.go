@@ -8,6 +8,15 @@ import (
 	"time"
 )
 
+// Consumers is the external-consumer ledger, reached with Store.Consumers:
+// its reads (deferred events, version conflicts, counters). The inbox,
+// version and deferral writes run in the consumer's Update transaction
+// (tx.InboxInsert, tx.SetConsumerVersion, tx.Defer...).
+type Consumers struct{ s *Store }
+
+// Consumers returns the store's external-consumer ledger.
+func (s *Store) Consumers() *Consumers { return &Consumers{s: s} }
+
 // The external-consumer ledger: the inbox (dedupe), the last applied
 // version per aggregate, deferred events, version conflicts and counters.
 // Every method takes the consumer's Update transaction, so the consumer's
@@ -152,9 +161,10 @@ func (tx *Tx) DropStaleDeferred(ctx context.Context, consumer, tenant, subject s
 	return out, mapErr(rows.Err())
 }
 
-// DeferredEvents lists events deferred by consumer ("" for all) that were
+// Deferred lists events deferred by consumer ("" for all) that were
 // first seen before the given time (zero: all), oldest first.
-func (s *Store) DeferredEvents(ctx context.Context, consumer string, seenBefore time.Time) ([]Deferred, error) {
+func (c *Consumers) Deferred(ctx context.Context, consumer string, seenBefore time.Time) ([]Deferred, error) {
+	s := c.s
 	before := int64(1<<63 - 1)
 	if !seenBefore.IsZero() {
 		before = seenBefore.UnixNano()
@@ -207,7 +217,8 @@ func (tx *Tx) RecordConflict(ctx context.Context, c Conflict) error {
 }
 
 // Conflicts lists the unresolved version conflicts of consumer ("" for all).
-func (s *Store) Conflicts(ctx context.Context, consumer string) ([]Conflict, error) {
+func (c *Consumers) Conflicts(ctx context.Context, consumer string) ([]Conflict, error) {
+	s := c.s
 	rows, err := s.rdb.QueryContext(ctx, `SELECT id, consumer, tenant, subject, version, kept_event_id, conflicting_id, conflicting_event, created_at
 		FROM version_conflicts WHERE (? = '' OR consumer = ?) AND resolved_at IS NULL ORDER BY id`, consumer, consumer)
 	if err != nil {
@@ -251,8 +262,9 @@ type ConsumerStats struct {
 	Quarantined    int64
 }
 
-// ConsumerStatsFor reads consumer's counters and queues.
-func (s *Store) ConsumerStatsFor(ctx context.Context, consumer string) (ConsumerStats, error) {
+// Stats reads consumer's counters and queues.
+func (c *Consumers) Stats(ctx context.Context, consumer string) (ConsumerStats, error) {
+	s := c.s
 	st := ConsumerStats{Consumer: consumer}
 	var oldest sql.NullInt64
 	err := s.rdb.QueryRowContext(ctx, `SELECT

@@ -12,6 +12,15 @@ import (
 	"github.com/eventlite/eventlite/internal/timecol"
 )
 
+// Outbox is the store's outbox and its dead letters, reached with
+// Store.Outbox: the relay's reads, the operator's dead-letter actions and
+// the outbox's counters. The relay's writes (tx.MarkPublished,
+// tx.RecordFailure, tx.DeadLetter) run in its Update transaction.
+type Outbox struct{ s *Store }
+
+// Outbox returns the store's outbox.
+func (s *Store) Outbox() *Outbox { return &Outbox{s: s} }
+
 // The outbox: one row per event, written by Append in the event's
 // transaction (migrations 0001 and 0004). The relay reads pending rows in
 // position order, publishes them, and settles each batch in one fenced
@@ -71,12 +80,13 @@ const readOutboxQuery = `SELECT ` + outboxColumns + `
 	AND (e.tenant, e.stream_id) NOT IN (` + heldStreams + `)
 	ORDER BY o.position LIMIT ?3`
 
-// ReadOutbox returns pending outbox rows with their events in position
+// Read returns pending outbox rows with their events in position
 // order: rows neither published nor discarded, minus every row of a stream
 // that is parked by a dead letter or whose failed row waits for its next
 // attempt (so a stream is published in order). It reads through the read
 // pool, outside any write transaction, and only visits pending rows.
-func (s *Store) ReadOutbox(ctx context.Context, opts OutboxReadOptions) ([]OutboxRow, error) {
+func (o *Outbox) Read(ctx context.Context, opts OutboxReadOptions) ([]OutboxRow, error) {
+	s := o.s
 	if opts.Limit <= 0 {
 		opts.Limit = 256
 	}
@@ -143,9 +153,10 @@ func (s *outboxScanner) scan(rows *sql.Rows) (OutboxRow, error) {
 	return r, nil
 }
 
-// NextOutboxAttempt returns the earliest time at which a row that failed
+// NextAttempt returns the earliest time at which a row that failed
 // is due for another attempt, and false when no row waits for one.
-func (s *Store) NextOutboxAttempt(ctx context.Context) (time.Time, bool, error) {
+func (o *Outbox) NextAttempt(ctx context.Context) (time.Time, bool, error) {
+	s := o.s
 	var next sql.NullInt64
 	err := s.rdb.QueryRowContext(ctx, `SELECT min(next_attempt_at) FROM outbox
 		WHERE published_at IS NULL AND discarded_at IS NULL AND attempts > 0 AND dead_at IS NULL`).Scan(&next)
@@ -335,7 +346,8 @@ func scanDeadLetter(r scanner) (DeadLetter, error) {
 
 // DeadLetters lists a tenant's dead letters (every tenant's when tenant is
 // "") in position order.
-func (s *Store) DeadLetters(ctx context.Context, tenant string) ([]DeadLetter, error) {
+func (o *Outbox) DeadLetters(ctx context.Context, tenant string) ([]DeadLetter, error) {
+	s := o.s
 	q, args := selectDeadLetters, []any{}
 	if tenant != "" {
 		if err := envelope.ValidateTenant(tenant); err != nil {
@@ -384,12 +396,13 @@ func (s *Store) deadLetterTx(ctx context.Context, tenant, eventID string) (DeadL
 	return d, mapErr(err)
 }
 
-// RetryDeadLetter re-queues a dead letter with its event id unchanged (so
+// Outbox.RetryDeadLetter re-queues a dead letter with its event id unchanged (so
 // the broker and consumers dedupe a copy that did arrive): its dead state
 // and attempts are cleared and its stream is unparked; the relay publishes
 // it, then the stream's waiting events, in order. An operator action, not
 // fenced; it is logged. Unknown ids return a *DeadLetterNotFoundError.
-func (s *Store) RetryDeadLetter(ctx context.Context, tenant, eventID string) (DeadLetter, error) {
+func (o *Outbox) RetryDeadLetter(ctx context.Context, tenant, eventID string) (DeadLetter, error) {
+	s := o.s
 	if err := envelope.ValidateTenant(tenant); err != nil {
 		return DeadLetter{}, err
 	}
@@ -408,10 +421,11 @@ func (s *Store) RetryDeadLetter(ctx context.Context, tenant, eventID string) (De
 	return d, nil
 }
 
-// RetryDeadLetters re-queues every dead letter of a tenant (every
-// tenant's when tenant is "") as RetryDeadLetter does, in one transaction,
+// Outbox.RetryDeadLetters re-queues every dead letter of a tenant (every
+// tenant's when tenant is "") as Outbox.RetryDeadLetter does, in one transaction,
 // and returns them.
-func (s *Store) RetryDeadLetters(ctx context.Context, tenant string) ([]DeadLetter, error) {
+func (o *Outbox) RetryDeadLetters(ctx context.Context, tenant string) ([]DeadLetter, error) {
+	s := o.s
 	if tenant != "" {
 		if err := envelope.ValidateTenant(tenant); err != nil {
 			return nil, err
@@ -464,11 +478,12 @@ func (s *Store) requeueTx(ctx context.Context, ds []DeadLetter) error {
 	return s.addCounter(ctx, "requeued", int64(len(ds)))
 }
 
-// DiscardDeadLetter gives a dead letter up for good: it will never be
+// Outbox.DiscardDeadLetter gives a dead letter up for good: it will never be
 // published, and its stream is unparked (the stream's later events go
 // out). An explicit operator decision, not fenced; it is logged and the
 // row keeps the time. Unknown ids return a *DeadLetterNotFoundError.
-func (s *Store) DiscardDeadLetter(ctx context.Context, tenant, eventID string) (DeadLetter, error) {
+func (o *Outbox) DiscardDeadLetter(ctx context.Context, tenant, eventID string) (DeadLetter, error) {
+	s := o.s
 	if err := envelope.ValidateTenant(tenant); err != nil {
 		return DeadLetter{}, err
 	}
@@ -502,7 +517,8 @@ type ParkedStream struct {
 
 // ParkedStreams lists the streams parked by a dead letter, every tenant's
 // when tenant is "", in the order of their dead letters.
-func (s *Store) ParkedStreams(ctx context.Context, tenant string) ([]ParkedStream, error) {
+func (o *Outbox) ParkedStreams(ctx context.Context, tenant string) ([]ParkedStream, error) {
+	s := o.s
 	q := `SELECT e.tenant, e.stream_id, min(e.position), min(e.version) FROM outbox o JOIN events e ON e.position = o.position
 		WHERE o.published_at IS NULL AND o.discarded_at IS NULL AND o.attempts > 0 AND o.dead_at IS NOT NULL`
 	var args []any
@@ -571,9 +587,10 @@ type OutboxStats struct {
 	Discarded    int64
 }
 
-// OutboxStats reads the outbox's depth, lag and totals. It visits the
+// Stats reads the outbox's depth, lag and totals. It visits the
 // pending rows (not the published ones).
-func (s *Store) OutboxStats(ctx context.Context) (OutboxStats, error) {
+func (o *Outbox) Stats(ctx context.Context) (OutboxStats, error) {
+	s := o.s
 	var st OutboxStats
 	wrap := func(err error) error { return fmt.Errorf("outbox stats: %w", mapErr(err)) }
 	// One read transaction, so the figures agree with each other.
@@ -665,10 +682,11 @@ type OutboxEntry struct {
 	PublishedToken int64
 }
 
-// OutboxEntries returns up to limit outbox rows above position after, in
+// Entries returns up to limit outbox rows above position after, in
 // position order, published or not: for reconciliation, diagnostics and
 // tests. It reads every row it returns.
-func (s *Store) OutboxEntries(ctx context.Context, after int64, limit int) ([]OutboxEntry, error) {
+func (o *Outbox) Entries(ctx context.Context, after int64, limit int) ([]OutboxEntry, error) {
+	s := o.s
 	if limit <= 0 {
 		limit = pageSize
 	}

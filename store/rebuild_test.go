@@ -188,7 +188,7 @@ func TestDropAndRenameTable(t *testing.T) {
 func TestRebuildRow(t *testing.T) {
 	ctx := context.Background()
 	s := storetest.MustOpen(t, nil)
-	if _, ok, err := s.LoadRebuild(ctx, "p"); ok || err != nil {
+	if _, ok, err := s.Rebuilds().Load(ctx, "p"); ok || err != nil {
 		t.Fatalf("LoadRebuild before any = %v, %v", ok, err)
 	}
 	var gens []int64
@@ -213,7 +213,7 @@ func TestRebuildRow(t *testing.T) {
 	if diff := cmp.Diff([]int64{1, 2, 3, 1}, gens); diff != "" {
 		t.Errorf("generations (-want +got)\n%s", diff)
 	}
-	rb, ok, err := s.LoadRebuild(ctx, "p")
+	rb, ok, err := s.Rebuilds().Load(ctx, "p")
 	if !ok || err != nil || rb.Generation != 3 || rb.Checkpoint != 10 || rb.Watermark != 20 || rb.Applied != 7 || rb.StartedAt.IsZero() || rb.UpdatedAt.IsZero() {
 		t.Fatalf("LoadRebuild = %+v, %v, %v", rb, ok, err)
 	}
@@ -231,7 +231,7 @@ func TestRebuildRow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if all, err := s.Rebuilds(ctx); err != nil || len(all) != 0 {
+	if all, err := s.Rebuilds().List(ctx); err != nil || len(all) != 0 {
 		t.Errorf("Rebuilds after delete = %+v, %v", all, err)
 	}
 	// The generation outlives the row.
@@ -273,7 +273,7 @@ func TestCountEvents(t *testing.T) {
 		{3, 9, []string{"b"}, 2}, // positions 5 and 8
 		{10, 10, nil, 0},
 	} {
-		n, err := s.CountEvents(ctx, c.after, c.upto, c.types)
+		n, err := s.Rebuilds().CountEvents(ctx, c.after, c.upto, c.types)
 		if err != nil || n != c.want {
 			t.Errorf("CountEvents(%d, %d, %q) = %d, %v; want %d", c.after, c.upto, c.types, n, err, c.want)
 		}

@@ -87,14 +87,3 @@ func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
 	r := &request{ctx: ctx, fn: fn, done: make(chan struct{})}
 	return s.submit(ctx, r)
 }
-
-// TableExists reports whether a table exists in the database.
-func (tx *Tx) TableExists(ctx context.Context, name string) (bool, error) {
-	if err := tx.check(); err != nil {
-		return false, err
-	}
-	s := tx.s
-	var n int
-	err := s.wconn.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, name).Scan(&n)
-	return n > 0, mapErr(err)
-}

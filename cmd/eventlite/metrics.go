@@ -167,7 +167,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		emit(mAppended, float64(head))
 	}
 
-	if o, err := c.s.OutboxStats(ctx); err != nil {
+	if o, err := c.s.Outbox().Stats(ctx); err != nil {
 		fail(mPending, "outbox stats", err)
 	} else {
 		emit(mPending, float64(o.Pending))
@@ -207,22 +207,22 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 
-	if qs, err := c.s.QuarantinedEvents(ctx, store.QuarantineFilter{Open: true}); err != nil {
+	if qs, err := c.s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Open: true}); err != nil {
 		fail(mQuarantined, "quarantined events", err)
 	} else {
 		emit(mQuarantined, float64(len(qs)))
 	}
-	if ds, err := c.s.DeferredEvents(ctx, "", time.Time{}); err != nil {
+	if ds, err := c.s.Consumers().Deferred(ctx, "", time.Time{}); err != nil {
 		fail(mDeferred, "deferred events", err)
 	} else {
 		emit(mDeferred, float64(len(ds)))
 	}
-	if cs, err := c.s.Conflicts(ctx, ""); err != nil {
+	if cs, err := c.s.Consumers().Conflicts(ctx, ""); err != nil {
 		fail(mConflicts, "conflicts", err)
 	} else {
 		emit(mConflicts, float64(len(cs)))
 	}
-	if es, err := c.s.Effects(ctx, store.EffectFilter{}); err != nil {
+	if es, err := c.s.Effects().List(ctx, store.EffectFilter{}); err != nil {
 		fail(mEffects, "effects", err)
 	} else {
 		n := make(map[string]int, len(effectStates))

@@ -83,7 +83,7 @@ func TestMetricsCollector(t *testing.T) {
 	appendTo(t, s, "a", 3)
 	poison := appendTo(t, s, "poison", 2)
 	// A relay dead-lettered poison's first event: its stream is parked.
-	l, err := s.AcquireLease(ctx, "relay", "earlier-relay", time.Minute)
+	l, err := s.Leases().Acquire(ctx, "relay", "earlier-relay", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestMetricsCollector(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ReleaseLease(ctx, l); err != nil {
+	if err := s.Leases().Release(ctx, l); err != nil {
 		t.Fatal(err)
 	}
 	// A projection at position 2 with no runner; a consumer's quarantined
@@ -116,10 +116,10 @@ func TestMetricsCollector(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.ReserveEffect(ctx, "default", "email:1"); err != nil {
+	if _, _, err := s.Effects().Reserve(ctx, "default", "email:1"); err != nil {
 		t.Fatal(err)
 	}
-	_, _ = s.RunEffect(ctx, "default", "charge:1", func(context.Context) (string, error) { return "", store.ErrOutcomeUnknown })
+	_, _ = s.Effects().Run(ctx, "default", "charge:1", func(context.Context) (string, error) { return "", store.ErrOutcomeUnknown })
 
 	// A drain publishes a's 3 events and stops at the dead letter.
 	rl, err := publish.New(publish.Options{Store: s, Publisher: publish.NewStdout(io.Discard), Once: true})

@@ -100,11 +100,11 @@ func (q *quarantineCmd) run(ctx context.Context, c *cli, args []string) error {
 		var err error
 		switch action {
 		case "list":
-			out, err = s.OpenQuarantine(ctx, name)
+			out, err = s.Projections().OpenQuarantine(ctx, name)
 		case "retry":
-			out, err = s.RetryQuarantined(ctx, name, id)
+			out, err = s.Projections().RetryQuarantined(ctx, name, id)
 		default:
-			out, err = s.SkipQuarantined(ctx, name, id)
+			out, err = s.Projections().SkipQuarantined(ctx, name, id)
 		}
 		return err
 	})
