@@ -67,7 +67,7 @@ func TestJetStreamPoisonAndTransient(t *testing.T) {
 		changed := s.Changed()
 		q, _ := s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: "sink", Open: true})
 		if len(q) == 2 {
-			reasons := map[string]int{}
+			reasons := map[store.QuarantineReason]int{}
 			for _, e := range q {
 				reasons[e.Reason] = e.Attempts
 			}

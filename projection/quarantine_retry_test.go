@@ -131,7 +131,7 @@ func TestSkipMovesStoppedProjectionOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err := projection.StatsFor(ctx, s, "stopper")
-	if err != nil || st.Status == projection.StatusStopped || st.Checkpoint != bad.Position || st.Quarantined != 0 {
+	if err != nil || st.Status == store.ProjectionStopped || st.Checkpoint != bad.Position || st.Quarantined != 0 {
 		t.Fatalf("after skip: %+v (%v)", st, err)
 	}
 	if cp, err := r.CatchUp(ctx); err != nil || cp != res.LastPosition() {

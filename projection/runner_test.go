@@ -110,7 +110,7 @@ func TestRunnerCatchUpAndFollow(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err := projection.StatsFor(ctx, s, "counting")
-	if err != nil || st.Status != projection.StatusRunning || st.Lag != 0 || st.Checkpoint != 1230 {
+	if err != nil || st.Status != store.ProjectionRunning || st.Lag != 0 || st.Checkpoint != 1230 {
 		t.Errorf("stats while running: %+v %v", st, err)
 	}
 	cancel()
@@ -119,7 +119,7 @@ func TestRunnerCatchUpAndFollow(t *testing.T) {
 	}
 	checkExactlyOnce(t, s, "counting_applied", 1230, nil)
 	st, _ = projection.StatsFor(context.Background(), s, "counting")
-	if st.Status != projection.StatusIdle {
+	if st.Status != store.ProjectionIdle {
 		t.Errorf("after a clean stop the lease is released: status %s", st.Status)
 	}
 }
@@ -187,7 +187,7 @@ func TestHandlerFailureStopsThenResumes(t *testing.T) {
 		t.Errorf("checkpoint %d, want 6 (just before the failing event)", cp)
 	}
 	st, _ := projection.StatsFor(ctx, s, "fragile")
-	if st.Status != projection.StatusStopped || st.Quarantined != 1 {
+	if st.Status != store.ProjectionStopped || st.Quarantined != 1 {
 		t.Errorf("stats: %+v", st)
 	}
 	q, _ := s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: "fragile", Open: true})
@@ -203,7 +203,7 @@ func TestHandlerFailureStopsThenResumes(t *testing.T) {
 	}
 	checkExactlyOnce(t, s, "fragile_applied", 20, nil)
 	st, _ = projection.StatsFor(ctx, s, "fragile")
-	if st.Status != projection.StatusIdle || st.Quarantined != 0 {
+	if st.Status != store.ProjectionIdle || st.Quarantined != 0 {
 		t.Errorf("after the fix: %+v", st)
 	}
 }

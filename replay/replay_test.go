@@ -340,7 +340,7 @@ func TestInterruptResumeAndFromScratch(t *testing.T) {
 	if !ok || row.Checkpoint == 0 || row.Generation != 1 {
 		t.Fatalf("rebuild row after the interrupt: %+v %v", row, ok)
 	}
-	if st, _ := projection.StatsFor(ctx, s, "ledger"); !strings.Contains(st.Detail, "resume") || st.Status == projection.StatusRebuilding {
+	if st, _ := projection.StatsFor(ctx, s, "ledger"); !strings.Contains(st.Detail, "resume") || st.Status == store.ProjectionRebuilding {
 		t.Errorf("stats of an interrupted rebuild: %+v", st)
 	}
 	interrupt(2)
@@ -377,13 +377,13 @@ func TestOneReplayAtATime(t *testing.T) {
 	if _, err := replay.Rebuild(ctx, s, p, nil); !errors.Is(err, store.ErrLeaseHeld) {
 		t.Errorf("second replay: %v, want ErrLeaseHeld", err)
 	}
-	if st, err := projection.StatsFor(ctx, s, "ledger"); err != nil || st.Status != projection.StatusRebuilding {
+	if st, err := projection.StatsFor(ctx, s, "ledger"); err != nil || st.Status != store.ProjectionRebuilding {
 		t.Errorf("stats while a replay holds the lease: %+v %v", st, err)
 	}
 	if err := s.Leases().Release(ctx, l); err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := projection.StatsFor(ctx, s, "ledger"); st.Status != projection.StatusIdle {
+	if st, _ := projection.StatsFor(ctx, s, "ledger"); st.Status != store.ProjectionIdle {
 		t.Errorf("stats after: %+v", st)
 	}
 	if _, err := replay.Rebuild(ctx, s, p, nil); err != nil {
@@ -404,7 +404,7 @@ func TestRebuildOfANewProjection(t *testing.T) {
 	}
 	checkLedgerIsFold(t, s, "fresh", testTypes[1:2])
 	st, err := projection.StatsFor(ctx, s, "fresh")
-	if head, _ := s.Head(ctx); err != nil || st.Checkpoint != head || st.Status != projection.StatusIdle {
+	if head, _ := s.Head(ctx); err != nil || st.Checkpoint != head || st.Status != store.ProjectionIdle {
 		t.Errorf("stats %+v %v", st, err)
 	}
 	// Its runner takes over from the swapped checkpoint.
@@ -434,7 +434,7 @@ func TestRebuildClearsAStoppedProjection(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, _ := projection.StatsFor(ctx, s, "ledger")
-	if st.Status != projection.StatusIdle || st.Quarantined != 0 {
+	if st.Status != store.ProjectionIdle || st.Quarantined != 0 {
 		t.Errorf("stats after the rebuild: %+v", st)
 	}
 	checkLedgerIsFold(t, s, "ledger", nil)

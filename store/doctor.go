@@ -199,7 +199,7 @@ func (s *Store) diagnoseOutbox(ctx context.Context, o DiagnoseOptions, now time.
 }
 
 func (s *Store) diagnoseEffects(ctx context.Context, o DiagnoseOptions, now time.Time, emit func(*finding, string)) error {
-	effects, err := s.Effects().List(ctx, EffectFilter{States: []string{EffectUnknown, EffectExecuting}})
+	effects, err := s.Effects().List(ctx, EffectFilter{States: []EffectState{EffectUnknown, EffectExecuting}})
 	if err != nil {
 		return err
 	}

@@ -19,14 +19,17 @@ type Effects struct{ s *Store }
 // Effects returns the store's effect ledger.
 func (s *Store) Effects() *Effects { return &Effects{s: s} }
 
+// EffectState is where an effect stands in the ledger.
+type EffectState string
+
 // Effect states.
 const (
-	EffectReserved    = "RESERVED"    // recorded, not started
-	EffectExecuting   = "EXECUTING"   // the external call is under way
-	EffectCompleted   = "COMPLETED"   // it happened; ProviderRef says where
-	EffectFailed      = "FAILED"      // it did not happen: may be retried with the same key
-	EffectUnknown     = "UNKNOWN"     // it may have happened (a timeout after sending): reconcile first
-	EffectCompensated = "COMPENSATED" // it happened and was undone
+	EffectReserved    EffectState = "RESERVED"    // recorded, not started
+	EffectExecuting   EffectState = "EXECUTING"   // the external call is under way
+	EffectCompleted   EffectState = "COMPLETED"   // it happened; ProviderRef says where
+	EffectFailed      EffectState = "FAILED"      // it did not happen: may be retried with the same key
+	EffectUnknown     EffectState = "UNKNOWN"     // it may have happened (a timeout after sending): reconcile first
+	EffectCompensated EffectState = "COMPENSATED" // it happened and was undone
 )
 
 // ErrEffectState: the effect is not in a state that allows the step (for
@@ -41,7 +44,9 @@ var ErrOutcomeUnknown = errors.New("outcome of the external call is unknown")
 
 // EffectStateError names the effect, its state and the refused step.
 type EffectStateError struct {
-	Tenant, Key, State, Step string
+	Tenant, Key string
+	State       EffectState
+	Step        string
 }
 
 func (e *EffectStateError) Error() string {
@@ -59,7 +64,7 @@ func (e *EffectStateError) Unwrap() error { return ErrEffectState }
 type Effect struct {
 	Tenant      string
 	Key         string
-	State       string
+	State       EffectState
 	ProviderRef string
 	Attempts    int
 	LastError   string
@@ -134,7 +139,7 @@ func (ef *Effects) Reserve(ctx context.Context, tenant, key string) (Effect, boo
 }
 
 // transition moves an effect from one of the allowed states to next.
-func (s *Store) transition(ctx context.Context, tenant, key, step string, from []string, next string, set func(tx *Tx, e *Effect) error) (Effect, error) {
+func (s *Store) transition(ctx context.Context, tenant, key, step string, from []EffectState, next EffectState, set func(tx *Tx, e *Effect) error) (Effect, error) {
 	if err := validateEffect(tenant, key); err != nil {
 		return Effect{}, err
 	}
@@ -180,7 +185,7 @@ func (s *Store) transition(ctx context.Context, tenant, key, step string, from [
 // EXECUTING). UNKNOWN is refused: reconcile it first.
 func (ef *Effects) Begin(ctx context.Context, tenant, key string) (Effect, error) {
 	s := ef.s
-	return s.transition(ctx, tenant, key, "begin", []string{EffectReserved, EffectFailed}, EffectExecuting, func(tx *Tx, e *Effect) error {
+	return s.transition(ctx, tenant, key, "begin", []EffectState{EffectReserved, EffectFailed}, EffectExecuting, func(tx *Tx, e *Effect) error {
 		e.Attempts++
 		e.StartedAt = time.Unix(0, tx.now).UTC()
 		return nil
@@ -191,7 +196,7 @@ func (ef *Effects) Begin(ctx context.Context, tenant, key string) (Effect, error
 // reference (EXECUTING or UNKNOWN -> COMPLETED).
 func (ef *Effects) Complete(ctx context.Context, tenant, key, providerRef string) (Effect, error) {
 	s := ef.s
-	return s.transition(ctx, tenant, key, "complete", []string{EffectExecuting, EffectUnknown}, EffectCompleted, func(tx *Tx, e *Effect) error {
+	return s.transition(ctx, tenant, key, "complete", []EffectState{EffectExecuting, EffectUnknown}, EffectCompleted, func(tx *Tx, e *Effect) error {
 		e.ProviderRef = providerRef
 		return nil
 	})
@@ -201,7 +206,7 @@ func (ef *Effects) Complete(ctx context.Context, tenant, key, providerRef string
 // (EXECUTING or UNKNOWN -> FAILED); a retry with the same key may follow.
 func (ef *Effects) Fail(ctx context.Context, tenant, key, reason string) (Effect, error) {
 	s := ef.s
-	return s.transition(ctx, tenant, key, "fail", []string{EffectExecuting, EffectUnknown}, EffectFailed, func(tx *Tx, e *Effect) error {
+	return s.transition(ctx, tenant, key, "fail", []EffectState{EffectExecuting, EffectUnknown}, EffectFailed, func(tx *Tx, e *Effect) error {
 		e.LastError = reason
 		return nil
 	})
@@ -211,7 +216,7 @@ func (ef *Effects) Fail(ctx context.Context, tenant, key, reason string) (Effect
 // (EXECUTING -> UNKNOWN). It is not retried until reconciled.
 func (ef *Effects) MarkUnknown(ctx context.Context, tenant, key, reason string) (Effect, error) {
 	s := ef.s
-	return s.transition(ctx, tenant, key, "mark unknown", []string{EffectExecuting}, EffectUnknown, func(tx *Tx, e *Effect) error {
+	return s.transition(ctx, tenant, key, "mark unknown", []EffectState{EffectExecuting}, EffectUnknown, func(tx *Tx, e *Effect) error {
 		e.LastError = reason
 		return nil
 	})
@@ -220,7 +225,7 @@ func (ef *Effects) MarkUnknown(ctx context.Context, tenant, key, reason string) 
 // Compensate records that a completed effect was undone.
 func (ef *Effects) Compensate(ctx context.Context, tenant, key string) (Effect, error) {
 	s := ef.s
-	return s.transition(ctx, tenant, key, "compensate", []string{EffectCompleted}, EffectCompensated, nil)
+	return s.transition(ctx, tenant, key, "compensate", []EffectState{EffectCompleted}, EffectCompensated, nil)
 }
 
 // Run performs an external call at most once per tenant and key:
@@ -295,7 +300,7 @@ type ReconcileResult struct {
 func (ef *Effects) Reconcile(ctx context.Context, stuckBefore time.Time, check EffectChecker) (ReconcileResult, error) {
 	s := ef.s
 	var res ReconcileResult
-	effects, err := s.Effects().List(ctx, EffectFilter{States: []string{EffectUnknown, EffectExecuting}})
+	effects, err := s.Effects().List(ctx, EffectFilter{States: []EffectState{EffectUnknown, EffectExecuting}})
 	if err != nil {
 		return res, err
 	}
@@ -334,8 +339,8 @@ func (ef *Effects) Reconcile(ctx context.Context, stuckBefore time.Time, check E
 
 // EffectFilter selects effects.
 type EffectFilter struct {
-	Tenant string   // "" for every tenant
-	States []string // none for every state
+	Tenant string        // "" for every tenant
+	States []EffectState // none for every state
 }
 
 // List lists effects, oldest update first.

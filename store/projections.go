@@ -19,17 +19,36 @@ type Projections struct{ s *Store }
 // Projections returns the store's projection status and quarantine.
 func (s *Store) Projections() *Projections { return &Projections{s: s} }
 
-// Projection statuses kept in the store. "running" and "idle" are not
-// stored: they come from the projection's lease.
+// ProjectionStatus is what a projection is doing: one vocabulary for what
+// the store keeps and what package projection reports. The store's row
+// holds active, stopped or rebuilding (ProjectionRecord.Status);
+// projection.Stats reports running, idle, stopped, rebuilding or
+// orphaned, from that row and the projection's lease.
+type ProjectionStatus string
+
+// Projection statuses.
 const (
-	ProjectionActive     = "active"
-	ProjectionStopped    = "stopped"
-	ProjectionRebuilding = "rebuilding"
+	// ProjectionActive is kept in the store: the projection may run.
+	// Stats report it as running or idle, from its lease.
+	ProjectionActive ProjectionStatus = "active"
+	// ProjectionStopped: halted on a quarantined event (kept and reported).
+	ProjectionStopped ProjectionStatus = "stopped"
+	// ProjectionRebuilding: a replay is rebuilding it, and it serves
+	// meanwhile (kept and reported).
+	ProjectionRebuilding ProjectionStatus = "rebuilding"
+	// ProjectionRunning is reported: a runner holds the lease.
+	ProjectionRunning ProjectionStatus = "running"
+	// ProjectionIdle is reported: no runner.
+	ProjectionIdle ProjectionStatus = "idle"
+	// ProjectionOrphaned is reported: its lease is held by a process on
+	// this host that is gone, the lease expired and no runner took it
+	// over within one lease period. Start a runner.
+	ProjectionOrphaned ProjectionStatus = "orphaned"
 )
 
 // SetProjectionStatus records a projection's status with a detail (why
 // it stopped, say).
-func (tx *Tx) SetProjectionStatus(ctx context.Context, name, status, detail string) error {
+func (tx *Tx) SetProjectionStatus(ctx context.Context, name string, status ProjectionStatus, detail string) error {
 	if err := tx.check(); err != nil {
 		return err
 	}
@@ -43,7 +62,7 @@ func (tx *Tx) SetProjectionStatus(ctx context.Context, name, status, detail stri
 // ProjectionRecord is a projection's stored status and place.
 type ProjectionRecord struct {
 	Name        string
-	Status      string // active, stopped or rebuilding
+	Status      ProjectionStatus // active, stopped or rebuilding
 	Detail      string
 	Checkpoint  int64
 	Quarantined int // open quarantine entries

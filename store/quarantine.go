@@ -6,20 +6,23 @@ import (
 	"time"
 )
 
+// QuarantineReason says why an event was set aside.
+type QuarantineReason string
+
 // Quarantine reasons.
 const (
-	ReasonHandlerError     = "handler_error"     // a handler kept failing on the event
-	ReasonUninterpretable  = "uninterpretable"   // unknown type or schema version
-	ReasonDeferredTooLong  = "deferred_too_long" // a version gap did not fill in time
-	ReasonUndecodable      = "undecodable"       // the message is not a CloudEvent
-	ReasonTooManyDelivered = "too_many_deliveries"
+	ReasonHandlerError     QuarantineReason = "handler_error"     // a handler kept failing on the event
+	ReasonUninterpretable  QuarantineReason = "uninterpretable"   // unknown type or schema version
+	ReasonDeferredTooLong  QuarantineReason = "deferred_too_long" // a version gap did not fill in time
+	ReasonUndecodable      QuarantineReason = "undecodable"       // the message is not a CloudEvent
+	ReasonTooManyDelivered QuarantineReason = "too_many_deliveries"
 )
 
 // Quarantined is an event set aside for a person, with the evidence.
 type Quarantined struct {
 	ID         int64
 	Consumer   string // the projection or consumer name
-	Reason     string
+	Reason     QuarantineReason
 	Tenant     string
 	Subject    string
 	Version    int64

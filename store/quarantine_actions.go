@@ -187,7 +187,7 @@ func (p *Projections) SkipQuarantined(ctx context.Context, name, eventID string)
 			if err := tx.SetCheckpoint(ctx, name, q.Position, nil); err != nil {
 				return err
 			}
-			var status string
+			var status ProjectionStatus
 			err = s.wconn.QueryRowContext(ctx, `SELECT status FROM projections WHERE name = ?`, name).Scan(&status)
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return mapErr(err)

@@ -70,8 +70,8 @@ import (
 const scrapeTimeout = 10 * time.Second
 
 var (
-	projectionStatuses = []string{projection.StatusRunning, projection.StatusIdle, projection.StatusStopped, projection.StatusRebuilding}
-	effectStates       = []string{store.EffectReserved, store.EffectExecuting, store.EffectCompleted, store.EffectFailed, store.EffectUnknown, store.EffectCompensated}
+	projectionStatuses = []string{string(store.ProjectionRunning), string(store.ProjectionIdle), string(store.ProjectionStopped), string(store.ProjectionRebuilding)}
+	effectStates       = []string{string(store.EffectReserved), string(store.EffectExecuting), string(store.EffectCompleted), string(store.EffectFailed), string(store.EffectUnknown), string(store.EffectCompensated)}
 )
 
 // metric is one metric of the collector: its description and type.
@@ -202,7 +202,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			emit(mPLag, float64(p.Lag), p.Name)
 			emit(mPQuarantined, float64(p.Quarantined), p.Name)
 			for _, st := range projectionStatuses {
-				emit(mPStatus, b2f(p.Status == st), p.Name, st)
+				emit(mPStatus, b2f(string(p.Status) == st), p.Name, st)
 			}
 		}
 	}
@@ -227,7 +227,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	} else {
 		n := make(map[string]int, len(effectStates))
 		for _, e := range es {
-			n[e.State]++
+			n[string(e.State)]++
 		}
 		for _, st := range effectStates {
 			emit(mEffects, float64(n[st]), st)

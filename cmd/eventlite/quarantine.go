@@ -68,7 +68,7 @@ type quarantineOutput struct {
 
 func toQuarantineOutput(q store.Quarantined) quarantineOutput {
 	return quarantineOutput{Name: q.Consumer, Kind: q.Kind, EventID: q.EventID, Position: strconv.FormatInt(q.Position, 10),
-		Stream: q.Subject, Type: q.Type, Reason: q.Reason, Attempts: q.Attempts, Error: q.Error, RetryRequested: !q.RetryRequestedAt.IsZero(),
+		Stream: q.Subject, Type: q.Type, Reason: string(q.Reason), Attempts: q.Attempts, Error: q.Error, RetryRequested: !q.RetryRequestedAt.IsZero(),
 		FirstFailed: q.CreatedAt.UTC().Format(time.RFC3339Nano), LastFailed: q.LastFailedAt.UTC().Format(time.RFC3339Nano)}
 }
 
