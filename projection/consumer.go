@@ -149,7 +149,7 @@ func (c *Consumer) Handle(ctx context.Context, e envelope.Event) (HandleResult, 
 			return tx.CountConsumer(ctx, c.opts.Name, 0, 0, 1)
 		default:
 			b, _ := e.MarshalJSON()
-			existing, clash, err := tx.Defer(ctx, store.Deferred{
+			existing, clash, err := tx.Defer(ctx, store.DeferredEvent{
 				Consumer: c.opts.Name, Tenant: tenant, Subject: e.Stream, Version: v, EventID: e.ID, Event: b,
 				Expected: cur + 1, FirstSeen: c.opts.Now(), Reason: fmt.Sprintf("version gap: expected %d, got %d", cur+1, v),
 			})
@@ -256,7 +256,7 @@ func (c *Consumer) conflictTx(ctx context.Context, tx *store.Tx, e envelope.Even
 	b, _ := e.MarshalJSON()
 	c.log.Warn("version conflict: another event holds this version; the read model is unchanged",
 		"stream", e.Stream, "version", e.StreamVersion, "kept", keptID, "conflicting", e.ID)
-	return tx.RecordConflict(ctx, store.Conflict{
+	return tx.RecordConflict(ctx, store.VersionConflict{
 		Consumer: c.opts.Name, Tenant: tenantOf(e), Subject: e.Stream, Version: e.StreamVersion,
 		KeptEventID: keptID, ConflictingID: e.ID, ConflictingEvent: b,
 	})

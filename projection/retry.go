@@ -195,7 +195,7 @@ func (c *Consumer) retryTx(ctx context.Context, tx *store.Tx, e envelope.Event) 
 			resolution, err = "stale", tx.CountConsumer(ctx, c.opts.Name, 0, 0, 1)
 		default:
 			b, _ := e.MarshalJSON()
-			existing, clash, derr := tx.Defer(ctx, store.Deferred{
+			existing, clash, derr := tx.Defer(ctx, store.DeferredEvent{
 				Consumer: c.opts.Name, Tenant: tenant, Subject: e.Stream, Version: v, EventID: e.ID, Event: b,
 				Expected: cur + 1, FirstSeen: c.opts.Now(), Reason: fmt.Sprintf("retried from quarantine; version gap: expected %d, got %d", cur+1, v),
 			})

@@ -67,8 +67,8 @@ func (tx *Tx) SetConsumerVersion(ctx context.Context, consumer, tenant, subject 
 	return mapErr(err)
 }
 
-// Deferred is an event that arrived ahead of a version gap.
-type Deferred struct {
+// DeferredEvent is an event that arrived ahead of a version gap.
+type DeferredEvent struct {
 	Consumer  string
 	Tenant    string
 	Subject   string
@@ -83,35 +83,35 @@ type Deferred struct {
 // Defer stores d durably. When another event already waits at that
 // version, nothing is stored and the waiting one is returned with ok
 // true: the caller records a conflict.
-func (tx *Tx) Defer(ctx context.Context, d Deferred) (existing Deferred, ok bool, err error) {
+func (tx *Tx) Defer(ctx context.Context, d DeferredEvent) (existing DeferredEvent, ok bool, err error) {
 	if err := tx.check(); err != nil {
-		return Deferred{}, false, err
+		return DeferredEvent{}, false, err
 	}
 	s := tx.s
 	res, err := s.wconn.ExecContext(ctx, `INSERT INTO deferred (consumer, tenant, subject, version, event_id, event, expected, first_seen, reason)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 		d.Consumer, d.Tenant, d.Subject, d.Version, d.EventID, d.Event, d.Expected, d.FirstSeen.UnixNano(), d.Reason)
 	if err != nil {
-		return Deferred{}, false, mapErr(err)
+		return DeferredEvent{}, false, mapErr(err)
 	}
 	if n, _ := res.RowsAffected(); n == 1 {
-		return Deferred{}, false, nil
+		return DeferredEvent{}, false, nil
 	}
 	existing, ok, err = s.deferredAt(ctx, d.Consumer, d.Tenant, d.Subject, d.Version)
 	return existing, ok, err
 }
 
-func (s *Store) deferredAt(ctx context.Context, consumer, tenant, subject string, version int64) (Deferred, bool, error) {
-	d := Deferred{Consumer: consumer, Tenant: tenant, Subject: subject, Version: version}
+func (s *Store) deferredAt(ctx context.Context, consumer, tenant, subject string, version int64) (DeferredEvent, bool, error) {
+	d := DeferredEvent{Consumer: consumer, Tenant: tenant, Subject: subject, Version: version}
 	var seen int64
 	err := s.wconn.QueryRowContext(ctx, `SELECT event_id, event, expected, first_seen, reason FROM deferred
 		WHERE consumer = ? AND tenant = ? AND subject = ? AND version = ?`, consumer, tenant, subject, version).
 		Scan(&d.EventID, &d.Event, &d.Expected, &seen, &d.Reason)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Deferred{}, false, nil
+		return DeferredEvent{}, false, nil
 	}
 	if err != nil {
-		return Deferred{}, false, mapErr(err)
+		return DeferredEvent{}, false, mapErr(err)
 	}
 	d.FirstSeen = time.Unix(0, seen).UTC()
 	return d, true, nil
@@ -119,25 +119,25 @@ func (s *Store) deferredAt(ctx context.Context, consumer, tenant, subject string
 
 // TakeDeferred removes and returns the event deferred at version, if
 // any: the caller applies it in the same transaction.
-func (tx *Tx) TakeDeferred(ctx context.Context, consumer, tenant, subject string, version int64) (Deferred, bool, error) {
+func (tx *Tx) TakeDeferred(ctx context.Context, consumer, tenant, subject string, version int64) (DeferredEvent, bool, error) {
 	if err := tx.check(); err != nil {
-		return Deferred{}, false, err
+		return DeferredEvent{}, false, err
 	}
 	s := tx.s
 	d, ok, err := s.deferredAt(ctx, consumer, tenant, subject, version)
 	if err != nil || !ok {
-		return Deferred{}, false, err
+		return DeferredEvent{}, false, err
 	}
 	if _, err := s.wconn.ExecContext(ctx, `DELETE FROM deferred WHERE consumer = ? AND tenant = ? AND subject = ? AND version = ?`,
 		consumer, tenant, subject, version); err != nil {
-		return Deferred{}, false, mapErr(err)
+		return DeferredEvent{}, false, mapErr(err)
 	}
 	return d, true, nil
 }
 
 // DropStaleDeferred removes the events deferred for an aggregate at or
 // below version (they can never apply now) and returns them.
-func (tx *Tx) DropStaleDeferred(ctx context.Context, consumer, tenant, subject string, version int64) ([]Deferred, error) {
+func (tx *Tx) DropStaleDeferred(ctx context.Context, consumer, tenant, subject string, version int64) ([]DeferredEvent, error) {
 	if err := tx.check(); err != nil {
 		return nil, err
 	}
@@ -148,9 +148,9 @@ func (tx *Tx) DropStaleDeferred(ctx context.Context, consumer, tenant, subject s
 		return nil, mapErr(err)
 	}
 	defer rows.Close()
-	var out []Deferred
+	var out []DeferredEvent
 	for rows.Next() {
-		d := Deferred{Consumer: consumer, Tenant: tenant, Subject: subject}
+		d := DeferredEvent{Consumer: consumer, Tenant: tenant, Subject: subject}
 		var seen int64
 		if err := rows.Scan(&d.Version, &d.EventID, &d.Event, &d.Expected, &seen, &d.Reason); err != nil {
 			return nil, err
@@ -163,7 +163,7 @@ func (tx *Tx) DropStaleDeferred(ctx context.Context, consumer, tenant, subject s
 
 // Deferred lists events deferred by consumer ("" for all) that were
 // first seen before the given time (zero: all), oldest first.
-func (c *Consumers) Deferred(ctx context.Context, consumer string, seenBefore time.Time) ([]Deferred, error) {
+func (c *Consumers) Deferred(ctx context.Context, consumer string, seenBefore time.Time) ([]DeferredEvent, error) {
 	s := c.s
 	before := int64(1<<63 - 1)
 	if !seenBefore.IsZero() {
@@ -175,9 +175,9 @@ func (c *Consumers) Deferred(ctx context.Context, consumer string, seenBefore ti
 		return nil, mapErr(err)
 	}
 	defer rows.Close()
-	var out []Deferred
+	var out []DeferredEvent
 	for rows.Next() {
-		var d Deferred
+		var d DeferredEvent
 		var seen int64
 		if err := rows.Scan(&d.Consumer, &d.Tenant, &d.Subject, &d.Version, &d.EventID, &d.Event, &d.Expected, &seen, &d.Reason); err != nil {
 			return nil, err
@@ -188,8 +188,8 @@ func (c *Consumers) Deferred(ctx context.Context, consumer string, seenBefore ti
 	return out, mapErr(rows.Err())
 }
 
-// Conflict is two different events claiming one version of an aggregate.
-type Conflict struct {
+// VersionConflict is two different events claiming one version of an aggregate.
+type VersionConflict struct {
 	ID               int64
 	Consumer         string
 	Tenant           string
@@ -203,7 +203,7 @@ type Conflict struct {
 
 // RecordConflict records a version conflict; the read model is not
 // touched.
-func (tx *Tx) RecordConflict(ctx context.Context, c Conflict) error {
+func (tx *Tx) RecordConflict(ctx context.Context, c VersionConflict) error {
 	if err := tx.check(); err != nil {
 		return err
 	}
@@ -217,7 +217,7 @@ func (tx *Tx) RecordConflict(ctx context.Context, c Conflict) error {
 }
 
 // Conflicts lists the unresolved version conflicts of consumer ("" for all).
-func (c *Consumers) Conflicts(ctx context.Context, consumer string) ([]Conflict, error) {
+func (c *Consumers) Conflicts(ctx context.Context, consumer string) ([]VersionConflict, error) {
 	s := c.s
 	rows, err := s.rdb.QueryContext(ctx, `SELECT id, consumer, tenant, subject, version, kept_event_id, conflicting_id, conflicting_event, created_at
 		FROM version_conflicts WHERE (? = '' OR consumer = ?) AND resolved_at IS NULL ORDER BY id`, consumer, consumer)
@@ -225,9 +225,9 @@ func (c *Consumers) Conflicts(ctx context.Context, consumer string) ([]Conflict,
 		return nil, mapErr(err)
 	}
 	defer rows.Close()
-	var out []Conflict
+	var out []VersionConflict
 	for rows.Next() {
-		var c Conflict
+		var c VersionConflict
 		var at int64
 		if err := rows.Scan(&c.ID, &c.Consumer, &c.Tenant, &c.Subject, &c.Version, &c.KeptEventID, &c.ConflictingID, &c.ConflictingEvent, &at); err != nil {
 			return nil, err
