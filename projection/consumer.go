@@ -112,7 +112,7 @@ func (c *Consumer) Handle(ctx context.Context, e envelope.Event) (HandleResult, 
 	err := c.s.Update(ctx, func(tx *store.Tx) error {
 		res = HandleResult{}
 		tenant := tenantOf(e)
-		fresh, err := tx.InboxInsert(ctx, tenant, c.opts.Name, e.Source, e.ID)
+		fresh, err := tx.InboxInsert(ctx, store.InboxInsertParams{Tenant: tenant, Consumer: c.opts.Name, Source: e.Source, MessageID: e.ID})
 		if err != nil {
 			return err
 		}
@@ -125,7 +125,7 @@ func (c *Consumer) Handle(ctx context.Context, e envelope.Event) (HandleResult, 
 			res.Outcome, err = c.applyTx(ctx, tx, e)
 			return err
 		}
-		cur, curID, seen, err := tx.ConsumerVersion(ctx, c.opts.Name, tenant, e.Stream)
+		cur, curID, seen, err := tx.ConsumerVersion(ctx, tenant, c.opts.Name, e.Stream)
 		if err != nil {
 			return err
 		}
@@ -220,7 +220,7 @@ func (c *Consumer) applyOnceTx(ctx context.Context, tx *store.Tx, e envelope.Eve
 		return cause, nil
 	}
 	if e.Stream != "" && e.StreamVersion > 0 {
-		if err := tx.SetConsumerVersion(ctx, c.opts.Name, tenantOf(e), e.Stream, e.StreamVersion, e.ID); err != nil {
+		if err := tx.SetConsumerVersion(ctx, store.SetConsumerVersionParams{Tenant: tenantOf(e), Consumer: c.opts.Name, Subject: e.Stream, Version: e.StreamVersion, EventID: e.ID}); err != nil {
 			return nil, err
 		}
 	}
@@ -232,7 +232,7 @@ func (c *Consumer) applyOnceTx(ctx context.Context, tx *store.Tx, e envelope.Eve
 func (c *Consumer) drainTx(ctx context.Context, tx *store.Tx, tenant, subject string, version int64) (int, error) {
 	n := 0
 	for {
-		d, ok, err := tx.TakeDeferred(ctx, c.opts.Name, tenant, subject, version+1)
+		d, ok, err := tx.TakeDeferred(ctx, tenant, c.opts.Name, subject, version+1)
 		if err != nil || !ok {
 			return n, err
 		}
@@ -276,12 +276,12 @@ func (c *Consumer) Sweep(ctx context.Context) (int, error) {
 		took := false
 		err := c.s.Update(ctx, func(tx *store.Tx) error {
 			took = false
-			taken, ok, err := tx.TakeDeferred(ctx, d.Consumer, d.Tenant, d.Subject, d.Version)
+			taken, ok, err := tx.TakeDeferred(ctx, d.Tenant, d.Consumer, d.Subject, d.Version)
 			if err != nil || !ok || taken.EventID != d.EventID {
 				return err // applied or swept meanwhile
 			}
 			took = true
-			cur, _, _, err := tx.ConsumerVersion(ctx, c.opts.Name, d.Tenant, d.Subject)
+			cur, _, _, err := tx.ConsumerVersion(ctx, d.Tenant, c.opts.Name, d.Subject)
 			if err != nil {
 				return err
 			}

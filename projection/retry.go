@@ -177,7 +177,7 @@ func (c *Consumer) retryTx(ctx context.Context, tx *store.Tx, e envelope.Event) 
 	if e.Stream == "" || e.StreamVersion == 0 {
 		resolution, cause, err = apply()
 	} else {
-		cur, curID, seen, err := tx.ConsumerVersion(ctx, c.opts.Name, tenant, e.Stream)
+		cur, curID, seen, err := tx.ConsumerVersion(ctx, tenant, c.opts.Name, e.Stream)
 		if err != nil {
 			return "", nil, err
 		}
@@ -218,7 +218,7 @@ func (c *Consumer) retryTx(ctx context.Context, tx *store.Tx, e envelope.Event) 
 	// Record the message as processed, so a copy that comes later is a
 	// duplicate (an event quarantined before Handle committed is not in
 	// the inbox yet).
-	if _, err := tx.InboxInsert(ctx, tenant, c.opts.Name, e.Source, e.ID); err != nil {
+	if _, err := tx.InboxInsert(ctx, store.InboxInsertParams{Tenant: tenant, Consumer: c.opts.Name, Source: e.Source, MessageID: e.ID}); err != nil {
 		return "", nil, err
 	}
 	return resolution, nil, nil

@@ -22,16 +22,24 @@ func (s *Store) Consumers() *Consumers { return &Consumers{s: s} }
 // Every method takes the consumer's Update transaction, so the consumer's
 // decision and its read-model writes commit together.
 
-// InboxInsert records a message as processed by consumer. It returns
+// InboxInsertParams names a message in a consumer's inbox.
+type InboxInsertParams struct {
+	Tenant    string
+	Consumer  string
+	Source    string // the message's source (a CloudEvent's source)
+	MessageID string // its id, unique per source
+}
+
+// InboxInsert records a message as processed by its consumer. It returns
 // false when the message was already there: a duplicate. The insert itself
 // is the decision (ON CONFLICT DO NOTHING), never a check-then-insert.
-func (tx *Tx) InboxInsert(ctx context.Context, tenant, consumer, source, messageID string) (bool, error) {
+func (tx *Tx) InboxInsert(ctx context.Context, p InboxInsertParams) (bool, error) {
 	if err := tx.check(); err != nil {
 		return false, err
 	}
 	s := tx.s
 	res, err := s.wconn.ExecContext(ctx, `INSERT INTO inbox (tenant, consumer, source, message_id, processed_at) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT DO NOTHING`, tenant, consumer, source, messageID, tx.now)
+		ON CONFLICT DO NOTHING`, p.Tenant, p.Consumer, p.Source, p.MessageID, tx.now)
 	if err != nil {
 		return false, mapErr(err)
 	}
@@ -41,7 +49,7 @@ func (tx *Tx) InboxInsert(ctx context.Context, tenant, consumer, source, message
 
 // ConsumerVersion returns the last version of an aggregate that consumer
 // applied, with that event's id; ok is false when it never saw one.
-func (tx *Tx) ConsumerVersion(ctx context.Context, consumer, tenant, subject string) (version int64, eventID string, ok bool, err error) {
+func (tx *Tx) ConsumerVersion(ctx context.Context, tenant, consumer, subject string) (version int64, eventID string, ok bool, err error) {
 	if err := tx.check(); err != nil {
 		return 0, "", false, err
 	}
@@ -54,23 +62,33 @@ func (tx *Tx) ConsumerVersion(ctx context.Context, consumer, tenant, subject str
 	return version, eventID, err == nil, mapErr(err)
 }
 
-// SetConsumerVersion records that consumer applied version of an
+// SetConsumerVersionParams names the version of an aggregate a consumer
+// applied.
+type SetConsumerVersionParams struct {
+	Tenant   string
+	Consumer string
+	Subject  string // the aggregate (the event's stream)
+	Version  int64
+	EventID  string // the applied event's id
+}
+
+// SetConsumerVersion records that a consumer applied a version of an
 // aggregate.
-func (tx *Tx) SetConsumerVersion(ctx context.Context, consumer, tenant, subject string, version int64, eventID string) error {
+func (tx *Tx) SetConsumerVersion(ctx context.Context, p SetConsumerVersionParams) error {
 	if err := tx.check(); err != nil {
 		return err
 	}
 	s := tx.s
 	_, err := s.wconn.ExecContext(ctx, `INSERT INTO consumer_versions (consumer, tenant, subject, version, event_id, updated_at) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (consumer, tenant, subject) DO UPDATE SET version = excluded.version, event_id = excluded.event_id, updated_at = excluded.updated_at`,
-		consumer, tenant, subject, version, eventID, tx.now)
+		p.Consumer, p.Tenant, p.Subject, p.Version, p.EventID, tx.now)
 	return mapErr(err)
 }
 
 // DeferredEvent is an event that arrived ahead of a version gap.
 type DeferredEvent struct {
-	Consumer  string
 	Tenant    string
+	Consumer  string
 	Subject   string
 	Version   int64
 	EventID   string
@@ -97,11 +115,11 @@ func (tx *Tx) Defer(ctx context.Context, d DeferredEvent) (existing DeferredEven
 	if n, _ := res.RowsAffected(); n == 1 {
 		return DeferredEvent{}, false, nil
 	}
-	existing, ok, err = s.deferredAt(ctx, d.Consumer, d.Tenant, d.Subject, d.Version)
+	existing, ok, err = s.deferredAt(ctx, d.Tenant, d.Consumer, d.Subject, d.Version)
 	return existing, ok, err
 }
 
-func (s *Store) deferredAt(ctx context.Context, consumer, tenant, subject string, version int64) (DeferredEvent, bool, error) {
+func (s *Store) deferredAt(ctx context.Context, tenant, consumer, subject string, version int64) (DeferredEvent, bool, error) {
 	d := DeferredEvent{Consumer: consumer, Tenant: tenant, Subject: subject, Version: version}
 	var seen int64
 	err := s.wconn.QueryRowContext(ctx, `SELECT event_id, event, expected, first_seen, reason FROM deferred
@@ -119,12 +137,12 @@ func (s *Store) deferredAt(ctx context.Context, consumer, tenant, subject string
 
 // TakeDeferred removes and returns the event deferred at version, if
 // any: the caller applies it in the same transaction.
-func (tx *Tx) TakeDeferred(ctx context.Context, consumer, tenant, subject string, version int64) (DeferredEvent, bool, error) {
+func (tx *Tx) TakeDeferred(ctx context.Context, tenant, consumer, subject string, version int64) (DeferredEvent, bool, error) {
 	if err := tx.check(); err != nil {
 		return DeferredEvent{}, false, err
 	}
 	s := tx.s
-	d, ok, err := s.deferredAt(ctx, consumer, tenant, subject, version)
+	d, ok, err := s.deferredAt(ctx, tenant, consumer, subject, version)
 	if err != nil || !ok {
 		return DeferredEvent{}, false, err
 	}
@@ -137,7 +155,7 @@ func (tx *Tx) TakeDeferred(ctx context.Context, consumer, tenant, subject string
 
 // DropStaleDeferred removes the events deferred for an aggregate at or
 // below version (they can never apply now) and returns them.
-func (tx *Tx) DropStaleDeferred(ctx context.Context, consumer, tenant, subject string, version int64) ([]DeferredEvent, error) {
+func (tx *Tx) DropStaleDeferred(ctx context.Context, tenant, consumer, subject string, version int64) ([]DeferredEvent, error) {
 	if err := tx.check(); err != nil {
 		return nil, err
 	}
@@ -191,8 +209,8 @@ func (c *Consumers) Deferred(ctx context.Context, consumer string, seenBefore ti
 // VersionConflict is two different events claiming one version of an aggregate.
 type VersionConflict struct {
 	ID               int64
-	Consumer         string
 	Tenant           string
+	Consumer         string
 	Subject          string
 	Version          int64
 	KeptEventID      string // the event the consumer applied (or deferred) first
