@@ -281,7 +281,7 @@ func (h *Handler[S]) attempt(ctx context.Context, cmd Command, op *store.Operati
 	var answered store.Operation
 	err = h.store.Update(ctx, func(tx *store.Tx) error {
 		if op != nil {
-			stored, ok, err := h.store.OperationTx(ctx, tx, cmd.Tenant, cmd.OperationID)
+			stored, ok, err := tx.Operation(ctx, cmd.Tenant, cmd.OperationID)
 			if err != nil {
 				return err
 			}
@@ -291,7 +291,7 @@ func (h *Handler[S]) attempt(ctx context.Context, cmd Command, op *store.Operati
 			}
 		}
 		if len(events) > 0 {
-			ar, err := h.store.AppendTx(ctx, tx, cmd.Tenant, cmd.Stream, store.Exact(version), events...)
+			ar, err := tx.Append(ctx, cmd.Tenant, cmd.Stream, store.Exact(version), events...)
 			if err != nil {
 				return err
 			}
@@ -307,7 +307,7 @@ func (h *Handler[S]) attempt(ctx context.Context, cmd Command, op *store.Operati
 		if op != nil {
 			rec := *op
 			rec.Result, _ = json.Marshal(res)
-			if _, err := h.store.RecordOperationTx(ctx, tx, rec); err != nil {
+			if _, err := tx.RecordOperation(ctx, rec); err != nil {
 				return err
 			}
 		}
@@ -341,7 +341,7 @@ func (h *Handler[S]) maybeSnapshot(ctx context.Context, tx *store.Tx, cmd Comman
 		h.log.Warn("state does not encode; no snapshot", "stream", cmd.Stream, "error", err)
 		return nil
 	}
-	return h.store.SaveSnapshotTx(ctx, tx, store.Snapshot{Tenant: cmd.Tenant, Stream: cmd.Stream, SchemaVersion: h.def.SnapshotSchema, Version: to, State: b})
+	return tx.SaveSnapshot(ctx, store.Snapshot{Tenant: cmd.Tenant, Stream: cmd.Stream, SchemaVersion: h.def.SnapshotSchema, Version: to, State: b})
 }
 
 // replay answers a repeated operation from the ledger.

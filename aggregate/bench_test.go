@@ -49,7 +49,7 @@ func benchStore(b *testing.B, n, snapEvery int) (*store.Store, string) {
 				if snapEvery > 0 && se.StreamVersion%int64(snapEvery) == 0 {
 					st, _ := json.Marshal(state)
 					if err := s.Update(ctx, func(tx *store.Tx) error {
-						return s.SaveSnapshotTx(ctx, tx, store.Snapshot{Tenant: "default", Stream: "hot", SchemaVersion: 1, Version: se.StreamVersion, State: st})
+						return tx.SaveSnapshot(ctx, store.Snapshot{Tenant: "default", Stream: "hot", SchemaVersion: 1, Version: se.StreamVersion, State: st})
 					}); err != nil {
 						b.Fatal(err)
 					}

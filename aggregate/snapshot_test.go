@@ -87,7 +87,7 @@ func TestSnapshotIsUsedAndSchemaChecked(t *testing.T) {
 	// Plant a state at version 5 that differs from the fold: Load must show it.
 	planted, _ := json.Marshal(Counter{Total: 1000, Events: 5, By: map[string]int{"planted": 1000}})
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		return s.SaveSnapshotTx(ctx, tx, store.Snapshot{Tenant: "default", Stream: "c", SchemaVersion: 1, Version: 6, State: planted})
+		return tx.SaveSnapshot(ctx, store.Snapshot{Tenant: "default", Stream: "c", SchemaVersion: 1, Version: 6, State: planted})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestSnapshotIsUsedAndSchemaChecked(t *testing.T) {
 	}
 	// A snapshot that does not decode is ignored, not trusted.
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		return s.SaveSnapshotTx(ctx, tx, store.Snapshot{Tenant: "default", Stream: "c", SchemaVersion: 2, Version: 7, State: []byte(`{"total":"not a number"}`)})
+		return tx.SaveSnapshot(ctx, store.Snapshot{Tenant: "default", Stream: "c", SchemaVersion: 2, Version: 7, State: []byte(`{"total":"not a number"}`)})
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -174,7 +174,7 @@ func TestCatalogApplyBatchMatchesApply(t *testing.T) {
 			i += n
 		}
 		for _, tbl := range []string{"catalog"} {
-			d, err := s.CompareTablesTx(ctx, tx, one[tbl], batch[tbl])
+			d, err := tx.CompareTables(ctx, one[tbl], batch[tbl])
 			if err != nil {
 				return err
 			}

@@ -80,7 +80,7 @@ func TestRunnerResumesWhenCheckpointMoves(t *testing.T) {
 	var hookErr error
 	out := &hookWriter{match: "passing a hole", hook: func() {
 		hookErr = s.Update(ctx, func(tx *store.Tx) error {
-			return s.SetCheckpointTx(ctx, tx, "moved", 8, nil)
+			return tx.SetCheckpoint(ctx, "moved", 8, nil)
 		})
 	}}
 	logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: out})

@@ -112,20 +112,20 @@ func (c *Consumer) Handle(ctx context.Context, e envelope.Event) (HandleResult, 
 	err := c.s.Update(ctx, func(tx *store.Tx) error {
 		res = HandleResult{}
 		tenant := tenantOf(e)
-		fresh, err := c.s.InboxInsertTx(ctx, tx, tenant, c.opts.Name, e.Source, e.ID)
+		fresh, err := tx.InboxInsert(ctx, store.InboxInsertParams{Tenant: tenant, Consumer: c.opts.Name, Source: e.Source, MessageID: e.ID})
 		if err != nil {
 			return err
 		}
 		if !fresh {
 			res.Outcome = Duplicate
-			return c.s.CountConsumerTx(ctx, tx, c.opts.Name, 0, 1, 0)
+			return tx.CountConsumer(ctx, c.opts.Name, 0, 1, 0)
 		}
 		if e.Stream == "" || e.StreamVersion == 0 {
 			// No aggregate order to keep: dedupe only.
 			res.Outcome, err = c.applyTx(ctx, tx, e)
 			return err
 		}
-		cur, curID, seen, err := c.s.ConsumerVersionTx(ctx, tx, c.opts.Name, tenant, e.Stream)
+		cur, curID, seen, err := tx.ConsumerVersion(ctx, tenant, c.opts.Name, e.Stream)
 		if err != nil {
 			return err
 		}
@@ -146,10 +146,10 @@ func (c *Consumer) Handle(ctx context.Context, e envelope.Event) (HandleResult, 
 				return c.conflictTx(ctx, tx, e, curID)
 			}
 			res.Outcome = Stale
-			return c.s.CountConsumerTx(ctx, tx, c.opts.Name, 0, 0, 1)
+			return tx.CountConsumer(ctx, c.opts.Name, 0, 0, 1)
 		default:
 			b, _ := e.MarshalJSON()
-			existing, clash, err := c.s.DeferTx(ctx, tx, store.Deferred{
+			existing, clash, err := tx.Defer(ctx, store.DeferredEvent{
 				Consumer: c.opts.Name, Tenant: tenant, Subject: e.Stream, Version: v, EventID: e.ID, Event: b,
 				Expected: cur + 1, FirstSeen: c.opts.Now(), Reason: fmt.Sprintf("version gap: expected %d, got %d", cur+1, v),
 			})
@@ -183,7 +183,7 @@ func (c *Consumer) applyTx(ctx context.Context, tx *store.Tx, e envelope.Event) 
 			b, _ := e.MarshalJSON()
 			c.log.Warn("quarantining an event this consumer cannot interpret", "id", e.ID, "type", e.Type, "error", cause,
 				"next", advice(c.opts.Name, e.ID, cause, false))
-			return Quarantined, c.s.QuarantineTx(ctx, tx, store.Quarantined{
+			return Quarantined, tx.Quarantine(ctx, store.Quarantined{
 				Consumer: c.opts.Name, Reason: store.ReasonUninterpretable, Tenant: tenantOf(e), Subject: e.Stream,
 				Version: e.StreamVersion, EventID: e.ID, Event: b, Error: cause.Error(), Attempts: 1,
 			})
@@ -220,11 +220,11 @@ func (c *Consumer) applyOnceTx(ctx context.Context, tx *store.Tx, e envelope.Eve
 		return cause, nil
 	}
 	if e.Stream != "" && e.StreamVersion > 0 {
-		if err := c.s.SetConsumerVersionTx(ctx, tx, c.opts.Name, tenantOf(e), e.Stream, e.StreamVersion, e.ID); err != nil {
+		if err := tx.SetConsumerVersion(ctx, store.SetConsumerVersionParams{Tenant: tenantOf(e), Consumer: c.opts.Name, Subject: e.Stream, Version: e.StreamVersion, EventID: e.ID}); err != nil {
 			return nil, err
 		}
 	}
-	return nil, c.s.CountConsumerTx(ctx, tx, c.opts.Name, 1, 0, 0)
+	return nil, tx.CountConsumer(ctx, c.opts.Name, 1, 0, 0)
 }
 
 // drainTx applies the deferred successors of version that are now in
@@ -232,7 +232,7 @@ func (c *Consumer) applyOnceTx(ctx context.Context, tx *store.Tx, e envelope.Eve
 func (c *Consumer) drainTx(ctx context.Context, tx *store.Tx, tenant, subject string, version int64) (int, error) {
 	n := 0
 	for {
-		d, ok, err := c.s.TakeDeferredTx(ctx, tx, c.opts.Name, tenant, subject, version+1)
+		d, ok, err := tx.TakeDeferred(ctx, tenant, c.opts.Name, subject, version+1)
 		if err != nil || !ok {
 			return n, err
 		}
@@ -256,7 +256,7 @@ func (c *Consumer) conflictTx(ctx context.Context, tx *store.Tx, e envelope.Even
 	b, _ := e.MarshalJSON()
 	c.log.Warn("version conflict: another event holds this version; the read model is unchanged",
 		"stream", e.Stream, "version", e.StreamVersion, "kept", keptID, "conflicting", e.ID)
-	return c.s.RecordConflictTx(ctx, tx, store.Conflict{
+	return tx.RecordConflict(ctx, store.VersionConflict{
 		Consumer: c.opts.Name, Tenant: tenantOf(e), Subject: e.Stream, Version: e.StreamVersion,
 		KeptEventID: keptID, ConflictingID: e.ID, ConflictingEvent: b,
 	})
@@ -267,7 +267,7 @@ func (c *Consumer) conflictTx(ctx context.Context, tx *store.Tx, e envelope.Even
 // never applied or dropped silently. It returns how many it moved.
 func (c *Consumer) Sweep(ctx context.Context) (int, error) {
 	now := c.opts.Now()
-	old, err := c.s.DeferredEvents(ctx, c.opts.Name, now.Add(-c.opts.DeferFor))
+	old, err := c.s.Consumers().Deferred(ctx, c.opts.Name, now.Add(-c.opts.DeferFor))
 	if err != nil {
 		return 0, err
 	}
@@ -276,12 +276,12 @@ func (c *Consumer) Sweep(ctx context.Context) (int, error) {
 		took := false
 		err := c.s.Update(ctx, func(tx *store.Tx) error {
 			took = false
-			taken, ok, err := c.s.TakeDeferredTx(ctx, tx, d.Consumer, d.Tenant, d.Subject, d.Version)
+			taken, ok, err := tx.TakeDeferred(ctx, d.Tenant, d.Consumer, d.Subject, d.Version)
 			if err != nil || !ok || taken.EventID != d.EventID {
 				return err // applied or swept meanwhile
 			}
 			took = true
-			cur, _, _, err := c.s.ConsumerVersionTx(ctx, tx, c.opts.Name, d.Tenant, d.Subject)
+			cur, _, _, err := tx.ConsumerVersion(ctx, d.Tenant, c.opts.Name, d.Subject)
 			if err != nil {
 				return err
 			}
@@ -289,7 +289,7 @@ func (c *Consumer) Sweep(ctx context.Context) (int, error) {
 				"expected": cur + 1, "got": d.Version, "first_seen": d.FirstSeen.Format(time.RFC3339Nano),
 				"waited_seconds": now.Sub(d.FirstSeen).Seconds(),
 			})
-			return c.s.QuarantineTx(ctx, tx, store.Quarantined{
+			return tx.Quarantine(ctx, store.Quarantined{
 				Consumer: c.opts.Name, Reason: store.ReasonDeferredTooLong, Tenant: d.Tenant, Subject: d.Subject,
 				Version: d.Version, EventID: d.EventID, Event: d.Event, Attempts: 1, Evidence: string(evidence),
 				Error: fmt.Sprintf("version %d waited %s for version %d, longer than %s", d.Version, now.Sub(d.FirstSeen).Round(time.Second), cur+1, c.opts.DeferFor),
@@ -311,5 +311,5 @@ func (c *Consumer) Sweep(ctx context.Context) (int, error) {
 
 // Stats reads the consumer's counters and queues.
 func (c *Consumer) Stats(ctx context.Context) (store.ConsumerStats, error) {
-	return c.s.ConsumerStatsFor(ctx, c.opts.Name)
+	return c.s.Consumers().Stats(ctx, c.opts.Name)
 }

@@ -108,7 +108,7 @@ func TestOrderScenario(t *testing.T) {
 	if st, v := viewOf(t, s, "order-1"); st != "placed" || v != 1 {
 		t.Errorf("after the early v3 the read model moved: %s v%d", st, v)
 	}
-	if d, _ := s.DeferredEvents(ctx, "orders", time.Time{}); len(d) != 1 || d[0].Version != 3 || d[0].Expected != 2 {
+	if d, _ := s.Consumers().Deferred(ctx, "orders", time.Time{}); len(d) != 1 || d[0].Version != 3 || d[0].Expected != 2 {
 		t.Errorf("deferred: %+v", d)
 	}
 	res := handle(t, c, paid, projection.Applied)
@@ -125,7 +125,7 @@ func TestOrderScenario(t *testing.T) {
 	if st, v := viewOf(t, s, "order-1"); st != "cancelled" || v != 3 {
 		t.Errorf("after a conflicting v3: %s v%d", st, v)
 	}
-	conflicts, _ := s.Conflicts(ctx, "orders")
+	conflicts, _ := s.Consumers().Conflicts(ctx, "orders")
 	if len(conflicts) != 1 || conflicts[0].KeptEventID != "e3" || conflicts[0].ConflictingID != "e3-other" || len(conflicts[0].ConflictingEvent) == 0 {
 		t.Errorf("conflict evidence: %+v", conflicts)
 	}
@@ -162,7 +162,7 @@ func TestDeferralSweep(t *testing.T) {
 	if n, err := c.Sweep(ctx); err != nil || n != 1 {
 		t.Fatalf("sweep moved %d (%v), want 1", n, err)
 	}
-	q, _ := s.QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: "orders", Open: true})
+	q, _ := s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: "orders", Open: true})
 	if len(q) != 1 || q[0].Reason != store.ReasonDeferredTooLong || q[0].Version != 3 {
 		t.Fatalf("quarantine %+v", q)
 	}
@@ -173,7 +173,7 @@ func TestDeferralSweep(t *testing.T) {
 	if st, v := viewOf(t, s, "order-a"); st != "placed" || v != 1 {
 		t.Errorf("a swept event was applied: %s v%d", st, v)
 	}
-	if d, _ := s.DeferredEvents(ctx, "orders", time.Time{}); len(d) != 0 {
+	if d, _ := s.Consumers().Deferred(ctx, "orders", time.Time{}); len(d) != 0 {
 		t.Errorf("still deferred: %+v", d)
 	}
 }
@@ -184,7 +184,7 @@ func TestUninterpretableQuarantinedAtOnce(t *testing.T) {
 	c := orderView(t, s, projection.ConsumerOptions{})
 	handle(t, c, orderEvent("b1", "order-b", 1, "order.placed"), projection.Applied)
 	handle(t, c, orderEvent("b2", "order-b", 2, "order.teleported"), projection.Quarantined)
-	q, _ := s.QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: "orders", Open: true})
+	q, _ := s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: "orders", Open: true})
 	if len(q) != 1 || q[0].Reason != store.ReasonUninterpretable || q[0].EventID != "b2" || q[0].Attempts != 1 {
 		t.Errorf("quarantine %+v", q)
 	}

@@ -31,7 +31,7 @@
 //     projection stops there (or skips it, when configured). A restart
 //     after the fix resumes exactly at that event. An operator lists,
 //     retries or skips quarantined events of projections and consumers
-//     alike (store.OpenQuarantine, RetryQuarantined, SkipQuarantined;
+//     alike (store.Projections: OpenQuarantine, RetryQuarantined, SkipQuarantined;
 //     eventlite quarantine): a retried event is applied again on the
 //     runner's next pass (Consumer.ApplyRetries for a consumer).
 //   - WaitFor never waits in vain without saying so: it returns a

@@ -182,7 +182,7 @@ func TestEndToEndShuffledWithKills(t *testing.T) {
 		return cmd
 	}
 	appliedCount := func() int {
-		st, err := cs.ConsumerStatsFor(ctx, "e2e")
+		st, err := cs.Consumers().Stats(ctx, "e2e")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -250,15 +250,15 @@ func TestEndToEndShuffledWithKills(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, _ := cs.DeferredEvents(ctx, "e2e", time.Time{}); len(d) != 0 {
+	if d, _ := cs.Consumers().Deferred(ctx, "e2e", time.Time{}); len(d) != 0 {
 		t.Errorf("%d events left deferred", len(d))
 	}
-	if q, _ := cs.QuarantinedEvents(ctx, store.QuarantineFilter{Open: true}); len(q) != 0 {
+	if q, _ := cs.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Open: true}); len(q) != 0 {
 		t.Errorf("quarantined: %+v", q)
 	}
-	if c, _ := cs.Conflicts(ctx, ""); len(c) != 0 {
+	if c, _ := cs.Consumers().Conflicts(ctx, ""); len(c) != 0 {
 		t.Errorf("conflicts: %+v", c)
 	}
-	st, _ := cs.ConsumerStatsFor(ctx, "e2e")
+	st, _ := cs.Consumers().Stats(ctx, "e2e")
 	t.Logf("consumer: %d applied, %d duplicates suppressed, %d stale", st.Applied, st.Duplicates, st.Stale)
 }

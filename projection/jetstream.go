@@ -182,10 +182,10 @@ func (c *Consumer) handleMsg(ctx context.Context, m jetstream.Msg, opts JetStrea
 }
 
 // quarantineRaw sets aside a message that could not be handled.
-func (c *Consumer) quarantineRaw(ctx context.Context, reason, id string, raw []byte, cause error, attempts int) error {
+func (c *Consumer) quarantineRaw(ctx context.Context, reason store.QuarantineReason, id string, raw []byte, cause error, attempts int) error {
 	c.log.Warn("quarantining a message", "reason", reason, "id", id, "error", cause, "next", advice(c.opts.Name, id, cause, false))
 	return c.s.Update(ctx, func(tx *store.Tx) error {
-		return c.s.QuarantineTx(ctx, tx, store.Quarantined{
+		return tx.Quarantine(ctx, store.Quarantined{
 			Consumer: c.opts.Name, Reason: reason, EventID: id, Event: raw, Error: cause.Error(), Attempts: attempts,
 		})
 	})

@@ -65,9 +65,9 @@ func TestJetStreamPoisonAndTransient(t *testing.T) {
 	deadline := time.After(time.Minute)
 	for {
 		changed := s.Changed()
-		q, _ := s.QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: "sink", Open: true})
+		q, _ := s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: "sink", Open: true})
 		if len(q) == 2 {
-			reasons := map[string]int{}
+			reasons := map[store.QuarantineReason]int{}
 			for _, e := range q {
 				reasons[e.Reason] = e.Attempts
 			}

@@ -108,7 +108,7 @@ func (p *Projection) LiveTables() map[string]string {
 func (p *Projection) CreateTables(ctx context.Context, s *store.Store, tx *store.Tx, names map[string]string) error {
 	for _, t := range p.Tables {
 		name := names[t.Name]
-		ok, err := s.TableExistsTx(ctx, tx, name)
+		ok, err := tx.TableExists(ctx, name)
 		if err != nil {
 			return err
 		}

@@ -11,7 +11,7 @@ import (
 
 // Quarantined events are listed, retried and skipped by the name of the
 // projection or consumer and the event id (eventlite quarantine, or
-// store.OpenQuarantine, RetryQuarantined and SkipQuarantined). A retry is
+// store.Projections: OpenQuarantine, RetryQuarantined and SkipQuarantined). A retry is
 // a mark: the runner or consumer applies the event again on its next
 // pass, since only the service can run its handlers.
 
@@ -44,7 +44,7 @@ func advice(name, eventID string, cause error, stopped bool) string {
 // transaction: applied, the entry is resolved as retried; failed, it
 // stays quarantined with one more attempt and the mark cleared.
 func (r *Runner) retryPass(ctx context.Context, lease store.Lease) error {
-	qs, err := r.s.QuarantineRetries(ctx, r.p.Name)
+	qs, err := r.s.Projections().QuarantineRetries(ctx, r.p.Name)
 	if err != nil || len(qs) == 0 {
 		return err
 	}
@@ -68,17 +68,17 @@ func (r *Runner) retryPass(ctx context.Context, lease store.Lease) error {
 		var cause error
 		err := r.s.Update(ctx, func(tx *store.Tx) error {
 			cause = failed
-			if err := r.s.CheckFenceTx(ctx, tx, lease); err != nil {
+			if err := tx.CheckFence(ctx, lease); err != nil {
 				return err
 			}
 			if cause == nil && r.p.Deliver == nil {
 				cause = r.p.ApplyTx(ctx, tx, r.names, e)
 			}
 			if cause != nil {
-				_, err := r.s.RetryFailedTx(ctx, tx, q.ID, cause.Error())
+				_, err := tx.RetryFailed(ctx, q.ID, cause.Error())
 				return err
 			}
-			ok, err := r.s.ResolveRetryTx(ctx, tx, q.ID, "retried")
+			ok, err := tx.ResolveRetry(ctx, q.ID, "retried")
 			if err == nil && !ok {
 				err = errRetryGone
 			}
@@ -100,7 +100,7 @@ func (r *Runner) retryPass(ctx context.Context, lease store.Lease) error {
 }
 
 // ApplyRetries applies again the quarantined events an operator marked
-// for retry (store.RetryQuarantined, eventlite quarantine retry), each in
+// for retry (store.Projections.RetryQuarantined, eventlite quarantine retry), each in
 // its own transaction and in aggregate order: the next version is applied
 // (then the deferred successors it unblocks), one still ahead of a gap is
 // deferred again, one the aggregate already passed is resolved as stale.
@@ -108,7 +108,7 @@ func (r *Runner) retryPass(ctx context.Context, lease store.Lease) error {
 // returns how many entries it resolved. RunJetStream calls it on every
 // pass; a service that feeds Handle by other means calls it itself.
 func (c *Consumer) ApplyRetries(ctx context.Context) (int, error) {
-	qs, err := c.s.QuarantineRetries(ctx, c.opts.Name)
+	qs, err := c.s.Projections().QuarantineRetries(ctx, c.opts.Name)
 	if err != nil {
 		return 0, err
 	}
@@ -132,10 +132,10 @@ func (c *Consumer) ApplyRetries(ctx context.Context) (int, error) {
 				}
 			}
 			if cause != nil {
-				_, err := c.s.RetryFailedTx(ctx, tx, q.ID, cause.Error())
+				_, err := tx.RetryFailed(ctx, q.ID, cause.Error())
 				return err
 			}
-			ok, err := c.s.ResolveRetryTx(ctx, tx, q.ID, resolution)
+			ok, err := tx.ResolveRetry(ctx, q.ID, resolution)
 			if err == nil && !ok {
 				err = errRetryGone
 			}
@@ -177,7 +177,7 @@ func (c *Consumer) retryTx(ctx context.Context, tx *store.Tx, e envelope.Event) 
 	if e.Stream == "" || e.StreamVersion == 0 {
 		resolution, cause, err = apply()
 	} else {
-		cur, curID, seen, err := c.s.ConsumerVersionTx(ctx, tx, c.opts.Name, tenant, e.Stream)
+		cur, curID, seen, err := tx.ConsumerVersion(ctx, tenant, c.opts.Name, e.Stream)
 		if err != nil {
 			return "", nil, err
 		}
@@ -192,10 +192,10 @@ func (c *Consumer) retryTx(ctx context.Context, tx *store.Tx, e envelope.Event) 
 		case v == cur:
 			resolution, err = "conflict", c.conflictTx(ctx, tx, e, curID)
 		case v < cur:
-			resolution, err = "stale", c.s.CountConsumerTx(ctx, tx, c.opts.Name, 0, 0, 1)
+			resolution, err = "stale", tx.CountConsumer(ctx, c.opts.Name, 0, 0, 1)
 		default:
 			b, _ := e.MarshalJSON()
-			existing, clash, derr := c.s.DeferTx(ctx, tx, store.Deferred{
+			existing, clash, derr := tx.Defer(ctx, store.DeferredEvent{
 				Consumer: c.opts.Name, Tenant: tenant, Subject: e.Stream, Version: v, EventID: e.ID, Event: b,
 				Expected: cur + 1, FirstSeen: c.opts.Now(), Reason: fmt.Sprintf("retried from quarantine; version gap: expected %d, got %d", cur+1, v),
 			})
@@ -218,7 +218,7 @@ func (c *Consumer) retryTx(ctx context.Context, tx *store.Tx, e envelope.Event) 
 	// Record the message as processed, so a copy that comes later is a
 	// duplicate (an event quarantined before Handle committed is not in
 	// the inbox yet).
-	if _, err := c.s.InboxInsertTx(ctx, tx, tenant, c.opts.Name, e.Source, e.ID); err != nil {
+	if _, err := tx.InboxInsert(ctx, store.InboxInsertParams{Tenant: tenant, Consumer: c.opts.Name, Source: e.Source, MessageID: e.ID}); err != nil {
 		return "", nil, err
 	}
 	return resolution, nil, nil

@@ -155,7 +155,7 @@ func (r *Runner) acquire(ctx context.Context, wait bool) (store.Lease, error) {
 	resource := LeaseResource(r.p.Name)
 	logged := false
 	for {
-		l, err := r.s.AcquireLease(ctx, resource, r.opts.Owner, r.opts.LeaseTTL)
+		l, err := r.s.Leases().Acquire(ctx, resource, r.opts.Owner, r.opts.LeaseTTL)
 		if err == nil {
 			r.log.Info("holding the lease", "owner", r.opts.Owner, "token", l.Token)
 			if err := r.setup(ctx, l); err != nil {
@@ -182,13 +182,13 @@ func (r *Runner) acquire(ctx context.Context, wait bool) (store.Lease, error) {
 // setup creates the read-model tables and registers the projection.
 func (r *Runner) setup(ctx context.Context, l store.Lease) error {
 	return r.s.Update(ctx, func(tx *store.Tx) error {
-		if err := r.s.CheckFenceTx(ctx, tx, l); err != nil {
+		if err := tx.CheckFence(ctx, l); err != nil {
 			return err
 		}
 		if err := r.p.CreateTables(ctx, r.s, tx, r.names); err != nil {
 			return err
 		}
-		rec, err := r.s.Projection(ctx, r.p.Name)
+		rec, err := r.s.Projections().Get(ctx, r.p.Name)
 		if err == nil {
 			r.stopped = rec.Status == store.ProjectionStopped
 			return nil
@@ -197,14 +197,14 @@ func (r *Runner) setup(ctx context.Context, l store.Lease) error {
 			return err
 		}
 		r.stopped = false
-		return r.s.SetProjectionStatusTx(ctx, tx, r.p.Name, store.ProjectionActive, "")
+		return tx.SetProjectionStatus(ctx, r.p.Name, store.ProjectionActive, "")
 	})
 }
 
 func (r *Runner) release(l store.Lease) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := r.s.ReleaseLease(ctx, l); err != nil {
+	if err := r.s.Leases().Release(ctx, l); err != nil {
 		r.log.Warn("could not release the lease; it expires on its own", "error", err)
 	}
 }
@@ -214,7 +214,7 @@ func (r *Runner) follow(ctx context.Context, lease *store.Lease, live bool) erro
 	renewed := time.Now()
 	for {
 		if time.Since(renewed) >= r.opts.RenewEvery {
-			l, err := r.s.RenewLease(ctx, *lease)
+			l, err := r.s.Leases().Renew(ctx, *lease)
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil // stopped while renewing, as while applying
@@ -285,7 +285,7 @@ func (r *Runner) batch(ctx context.Context, lease store.Lease) (int64, error) {
 	if next == cp {
 		return 0, nil
 	}
-	holes, err := r.s.HolesBetween(ctx, cp, next)
+	holes, err := r.s.Projections().HolesBetween(ctx, cp, next)
 	if err != nil {
 		return 0, err
 	}
@@ -300,13 +300,13 @@ func (r *Runner) batch(ctx context.Context, lease store.Lease) (int64, error) {
 	to := next
 	err = r.s.Update(ctx, func(tx *store.Tx) error {
 		stopped, to = nil, next
-		if err := r.s.CheckFenceTx(ctx, tx, lease); err != nil {
+		if err := tx.CheckFence(ctx, lease); err != nil {
 			return err
 		}
 		// Compare and set: a replay swaps a rebuilt read model in with its
 		// own checkpoint (it never takes this lease from us), and this
 		// batch, read before the swap, must not touch the new tables.
-		if cur, err := r.s.CheckpointTx(ctx, tx, r.p.Name); err != nil {
+		if cur, err := tx.Checkpoint(ctx, r.p.Name); err != nil {
 			return err
 		} else if cur != cp {
 			moved = cur
@@ -379,7 +379,7 @@ func (r *Runner) applyWithRetry(ctx context.Context, tx *store.Tx, e envelope.Ev
 
 func (r *Runner) quarantineTx(ctx context.Context, tx *store.Tx, e envelope.Event, cause error, attempts int) error {
 	b, _ := e.MarshalJSON()
-	return r.s.QuarantineTx(ctx, tx, store.Quarantined{
+	return tx.Quarantine(ctx, store.Quarantined{
 		Consumer: r.p.Name, Reason: store.ReasonHandlerError, Tenant: e.Tenant, Subject: e.Stream, Version: e.StreamVersion,
 		Position: e.Position, EventID: e.ID, Event: b, Error: cause.Error(), Attempts: attempts,
 	})
@@ -391,29 +391,29 @@ func (r *Runner) finishTx(ctx context.Context, tx *store.Tx, lease store.Lease, 
 	for _, h := range holes {
 		if h.From <= to {
 			h.DetectedBy = r.p.Name
-			if err := r.s.RecordHoleTx(ctx, tx, h); err != nil {
+			if err := tx.RecordHole(ctx, h); err != nil {
 				return err
 			}
 		}
 	}
 	if to > cp {
-		if err := r.s.SetCheckpointTx(ctx, tx, r.p.Name, to, &lease); err != nil {
+		if err := tx.SetCheckpoint(ctx, r.p.Name, to, &lease); err != nil {
 			return err
 		}
 		if r.stopped {
 			// The event the projection halted on applied now: it resumed.
-			if err := r.s.ResolveQuarantineTx(ctx, tx, r.p.Name, cp+1, ""); err != nil {
+			if err := tx.ResolveQuarantine(ctx, r.p.Name, cp+1, ""); err != nil {
 				return err
 			}
 			if stopped == nil {
-				if err := r.s.SetProjectionStatusTx(ctx, tx, r.p.Name, store.ProjectionActive, ""); err != nil {
+				if err := tx.SetProjectionStatus(ctx, r.p.Name, store.ProjectionActive, ""); err != nil {
 					return err
 				}
 			}
 		}
 	}
 	if stopped != nil {
-		return r.s.SetProjectionStatusTx(ctx, tx, r.p.Name, store.ProjectionStopped, stopped.Error())
+		return tx.SetProjectionStatus(ctx, r.p.Name, store.ProjectionStopped, stopped.Error())
 	}
 	return nil
 }
@@ -470,7 +470,7 @@ func (r *Runner) deliver(ctx context.Context, lease store.Lease, cp, next int64,
 		break
 	}
 	err := r.s.Update(ctx, func(tx *store.Tx) error {
-		if err := r.s.CheckFenceTx(ctx, tx, lease); err != nil {
+		if err := tx.CheckFence(ctx, lease); err != nil {
 			return err
 		}
 		for _, f := range failures {

@@ -64,27 +64,15 @@ const rebuildLeasePrefix = "rebuild:"
 // keeps meanwhile.
 func RebuildLeaseResource(name string) string { return rebuildLeasePrefix + name }
 
-// Status values reported by Stats.
-const (
-	StatusRunning    = "running"    // a runner holds the lease
-	StatusIdle       = "idle"       // no runner
-	StatusStopped    = "stopped"    // halted on a quarantined event
-	StatusRebuilding = "rebuilding" // a replay is rebuilding it (it serves meanwhile)
-	// StatusOrphaned: its lease is held by a process on this host that is
-	// gone, the lease expired and no runner took it over within one lease
-	// period. Start a runner.
-	StatusOrphaned = "orphaned"
-)
-
 // Stats describe one projection.
 type Stats struct {
-	Name        string `json:"name"`
-	Checkpoint  int64  `json:"checkpoint,string"`
-	Head        int64  `json:"head,string"`
-	Lag         int64  `json:"lag"` // positions behind the head
-	Status      string `json:"status"`
-	Quarantined int    `json:"quarantined"`
-	Detail      string `json:"detail,omitempty"`
+	Name        string                 `json:"name"`
+	Checkpoint  int64                  `json:"checkpoint,string"`
+	Head        int64                  `json:"head,string"`
+	Lag         int64                  `json:"lag"` // positions behind the head
+	Status      store.ProjectionStatus `json:"status"`
+	Quarantined int                    `json:"quarantined"`
+	Detail      string                 `json:"detail,omitempty"`
 }
 
 // AllStats describes every projection the store knows.
@@ -93,13 +81,13 @@ func AllStats(ctx context.Context, s *store.Store) ([]Stats, error) {
 	if err != nil {
 		return nil, err
 	}
-	recs, err := s.Projections(ctx)
+	recs, err := s.Projections().List(ctx)
 	if err != nil {
 		return nil, err
 	}
 	// A replay holds the rebuild lease while it runs; a rebuild row without
 	// a live lease was left by a replay that failed or was killed.
-	leases, err := s.Leases(ctx)
+	leases, err := s.Leases().List(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +97,7 @@ func AllStats(ctx context.Context, s *store.Store) ([]Stats, error) {
 			replaying[name] = true
 		}
 	}
-	rebuilds, err := s.Rebuilds(ctx)
+	rebuilds, err := s.Rebuilds().List(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -125,18 +113,18 @@ func AllStats(ctx context.Context, s *store.Store) ([]Stats, error) {
 		}
 		switch {
 		case replaying[r.Name], r.Status == store.ProjectionRebuilding:
-			st.Status = StatusRebuilding
+			st.Status = store.ProjectionRebuilding
 		case r.Status == store.ProjectionStopped:
-			st.Status = StatusStopped
+			st.Status = store.ProjectionStopped
 		case r.Orphaned:
-			st.Status = StatusOrphaned
+			st.Status = store.ProjectionOrphaned
 			if st.Detail == "" {
 				st.Detail = fmt.Sprintf("lease held by %s, a process on this host that is gone (expired %s ago): start a runner", r.LeaseOwner, r.LeaseExpiredFor.Round(time.Second))
 			}
 		case r.LeaseLive:
-			st.Status = StatusRunning
+			st.Status = store.ProjectionRunning
 		default:
-			st.Status = StatusIdle
+			st.Status = store.ProjectionIdle
 		}
 		out = append(out, st)
 	}

@@ -54,7 +54,7 @@ func (e *StuckError) Unwrap() error {
 // commit (an orphaned lease ripens with time; 0: only a commit changes
 // it).
 func stuck(ctx context.Context, s *store.Store, name string, position, cp int64) (*StuckError, time.Duration, error) {
-	rec, err := s.Projection(ctx, name)
+	rec, err := s.Projections().Get(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, 0, nil
 	}
@@ -78,7 +78,7 @@ func stuck(ctx context.Context, s *store.Store, name string, position, cp int64)
 // stoppedAt rebuilds the *StoppedError of a stopped projection from its
 // open quarantine entry: the first after its checkpoint.
 func stoppedAt(ctx context.Context, s *store.Store, rec store.ProjectionRecord) (*StoppedError, error) {
-	qs, err := s.QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: rec.Name, Open: true})
+	qs, err := s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: rec.Name, Open: true})
 	if err != nil {
 		return nil, err
 	}

@@ -44,7 +44,7 @@ func (r *Relay) work(ctx context.Context, lease store.Lease) (err error) {
 		rows := next
 		if !fetched {
 			var err error
-			rows, err = r.st.ReadOutbox(ctx, store.OutboxReadOptions{Limit: r.opts.BatchSize, Now: now})
+			rows, err = r.st.Outbox().Read(ctx, store.OutboxReadOptions{Limit: r.opts.BatchSize, Now: now})
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
@@ -83,7 +83,7 @@ func (r *Relay) work(ctx context.Context, lease store.Lease) (err error) {
 			prefetch = make(chan prefetched, 1)
 			after := rows[len(rows)-1].Event.Position
 			go func() {
-				rows, err := r.st.ReadOutbox(ctx, store.OutboxReadOptions{After: after, Limit: r.opts.BatchSize, Now: now})
+				rows, err := r.st.Outbox().Read(ctx, store.OutboxReadOptions{After: after, Limit: r.opts.BatchSize, Now: now})
 				prefetch <- prefetched{rows, err}
 			}()
 		}
@@ -163,7 +163,7 @@ func (r *Relay) handle(ctx context.Context, rep BatchReport, o *outcome) error {
 // idle waits for a commit, a retry falling due, or the poll interval.
 func (r *Relay) idle(ctx context.Context, changed <-chan struct{}) error {
 	wake := r.opts.Clock.Now().Add(r.opts.PollInterval)
-	if next, ok, err := r.st.NextOutboxAttempt(ctx); err == nil && ok && next.Before(wake) {
+	if next, ok, err := r.st.Outbox().NextAttempt(ctx); err == nil && ok && next.Before(wake) {
 		wake = next
 	}
 	select {
@@ -179,7 +179,7 @@ func (r *Relay) idle(ctx context.Context, changed <-chan struct{}) error {
 // letters (done), or only rows parked behind them (an *IncompleteError,
 // since waiting will not help).
 func (r *Relay) drained(ctx context.Context) (bool, error) {
-	st, err := r.st.OutboxStats(ctx)
+	st, err := r.st.Outbox().Stats(ctx)
 	if err != nil {
 		return false, nil // look again later
 	}
@@ -197,7 +197,7 @@ func (r *Relay) drained(ctx context.Context) (bool, error) {
 			"they wait behind %d dead letter(s) in %d parked stream(s): see eventlite dlq list, then dlq retry or dlq discard",
 			st.DeadLetters, st.ParkedStreams)}
 	}
-	next, ok, err := r.st.NextOutboxAttempt(ctx)
+	next, ok, err := r.st.Outbox().NextAttempt(ctx)
 	if err == nil && ok {
 		r.setReason(fmt.Sprintf("rows that failed wait for their next attempt (the next at %s)", next.UTC().Format(time.RFC3339)))
 	}
@@ -368,15 +368,15 @@ func (r *Relay) publishBatch(ctx context.Context, lease store.Lease, rows []stor
 func (r *Relay) settle(ctx context.Context, lease store.Lease, o *outcome) BatchReport {
 	rep := o.rep
 	rep.Err = r.st.Update(ctx, func(tx *store.Tx) error {
-		n, err := r.st.MarkPublishedTx(ctx, tx, lease, o.pub)
+		n, err := tx.MarkPublished(ctx, lease, o.pub)
 		if err != nil {
 			return err
 		}
 		rep.Published = n
-		if err := r.st.RecordFailureTx(ctx, tx, lease, o.fail); err != nil {
+		if err := tx.RecordFailure(ctx, lease, o.fail); err != nil {
 			return err
 		}
-		return r.st.DeadLetterTx(ctx, tx, lease, o.dead)
+		return tx.DeadLetter(ctx, lease, o.dead)
 	})
 	if rep.Err != nil {
 		rep.Published = 0

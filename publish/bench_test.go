@@ -271,7 +271,7 @@ func BenchmarkOutboxLag(b *testing.B) {
 		wg.Wait()
 		achieved := float64(rate*int(duration.Seconds())) / time.Since(start).Seconds()
 		eventually(b, "the relay to catch up", time.Minute, func() bool {
-			st, err := s.OutboxStats(context.Background())
+			st, err := s.Outbox().Stats(context.Background())
 			return err == nil && st.Pending == 0
 		})
 		cancel()
@@ -282,7 +282,7 @@ func BenchmarkOutboxLag(b *testing.B) {
 		// recorded_at is the commit's time; published_at the marking
 		// commit's, both by the store's clock.
 		for after := int64(0); ; {
-			es, err := s.OutboxEntries(context.Background(), after, 1000)
+			es, err := s.Outbox().Entries(context.Background(), after, 1000)
 			if err != nil {
 				b.Fatal(err)
 			}

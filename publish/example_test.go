@@ -40,7 +40,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	st, _ := s.OutboxStats(ctx)
+	st, _ := s.Outbox().Stats(ctx)
 	fmt.Printf("pending %d, published %d\n", st.Pending, st.Published)
 	// Output:
 	// {"specversion":"1.0","id":"01J9ZZZZZZZZZZZZZZZZZZZZZZ","source":"/shop","type":"order.placed","subject":"order-1","time":"2025-01-02T03:04:05Z","datacontenttype":"application/json","tenant":"default","streamversion":1,"position":"1","data":{"total":42}}

@@ -69,7 +69,7 @@ func outbox(t testing.TB, s *store.Store) []store.OutboxEntry {
 	var out []store.OutboxEntry
 	after := int64(0)
 	for {
-		es, err := s.OutboxEntries(context.Background(), after, 1000)
+		es, err := s.Outbox().Entries(context.Background(), after, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}

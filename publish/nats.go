@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/store"
 )
 
 // DefaultStream is the default JetStream stream name.
@@ -411,7 +412,7 @@ func (e *SubjectTooLongError) Error() string {
 }
 
 // TooLargeError: an event is larger, as a NATS message, than the server
-// accepts.
+// accepts. errors.Is(err, store.ErrTooLarge) holds for it.
 type TooLargeError struct {
 	EventID string
 	Size    int64 // the message's payload and headers, bytes
@@ -422,6 +423,10 @@ func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("event %s is %d bytes as a NATS message (data and headers), over the server's max_payload of %d bytes: raise max_payload in the nats-server configuration (it may go up to 64 MB) above %d, or store smaller events; then eventlite dlq retry %s",
 		e.EventID, e.Size, e.Limit, e.Size, e.EventID)
 }
+
+// Unwrap lets errors.Is(err, store.ErrTooLarge) match, as it does for an
+// event the store refused for its size.
+func (e *TooLargeError) Unwrap() error { return store.ErrTooLarge }
 
 // classify gives a NATS or JetStream error its class.
 func (p *NATS) classify(err error) error {

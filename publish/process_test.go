@@ -274,7 +274,7 @@ func (c *child) stop() {
 func drained(t *testing.T, s *store.Store, within time.Duration) {
 	t.Helper()
 	eventually(t, "the outbox to drain", within, func() bool {
-		st, err := s.OutboxStats(context.Background())
+		st, err := s.Outbox().Stats(context.Background())
 		return err == nil && st.Pending == 0
 	})
 }

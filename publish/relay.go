@@ -244,7 +244,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			continue
 		}
 		rctx, rcancel := context.WithTimeout(context.Background(), time.Second)
-		if rerr := r.st.ReleaseLease(rctx, lease); rerr != nil {
+		if rerr := r.st.Leases().Release(rctx, lease); rerr != nil {
 			r.log.Warn("could not release the relay lease; it will expire", "error", rerr)
 		} else {
 			r.log.Info("released the relay lease", "token", lease.Token)
@@ -268,7 +268,7 @@ func (r *Relay) finish(ctx context.Context, err error) error {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if st, serr := r.st.OutboxStats(sctx); serr == nil {
+	if st, serr := r.st.Outbox().Stats(sctx); serr == nil {
 		inc.Pending = st.Pending - st.DeadLetters
 		if inc.Pending == 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil // it all went out as the time ran out
@@ -319,7 +319,7 @@ func (r *Relay) acquire(ctx context.Context) (store.Lease, error) {
 	wait := r.opts.BackoffBase
 	for {
 		changed := r.st.Changed()
-		l, err := r.st.AcquireLease(ctx, r.opts.Lease, r.opts.Owner, r.opts.LeaseTTL)
+		l, err := r.st.Leases().Acquire(ctx, r.opts.Lease, r.opts.Owner, r.opts.LeaseTTL)
 		if err == nil {
 			r.log.Info("holding the relay lease", "token", l.Token, "ttl", r.opts.LeaseTTL)
 			r.setToken(l.Token)
@@ -368,7 +368,7 @@ func (r *Relay) standBy(ctx context.Context, changed <-chan struct{}, expiresIn 
 		// A commit: the holder's batches mostly. Read, do not write: is
 		// the lease free now?
 		changed = r.st.Changed()
-		leases, err := r.st.Leases(ctx)
+		leases, err := r.st.Leases().List(ctx)
 		if errors.Is(err, store.ErrClosed) {
 			return err
 		}
@@ -431,7 +431,7 @@ func (r *Relay) renew(ctx context.Context, lease store.Lease, lost context.Cance
 			return
 		case <-t.C:
 		}
-		if _, err := r.st.RenewLease(ctx, lease); err != nil {
+		if _, err := r.st.Leases().Renew(ctx, lease); err != nil {
 			if errors.Is(err, store.ErrStaleFence) {
 				lost(errLeaseLost)
 				return

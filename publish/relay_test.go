@@ -155,10 +155,10 @@ func TestRelayDeliversEverythingInStreamOrder(t *testing.T) {
 		t.Errorf("%d batches, want 5", len(bs.all()))
 	}
 	// The lease was released: another relay takes it at once.
-	if _, err := s.AcquireLease(context.Background(), "relay", "next", time.Minute); err != nil {
+	if _, err := s.Leases().Acquire(context.Background(), "relay", "next", time.Minute); err != nil {
 		t.Errorf("lease after a clean stop: %v", err)
 	}
-	st, _ := s.OutboxStats(context.Background())
+	st, _ := s.Outbox().Stats(context.Background())
 	if st.Pending != 0 || st.Published != 38 {
 		t.Errorf("stats: %+v", st)
 	}
@@ -247,7 +247,7 @@ func TestRelayBrokerDownThenBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkBroker(t, srv, s)
-	st, _ := s.OutboxStats(context.Background())
+	st, _ := s.Outbox().Stats(context.Background())
 	if st.DeadLettered != 0 || st.Retried != 0 || st.Pending != 0 {
 		t.Errorf("stats: %+v", st)
 	}
@@ -277,7 +277,7 @@ func TestRelayPoisonEvent(t *testing.T) {
 	r := newRelay(t, publish.Options{Store: s, Publisher: pub, OnBatch: bs.add})
 	stop := runRelay(t, r)
 	bs.waitFor(t, "the healthy stream", published(3))
-	dls, err := s.DeadLetters(ctx, "default")
+	dls, err := s.Outbox().DeadLetters(ctx, "default")
 	if err != nil || len(dls) != 1 || dls[0].EventID != poison.ID || dls[0].Attempts != 1 {
 		t.Fatalf("dead letters: %+v %v", dls, err)
 	}
@@ -287,7 +287,7 @@ func TestRelayPoisonEvent(t *testing.T) {
 			t.Errorf("dead letter error %q does not name %q", msg, want)
 		}
 	}
-	parked, _ := s.ParkedStreams(ctx, "")
+	parked, _ := s.Outbox().ParkedStreams(ctx, "")
 	if len(parked) != 1 || parked[0].Stream != "poisoned" || parked[0].Waiting != 3 {
 		t.Errorf("parked: %+v", parked)
 	}
@@ -308,7 +308,7 @@ func TestRelayPoisonEvent(t *testing.T) {
 	}
 	// Raise the limit, retry the dead letter: it and its stream go out.
 	srv.Restart(1 << 20)
-	if _, err := s.RetryDeadLetter(ctx, "default", poison.ID); err != nil {
+	if _, err := s.Outbox().RetryDeadLetter(ctx, "default", poison.ID); err != nil {
 		t.Fatal(err)
 	}
 	r3 := newRelay(t, publish.Options{Store: s, Publisher: newNATS(t, srv.URL(), publish.NATSOptions{}), Once: true})
@@ -366,7 +366,7 @@ func TestRelayTransientFailuresDeadLetterAfterBound(t *testing.T) {
 			t.Errorf("wait after attempt %d: %s, want within [%s, %s]", i+1, nexts[i], want/2, want)
 		}
 	}
-	dls, _ := s.DeadLetters(ctx, "")
+	dls, _ := s.Outbox().DeadLetters(ctx, "")
 	if len(dls) != 1 || dls[0].EventID != res.Events[0].ID || dls[0].Attempts != 4 || !strings.Contains(dls[0].Error, "gave up after 4 attempts") ||
 		!dls[0].FirstFailed.Before(dls[0].LastFailed) && !dls[0].FirstFailed.Equal(dls[0].LastFailed) {
 		t.Errorf("dead letter: %+v", dls)
@@ -429,7 +429,7 @@ func TestRelayStopsPromptlyWhileBackingOff(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("stopping took %s", d)
 	}
-	leases, _ := s.Leases(context.Background())
+	leases, _ := s.Leases().List(context.Background())
 	if len(leases) != 1 || leases[0].Owner != "" {
 		t.Errorf("lease after stop: %+v", leases)
 	}
@@ -457,10 +457,10 @@ func TestRelayLostLeaseWritesNothing(t *testing.T) {
 	<-gate.entered
 	// Meanwhile its lease is lost and taken over.
 	old := store.Lease{Resource: "relay", Owner: "paused", Token: r.Stats().LeaseToken}
-	if err := s.ReleaseLease(ctx, old); err != nil {
+	if err := s.Leases().Release(ctx, old); err != nil {
 		t.Fatal(err)
 	}
-	thief, err := s.AcquireLease(ctx, "relay", "thief", time.Hour)
+	thief, err := s.Leases().Acquire(ctx, "relay", "thief", time.Hour)
 	if err != nil || thief.Token != old.Token+1 {
 		t.Fatalf("take over: %+v %v", thief, err)
 	}

@@ -205,7 +205,7 @@ func TestSubjectTooLongIsDeadLettered(t *testing.T) {
 	if err := r.Run(rctx); !errors.As(err, &inc) || inc.Pending != 1 {
 		t.Fatalf("run: %v, want the long stream's second event left behind the dead letter", err)
 	}
-	dl, err := s.DeadLetters(ctx, "")
+	dl, err := s.Outbox().DeadLetters(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}

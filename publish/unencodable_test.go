@@ -186,7 +186,7 @@ func TestUnencodableStoredEventIsDeadLetteredAtFirstAttempt(t *testing.T) {
 				if err := r.Run(ctx); err != nil {
 					t.Fatalf("run: %v", err)
 				}
-				dl, err := s.DeadLetters(ctx, "")
+				dl, err := s.Outbox().DeadLetters(ctx, "")
 				if err != nil {
 					t.Fatal(err)
 				}

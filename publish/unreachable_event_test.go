@@ -74,7 +74,7 @@ func TestRelayCountsUnreachableEventWhenOthersSucceed(t *testing.T) {
 	if err := r.Run(ctx); err != nil {
 		t.Fatalf("run: %v; want the outbox drained to one dead letter", err)
 	}
-	dl, err := s.DeadLetters(ctx, "")
+	dl, err := s.Outbox().DeadLetters(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ type rebuilder struct {
 func (r *rebuilder) release() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := r.s.ReleaseLease(ctx, r.lease); err != nil {
+	if err := r.s.Leases().Release(ctx, r.lease); err != nil {
 		r.log.Warn("could not release the rebuild lease; it expires on its own", "error", err)
 	}
 }
@@ -103,7 +103,7 @@ func (r *rebuilder) run(ctx context.Context) (Result, error) {
 	// Rebuild up to the watermark, then prove it: the shadow is at the
 	// watermark and holds as many events as the log has up to it, counted
 	// apart from the reads that fed it.
-	if r.total, err = r.s.CountEvents(ctx, 0, watermark, r.p.Types); err != nil {
+	if r.total, err = r.s.Rebuilds().CountEvents(ctx, 0, watermark, r.p.Types); err != nil {
 		return res, err
 	}
 	r.phase, r.target = PhaseRebuild, watermark
@@ -137,10 +137,10 @@ func (r *rebuilder) run(ctx context.Context) (Result, error) {
 // records this run's watermark.
 func (r *rebuilder) begin(ctx context.Context, watermark int64, res *Result) error {
 	return r.s.Update(ctx, func(tx *store.Tx) error {
-		if err := r.s.CheckFenceTx(ctx, tx, r.lease); err != nil {
+		if err := tx.CheckFence(ctx, r.lease); err != nil {
 			return err
 		}
-		row, found, err := r.s.LoadRebuildTx(ctx, tx, r.p.Name)
+		row, found, err := tx.LoadRebuild(ctx, r.p.Name)
 		if err != nil {
 			return err
 		}
@@ -150,7 +150,7 @@ func (r *rebuilder) begin(ctx context.Context, watermark int64, res *Result) err
 			// meaningless: start over.
 			for _, t := range r.p.Tables {
 				name := store.ShadowTable(t.Name, row.Generation)
-				exists, err := r.s.TableExistsTx(ctx, tx, name)
+				exists, err := tx.TableExists(ctx, name)
 				if err != nil {
 					return err
 				}
@@ -174,7 +174,7 @@ func (r *rebuilder) begin(ctx context.Context, watermark int64, res *Result) err
 			res.Resumed, res.ResumedFrom = true, row.Checkpoint
 			r.log.Info("resuming an unfinished rebuild", "generation", row.Generation, "from", row.Checkpoint, "applied", row.Applied)
 		} else {
-			gen, err := r.s.NewRebuildGenerationTx(ctx, tx, r.p.Name)
+			gen, err := tx.NewRebuildGeneration(ctx, r.p.Name)
 			if err != nil {
 				return err
 			}
@@ -188,7 +188,7 @@ func (r *rebuilder) begin(ctx context.Context, watermark int64, res *Result) err
 		if err := r.p.CreateTables(ctx, r.s, tx, r.shadows); err != nil {
 			return err
 		}
-		if err := r.s.SaveRebuildTx(ctx, tx, row); err != nil {
+		if err := tx.SaveRebuild(ctx, row); err != nil {
 			return err
 		}
 		r.row = row
@@ -200,7 +200,7 @@ func (r *rebuilder) begin(ctx context.Context, watermark int64, res *Result) err
 // first (a later table may refer to an earlier one).
 func (r *rebuilder) dropShadowsTx(ctx context.Context, tx *store.Tx, gen int64) error {
 	for _, t := range slices.Backward(r.p.Tables) {
-		if err := r.s.DropTableTx(ctx, tx, store.ShadowTable(t.Name, gen)); err != nil {
+		if err := tx.DropTable(ctx, store.ShadowTable(t.Name, gen)); err != nil {
 			return err
 		}
 	}
@@ -212,7 +212,7 @@ func (r *rebuilder) renew(ctx context.Context) error {
 	if time.Since(r.renewed) < r.o.LeaseTTL/3 {
 		return nil
 	}
-	l, err := r.s.RenewLease(ctx, r.lease)
+	l, err := r.s.Leases().Renew(ctx, r.lease)
 	if err != nil {
 		return fmt.Errorf("replay %s: %w", r.p.Name, err)
 	}
@@ -346,10 +346,10 @@ func (r *rebuilder) adapt(held time.Duration) {
 // inside tx, after checking the lease and that the row is where this run
 // left it.
 func (r *rebuilder) applyTx(ctx context.Context, tx *store.Tx, events []envelope.Event, next int64) (store.Rebuild, error) {
-	if err := r.s.CheckFenceTx(ctx, tx, r.lease); err != nil {
+	if err := tx.CheckFence(ctx, r.lease); err != nil {
 		return store.Rebuild{}, err
 	}
-	row, ok, err := r.s.LoadRebuildTx(ctx, tx, r.p.Name)
+	row, ok, err := tx.LoadRebuild(ctx, r.p.Name)
 	if err != nil {
 		return store.Rebuild{}, err
 	}
@@ -362,7 +362,7 @@ func (r *rebuilder) applyTx(ctx context.Context, tx *store.Tx, events []envelope
 	}
 	row.Checkpoint = max(next, row.Checkpoint)
 	row.Applied += int64(len(events))
-	if err := r.s.SaveRebuildTx(ctx, tx, row); err != nil {
+	if err := tx.SaveRebuild(ctx, row); err != nil {
 		return store.Rebuild{}, err
 	}
 	return row, nil
@@ -416,7 +416,7 @@ func (r *rebuilder) catchUp(ctx context.Context, watermark int64, target func() 
 // countTotal sets the progress total: the verified count up to the
 // watermark plus the matching events from there to target.
 func (r *rebuilder) countTotal(ctx context.Context, watermark, target int64) error {
-	n, err := r.s.CountEvents(ctx, watermark, target, r.p.Types)
+	n, err := r.s.Rebuilds().CountEvents(ctx, watermark, target, r.p.Types)
 	if err != nil {
 		return err
 	}
@@ -452,7 +452,7 @@ func (r *rebuilder) finalTx(ctx context.Context, tx *store.Tx, watermark, target
 	if err != nil {
 		return store.Rebuild{}, err
 	}
-	since, err := r.s.CountEvents(ctx, watermark, target, r.p.Types)
+	since, err := r.s.Rebuilds().CountEvents(ctx, watermark, target, r.p.Types)
 	if err != nil {
 		return store.Rebuild{}, err
 	}
@@ -492,22 +492,22 @@ func (r *rebuilder) swap(ctx context.Context, watermark int64) error {
 				return err
 			}
 			for _, t := range slices.Backward(r.p.Tables) {
-				if err := r.s.DropTableTx(ctx, tx, t.Name); err != nil {
+				if err := tx.DropTable(ctx, t.Name); err != nil {
 					return err
 				}
 			}
 			for _, t := range r.p.Tables {
-				if err := r.s.RenameTableTx(ctx, tx, r.shadows[t.Name], t.Name); err != nil {
+				if err := tx.RenameTable(ctx, r.shadows[t.Name], t.Name); err != nil {
 					return err
 				}
 			}
-			if err := r.s.SetCheckpointTx(ctx, tx, r.p.Name, row.Checkpoint, nil); err != nil {
+			if err := tx.SetCheckpoint(ctx, r.p.Name, row.Checkpoint, nil); err != nil {
 				return err
 			}
 			if err := r.settleTx(ctx, tx, row.Checkpoint); err != nil {
 				return err
 			}
-			return r.s.DeleteRebuildTx(ctx, tx, r.p.Name)
+			return tx.DeleteRebuild(ctx, r.p.Name)
 		})
 		if errors.Is(err, errTooFarBehind) {
 			r.log.Debug("appends outran the swap; catching up first", "attempt", attempt)
@@ -529,22 +529,22 @@ func (r *rebuilder) swap(ctx context.Context, watermark int64) error {
 // quarantine entries up to there and lifts a stop.
 func (r *rebuilder) settleTx(ctx context.Context, tx *store.Tx, cp int64) error {
 	// Read on the read pool: nothing can commit while tx holds the lock.
-	rec, err := r.s.Projection(ctx, r.p.Name)
+	rec, err := r.s.Projections().Get(ctx, r.p.Name)
 	switch {
 	case errors.Is(err, store.ErrNotFound), err == nil && rec.Status == store.ProjectionStopped:
-		if err := r.s.SetProjectionStatusTx(ctx, tx, r.p.Name, store.ProjectionActive, ""); err != nil {
+		if err := tx.SetProjectionStatus(ctx, r.p.Name, store.ProjectionActive, ""); err != nil {
 			return err
 		}
 	case err != nil:
 		return err
 	}
-	open, err := r.s.QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: r.p.Name, Open: true})
+	open, err := r.s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: r.p.Name, Open: true})
 	if err != nil {
 		return err
 	}
 	for _, q := range open {
 		if q.Position > 0 && q.Position <= cp {
-			if err := r.s.ResolveQuarantineTx(ctx, tx, r.p.Name, q.Position, ""); err != nil {
+			if err := tx.ResolveQuarantine(ctx, r.p.Name, q.Position, ""); err != nil {
 				return err
 			}
 		}
@@ -573,7 +573,7 @@ func (r *rebuilder) compare(ctx context.Context, watermark int64, res *Result) e
 		)
 		err := r.s.Update(ctx, func(tx *store.Tx) error {
 			drift = Drift{}
-			cp, err := r.s.CheckpointTx(ctx, tx, r.p.Name)
+			cp, err := tx.Checkpoint(ctx, r.p.Name)
 			if err != nil {
 				return err
 			}
@@ -584,7 +584,7 @@ func (r *rebuilder) compare(ctx context.Context, watermark int64, res *Result) e
 				return err
 			}
 			for _, t := range r.p.Tables {
-				d, err := r.s.CompareTablesTx(ctx, tx, t.Name, r.shadows[t.Name])
+				d, err := tx.CompareTables(ctx, t.Name, r.shadows[t.Name])
 				if err != nil {
 					return err
 				}
@@ -597,7 +597,7 @@ func (r *rebuilder) compare(ctx context.Context, watermark int64, res *Result) e
 			if err := r.dropShadowsTx(ctx, tx, row.Generation); err != nil {
 				return err
 			}
-			return r.s.DeleteRebuildTx(ctx, tx, r.p.Name)
+			return tx.DeleteRebuild(ctx, r.p.Name)
 		})
 		if errors.Is(err, errTooFarBehind) {
 			continue

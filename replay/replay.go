@@ -193,7 +193,7 @@ func Rebuild(ctx context.Context, s *store.Store, p projection.Projection, opts 
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
-	lease, err := s.AcquireLease(ctx, projection.RebuildLeaseResource(p.Name), o.Owner, o.LeaseTTL)
+	lease, err := s.Leases().Acquire(ctx, projection.RebuildLeaseResource(p.Name), o.Owner, o.LeaseTTL)
 	if err != nil {
 		if errors.Is(err, store.ErrLeaseHeld) {
 			return Result{}, fmt.Errorf("replay %s: another replay is running: %w", p.Name, err)

@@ -26,7 +26,7 @@ func newSeed(t *testing.T) *rand.Rand {
 
 // TestRebuildEqualsLive: on a random log, a rebuild of each projection
 // (the catalog, and a ledger that reads two types) equals the read model
-// its runner kept: a dry run compares them row by row (CompareTablesTx)
+// its runner kept: a dry run compares them row by row (tx.CompareTables)
 // and finds nothing, and after the swap direct reads find the same rows,
 // the checkpoint at the head. A second rebuild after more events (a new
 // generation, whose index names must not collide with the swapped-in
@@ -75,7 +75,7 @@ func TestRebuildEqualsLive(t *testing.T) {
 				if sh := shadowTables(t, s); len(sh) != 0 {
 					t.Errorf("round %d: shadow tables left after the swap: %q", round, sh)
 				}
-				if _, ok, _ := s.LoadRebuild(ctx, p.Name); ok {
+				if _, ok, _ := s.Rebuilds().Load(ctx, p.Name); ok {
 					t.Errorf("round %d: the rebuild row outlived the swap", round)
 				}
 				appendRandom(t, s, rng, 50+rng.IntN(100))
@@ -235,7 +235,7 @@ func TestHandlerFailureNamesThePosition(t *testing.T) {
 			if diff := cmp.Diff(before, snapshot(t, s, p)); diff != "" {
 				t.Errorf("a failed rebuild changed the live read model (-before +after)\n%s", diff)
 			}
-			row, ok, err := s.LoadRebuild(ctx, "ledger")
+			row, ok, err := s.Rebuilds().Load(ctx, "ledger")
 			if err != nil || !ok || row.Checkpoint >= bad {
 				t.Fatalf("rebuild row after the failure: %+v %v %v; want one before position %d", row, ok, err, bad)
 			}
@@ -336,15 +336,15 @@ func TestInterruptResumeAndFromScratch(t *testing.T) {
 		}
 	}
 	interrupt(3)
-	row, ok, _ := s.LoadRebuild(ctx, "ledger")
+	row, ok, _ := s.Rebuilds().Load(ctx, "ledger")
 	if !ok || row.Checkpoint == 0 || row.Generation != 1 {
 		t.Fatalf("rebuild row after the interrupt: %+v %v", row, ok)
 	}
-	if st, _ := projection.StatsFor(ctx, s, "ledger"); !strings.Contains(st.Detail, "resume") || st.Status == projection.StatusRebuilding {
+	if st, _ := projection.StatsFor(ctx, s, "ledger"); !strings.Contains(st.Detail, "resume") || st.Status == store.ProjectionRebuilding {
 		t.Errorf("stats of an interrupted rebuild: %+v", st)
 	}
 	interrupt(2)
-	row2, _, _ := s.LoadRebuild(ctx, "ledger")
+	row2, _, _ := s.Rebuilds().Load(ctx, "ledger")
 	if row2.Generation != 1 || row2.Checkpoint <= row.Checkpoint {
 		t.Errorf("second run: %+v; want it resumed in generation 1 past %d", row2, row.Checkpoint)
 	}
@@ -370,20 +370,20 @@ func TestOneReplayAtATime(t *testing.T) {
 	appendRandom(t, s, rand.New(rand.NewPCG(1, 2)), 20)
 	p := ledger("ledger", nil, nil)
 	catchUp(t, s, p)
-	l, err := s.AcquireLease(ctx, projection.RebuildLeaseResource("ledger"), "someone-else", time.Minute)
+	l, err := s.Leases().Acquire(ctx, projection.RebuildLeaseResource("ledger"), "someone-else", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := replay.Rebuild(ctx, s, p, nil); !errors.Is(err, store.ErrLeaseHeld) {
 		t.Errorf("second replay: %v, want ErrLeaseHeld", err)
 	}
-	if st, err := projection.StatsFor(ctx, s, "ledger"); err != nil || st.Status != projection.StatusRebuilding {
+	if st, err := projection.StatsFor(ctx, s, "ledger"); err != nil || st.Status != store.ProjectionRebuilding {
 		t.Errorf("stats while a replay holds the lease: %+v %v", st, err)
 	}
-	if err := s.ReleaseLease(ctx, l); err != nil {
+	if err := s.Leases().Release(ctx, l); err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := projection.StatsFor(ctx, s, "ledger"); st.Status != projection.StatusIdle {
+	if st, _ := projection.StatsFor(ctx, s, "ledger"); st.Status != store.ProjectionIdle {
 		t.Errorf("stats after: %+v", st)
 	}
 	if _, err := replay.Rebuild(ctx, s, p, nil); err != nil {
@@ -404,7 +404,7 @@ func TestRebuildOfANewProjection(t *testing.T) {
 	}
 	checkLedgerIsFold(t, s, "fresh", testTypes[1:2])
 	st, err := projection.StatsFor(ctx, s, "fresh")
-	if head, _ := s.Head(ctx); err != nil || st.Checkpoint != head || st.Status != projection.StatusIdle {
+	if head, _ := s.Head(ctx); err != nil || st.Checkpoint != head || st.Status != store.ProjectionIdle {
 		t.Errorf("stats %+v %v", st, err)
 	}
 	// Its runner takes over from the swapped checkpoint.
@@ -434,7 +434,7 @@ func TestRebuildClearsAStoppedProjection(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, _ := projection.StatsFor(ctx, s, "ledger")
-	if st.Status != projection.StatusIdle || st.Quarantined != 0 {
+	if st.Status != store.ProjectionIdle || st.Quarantined != 0 {
 		t.Errorf("stats after the rebuild: %+v", st)
 	}
 	checkLedgerIsFold(t, s, "ledger", nil)

@@ -172,13 +172,14 @@ func wrapAppendErr(stream string, err error) error {
 	return fmt.Errorf("append to %q: %w", stream, err)
 }
 
-// AppendTx appends inside an Update closure, so the caller's own writes
+// Append appends inside an Update closure, so the caller's own writes
 // and the events commit together. It behaves like Append; a failed append
 // writes nothing and leaves the transaction usable.
-func (s *Store) AppendTx(ctx context.Context, tx *Tx, tenant, stream string, expected Expected, events ...envelope.Event) (AppendResult, error) {
-	if err := tx.check(s); err != nil {
+func (tx *Tx) Append(ctx context.Context, tenant, stream string, expected Expected, events ...envelope.Event) (AppendResult, error) {
+	if err := tx.check(); err != nil {
 		return AppendResult{}, err
 	}
+	s := tx.s
 	a, err := s.prepareAppend(tenant, stream, expected, events)
 	if err != nil {
 		return AppendResult{}, err

@@ -114,7 +114,7 @@ func TestCancelAtRandom(t *testing.T) {
 					if _, err := tx.ExecContext(cctx, `INSERT INTO marks (k) VALUES (?)`, c.key); err != nil {
 						return err
 					}
-					if _, err := s.AppendTx(cctx, tx, "default", fmt.Sprintf("u%d", i%3), store.Any, e); err != nil {
+					if _, err := tx.Append(cctx, "default", fmt.Sprintf("u%d", i%3), store.Any, e); err != nil {
 						return err
 					}
 					switch c.when {

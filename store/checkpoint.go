@@ -18,11 +18,12 @@ func (s *Store) Checkpoint(ctx context.Context, name string) (int64, error) {
 	return p, mapErr(err)
 }
 
-// CheckpointTx reads a checkpoint inside an Update closure.
-func (s *Store) CheckpointTx(ctx context.Context, tx *Tx, name string) (int64, error) {
-	if err := tx.check(s); err != nil {
+// Checkpoint reads a checkpoint inside an Update closure.
+func (tx *Tx) Checkpoint(ctx context.Context, name string) (int64, error) {
+	if err := tx.check(); err != nil {
 		return 0, err
 	}
+	s := tx.s
 	var p int64
 	err := s.wconn.QueryRowContext(ctx, `SELECT position FROM checkpoints WHERE name = ?`, name).Scan(&p)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -31,17 +32,18 @@ func (s *Store) CheckpointTx(ctx context.Context, tx *Tx, name string) (int64, e
 	return p, mapErr(err)
 }
 
-// SetCheckpointTx moves a checkpoint inside an Update closure, in the
+// SetCheckpoint moves a checkpoint inside an Update closure, in the
 // transaction of the reader's own writes. With a lease it is fenced: it
 // fails with ErrStaleFence unless the lease is current. A nil lease writes
 // unfenced (on-demand readers that hold no lease).
-func (s *Store) SetCheckpointTx(ctx context.Context, tx *Tx, name string, position int64, lease *Lease) error {
-	if err := tx.check(s); err != nil {
+func (tx *Tx) SetCheckpoint(ctx context.Context, name string, position int64, lease *Lease) error {
+	if err := tx.check(); err != nil {
 		return err
 	}
+	s := tx.s
 	var token int64
 	if lease != nil {
-		if err := s.CheckFenceTx(ctx, tx, *lease); err != nil {
+		if err := tx.CheckFence(ctx, *lease); err != nil {
 			return err
 		}
 		token = lease.Token
@@ -56,7 +58,8 @@ func (s *Store) SetCheckpointTx(ctx context.Context, tx *Tx, name string, positi
 }
 
 // Checkpoints lists every checkpoint by name.
-func (s *Store) Checkpoints(ctx context.Context) (map[string]int64, error) {
+func (p *Projections) Checkpoints(ctx context.Context) (map[string]int64, error) {
+	s := p.s
 	rows, err := s.rdb.QueryContext(ctx, `SELECT name, position FROM checkpoints`)
 	if err != nil {
 		return nil, mapErr(err)

@@ -38,6 +38,47 @@
 // IMMEDIATE. Other processes meet through SQLite's lock and busy_timeout;
 // a lock held past the timeout is ErrBusy, which is retryable.
 //
+// Twins and transactions: the few writes a service makes have a twin for
+// use inside its own transaction, s.Append beside tx.Append (River's
+// Insert and InsertTx). Every other operation that only makes sense
+// inside a write transaction is a method of *Tx (bbolt's tx.Bucket), not
+// a Store method taking a Tx: tx.SetCheckpoint, tx.CheckFence,
+// tx.MarkPublished, tx.Quarantine, ... A Tx is valid only inside its
+// Update closure.
+//
+// The package, file by file. *Store (store.go) keeps what a service
+// calls: Open, Close, Append, the reads, Update, View, Changed, Diagnose,
+// CheckInvariants; the rest sits in small handles reached from it, and
+// operations that only make sense inside a write transaction are methods
+// of *Tx (tx.go). New features add handles, not Store methods.
+//
+//	store.go        Open, Options, Close, Changed, Done, Path
+//	writer.go       the writer goroutine and its group commits
+//	conn.go         the read connections
+//	tx.go, view.go  Update and *Tx, View and *ReadTx
+//	append.go       Append, tx.Append, Expected
+//	read.go         ReadStream, ReadAll, Head, StreamVersion, Streams
+//	checkpoint.go   Checkpoint, tx.Checkpoint, tx.SetCheckpoint
+//	snapshots.go    LoadSnapshot, tx.SaveSnapshot
+//	operations.go   the operations ledger: Operation, tx.Operation, tx.RecordOperation
+//	outbox.go       s.Outbox(): the outbox rows, dead letters, parked streams;
+//	                tx.MarkPublished, tx.RecordFailure, tx.DeadLetter
+//	effects.go      s.Effects(): the effect ledger (reserve, begin, complete...)
+//	consumer.go     s.Consumers(): an external consumer's inbox, versions,
+//	                deferred events and version conflicts (tx.InboxInsert...)
+//	lease.go        s.Leases(): leases and fencing (tx.CheckFence)
+//	projections.go  s.Projections(): projection status (tx.SetProjectionStatus)
+//	quarantine.go   quarantined events (tx.Quarantine) and, in
+//	quarantine_actions.go, an operator's retry and skip
+//	holes.go        holes in the position sequence (tx.RecordHole)
+//	rebuild.go      s.Rebuilds(): rebuild bookkeeping (tx.SaveRebuild...)
+//	tables.go       read-model tables: tx.TableExists, tx.DropTable,
+//	                tx.RenameTable, tx.CompareTables
+//	doctor.go       Diagnose; invariants.go CheckInvariants
+//	backup.go, restore.go, inspect.go, migrate.go, readonly.go, access.go
+//	                the file: backup, restore, inspect, schema, modes, owner
+//	errors.go       the sentinel and typed errors
+//
 // Backup copies a live file consistently (SQLite's backup API in one read
 // transaction), verifies the copy and only then renames it into place;
 // Restore copies a checked backup into a file in place, under its write

@@ -177,7 +177,7 @@ func (s *Store) diagnoseOutbox(ctx context.Context, o DiagnoseOptions, now time.
 	} else {
 		emit(stale, "events wait in the outbox; no relay has run on this store yet (eventlite relay --to ...)")
 	}
-	dead, err := s.DeadLetters(ctx, "")
+	dead, err := s.Outbox().DeadLetters(ctx, "")
 	if err != nil {
 		return err
 	}
@@ -186,7 +186,7 @@ func (s *Store) diagnoseOutbox(ctx context.Context, o DiagnoseOptions, now time.
 		df.add(d.Tenant+":"+d.EventID, d.FirstFailed)
 	}
 	emit(df, "events the relay gave up on: eventlite dlq list, then dlq retry (after fixing the cause) or dlq discard")
-	parked, err := s.ParkedStreams(ctx, "")
+	parked, err := s.Outbox().ParkedStreams(ctx, "")
 	if err != nil {
 		return err
 	}
@@ -199,7 +199,7 @@ func (s *Store) diagnoseOutbox(ctx context.Context, o DiagnoseOptions, now time.
 }
 
 func (s *Store) diagnoseEffects(ctx context.Context, o DiagnoseOptions, now time.Time, emit func(*finding, string)) error {
-	effects, err := s.Effects(ctx, EffectFilter{States: []string{EffectUnknown, EffectExecuting}})
+	effects, err := s.Effects().List(ctx, EffectFilter{States: []EffectState{EffectUnknown, EffectExecuting}})
 	if err != nil {
 		return err
 	}
@@ -213,13 +213,13 @@ func (s *Store) diagnoseEffects(ctx context.Context, o DiagnoseOptions, now time
 			stuck.add(e.Tenant+":"+e.Key, e.StartedAt)
 		}
 	}
-	emit(unknown, "external effects that may or may not have happened: reconcile them with the provider (Store.ReconcileEffects); never retry them blindly")
+	emit(unknown, "external effects that may or may not have happened: reconcile them with the provider (Effects.Reconcile); never retry them blindly")
 	emit(stuck, fmt.Sprintf("external effects EXECUTING for longer than %s: the worker probably died mid-call; reconcile them", o.ExecutingAge))
 	return nil
 }
 
 func (s *Store) diagnoseLeases(ctx context.Context, o DiagnoseOptions, emit func(*finding, string)) error {
-	leases, err := s.Leases(ctx)
+	leases, err := s.Leases().List(ctx)
 	if err != nil {
 		return err
 	}
@@ -259,7 +259,7 @@ func (s *Store) workBehindLease(ctx context.Context, resource string) (bool, err
 }
 
 func (s *Store) diagnoseConsumers(ctx context.Context, o DiagnoseOptions, now time.Time, emit func(*finding, string)) error {
-	deferred, err := s.DeferredEvents(ctx, "", now.Add(-o.DeferralAge))
+	deferred, err := s.Consumers().Deferred(ctx, "", now.Add(-o.DeferralAge))
 	if err != nil {
 		return err
 	}
@@ -268,7 +268,7 @@ func (s *Store) diagnoseConsumers(ctx context.Context, o DiagnoseOptions, now ti
 		df.add(d.Consumer+"/"+d.Tenant+"/"+d.Subject+"@"+strconv.FormatInt(d.Version, 10), d.FirstSeen)
 	}
 	emit(df, fmt.Sprintf("outside events waiting longer than %s for a version gap to fill: run the consumer's sweep, which quarantines them with the evidence", o.DeferralAge))
-	q, err := s.QuarantinedEvents(ctx, QuarantineFilter{Open: true})
+	q, err := s.Projections().QuarantinedEvents(ctx, QuarantineFilter{Open: true})
 	if err != nil {
 		return err
 	}
@@ -281,7 +281,7 @@ func (s *Store) diagnoseConsumers(ctx context.Context, o DiagnoseOptions, now ti
 		qf.add(id, e.CreatedAt)
 	}
 	emit(qf, "events set aside for a person (a handler kept failing, an event nobody can interpret, a gap that never filled): fix the cause, then 'eventlite quarantine retry NAME EVENT-ID' (a stopped projection resumes at its event when restarted), or give the event up with 'eventlite quarantine skip NAME EVENT-ID'; 'eventlite quarantine list' shows them")
-	conflicts, err := s.Conflicts(ctx, "")
+	conflicts, err := s.Consumers().Conflicts(ctx, "")
 	if err != nil {
 		return err
 	}
@@ -294,7 +294,7 @@ func (s *Store) diagnoseConsumers(ctx context.Context, o DiagnoseOptions, now ti
 }
 
 func (s *Store) diagnoseProjections(ctx context.Context, o DiagnoseOptions, now time.Time, emit func(*finding, string)) error {
-	recs, err := s.Projections(ctx)
+	recs, err := s.Projections().List(ctx)
 	if err != nil {
 		return err
 	}
@@ -346,7 +346,7 @@ func (s *Store) diagnoseLog(ctx context.Context, o DiagnoseOptions, emit func(*f
 	if err != nil {
 		return err
 	}
-	holes, err := s.HolesBetween(ctx, 0, head)
+	holes, err := s.Projections().HolesBetween(ctx, 0, head)
 	if err != nil {
 		return err
 	}

@@ -87,12 +87,12 @@ func TestDiagnoseCleanLargeStore(t *testing.T) {
 	for i := 0; i < n; i += 1000 {
 		appendEvents(t, s, fmt.Sprintf("stream-%d", i/1000%37), 1000)
 	}
-	l, err := s.AcquireLease(ctx, "relay", "test-relay", time.Minute)
+	l, err := s.Leases().Acquire(ctx, "relay", "test-relay", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for {
-		rows, err := s.ReadOutbox(ctx, store.OutboxReadOptions{Limit: 5000})
+		rows, err := s.Outbox().Read(ctx, store.OutboxReadOptions{Limit: 5000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,11 +103,11 @@ func TestDiagnoseCleanLargeStore(t *testing.T) {
 		for i, r := range rows {
 			pub[i] = store.Published{Position: r.Event.Position}
 		}
-		if err := s.Update(ctx, func(tx *store.Tx) error { _, err := s.MarkPublishedTx(ctx, tx, l, pub); return err }); err != nil {
+		if err := s.Update(ctx, func(tx *store.Tx) error { _, err := tx.MarkPublished(ctx, l, pub); return err }); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.ReleaseLease(ctx, l); err != nil {
+	if err := s.Leases().Release(ctx, l); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -129,51 +129,51 @@ func TestDiagnoseFindsPlantedDefects(t *testing.T) {
 	defer s.Close()
 
 	// A relay ran once and released its lease cleanly.
-	l, err := s.AcquireLease(ctx, "relay", "old-relay", time.Minute)
+	l, err := s.Leases().Acquire(ctx, "relay", "old-relay", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = s.ReleaseLease(ctx, l)
+	_ = s.Leases().Release(ctx, l)
 	// Stale outbox rows, one dead letter parking its stream.
 	appendEvents(t, s, "stale", 2)
 	poison := appendEvents(t, s, "poison", 2)
-	relay, _ := s.AcquireLease(ctx, "relay", "relay-2", 200*time.Millisecond)
+	relay, _ := s.Leases().Acquire(ctx, "relay", "relay-2", 200*time.Millisecond)
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		return s.DeadLetterTx(ctx, tx, relay, []store.Failure{{Position: poison.FirstPosition(), Error: "message too large"}})
+		return tx.DeadLetter(ctx, relay, []store.Failure{{Position: poison.FirstPosition(), Error: "message too large"}})
 	}); err != nil {
 		t.Fatal(err)
 	}
 	// Effects: one unknown, one stuck executing.
-	_, _ = s.RunEffect(ctx, "default", "charge:1", func(ctx context.Context) (string, error) { return "", store.ErrOutcomeUnknown })
-	_, _, _ = s.ReserveEffect(ctx, "default", "email:1")
-	_, _ = s.BeginEffect(ctx, "default", "email:1")
+	_, _ = s.Effects().Run(ctx, "default", "charge:1", func(ctx context.Context) (string, error) { return "", store.ErrOutcomeUnknown })
+	_, _, _ = s.Effects().Reserve(ctx, "default", "email:1")
+	_, _ = s.Effects().Begin(ctx, "default", "email:1")
 	// Consumer ledgers: an old deferral, a quarantined event, a conflict.
 	err = s.Update(ctx, func(tx *store.Tx) error {
-		if _, _, err := s.DeferTx(ctx, tx, store.Deferred{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 3, EventID: "e3",
+		if _, _, err := tx.Defer(ctx, store.DeferredEvent{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 3, EventID: "e3",
 			Event: []byte(`{}`), Expected: 2, FirstSeen: clock.Now(), Reason: "gap"}); err != nil {
 			return err
 		}
-		if err := s.QuarantineTx(ctx, tx, store.Quarantined{Consumer: "c", Reason: store.ReasonUninterpretable, EventID: "q1"}); err != nil {
+		if err := tx.Quarantine(ctx, store.Quarantined{Consumer: "c", Reason: store.ReasonUninterpretable, EventID: "q1"}); err != nil {
 			return err
 		}
-		if err := s.RecordConflictTx(ctx, tx, store.Conflict{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 2,
+		if err := tx.RecordConflict(ctx, store.VersionConflict{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 2,
 			KeptEventID: "a", ConflictingID: "b", ConflictingEvent: []byte(`{}`)}); err != nil {
 			return err
 		}
 		// Projections: one stopped, one running but behind.
-		if err := s.SetProjectionStatusTx(ctx, tx, "broken", store.ProjectionStopped, "handler error"); err != nil {
+		if err := tx.SetProjectionStatus(ctx, "broken", store.ProjectionStopped, "handler error"); err != nil {
 			return err
 		}
-		return s.SetProjectionStatusTx(ctx, tx, "slow", store.ProjectionActive, "")
+		return tx.SetProjectionStatus(ctx, "slow", store.ProjectionActive, "")
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AcquireLease(ctx, "projection:slow", "runner", time.Hour); err != nil {
+	if _, err := s.Leases().Acquire(ctx, "projection:slow", "runner", time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	// A dead projection runner whose lease expired with work waiting.
-	if _, err := s.AcquireLease(ctx, "projection:orphan", "dead-runner", 50*time.Millisecond); err != nil {
+	if _, err := s.Leases().Acquire(ctx, "projection:orphan", "dead-runner", 50*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Hour)
@@ -196,7 +196,7 @@ func TestDiagnoseFindsPlantedDefects(t *testing.T) {
 	// Wait for the short leases to expire on SQLite's clock.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		ls, _ := s.Leases(ctx)
+		ls, _ := s.Leases().List(ctx)
 		expired := 0
 		for _, l := range ls {
 			if l.Expired && l.Owner != "" {

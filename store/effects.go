@@ -10,21 +10,33 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 )
 
+// Effects is the store's effect ledger, reached with Store.Effects: one
+// row per side effect on an outside system, keyed by tenant and key,
+// moving reserved, started, then completed, failed, unknown or
+// compensated.
+type Effects struct{ s *Store }
+
+// Effects returns the store's effect ledger.
+func (s *Store) Effects() *Effects { return &Effects{s: s} }
+
+// EffectState is where an effect stands in the ledger.
+type EffectState string
+
 // Effect states.
 const (
-	EffectReserved    = "RESERVED"    // recorded, not started
-	EffectExecuting   = "EXECUTING"   // the external call is under way
-	EffectCompleted   = "COMPLETED"   // it happened; ProviderRef says where
-	EffectFailed      = "FAILED"      // it did not happen: may be retried with the same key
-	EffectUnknown     = "UNKNOWN"     // it may have happened (a timeout after sending): reconcile first
-	EffectCompensated = "COMPENSATED" // it happened and was undone
+	EffectReserved    EffectState = "RESERVED"    // recorded, not started
+	EffectExecuting   EffectState = "EXECUTING"   // the external call is under way
+	EffectCompleted   EffectState = "COMPLETED"   // it happened; ProviderRef says where
+	EffectFailed      EffectState = "FAILED"      // it did not happen: may be retried with the same key
+	EffectUnknown     EffectState = "UNKNOWN"     // it may have happened (a timeout after sending): reconcile first
+	EffectCompensated EffectState = "COMPENSATED" // it happened and was undone
 )
 
 // ErrEffectState: the effect is not in a state that allows the step (for
 // example Begin on an UNKNOWN effect, which must be reconciled first).
 var ErrEffectState = errors.New("effect is not in a state that allows this step")
 
-// ErrOutcomeUnknown, returned (wrapped) by the call given to RunEffect,
+// ErrOutcomeUnknown, returned (wrapped) by the call given to Effects.Run,
 // says the external call may have happened: a timeout after the request
 // was sent, a dropped connection. The effect becomes UNKNOWN and is never
 // retried blindly.
@@ -32,7 +44,9 @@ var ErrOutcomeUnknown = errors.New("outcome of the external call is unknown")
 
 // EffectStateError names the effect, its state and the refused step.
 type EffectStateError struct {
-	Tenant, Key, State, Step string
+	Tenant, Key string
+	State       EffectState
+	Step        string
 }
 
 func (e *EffectStateError) Error() string {
@@ -50,7 +64,7 @@ func (e *EffectStateError) Unwrap() error { return ErrEffectState }
 type Effect struct {
 	Tenant      string
 	Key         string
-	State       string
+	State       EffectState
 	ProviderRef string
 	Attempts    int
 	LastError   string
@@ -88,18 +102,20 @@ func validateEffect(tenant, key string) error {
 	return nil
 }
 
-// Effect reads one effect.
-func (s *Store) Effect(ctx context.Context, tenant, key string) (Effect, bool, error) {
+// Get reads one effect.
+func (ef *Effects) Get(ctx context.Context, tenant, key string) (Effect, bool, error) {
+	s := ef.s
 	if err := validateEffect(tenant, key); err != nil {
 		return Effect{}, false, err
 	}
 	return scanEffect(s.rdb.QueryRowContext(ctx, selectEffect, tenant, key), tenant, key)
 }
 
-// ReserveEffect records the intent to perform an effect. A second reserve
+// Reserve records the intent to perform an effect. A second reserve
 // of the same tenant and key returns the existing row (created false): no
 // second effect.
-func (s *Store) ReserveEffect(ctx context.Context, tenant, key string) (Effect, bool, error) {
+func (ef *Effects) Reserve(ctx context.Context, tenant, key string) (Effect, bool, error) {
+	s := ef.s
 	if err := validateEffect(tenant, key); err != nil {
 		return Effect{}, false, err
 	}
@@ -123,7 +139,7 @@ func (s *Store) ReserveEffect(ctx context.Context, tenant, key string) (Effect, 
 }
 
 // transition moves an effect from one of the allowed states to next.
-func (s *Store) transition(ctx context.Context, tenant, key, step string, from []string, next string, set func(tx *Tx, e *Effect) error) (Effect, error) {
+func (s *Store) transition(ctx context.Context, tenant, key, step string, from []EffectState, next EffectState, set func(tx *Tx, e *Effect) error) (Effect, error) {
 	if err := validateEffect(tenant, key); err != nil {
 		return Effect{}, err
 	}
@@ -165,57 +181,63 @@ func (s *Store) transition(ctx context.Context, tenant, key, step string, from [
 	return e, nil
 }
 
-// BeginEffect marks the start of an attempt (RESERVED or FAILED ->
+// Begin marks the start of an attempt (RESERVED or FAILED ->
 // EXECUTING). UNKNOWN is refused: reconcile it first.
-func (s *Store) BeginEffect(ctx context.Context, tenant, key string) (Effect, error) {
-	return s.transition(ctx, tenant, key, "begin", []string{EffectReserved, EffectFailed}, EffectExecuting, func(tx *Tx, e *Effect) error {
+func (ef *Effects) Begin(ctx context.Context, tenant, key string) (Effect, error) {
+	s := ef.s
+	return s.transition(ctx, tenant, key, "begin", []EffectState{EffectReserved, EffectFailed}, EffectExecuting, func(tx *Tx, e *Effect) error {
 		e.Attempts++
 		e.StartedAt = time.Unix(0, tx.now).UTC()
 		return nil
 	})
 }
 
-// CompleteEffect records that the effect happened, with the provider's
+// Complete records that the effect happened, with the provider's
 // reference (EXECUTING or UNKNOWN -> COMPLETED).
-func (s *Store) CompleteEffect(ctx context.Context, tenant, key, providerRef string) (Effect, error) {
-	return s.transition(ctx, tenant, key, "complete", []string{EffectExecuting, EffectUnknown}, EffectCompleted, func(tx *Tx, e *Effect) error {
+func (ef *Effects) Complete(ctx context.Context, tenant, key, providerRef string) (Effect, error) {
+	s := ef.s
+	return s.transition(ctx, tenant, key, "complete", []EffectState{EffectExecuting, EffectUnknown}, EffectCompleted, func(tx *Tx, e *Effect) error {
 		e.ProviderRef = providerRef
 		return nil
 	})
 }
 
-// FailEffect records that the attempt certainly did not happen
+// Fail records that the attempt certainly did not happen
 // (EXECUTING or UNKNOWN -> FAILED); a retry with the same key may follow.
-func (s *Store) FailEffect(ctx context.Context, tenant, key, reason string) (Effect, error) {
-	return s.transition(ctx, tenant, key, "fail", []string{EffectExecuting, EffectUnknown}, EffectFailed, func(tx *Tx, e *Effect) error {
+func (ef *Effects) Fail(ctx context.Context, tenant, key, reason string) (Effect, error) {
+	s := ef.s
+	return s.transition(ctx, tenant, key, "fail", []EffectState{EffectExecuting, EffectUnknown}, EffectFailed, func(tx *Tx, e *Effect) error {
 		e.LastError = reason
 		return nil
 	})
 }
 
-// MarkEffectUnknown records that the attempt may have happened
+// MarkUnknown records that the attempt may have happened
 // (EXECUTING -> UNKNOWN). It is not retried until reconciled.
-func (s *Store) MarkEffectUnknown(ctx context.Context, tenant, key, reason string) (Effect, error) {
-	return s.transition(ctx, tenant, key, "mark unknown", []string{EffectExecuting}, EffectUnknown, func(tx *Tx, e *Effect) error {
+func (ef *Effects) MarkUnknown(ctx context.Context, tenant, key, reason string) (Effect, error) {
+	s := ef.s
+	return s.transition(ctx, tenant, key, "mark unknown", []EffectState{EffectExecuting}, EffectUnknown, func(tx *Tx, e *Effect) error {
 		e.LastError = reason
 		return nil
 	})
 }
 
-// CompensateEffect records that a completed effect was undone.
-func (s *Store) CompensateEffect(ctx context.Context, tenant, key string) (Effect, error) {
-	return s.transition(ctx, tenant, key, "compensate", []string{EffectCompleted}, EffectCompensated, nil)
+// Compensate records that a completed effect was undone.
+func (ef *Effects) Compensate(ctx context.Context, tenant, key string) (Effect, error) {
+	s := ef.s
+	return s.transition(ctx, tenant, key, "compensate", []EffectState{EffectCompleted}, EffectCompensated, nil)
 }
 
-// RunEffect performs an external call at most once per tenant and key:
+// Run performs an external call at most once per tenant and key:
 // it reserves the effect (a completed one is returned as is, without a
 // call), begins an attempt, runs call, and records the outcome: COMPLETED
 // with the provider reference, UNKNOWN when call's error wraps
 // ErrOutcomeUnknown, FAILED otherwise. An UNKNOWN or EXECUTING effect is
 // refused with an *EffectStateError: it may have happened, so it is
 // reconciled, never retried blindly.
-func (s *Store) RunEffect(ctx context.Context, tenant, key string, call func(ctx context.Context) (providerRef string, err error)) (Effect, error) {
-	e, _, err := s.ReserveEffect(ctx, tenant, key)
+func (ef *Effects) Run(ctx context.Context, tenant, key string, call func(ctx context.Context) (providerRef string, err error)) (Effect, error) {
+	s := ef.s
+	e, _, err := s.Effects().Reserve(ctx, tenant, key)
 	if err != nil {
 		return Effect{}, err
 	}
@@ -225,7 +247,7 @@ func (s *Store) RunEffect(ctx context.Context, tenant, key string, call func(ctx
 	case EffectExecuting, EffectUnknown:
 		return e, &EffectStateError{Tenant: tenant, Key: key, State: e.State, Step: "run it again"}
 	}
-	if _, err := s.BeginEffect(ctx, tenant, key); err != nil {
+	if _, err := s.Effects().Begin(ctx, tenant, key); err != nil {
 		return Effect{}, err
 	}
 	ref, callErr := call(ctx)
@@ -234,15 +256,15 @@ func (s *Store) RunEffect(ctx context.Context, tenant, key string, call func(ctx
 	rec := context.WithoutCancel(ctx)
 	switch {
 	case callErr == nil:
-		return s.CompleteEffect(rec, tenant, key, ref)
+		return s.Effects().Complete(rec, tenant, key, ref)
 	case errors.Is(callErr, ErrOutcomeUnknown) || errors.Is(callErr, context.DeadlineExceeded):
-		e, err := s.MarkEffectUnknown(rec, tenant, key, callErr.Error())
+		e, err := s.Effects().MarkUnknown(rec, tenant, key, callErr.Error())
 		if err != nil {
 			return e, errors.Join(callErr, err)
 		}
 		return e, callErr
 	default:
-		e, err := s.FailEffect(rec, tenant, key, callErr.Error())
+		e, err := s.Effects().Fail(rec, tenant, key, callErr.Error())
 		if err != nil {
 			return e, errors.Join(callErr, err)
 		}
@@ -267,17 +289,18 @@ const (
 // key or provider reference, and returns the reference when it did.
 type EffectChecker func(ctx context.Context, e Effect) (Happened, string, error)
 
-// ReconcileResult counts what ReconcileEffects decided.
+// ReconcileResult counts what Effects.Reconcile decided.
 type ReconcileResult struct {
 	Checked, Completed, Failed, StillUnknown int
 }
 
-// ReconcileEffects asks check about every UNKNOWN effect, and EXECUTING
+// Reconcile asks check about every UNKNOWN effect, and EXECUTING
 // ones that started before stuckBefore (a worker died mid-call), and
 // records each answer.
-func (s *Store) ReconcileEffects(ctx context.Context, stuckBefore time.Time, check EffectChecker) (ReconcileResult, error) {
+func (ef *Effects) Reconcile(ctx context.Context, stuckBefore time.Time, check EffectChecker) (ReconcileResult, error) {
+	s := ef.s
 	var res ReconcileResult
-	effects, err := s.Effects(ctx, EffectFilter{States: []string{EffectUnknown, EffectExecuting}})
+	effects, err := s.Effects().List(ctx, EffectFilter{States: []EffectState{EffectUnknown, EffectExecuting}})
 	if err != nil {
 		return res, err
 	}
@@ -287,7 +310,7 @@ func (s *Store) ReconcileEffects(ctx context.Context, stuckBefore time.Time, che
 				continue
 			}
 			// A stuck attempt may have happened: it is unknown until checked.
-			if _, err := s.MarkEffectUnknown(ctx, e.Tenant, e.Key, "attempt started "+e.StartedAt.Format(time.RFC3339)+" never finished"); err != nil {
+			if _, err := s.Effects().MarkUnknown(ctx, e.Tenant, e.Key, "attempt started "+e.StartedAt.Format(time.RFC3339)+" never finished"); err != nil {
 				return res, err
 			}
 		}
@@ -298,12 +321,12 @@ func (s *Store) ReconcileEffects(ctx context.Context, stuckBefore time.Time, che
 		}
 		switch answer {
 		case DidHappen:
-			if _, err := s.CompleteEffect(ctx, e.Tenant, e.Key, ref); err != nil {
+			if _, err := s.Effects().Complete(ctx, e.Tenant, e.Key, ref); err != nil {
 				return res, err
 			}
 			res.Completed++
 		case DidNotHappen:
-			if _, err := s.FailEffect(ctx, e.Tenant, e.Key, "reconciled: the provider confirms it did not happen"); err != nil {
+			if _, err := s.Effects().Fail(ctx, e.Tenant, e.Key, "reconciled: the provider confirms it did not happen"); err != nil {
 				return res, err
 			}
 			res.Failed++
@@ -316,12 +339,13 @@ func (s *Store) ReconcileEffects(ctx context.Context, stuckBefore time.Time, che
 
 // EffectFilter selects effects.
 type EffectFilter struct {
-	Tenant string   // "" for every tenant
-	States []string // none for every state
+	Tenant string        // "" for every tenant
+	States []EffectState // none for every state
 }
 
-// Effects lists effects, oldest update first.
-func (s *Store) Effects(ctx context.Context, f EffectFilter) ([]Effect, error) {
+// List lists effects, oldest update first.
+func (ef *Effects) List(ctx context.Context, f EffectFilter) ([]Effect, error) {
+	s := ef.s
 	q := `SELECT tenant, effect_key, state, provider_ref, attempts, last_error, created_at, updated_at, COALESCE(started_at, 0)
 		FROM effects WHERE (? = '' OR tenant = ?)`
 	args := []any{f.Tenant, f.Tenant}

@@ -24,7 +24,7 @@ func TestEffectAtMostOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
-			e, err := s.RunEffect(ctx, "default", "welcome-email:user-1", send)
+			e, err := s.Effects().Run(ctx, "default", "welcome-email:user-1", send)
 			// Concurrent callers may meet the first one mid-call: refused,
 			// never a second call.
 			if err != nil && !errors.Is(err, store.ErrEffectState) {
@@ -36,18 +36,18 @@ func TestEffectAtMostOnce(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if _, err := s.RunEffect(ctx, "default", "welcome-email:user-1", send); err != nil {
+	if _, err := s.Effects().Run(ctx, "default", "welcome-email:user-1", send); err != nil {
 		t.Fatal(err)
 	}
 	if calls.Load() != 1 {
 		t.Errorf("the external call ran %d times", calls.Load())
 	}
 	// Keys never cross tenants.
-	if _, err := s.RunEffect(ctx, "other", "welcome-email:user-1", send); err != nil || calls.Load() != 2 {
+	if _, err := s.Effects().Run(ctx, "other", "welcome-email:user-1", send); err != nil || calls.Load() != 2 {
 		t.Errorf("other tenant: %v, calls %d", err, calls.Load())
 	}
 	// A second reserve returns the existing row.
-	e, created, err := s.ReserveEffect(ctx, "default", "welcome-email:user-1")
+	e, created, err := s.Effects().Reserve(ctx, "default", "welcome-email:user-1")
 	if err != nil || created || e.State != store.EffectCompleted || e.Attempts != 1 {
 		t.Errorf("second reserve: %+v created=%v %v", e, created, err)
 	}
@@ -61,28 +61,28 @@ func TestEffectUnknownIsReconciledNotRetried(t *testing.T) {
 		calls.Add(1)
 		return "", fmt.Errorf("charge card: %w: gateway timed out after sending", store.ErrOutcomeUnknown)
 	}
-	e, err := s.RunEffect(ctx, "default", "charge:order-9", timeout)
+	e, err := s.Effects().Run(ctx, "default", "charge:order-9", timeout)
 	if !errors.Is(err, store.ErrOutcomeUnknown) || e.State != store.EffectUnknown {
 		t.Fatalf("timeout: %+v %v", e, err)
 	}
 	// Never retried blindly.
-	_, err = s.RunEffect(ctx, "default", "charge:order-9", timeout)
+	_, err = s.Effects().Run(ctx, "default", "charge:order-9", timeout)
 	var se *store.EffectStateError
 	if !errors.As(err, &se) || se.State != store.EffectUnknown || calls.Load() != 1 {
 		t.Fatalf("retry of an unknown effect: %v (calls %d)", err, calls.Load())
 	}
-	if _, err := s.BeginEffect(ctx, "default", "charge:order-9"); !errors.Is(err, store.ErrEffectState) {
+	if _, err := s.Effects().Begin(ctx, "default", "charge:order-9"); !errors.Is(err, store.ErrEffectState) {
 		t.Fatalf("begin on unknown: %v", err)
 	}
 	// The provider is not sure yet: stays unknown.
-	res, err := s.ReconcileEffects(ctx, time.Now(), func(ctx context.Context, e store.Effect) (store.Happened, string, error) {
+	res, err := s.Effects().Reconcile(ctx, time.Now(), func(ctx context.Context, e store.Effect) (store.Happened, string, error) {
 		return store.NotSure, "", nil
 	})
 	if err != nil || res.StillUnknown != 1 {
 		t.Fatalf("reconcile: %+v %v", res, err)
 	}
 	// Confirmed "did not happen": the same key may be retried, once.
-	res, err = s.ReconcileEffects(ctx, time.Now(), func(ctx context.Context, e store.Effect) (store.Happened, string, error) {
+	res, err = s.Effects().Reconcile(ctx, time.Now(), func(ctx context.Context, e store.Effect) (store.Happened, string, error) {
 		if e.Key != "charge:order-9" {
 			t.Errorf("checked %q", e.Key)
 		}
@@ -91,14 +91,14 @@ func TestEffectUnknownIsReconciledNotRetried(t *testing.T) {
 	if err != nil || res.Failed != 1 {
 		t.Fatalf("reconcile: %+v %v", res, err)
 	}
-	e, err = s.RunEffect(ctx, "default", "charge:order-9", func(ctx context.Context) (string, error) {
+	e, err = s.Effects().Run(ctx, "default", "charge:order-9", func(ctx context.Context) (string, error) {
 		calls.Add(1)
 		return "ch_42", nil
 	})
 	if err != nil || e.State != store.EffectCompleted || e.Attempts != 2 || calls.Load() != 2 {
 		t.Errorf("retry after a confirmed miss: %+v %v calls %d", e, err, calls.Load())
 	}
-	if _, err := s.CompensateEffect(ctx, "default", "charge:order-9"); err != nil {
+	if _, err := s.Effects().Compensate(ctx, "default", "charge:order-9"); err != nil {
 		t.Errorf("compensate: %v", err)
 	}
 }
@@ -106,14 +106,14 @@ func TestEffectUnknownIsReconciledNotRetried(t *testing.T) {
 func TestEffectReconcileStuckExecuting(t *testing.T) {
 	ctx := context.Background()
 	s := storetest.MustOpen(t, nil)
-	if _, _, err := s.ReserveEffect(ctx, "default", "call-partner"); err != nil {
+	if _, _, err := s.Effects().Reserve(ctx, "default", "call-partner"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.BeginEffect(ctx, "default", "call-partner"); err != nil {
+	if _, err := s.Effects().Begin(ctx, "default", "call-partner"); err != nil {
 		t.Fatal(err)
 	}
 	// The worker died mid-call. A recent attempt is left alone...
-	res, err := s.ReconcileEffects(ctx, time.Now().Add(-time.Hour), func(ctx context.Context, e store.Effect) (store.Happened, string, error) {
+	res, err := s.Effects().Reconcile(ctx, time.Now().Add(-time.Hour), func(ctx context.Context, e store.Effect) (store.Happened, string, error) {
 		t.Error("checked an attempt that may still be running")
 		return store.NotSure, "", nil
 	})
@@ -121,13 +121,13 @@ func TestEffectReconcileStuckExecuting(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 	// ...a stuck one is checked; the provider has it.
-	res, err = s.ReconcileEffects(ctx, time.Now().Add(time.Second), func(ctx context.Context, e store.Effect) (store.Happened, string, error) {
+	res, err = s.Effects().Reconcile(ctx, time.Now().Add(time.Second), func(ctx context.Context, e store.Effect) (store.Happened, string, error) {
 		return store.DidHappen, "partner-77", nil
 	})
 	if err != nil || res.Completed != 1 {
 		t.Fatalf("%+v %v", res, err)
 	}
-	e, _, _ := s.Effect(ctx, "default", "call-partner")
+	e, _, _ := s.Effects().Get(ctx, "default", "call-partner")
 	if e.State != store.EffectCompleted || e.ProviderRef != "partner-77" {
 		t.Errorf("%+v", e)
 	}

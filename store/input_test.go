@@ -72,7 +72,7 @@ func TestExtremeTimesStoredExactly(t *testing.T) {
 		i++
 	}
 	// The same through the outbox, which the relay reads.
-	rows, err := s.ReadOutbox(ctx, store.OutboxReadOptions{Limit: 100})
+	rows, err := s.Outbox().Read(ctx, store.OutboxReadOptions{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

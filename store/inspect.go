@@ -17,7 +17,7 @@ type FileInfo struct {
 	// eventlite never opened.
 	SchemaVersion int
 	// ApplicationID is the file's PRAGMA application_id (see
-	// SetApplicationID).
+	// Tx.SetApplicationID).
 	ApplicationID int32
 }
 
@@ -51,10 +51,11 @@ func Inspect(ctx context.Context, path string) (FileInfo, error) {
 // SetApplicationID stamps the file's PRAGMA application_id, a number in
 // the SQLite header that tools use to tell what wrote a file (eventlite's
 // demo marks its database with it, so that a rerun only ever replaces a
-// file the demo made).
-func (s *Store) SetApplicationID(ctx context.Context, id int32) error {
-	return s.Update(ctx, func(tx *Tx) error {
-		_, err := s.wconn.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", id))
-		return mapErr(err)
-	})
+// file the demo made). It commits with the transaction.
+func (tx *Tx) SetApplicationID(ctx context.Context, id int32) error {
+	if err := tx.check(); err != nil {
+		return err
+	}
+	_, err := tx.s.wconn.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", id))
+	return mapErr(err)
 }

@@ -8,6 +8,14 @@ import (
 	"time"
 )
 
+// Leases is the store's lease table, reached with Store.Leases: one
+// holder per resource at a time, fenced by a token that grows with every
+// new holder (tx.CheckFence).
+type Leases struct{ s *Store }
+
+// Leases returns the store's leases.
+func (s *Store) Leases() *Leases { return &Leases{s: s} }
+
 // ErrLeaseHeld: another owner holds the lease and it has not expired.
 // Retryable: wait and try again (a standby does exactly that).
 var ErrLeaseHeld = errors.New("lease held by another owner")
@@ -45,13 +53,14 @@ type Lease struct {
 // every process on the host, read inside the transaction.
 const nowMillis = `CAST(unixepoch('subsec') * 1000 AS INTEGER)`
 
-// AcquireLease takes the lease on resource for owner for ttl. A lease
+// Acquire takes the lease on resource for owner for ttl. A lease
 // that is free, released or expired is taken with a new, higher token; one
 // owner's own live lease is renewed with its token unchanged; a lease held
 // by another owner returns a *LeaseHeldError.
-func (s *Store) AcquireLease(ctx context.Context, resource, owner string, ttl time.Duration) (Lease, error) {
+func (ls *Leases) Acquire(ctx context.Context, resource, owner string, ttl time.Duration) (Lease, error) {
+	s := ls.s
 	if resource == "" || owner == "" || ttl <= 0 {
-		return Lease{}, errors.New("store: AcquireLease needs a resource, an owner and a positive ttl")
+		return Lease{}, errors.New("store: Leases.Acquire needs a resource, an owner and a positive ttl")
 	}
 	var l Lease
 	err := s.Update(ctx, func(tx *Tx) error {
@@ -93,10 +102,11 @@ func (s *Store) AcquireLease(ctx context.Context, resource, owner string, ttl ti
 	return l, nil
 }
 
-// RenewLease extends a held lease by its TTL. It fails with ErrStaleFence
+// Renew extends a held lease by its TTL. It fails with ErrStaleFence
 // when the lease was taken over or released meanwhile (an expired lease
 // that nobody took is renewed: no other owner wrote under it).
-func (s *Store) RenewLease(ctx context.Context, l Lease) (Lease, error) {
+func (ls *Leases) Renew(ctx context.Context, l Lease) (Lease, error) {
+	s := ls.s
 	err := s.Update(ctx, func(tx *Tx) error {
 		var now int64
 		if err := s.wconn.QueryRowContext(ctx, `SELECT `+nowMillis).Scan(&now); err != nil {
@@ -119,9 +129,10 @@ func (s *Store) RenewLease(ctx context.Context, l Lease) (Lease, error) {
 	return l, nil
 }
 
-// ReleaseLease gives the lease up so a standby may take it at once. A
+// Release gives the lease up so a standby may take it at once. A
 // lease that is no longer current is left alone.
-func (s *Store) ReleaseLease(ctx context.Context, l Lease) error {
+func (ls *Leases) Release(ctx context.Context, l Lease) error {
+	s := ls.s
 	err := s.Update(ctx, func(tx *Tx) error {
 		_, err := s.wconn.ExecContext(ctx, `UPDATE leases SET owner = '', expires_at = 0 WHERE resource = ? AND owner = ? AND token = ?`,
 			l.Resource, l.Owner, l.Token)
@@ -134,14 +145,15 @@ func (s *Store) ReleaseLease(ctx context.Context, l Lease) error {
 	return nil
 }
 
-// CheckFenceTx fails with ErrStaleFence unless l is the current, unexpired
+// CheckFence fails with ErrStaleFence unless l is the current, unexpired
 // lease on its resource. Call it first in every fenced Update: the check
 // and the writes commit together under the write lock, so a worker that
 // lost its lease cannot write.
-func (s *Store) CheckFenceTx(ctx context.Context, tx *Tx, l Lease) error {
-	if err := tx.check(s); err != nil {
+func (tx *Tx) CheckFence(ctx context.Context, l Lease) error {
+	if err := tx.check(); err != nil {
 		return err
 	}
+	s := tx.s
 	var ok int
 	err := s.wconn.QueryRowContext(ctx, `SELECT count(*) FROM leases WHERE resource = ? AND owner = ? AND token = ? AND expires_at > `+nowMillis,
 		l.Resource, l.Owner, l.Token).Scan(&ok)
@@ -164,8 +176,9 @@ type LeaseInfo struct {
 	Expired    bool // by SQLite's clock at the time of reading
 }
 
-// Leases lists every lease row.
-func (s *Store) Leases(ctx context.Context) ([]LeaseInfo, error) {
+// List lists every lease row.
+func (ls *Leases) List(ctx context.Context) ([]LeaseInfo, error) {
+	s := ls.s
 	rows, err := s.rdb.QueryContext(ctx, `SELECT resource, owner, token, expires_at, acquired_at, expires_at <= `+nowMillis+` FROM leases ORDER BY resource`)
 	if err != nil {
 		return nil, mapErr(err)

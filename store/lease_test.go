@@ -16,7 +16,7 @@ func acquireEventually(t *testing.T, s *store.Store, resource, owner string, ttl
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		l, err := s.AcquireLease(context.Background(), resource, owner, ttl)
+		l, err := s.Leases().Acquire(context.Background(), resource, owner, ttl)
 		if err == nil {
 			return l
 		}
@@ -30,19 +30,19 @@ func acquireEventually(t *testing.T, s *store.Store, resource, owner string, ttl
 func TestLeaseFencing(t *testing.T) {
 	ctx := context.Background()
 	s := storetest.MustOpen(t, nil)
-	a, err := s.AcquireLease(ctx, "relay", "a", 200*time.Millisecond)
+	a, err := s.Leases().Acquire(ctx, "relay", "a", 200*time.Millisecond)
 	if err != nil || a.Token != 1 {
 		t.Fatalf("first acquire: %+v %v", a, err)
 	}
 	var held *store.LeaseHeldError
-	if _, err := s.AcquireLease(ctx, "relay", "b", time.Second); !errors.As(err, &held) || held.Owner != "a" {
+	if _, err := s.Leases().Acquire(ctx, "relay", "b", time.Second); !errors.As(err, &held) || held.Owner != "a" {
 		t.Fatalf("second owner while held: %v", err)
 	}
 	// The holder may write, and renew.
-	if err := s.Update(ctx, func(tx *store.Tx) error { return s.SetCheckpointTx(ctx, tx, "p", 5, &a) }); err != nil {
+	if err := s.Update(ctx, func(tx *store.Tx) error { return tx.SetCheckpoint(ctx, "p", 5, &a) }); err != nil {
 		t.Fatalf("fenced write by the holder: %v", err)
 	}
-	if a, err = s.RenewLease(ctx, a); err != nil || a.Token != 1 {
+	if a, err = s.Leases().Renew(ctx, a); err != nil || a.Token != 1 {
 		t.Fatalf("renew: %+v %v", a, err)
 	}
 	// b takes over once a's lease expires: a higher token.
@@ -51,34 +51,34 @@ func TestLeaseFencing(t *testing.T) {
 		t.Errorf("takeover token %d, want 2", b.Token)
 	}
 	// a lost it: its fenced writes and renewals are refused.
-	err = s.Update(ctx, func(tx *store.Tx) error { return s.SetCheckpointTx(ctx, tx, "p", 99, &a) })
+	err = s.Update(ctx, func(tx *store.Tx) error { return tx.SetCheckpoint(ctx, "p", 99, &a) })
 	if !errors.Is(err, store.ErrStaleFence) {
 		t.Fatalf("stale holder wrote: %v", err)
 	}
-	if _, err := s.RenewLease(ctx, a); !errors.Is(err, store.ErrStaleFence) {
+	if _, err := s.Leases().Renew(ctx, a); !errors.Is(err, store.ErrStaleFence) {
 		t.Fatalf("stale holder renewed: %v", err)
 	}
 	if p, _ := s.Checkpoint(ctx, "p"); p != 5 {
 		t.Errorf("checkpoint %d after a refused write, want 5", p)
 	}
 	// A stale release leaves b's lease alone; b's release frees it at once.
-	if err := s.ReleaseLease(ctx, a); err != nil {
+	if err := s.Leases().Release(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AcquireLease(ctx, "relay", "c", time.Second); !errors.Is(err, store.ErrLeaseHeld) {
+	if _, err := s.Leases().Acquire(ctx, "relay", "c", time.Second); !errors.Is(err, store.ErrLeaseHeld) {
 		t.Fatalf("a stale release freed the lease: %v", err)
 	}
-	if err := s.ReleaseLease(ctx, b); err != nil {
+	if err := s.Leases().Release(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.AcquireLease(ctx, "relay", "c", time.Second)
+	c, err := s.Leases().Acquire(ctx, "relay", "c", time.Second)
 	if err != nil || c.Token != 3 {
 		t.Fatalf("after release: %+v %v", c, err)
 	}
-	if err := s.Update(ctx, func(tx *store.Tx) error { return s.SetCheckpointTx(ctx, tx, "p", 7, &b) }); !errors.Is(err, store.ErrStaleFence) {
+	if err := s.Update(ctx, func(tx *store.Tx) error { return tx.SetCheckpoint(ctx, "p", 7, &b) }); !errors.Is(err, store.ErrStaleFence) {
 		t.Fatalf("released holder wrote: %v", err)
 	}
-	leases, err := s.Leases(ctx)
+	leases, err := s.Leases().List(ctx)
 	if err != nil || len(leases) != 1 || leases[0].Owner != "c" || leases[0].Token != 3 {
 		t.Errorf("Leases = %+v, %v", leases, err)
 	}
@@ -90,7 +90,7 @@ func TestLeaseOneOwnerAmongMany(t *testing.T) {
 	errs := make(chan error, 16)
 	for i := range 16 {
 		go func() {
-			_, err := s.AcquireLease(ctx, "projection:x", string(rune('a'+i)), time.Minute)
+			_, err := s.Leases().Acquire(ctx, "projection:x", string(rune('a'+i)), time.Minute)
 			errs <- err
 		}()
 	}

@@ -75,7 +75,7 @@ func scanOperation(row *sql.Row, tenant, id string) (Operation, bool, error) {
 }
 
 // Operation reads a ledger row from the read pool. It may be stale by the
-// time the caller acts: decide inside Update with OperationTx.
+// time the caller acts: decide inside Update with tx.Operation.
 func (s *Store) Operation(ctx context.Context, tenant, id string) (Operation, bool, error) {
 	if err := validateOperation(tenant, id); err != nil {
 		return Operation{}, false, err
@@ -83,31 +83,33 @@ func (s *Store) Operation(ctx context.Context, tenant, id string) (Operation, bo
 	return scanOperation(s.rdb.QueryRowContext(ctx, selectOperation, tenant, id), tenant, id)
 }
 
-// OperationTx reads a ledger row inside an Update closure. The writer
+// Operation reads a ledger row inside an Update closure. The writer
 // holds the write lock, so the answer holds until the closure returns.
-func (s *Store) OperationTx(ctx context.Context, tx *Tx, tenant, id string) (Operation, bool, error) {
-	if err := tx.check(s); err != nil {
+func (tx *Tx) Operation(ctx context.Context, tenant, id string) (Operation, bool, error) {
+	if err := tx.check(); err != nil {
 		return Operation{}, false, err
 	}
+	s := tx.s
 	if err := validateOperation(tenant, id); err != nil {
 		return Operation{}, false, err
 	}
 	return scanOperation(s.wconn.QueryRowContext(ctx, selectOperation, tenant, id), tenant, id)
 }
 
-// RecordOperationTx writes a ledger row inside an Update closure, in the
+// RecordOperation writes a ledger row inside an Update closure, in the
 // transaction of the operation's own writes. An existing row for the same
 // tenant and id returns the stored one: same input hash gives
 // (stored, nil), a different one an *IdempotencyMismatchError. Keys never
 // cross tenants.
-func (s *Store) RecordOperationTx(ctx context.Context, tx *Tx, op Operation) (Operation, error) {
-	if err := tx.check(s); err != nil {
+func (tx *Tx) RecordOperation(ctx context.Context, op Operation) (Operation, error) {
+	if err := tx.check(); err != nil {
 		return Operation{}, err
 	}
+	s := tx.s
 	if err := validateOperation(op.Tenant, op.ID); err != nil {
 		return Operation{}, err
 	}
-	stored, ok, err := s.OperationTx(ctx, tx, op.Tenant, op.ID)
+	stored, ok, err := tx.Operation(ctx, op.Tenant, op.ID)
 	if err != nil {
 		return Operation{}, err
 	}

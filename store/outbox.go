@@ -12,10 +12,19 @@ import (
 	"github.com/eventlite/eventlite/internal/timecol"
 )
 
+// Outbox is the store's outbox and its dead letters, reached with
+// Store.Outbox: the relay's reads, the operator's dead-letter actions and
+// the outbox's counters. The relay's writes (tx.MarkPublished,
+// tx.RecordFailure, tx.DeadLetter) run in its Update transaction.
+type Outbox struct{ s *Store }
+
+// Outbox returns the store's outbox.
+func (s *Store) Outbox() *Outbox { return &Outbox{s: s} }
+
 // The outbox: one row per event, written by Append in the event's
 // transaction (migrations 0001 and 0004). The relay reads pending rows in
 // position order, publishes them, and settles each batch in one fenced
-// transaction: MarkPublishedTx, RecordFailureTx, DeadLetterTx. A dead
+// transaction: tx.MarkPublished, tx.RecordFailure, tx.DeadLetter. A dead
 // letter parks its stream until an operator retries or discards it.
 
 // OutboxRow is a pending outbox row and its event.
@@ -71,12 +80,13 @@ const readOutboxQuery = `SELECT ` + outboxColumns + `
 	AND (e.tenant, e.stream_id) NOT IN (` + heldStreams + `)
 	ORDER BY o.position LIMIT ?3`
 
-// ReadOutbox returns pending outbox rows with their events in position
+// Read returns pending outbox rows with their events in position
 // order: rows neither published nor discarded, minus every row of a stream
 // that is parked by a dead letter or whose failed row waits for its next
 // attempt (so a stream is published in order). It reads through the read
 // pool, outside any write transaction, and only visits pending rows.
-func (s *Store) ReadOutbox(ctx context.Context, opts OutboxReadOptions) ([]OutboxRow, error) {
+func (o *Outbox) Read(ctx context.Context, opts OutboxReadOptions) ([]OutboxRow, error) {
+	s := o.s
 	if opts.Limit <= 0 {
 		opts.Limit = 256
 	}
@@ -143,9 +153,10 @@ func (s *outboxScanner) scan(rows *sql.Rows) (OutboxRow, error) {
 	return r, nil
 }
 
-// NextOutboxAttempt returns the earliest time at which a row that failed
+// NextAttempt returns the earliest time at which a row that failed
 // is due for another attempt, and false when no row waits for one.
-func (s *Store) NextOutboxAttempt(ctx context.Context) (time.Time, bool, error) {
+func (o *Outbox) NextAttempt(ctx context.Context) (time.Time, bool, error) {
+	s := o.s
 	var next sql.NullInt64
 	err := s.rdb.QueryRowContext(ctx, `SELECT min(next_attempt_at) FROM outbox
 		WHERE published_at IS NULL AND discarded_at IS NULL AND attempts > 0 AND dead_at IS NULL`).Scan(&next)
@@ -166,17 +177,18 @@ type Published struct {
 	BrokerSequence uint64
 }
 
-// MarkPublishedTx marks rows published under the relay's lease, in an
+// MarkPublished marks rows published under the relay's lease, in an
 // Update closure: it fails with ErrStaleFence, writing nothing, unless
 // lease is current. A row already published or discarded is left as it
 // is. It returns how many rows it marked.
-func (s *Store) MarkPublishedTx(ctx context.Context, tx *Tx, lease Lease, rows []Published) (int, error) {
+func (tx *Tx) MarkPublished(ctx context.Context, lease Lease, rows []Published) (int, error) {
 	if len(rows) == 0 {
 		return 0, nil
 	}
-	if err := s.CheckFenceTx(ctx, tx, lease); err != nil {
+	if err := tx.CheckFence(ctx, lease); err != nil {
 		return 0, err
 	}
+	s := tx.s
 	// One statement for the batch: the positions and sequences travel as
 	// a JSON array of [position, sequence] pairs.
 	b := make([]byte, 0, len(rows)*24)
@@ -222,22 +234,23 @@ type Failure struct {
 	Position int64
 	// Error says what went wrong; it is kept on the row.
 	Error string
-	// NextAttemptAt is when RecordFailureTx lets the row (and its stream)
-	// be tried again. DeadLetterTx ignores it.
+	// NextAttemptAt is when tx.RecordFailure lets the row (and its stream)
+	// be tried again. tx.DeadLetter ignores it.
 	NextAttemptAt time.Time
 }
 
-// RecordFailureTx records a failed attempt on each row, under the relay's
+// RecordFailure records a failed attempt on each row, under the relay's
 // lease (ErrStaleFence otherwise, writing nothing): attempts grow by one,
 // the error and times are kept, and the row and every later row of its
 // stream wait until NextAttemptAt. Rows no longer pending are skipped.
-func (s *Store) RecordFailureTx(ctx context.Context, tx *Tx, lease Lease, failures []Failure) error {
+func (tx *Tx) RecordFailure(ctx context.Context, lease Lease, failures []Failure) error {
 	if len(failures) == 0 {
 		return nil
 	}
-	if err := s.CheckFenceTx(ctx, tx, lease); err != nil {
+	if err := tx.CheckFence(ctx, lease); err != nil {
 		return err
 	}
+	s := tx.s
 	st, err := s.wconn.PrepareContext(ctx, `UPDATE outbox SET attempts = attempts + 1,
 		first_failed_at = COALESCE(first_failed_at, ?1), last_failed_at = ?1, last_error = ?2, next_attempt_at = ?3
 		WHERE position = ?4 AND published_at IS NULL AND discarded_at IS NULL AND dead_at IS NULL`)
@@ -257,17 +270,18 @@ func (s *Store) RecordFailureTx(ctx context.Context, tx *Tx, lease Lease, failur
 	return s.addCounter(ctx, "retried", n)
 }
 
-// DeadLetterTx turns rows into dead letters, under the relay's lease
+// DeadLetter turns rows into dead letters, under the relay's lease
 // (ErrStaleFence otherwise, writing nothing): the error, attempts (grown
 // by one) and times are kept, and the row's stream is parked until an
 // operator retries or discards it. Rows no longer pending are skipped.
-func (s *Store) DeadLetterTx(ctx context.Context, tx *Tx, lease Lease, failures []Failure) error {
+func (tx *Tx) DeadLetter(ctx context.Context, lease Lease, failures []Failure) error {
 	if len(failures) == 0 {
 		return nil
 	}
-	if err := s.CheckFenceTx(ctx, tx, lease); err != nil {
+	if err := tx.CheckFence(ctx, lease); err != nil {
 		return err
 	}
+	s := tx.s
 	var n int64
 	for _, f := range failures {
 		res, err := s.wconn.ExecContext(ctx, `UPDATE outbox SET attempts = attempts + 1,
@@ -332,7 +346,8 @@ func scanDeadLetter(r scanner) (DeadLetter, error) {
 
 // DeadLetters lists a tenant's dead letters (every tenant's when tenant is
 // "") in position order.
-func (s *Store) DeadLetters(ctx context.Context, tenant string) ([]DeadLetter, error) {
+func (o *Outbox) DeadLetters(ctx context.Context, tenant string) ([]DeadLetter, error) {
+	s := o.s
 	q, args := selectDeadLetters, []any{}
 	if tenant != "" {
 		if err := envelope.ValidateTenant(tenant); err != nil {
@@ -381,12 +396,13 @@ func (s *Store) deadLetterTx(ctx context.Context, tenant, eventID string) (DeadL
 	return d, mapErr(err)
 }
 
-// RetryDeadLetter re-queues a dead letter with its event id unchanged (so
+// Outbox.RetryDeadLetter re-queues a dead letter with its event id unchanged (so
 // the broker and consumers dedupe a copy that did arrive): its dead state
 // and attempts are cleared and its stream is unparked; the relay publishes
 // it, then the stream's waiting events, in order. An operator action, not
 // fenced; it is logged. Unknown ids return a *DeadLetterNotFoundError.
-func (s *Store) RetryDeadLetter(ctx context.Context, tenant, eventID string) (DeadLetter, error) {
+func (o *Outbox) RetryDeadLetter(ctx context.Context, tenant, eventID string) (DeadLetter, error) {
+	s := o.s
 	if err := envelope.ValidateTenant(tenant); err != nil {
 		return DeadLetter{}, err
 	}
@@ -405,10 +421,11 @@ func (s *Store) RetryDeadLetter(ctx context.Context, tenant, eventID string) (De
 	return d, nil
 }
 
-// RetryDeadLetters re-queues every dead letter of a tenant (every
-// tenant's when tenant is "") as RetryDeadLetter does, in one transaction,
+// Outbox.RetryDeadLetters re-queues every dead letter of a tenant (every
+// tenant's when tenant is "") as Outbox.RetryDeadLetter does, in one transaction,
 // and returns them.
-func (s *Store) RetryDeadLetters(ctx context.Context, tenant string) ([]DeadLetter, error) {
+func (o *Outbox) RetryDeadLetters(ctx context.Context, tenant string) ([]DeadLetter, error) {
+	s := o.s
 	if tenant != "" {
 		if err := envelope.ValidateTenant(tenant); err != nil {
 			return nil, err
@@ -461,11 +478,12 @@ func (s *Store) requeueTx(ctx context.Context, ds []DeadLetter) error {
 	return s.addCounter(ctx, "requeued", int64(len(ds)))
 }
 
-// DiscardDeadLetter gives a dead letter up for good: it will never be
+// Outbox.DiscardDeadLetter gives a dead letter up for good: it will never be
 // published, and its stream is unparked (the stream's later events go
 // out). An explicit operator decision, not fenced; it is logged and the
 // row keeps the time. Unknown ids return a *DeadLetterNotFoundError.
-func (s *Store) DiscardDeadLetter(ctx context.Context, tenant, eventID string) (DeadLetter, error) {
+func (o *Outbox) DiscardDeadLetter(ctx context.Context, tenant, eventID string) (DeadLetter, error) {
+	s := o.s
 	if err := envelope.ValidateTenant(tenant); err != nil {
 		return DeadLetter{}, err
 	}
@@ -499,7 +517,8 @@ type ParkedStream struct {
 
 // ParkedStreams lists the streams parked by a dead letter, every tenant's
 // when tenant is "", in the order of their dead letters.
-func (s *Store) ParkedStreams(ctx context.Context, tenant string) ([]ParkedStream, error) {
+func (o *Outbox) ParkedStreams(ctx context.Context, tenant string) ([]ParkedStream, error) {
+	s := o.s
 	q := `SELECT e.tenant, e.stream_id, min(e.position), min(e.version) FROM outbox o JOIN events e ON e.position = o.position
 		WHERE o.published_at IS NULL AND o.discarded_at IS NULL AND o.attempts > 0 AND o.dead_at IS NOT NULL`
 	var args []any
@@ -568,9 +587,10 @@ type OutboxStats struct {
 	Discarded    int64
 }
 
-// OutboxStats reads the outbox's depth, lag and totals. It visits the
+// Stats reads the outbox's depth, lag and totals. It visits the
 // pending rows (not the published ones).
-func (s *Store) OutboxStats(ctx context.Context) (OutboxStats, error) {
+func (o *Outbox) Stats(ctx context.Context) (OutboxStats, error) {
+	s := o.s
 	var st OutboxStats
 	wrap := func(err error) error { return fmt.Errorf("outbox stats: %w", mapErr(err)) }
 	// One read transaction, so the figures agree with each other.
@@ -662,10 +682,11 @@ type OutboxEntry struct {
 	PublishedToken int64
 }
 
-// OutboxEntries returns up to limit outbox rows above position after, in
+// Entries returns up to limit outbox rows above position after, in
 // position order, published or not: for reconciliation, diagnostics and
 // tests. It reads every row it returns.
-func (s *Store) OutboxEntries(ctx context.Context, after int64, limit int) ([]OutboxEntry, error) {
+func (o *Outbox) Entries(ctx context.Context, after int64, limit int) ([]OutboxEntry, error) {
+	s := o.s
 	if limit <= 0 {
 		limit = pageSize
 	}

@@ -29,7 +29,7 @@ func appendN(t *testing.T, s *store.Store, tenant, stream string, n int) []int64
 
 func pendingPositions(t *testing.T, s *store.Store, now time.Time) []int64 {
 	t.Helper()
-	rows, err := s.ReadOutbox(context.Background(), store.OutboxReadOptions{Limit: 1000, Now: now})
+	rows, err := s.Outbox().Read(context.Background(), store.OutboxReadOptions{Limit: 1000, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,13 +44,13 @@ func settle(t *testing.T, s *store.Store, l store.Lease, pub []store.Published, 
 	t.Helper()
 	return s.Update(context.Background(), func(tx *store.Tx) error {
 		ctx := context.Background()
-		if _, err := s.MarkPublishedTx(ctx, tx, l, pub); err != nil {
+		if _, err := tx.MarkPublished(ctx, l, pub); err != nil {
 			return err
 		}
-		if err := s.RecordFailureTx(ctx, tx, l, fail); err != nil {
+		if err := tx.RecordFailure(ctx, l, fail); err != nil {
 			return err
 		}
-		return s.DeadLetterTx(ctx, tx, l, dead)
+		return tx.DeadLetter(ctx, l, dead)
 	})
 }
 
@@ -60,7 +60,7 @@ func TestOutboxReadMarkAndFence(t *testing.T) {
 	a := appendN(t, s, "t1", "a", 2)
 	b := appendN(t, s, "t2", "b", 1)
 	now := time.Now()
-	rows, err := s.ReadOutbox(ctx, store.OutboxReadOptions{Now: now})
+	rows, err := s.Outbox().Read(ctx, store.OutboxReadOptions{Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestOutboxReadMarkAndFence(t *testing.T) {
 		rows[2].Event.Tenant != "t2" || string(rows[2].Event.Data) != `{"i":0}` {
 		t.Fatalf("pending rows: %+v", rows)
 	}
-	l, err := s.AcquireLease(ctx, "relay", "me", time.Minute)
+	l, err := s.Leases().Acquire(ctx, "relay", "me", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestOutboxReadMarkAndFence(t *testing.T) {
 	if diff := cmp.Diff([]int64{a[1]}, pendingPositions(t, s, now)); diff != "" {
 		t.Errorf("pending after marking (-want +got):\n%s", diff)
 	}
-	es, err := s.OutboxEntries(ctx, 0, 10)
+	es, err := s.Outbox().Entries(ctx, 0, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,13 +104,13 @@ func TestOutboxReadMarkAndFence(t *testing.T) {
 			t.Fatalf("stale failure write: %v", err)
 		}
 	}
-	if err := s.ReleaseLease(ctx, l); err != nil {
+	if err := s.Leases().Release(ctx, l); err != nil {
 		t.Fatal(err)
 	}
 	if err := settle(t, s, l, []store.Published{{Position: a[1]}}, nil, nil); !errors.Is(err, store.ErrStaleFence) {
 		t.Fatalf("mark after release: %v", err)
 	}
-	st, err := s.OutboxStats(ctx)
+	st, err := s.Outbox().Stats(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestOutboxFailuresHoldTheirStream(t *testing.T) {
 	s := storetest.MustOpen(t, nil)
 	a := appendN(t, s, "default", "a", 3)
 	b := appendN(t, s, "default", "b", 2)
-	l, err := s.AcquireLease(ctx, "relay", "me", time.Minute)
+	l, err := s.Leases().Acquire(ctx, "relay", "me", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,12 +137,12 @@ func TestOutboxFailuresHoldTheirStream(t *testing.T) {
 	if diff := cmp.Diff(b, pendingPositions(t, s, now)); diff != "" {
 		t.Errorf("pending while a backs off (-want +got):\n%s", diff)
 	}
-	next, ok, err := s.NextOutboxAttempt(ctx)
+	next, ok, err := s.Outbox().NextAttempt(ctx)
 	if err != nil || !ok || !next.Equal(now.Add(10*time.Second)) {
 		t.Errorf("next attempt: %v %v %v", next, ok, err)
 	}
 	// Once due, a comes back in order, with its attempt on record.
-	rows, err := s.ReadOutbox(ctx, store.OutboxReadOptions{Now: now.Add(10 * time.Second)})
+	rows, err := s.Outbox().Read(ctx, store.OutboxReadOptions{Now: now.Add(10 * time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestOutboxFailuresHoldTheirStream(t *testing.T) {
 	if got := len(mustRead(t, s, store.OutboxReadOptions{After: a[2], Now: now.Add(time.Hour)})); got != 2 {
 		t.Errorf("after %d: %d rows, want 2", a[2], got)
 	}
-	st, _ := s.OutboxStats(ctx)
+	st, _ := s.Outbox().Stats(ctx)
 	if st.Retried != 1 || st.Pending != 5 {
 		t.Errorf("stats: %+v", st)
 	}
@@ -161,7 +161,7 @@ func TestOutboxFailuresHoldTheirStream(t *testing.T) {
 
 func mustRead(t *testing.T, s *store.Store, o store.OutboxReadOptions) []store.OutboxRow {
 	t.Helper()
-	rows, err := s.ReadOutbox(context.Background(), o)
+	rows, err := s.Outbox().Read(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestDeadLettersParkRetryDiscard(t *testing.T) {
 	a := appendN(t, s, "default", "a", 3)
 	b := appendN(t, s, "default", "b", 1)
 	other := appendN(t, s, "other", "a", 1) // same stream id, another tenant
-	l, err := s.AcquireLease(ctx, "relay", "me", time.Minute)
+	l, err := s.Leases().Acquire(ctx, "relay", "me", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestDeadLettersParkRetryDiscard(t *testing.T) {
 	if diff := cmp.Diff(other, pendingPositions(t, s, now.Add(24*time.Hour))); diff != "" {
 		t.Errorf("pending with a parked (-want +got):\n%s", diff)
 	}
-	dls, err := s.DeadLetters(ctx, "default")
+	dls, err := s.Outbox().DeadLetters(ctx, "default")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,31 +194,31 @@ func TestDeadLettersParkRetryDiscard(t *testing.T) {
 		dls[0].Error != "too big" || dls[0].FirstFailed.IsZero() || dls[0].LastFailed.IsZero() {
 		t.Fatalf("dead letters: %+v", dls)
 	}
-	if dls, _ := s.DeadLetters(ctx, "other"); len(dls) != 0 {
+	if dls, _ := s.Outbox().DeadLetters(ctx, "other"); len(dls) != 0 {
 		t.Errorf("other tenant's dead letters: %+v", dls)
 	}
-	parked, err := s.ParkedStreams(ctx, "")
+	parked, err := s.Outbox().ParkedStreams(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]store.ParkedStream{{Tenant: "default", Stream: "a", DeadLetter: a[0], Waiting: 3}}, parked); diff != "" {
 		t.Errorf("parked (-want +got):\n%s", diff)
 	}
-	st, _ := s.OutboxStats(ctx)
+	st, _ := s.Outbox().Stats(ctx)
 	if st.DeadLetters != 1 || st.ParkedStreams != 1 || st.Parked != 3 || st.DeadLettered != 1 || st.Pending != 4 {
 		t.Errorf("stats: %+v", st)
 	}
 	// Unknown ids, and the right id in the wrong tenant, are not found.
 	for _, c := range []struct{ tenant, id string }{{"default", "nope"}, {"other", dls[0].EventID}} {
-		if _, err := s.RetryDeadLetter(ctx, c.tenant, c.id); !errors.Is(err, store.ErrNotFound) {
+		if _, err := s.Outbox().RetryDeadLetter(ctx, c.tenant, c.id); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("retry %v: %v", c, err)
 		}
-		if _, err := s.DiscardDeadLetter(ctx, c.tenant, c.id); !errors.Is(err, store.ErrNotFound) {
+		if _, err := s.Outbox().DiscardDeadLetter(ctx, c.tenant, c.id); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("discard %v: %v", c, err)
 		}
 	}
 	// Retry: same event, attempts reset, the stream flows again in order.
-	d, err := s.RetryDeadLetter(ctx, "default", dls[0].EventID)
+	d, err := s.Outbox().RetryDeadLetter(ctx, "default", dls[0].EventID)
 	if err != nil || d.Position != a[0] {
 		t.Fatalf("retry: %+v %v", d, err)
 	}
@@ -226,31 +226,31 @@ func TestDeadLettersParkRetryDiscard(t *testing.T) {
 	if len(rows) != 4 || rows[0].Event.Position != a[0] || rows[0].Attempts != 0 || rows[0].Event.ID != dls[0].EventID {
 		t.Fatalf("after retry: %+v", rows)
 	}
-	if _, err := s.RetryDeadLetter(ctx, "default", dls[0].EventID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Outbox().RetryDeadLetter(ctx, "default", dls[0].EventID); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("second retry: %v", err)
 	}
 	// Dead again, then discarded: never read again, the stream unparked.
 	if err := settle(t, s, l, nil, nil, []store.Failure{{Position: a[0], Error: "still too big"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.DiscardDeadLetter(ctx, "default", dls[0].EventID); err != nil {
+	if _, err := s.Outbox().DiscardDeadLetter(ctx, "default", dls[0].EventID); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]int64{a[1], a[2], other[0]}, pendingPositions(t, s, now)); diff != "" {
 		t.Errorf("pending after discard (-want +got):\n%s", diff)
 	}
 	// A discarded row is no longer a dead letter, and cannot be marked.
-	if dls, _ := s.DeadLetters(ctx, ""); len(dls) != 0 {
+	if dls, _ := s.Outbox().DeadLetters(ctx, ""); len(dls) != 0 {
 		t.Errorf("dead letters after discard: %+v", dls)
 	}
 	if err := settle(t, s, l, []store.Published{{Position: a[0]}}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	es, _ := s.OutboxEntries(ctx, a[0]-1, 1)
+	es, _ := s.Outbox().Entries(ctx, a[0]-1, 1)
 	if !es[0].PublishedAt.IsZero() || es[0].DiscardedAt.IsZero() {
 		t.Errorf("discarded row: %+v", es[0])
 	}
-	st, _ = s.OutboxStats(ctx)
+	st, _ = s.Outbox().Stats(ctx)
 	if st.Discarded != 1 || st.Requeued != 1 || st.DeadLettered != 2 || st.DeadLetters != 0 || st.Pending != 3 {
 		t.Errorf("stats: %+v", st)
 	}
@@ -259,7 +259,7 @@ func TestDeadLettersParkRetryDiscard(t *testing.T) {
 func TestRetryAllDeadLetters(t *testing.T) {
 	ctx := context.Background()
 	s := storetest.MustOpen(t, nil)
-	l, err := s.AcquireLease(ctx, "relay", "me", time.Minute)
+	l, err := s.Leases().Acquire(ctx, "relay", "me", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,11 +273,11 @@ func TestRetryAllDeadLetters(t *testing.T) {
 	if err := settle(t, s, l, nil, nil, dead); err != nil {
 		t.Fatal(err)
 	}
-	ds, err := s.RetryDeadLetters(ctx, "default")
+	ds, err := s.Outbox().RetryDeadLetters(ctx, "default")
 	if err != nil || len(ds) != 3 {
 		t.Fatalf("retry all: %d %v", len(ds), err)
 	}
-	if left, _ := s.DeadLetters(ctx, ""); len(left) != 1 || left[0].Tenant != "other" {
+	if left, _ := s.Outbox().DeadLetters(ctx, ""); len(left) != 1 || left[0].Tenant != "other" {
 		t.Errorf("left: %+v", left)
 	}
 }

@@ -949,7 +949,7 @@ func TestPragmas(t *testing.T) {
 					t.Errorf("close: %v", err)
 				}
 			})
-			got, err := s.Pragmas(ctx)
+			got, err := store.Pragmas(ctx, s)
 			if err != nil {
 				t.Fatalf("Pragmas: %v", err)
 			}

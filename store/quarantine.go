@@ -2,25 +2,27 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 )
 
+// QuarantineReason says why an event was set aside.
+type QuarantineReason string
+
 // Quarantine reasons.
 const (
-	ReasonHandlerError     = "handler_error"     // a handler kept failing on the event
-	ReasonUninterpretable  = "uninterpretable"   // unknown type or schema version
-	ReasonDeferredTooLong  = "deferred_too_long" // a version gap did not fill in time
-	ReasonUndecodable      = "undecodable"       // the message is not a CloudEvent
-	ReasonTooManyDelivered = "too_many_deliveries"
+	ReasonHandlerError     QuarantineReason = "handler_error"     // a handler kept failing on the event
+	ReasonUninterpretable  QuarantineReason = "uninterpretable"   // unknown type or schema version
+	ReasonDeferredTooLong  QuarantineReason = "deferred_too_long" // a version gap did not fill in time
+	ReasonUndecodable      QuarantineReason = "undecodable"       // the message is not a CloudEvent
+	ReasonTooManyDelivered QuarantineReason = "too_many_deliveries"
 )
 
 // Quarantined is an event set aside for a person, with the evidence.
 type Quarantined struct {
 	ID         int64
 	Consumer   string // the projection or consumer name
-	Reason     string
+	Reason     QuarantineReason
 	Tenant     string
 	Subject    string
 	Version    int64
@@ -48,13 +50,14 @@ type Quarantined struct {
 	Type string
 }
 
-// QuarantineTx records q inside an Update closure. An open entry for the
+// Quarantine records q inside an Update closure. An open entry for the
 // same consumer, tenant, event id and position is updated (attempts and
 // error) rather than repeated.
-func (s *Store) QuarantineTx(ctx context.Context, tx *Tx, q Quarantined) error {
-	if err := tx.check(s); err != nil {
+func (tx *Tx) Quarantine(ctx context.Context, q Quarantined) error {
+	if err := tx.check(); err != nil {
 		return err
 	}
+	s := tx.s
 	if q.Evidence == "" {
 		q.Evidence = "{}"
 	}
@@ -70,12 +73,13 @@ func (s *Store) QuarantineTx(ctx context.Context, tx *Tx, q Quarantined) error {
 	return nil
 }
 
-// ResolveQuarantineTx marks the open entries of consumer at position (or,
+// ResolveQuarantine marks the open entries of consumer at position (or,
 // with position 0, for the event id) resolved.
-func (s *Store) ResolveQuarantineTx(ctx context.Context, tx *Tx, consumer string, position int64, eventID string) error {
-	if err := tx.check(s); err != nil {
+func (tx *Tx) ResolveQuarantine(ctx context.Context, consumer string, position int64, eventID string) error {
+	if err := tx.check(); err != nil {
 		return err
 	}
+	s := tx.s
 	_, err := s.wconn.ExecContext(ctx, `UPDATE quarantine SET resolved_at = ?, resolution = 'applied', retry_requested_at = NULL WHERE consumer = ? AND resolved_at IS NULL
 		AND ((? > 0 AND position = ?) OR (? = 0 AND event_id = ?))`, tx.now, consumer, position, position, position, eventID)
 	return mapErr(err)
@@ -88,183 +92,11 @@ type QuarantineFilter struct {
 }
 
 // QuarantinedEvents lists quarantine entries, oldest first.
-func (s *Store) QuarantinedEvents(ctx context.Context, f QuarantineFilter) ([]Quarantined, error) {
+func (p *Projections) QuarantinedEvents(ctx context.Context, f QuarantineFilter) ([]Quarantined, error) {
+	s := p.s
 	q := quarantineColumns + ` WHERE (? = '' OR consumer = ?)`
 	if f.Open {
 		q += ` AND resolved_at IS NULL`
 	}
 	return s.scanQuarantine(s.rdb.QueryContext(ctx, q+` ORDER BY id`, f.Consumer, f.Consumer))
-}
-
-// Projection statuses kept in the store. "running" and "idle" are not
-// stored: they come from the projection's lease.
-const (
-	ProjectionActive     = "active"
-	ProjectionStopped    = "stopped"
-	ProjectionRebuilding = "rebuilding"
-)
-
-// SetProjectionStatusTx records a projection's status with a detail (why
-// it stopped, say).
-func (s *Store) SetProjectionStatusTx(ctx context.Context, tx *Tx, name, status, detail string) error {
-	if err := tx.check(s); err != nil {
-		return err
-	}
-	_, err := s.wconn.ExecContext(ctx, `INSERT INTO projections (name, status, detail, updated_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT (name) DO UPDATE SET status = excluded.status, detail = excluded.detail, updated_at = excluded.updated_at`,
-		name, status, detail, tx.now)
-	return mapErr(err)
-}
-
-// ProjectionRecord is a projection's stored status and place.
-type ProjectionRecord struct {
-	Name        string
-	Status      string // active, stopped or rebuilding
-	Detail      string
-	Checkpoint  int64
-	Quarantined int // open quarantine entries
-	LeaseOwner  string
-	LeaseLive   bool // a runner holds an unexpired lease
-	UpdatedAt   time.Time
-	// LeaseExpiredFor is how long ago the lease expired, by SQLite's
-	// clock (negative while it lasts; 0 without a lease owner).
-	LeaseExpiredFor time.Duration
-	// LeaseTTL is the period the lease's holder took it for
-	// (DefaultLeasePeriod when the file does not record it).
-	LeaseTTL time.Duration
-	// OwnerGone: the lease owner is a process on this host that no longer
-	// runs (see OwnerGone).
-	OwnerGone bool
-	// Orphaned: the owner is gone, its lease expired, and no runner took
-	// the lease over within one lease period. Someone must start a runner.
-	Orphaned bool
-}
-
-// DefaultLeasePeriod stands for the lease period of a lease row written
-// before eventlite recorded it.
-const DefaultLeasePeriod = 15 * time.Second
-
-// Projections lists the projections the store knows (those that ever ran).
-func (s *Store) Projections(ctx context.Context) ([]ProjectionRecord, error) {
-	return s.projections(ctx, "")
-}
-
-// Projection returns one projection's record; ErrNotFound when it never ran.
-func (s *Store) Projection(ctx context.Context, name string) (ProjectionRecord, error) {
-	recs, err := s.projections(ctx, name)
-	if err != nil {
-		return ProjectionRecord{}, err
-	}
-	if len(recs) == 0 {
-		return ProjectionRecord{}, fmt.Errorf("projection %q: %w", name, ErrNotFound)
-	}
-	return recs[0], nil
-}
-
-// projections reads the record of the projection name, or of every
-// projection when name is "".
-func (s *Store) projections(ctx context.Context, name string) ([]ProjectionRecord, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT p.name, p.status, p.detail, p.updated_at,
-		COALESCE((SELECT position FROM checkpoints c WHERE c.name = p.name), 0),
-		(SELECT count(*) FROM quarantine q WHERE q.consumer = p.name AND q.resolved_at IS NULL),
-		COALESCE(l.owner, ''), COALESCE(l.owner != '' AND l.expires_at > `+nowMillis+`, 0),
-		COALESCE(`+nowMillis+` - l.expires_at, 0), COALESCE(l.ttl_ms, 0)
-		FROM projections p LEFT JOIN leases l ON l.resource = 'projection:' || p.name
-		WHERE ?1 = '' OR p.name = ?1
-		ORDER BY p.name`, name)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	defer rows.Close()
-	var out []ProjectionRecord
-	for rows.Next() {
-		var r ProjectionRecord
-		var updated, expiredFor, ttl int64
-		if err := rows.Scan(&r.Name, &r.Status, &r.Detail, &updated, &r.Checkpoint, &r.Quarantined, &r.LeaseOwner, &r.LeaseLive,
-			&expiredFor, &ttl); err != nil {
-			return nil, err
-		}
-		r.UpdatedAt = time.Unix(0, updated).UTC()
-		if r.LeaseOwner != "" {
-			r.LeaseExpiredFor, r.LeaseTTL = time.Duration(expiredFor)*time.Millisecond, time.Duration(ttl)*time.Millisecond
-			if r.LeaseTTL <= 0 {
-				r.LeaseTTL = DefaultLeasePeriod
-			}
-			r.OwnerGone = OwnerGone(r.LeaseOwner)
-			r.Orphaned = r.OwnerGone && r.LeaseExpiredFor >= r.LeaseTTL
-		}
-		out = append(out, r)
-	}
-	return out, mapErr(rows.Err())
-}
-
-// Hole is a run of missing global positions between two stored events.
-type Hole struct {
-	From, To   int64 // inclusive
-	DetectedBy string
-	DetectedAt time.Time
-}
-
-// HolesBetween finds the holes among positions after and up to upto: runs
-// of missing positions between stored events. It reads on the read pool.
-func (s *Store) HolesBetween(ctx context.Context, after, upto int64) ([]Hole, error) {
-	var lo sql.NullInt64
-	var n int64
-	if err := s.rdb.QueryRowContext(ctx, `SELECT MIN(position), count(*) FROM events WHERE position > ? AND position <= ?`, after, upto).Scan(&lo, &n); err != nil {
-		return nil, mapErr(err)
-	}
-	if !lo.Valid || n == upto-lo.Int64+1 {
-		return nil, nil
-	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT position + 1, (SELECT MIN(b.position) FROM events b WHERE b.position > a.position) - 1
-		FROM events a WHERE a.position >= ? AND a.position < ?
-		AND NOT EXISTS (SELECT 1 FROM events c WHERE c.position = a.position + 1)`, lo.Int64, upto)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	defer rows.Close()
-	var out []Hole
-	for rows.Next() {
-		var h Hole
-		var to sql.NullInt64
-		if err := rows.Scan(&h.From, &to); err != nil {
-			return nil, err
-		}
-		if !to.Valid {
-			continue // past the newest event: not a hole
-		}
-		h.To = to.Int64
-		out = append(out, h)
-	}
-	return out, mapErr(rows.Err())
-}
-
-// RecordHoleTx records a hole a reader passed.
-func (s *Store) RecordHoleTx(ctx context.Context, tx *Tx, h Hole) error {
-	if err := tx.check(s); err != nil {
-		return err
-	}
-	_, err := s.wconn.ExecContext(ctx, `INSERT INTO position_holes (from_position, to_position, detected_by, detected_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT (from_position) DO NOTHING`, h.From, h.To, h.DetectedBy, tx.now)
-	return mapErr(err)
-}
-
-// RecordedHoles lists the holes readers recorded.
-func (s *Store) RecordedHoles(ctx context.Context) ([]Hole, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT from_position, to_position, detected_by, detected_at FROM position_holes ORDER BY from_position`)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	defer rows.Close()
-	var out []Hole
-	for rows.Next() {
-		var h Hole
-		var at int64
-		if err := rows.Scan(&h.From, &h.To, &h.DetectedBy, &at); err != nil {
-			return nil, err
-		}
-		h.DetectedAt = time.Unix(0, at).UTC()
-		out = append(out, h)
-	}
-	return out, mapErr(rows.Err())
 }

@@ -89,10 +89,11 @@ func quarantineNameKnown(ctx context.Context, q rowQuerier, name string) (bool, 
 	return ok, mapErr(err)
 }
 
-// OpenQuarantine lists the open quarantine entries of the projection or
+// Projections.OpenQuarantine lists the open quarantine entries of the projection or
 // consumer name ("" for every one), oldest first. A name the store has no
 // record of returns a *QuarantineNotFoundError.
-func (s *Store) OpenQuarantine(ctx context.Context, name string) ([]Quarantined, error) {
+func (p *Projections) OpenQuarantine(ctx context.Context, name string) ([]Quarantined, error) {
+	s := p.s
 	if name != "" {
 		ok, err := quarantineNameKnown(ctx, s.rdb, name)
 		if err != nil {
@@ -102,7 +103,7 @@ func (s *Store) OpenQuarantine(ctx context.Context, name string) ([]Quarantined,
 			return nil, &QuarantineNotFoundError{Name: name}
 		}
 	}
-	return s.QuarantinedEvents(ctx, QuarantineFilter{Consumer: name, Open: true})
+	return s.Projections().QuarantinedEvents(ctx, QuarantineFilter{Consumer: name, Open: true})
 }
 
 // openEntriesTx reads the open entries of name for eventID in the write
@@ -122,13 +123,14 @@ func (s *Store) openEntriesTx(ctx context.Context, name, eventID string) ([]Quar
 	return nil, &QuarantineNotFoundError{Name: name, EventID: eventID}
 }
 
-// RetryQuarantined marks the open entries of name for eventID for a
+// Projections.RetryQuarantined marks the open entries of name for eventID for a
 // retry: the projection's runner (or the consumer) applies the event again
 // on its next pass and resolves the entry when it applies; a failure
 // records one more attempt and clears the mark. A projection stopped on
 // the event applies it when its runner next starts. It returns the
 // entries marked.
-func (s *Store) RetryQuarantined(ctx context.Context, name, eventID string) ([]Quarantined, error) {
+func (p *Projections) RetryQuarantined(ctx context.Context, name, eventID string) ([]Quarantined, error) {
+	s := p.s
 	var out []Quarantined
 	err := s.Update(ctx, func(tx *Tx) error {
 		qs, err := s.openEntriesTx(ctx, name, eventID)
@@ -152,11 +154,12 @@ func (s *Store) RetryQuarantined(ctx context.Context, name, eventID string) ([]Q
 	return out, nil
 }
 
-// SkipQuarantined gives the event up: its open entries of name are
+// Projections.SkipQuarantined gives the event up: its open entries of name are
 // resolved as skipped. A projection stopped on the event moves its
 // checkpoint past it and is active again, so its runner goes on with the
 // next event. It returns the entries skipped.
-func (s *Store) SkipQuarantined(ctx context.Context, name, eventID string) ([]Quarantined, error) {
+func (p *Projections) SkipQuarantined(ctx context.Context, name, eventID string) ([]Quarantined, error) {
+	s := p.s
 	var out []Quarantined
 	err := s.Update(ctx, func(tx *Tx) error {
 		qs, err := s.openEntriesTx(ctx, name, eventID)
@@ -171,7 +174,7 @@ func (s *Store) SkipQuarantined(ctx context.Context, name, eventID string) ([]Qu
 			if q.Position <= 0 || q.Kind != "projection" {
 				continue
 			}
-			cp, err := s.CheckpointTx(ctx, tx, name)
+			cp, err := tx.Checkpoint(ctx, name)
 			if err != nil {
 				return err
 			}
@@ -181,16 +184,16 @@ func (s *Store) SkipQuarantined(ctx context.Context, name, eventID string) ([]Qu
 			// The projection halted just before the event: move past it.
 			// A runner retrying it meanwhile finds its checkpoint moved
 			// and discards its batch.
-			if err := s.SetCheckpointTx(ctx, tx, name, q.Position, nil); err != nil {
+			if err := tx.SetCheckpoint(ctx, name, q.Position, nil); err != nil {
 				return err
 			}
-			var status string
+			var status ProjectionStatus
 			err = s.wconn.QueryRowContext(ctx, `SELECT status FROM projections WHERE name = ?`, name).Scan(&status)
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return mapErr(err)
 			}
 			if status == ProjectionStopped {
-				if err := s.SetProjectionStatusTx(ctx, tx, name, ProjectionActive, ""); err != nil {
+				if err := tx.SetProjectionStatus(ctx, name, ProjectionActive, ""); err != nil {
 					return err
 				}
 			}
@@ -208,20 +211,22 @@ func (s *Store) SkipQuarantined(ctx context.Context, name, eventID string) ([]Qu
 	return out, nil
 }
 
-// QuarantineRetries lists the open entries of name marked for retry,
+// Projections.QuarantineRetries lists the open entries of name marked for retry,
 // in position then entry order.
-func (s *Store) QuarantineRetries(ctx context.Context, name string) ([]Quarantined, error) {
+func (p *Projections) QuarantineRetries(ctx context.Context, name string) ([]Quarantined, error) {
+	s := p.s
 	return s.scanQuarantine(s.rdb.QueryContext(ctx, quarantineColumns+` WHERE consumer = ? AND resolved_at IS NULL AND retry_requested_at IS NOT NULL
 		ORDER BY position, id`, name))
 }
 
-// ResolveRetryTx resolves the entry id with resolution ("retried", say)
+// ResolveRetry resolves the entry id with resolution ("retried", say)
 // when it is still open and marked for retry; false when it is not (an
 // operator skipped it, or another pass took it).
-func (s *Store) ResolveRetryTx(ctx context.Context, tx *Tx, id int64, resolution string) (bool, error) {
-	if err := tx.check(s); err != nil {
+func (tx *Tx) ResolveRetry(ctx context.Context, id int64, resolution string) (bool, error) {
+	if err := tx.check(); err != nil {
 		return false, err
 	}
+	s := tx.s
 	res, err := s.wconn.ExecContext(ctx, `UPDATE quarantine SET resolved_at = ?, resolution = ?, retry_requested_at = NULL
 		WHERE id = ? AND resolved_at IS NULL AND retry_requested_at IS NOT NULL`, tx.now, resolution, id)
 	if err != nil {
@@ -231,14 +236,15 @@ func (s *Store) ResolveRetryTx(ctx context.Context, tx *Tx, id int64, resolution
 	return n == 1, err
 }
 
-// RetryFailedTx records that a requested retry of entry id failed again
+// RetryFailed records that a requested retry of entry id failed again
 // with cause: one more attempt, the new error and failure time, and the
 // retry mark cleared (the entry stays open). False when the entry is no
 // longer open and marked.
-func (s *Store) RetryFailedTx(ctx context.Context, tx *Tx, id int64, cause string) (bool, error) {
-	if err := tx.check(s); err != nil {
+func (tx *Tx) RetryFailed(ctx context.Context, id int64, cause string) (bool, error) {
+	if err := tx.check(); err != nil {
 		return false, err
 	}
+	s := tx.s
 	res, err := s.wconn.ExecContext(ctx, `UPDATE quarantine SET attempts = attempts + 1, error = ?, last_failed_at = ?, retry_requested_at = NULL
 		WHERE id = ? AND resolved_at IS NULL AND retry_requested_at IS NOT NULL`, cause, tx.now, id)
 	if err != nil {

@@ -208,9 +208,9 @@ func TestReadOnlyStore(t *testing.T) {
 			return err
 		},
 		"Update":           func() error { return r.Update(ctx, func(*store.Tx) error { return nil }) },
-		"SetApplicationID": func() error { return r.SetApplicationID(ctx, 7) },
-		"RetryDeadLetters": func() error {
-			_, err := r.RetryDeadLetters(ctx, "default")
+		"SetApplicationID": func() error { return r.Update(ctx, func(tx *store.Tx) error { return tx.SetApplicationID(ctx, 7) }) },
+		"Outbox.RetryDeadLetters": func() error {
+			_, err := r.Outbox().RetryDeadLetters(ctx, "default")
 			return err
 		},
 	}

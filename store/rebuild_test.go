@@ -34,7 +34,7 @@ func compareTables(t *testing.T, s *store.Store, live, shadow string) store.Tabl
 	var d store.TableDiff
 	err := s.Update(context.Background(), func(tx *store.Tx) error {
 		var err error
-		d, err = s.CompareTablesTx(context.Background(), tx, live, shadow)
+		d, err = tx.CompareTables(context.Background(), live, shadow)
 		return err
 	})
 	if err != nil {
@@ -127,7 +127,7 @@ func TestCompareTablesTxShapes(t *testing.T) {
 		t.Errorf("other columns: %+v", d)
 	}
 	err := s.Update(context.Background(), func(tx *store.Tx) error {
-		_, err := s.CompareTablesTx(context.Background(), tx, "other", "nosuch")
+		_, err := tx.CompareTables(context.Background(), "other", "nosuch")
 		return err
 	})
 	if !errors.Is(err, store.ErrNotFound) {
@@ -144,23 +144,23 @@ func TestDropAndRenameTable(t *testing.T) {
 		`CREATE TABLE "weird ""name"" x" (id INTEGER PRIMARY KEY)`,
 		`CREATE INDEX "weird ""name"" x_by_id" ON "weird ""name"" x" (id)`,
 	)
-	err := s.Update(ctx, func(tx *store.Tx) error { return s.RenameTableTx(ctx, tx, from, to) })
+	err := s.Update(ctx, func(tx *store.Tx) error { return tx.RenameTable(ctx, from, to) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = s.Update(ctx, func(tx *store.Tx) error {
 		for name, want := range map[string]bool{from: false, to: true} {
-			if ok, err := s.TableExistsTx(ctx, tx, name); err != nil || ok != want {
+			if ok, err := tx.TableExists(ctx, name); err != nil || ok != want {
 				return fmt.Errorf("table %q exists = %v (%v), want %v", name, ok, err, want)
 			}
 		}
-		if err := s.DropTableTx(ctx, tx, to); err != nil {
+		if err := tx.DropTable(ctx, to); err != nil {
 			return err
 		}
-		if err := s.DropTableTx(ctx, tx, "never existed"); err != nil {
+		if err := tx.DropTable(ctx, "never existed"); err != nil {
 			return fmt.Errorf("drop of a missing table: %w", err)
 		}
-		if ok, err := s.TableExistsTx(ctx, tx, to); err != nil || ok {
+		if ok, err := tx.TableExists(ctx, to); err != nil || ok {
 			return fmt.Errorf("dropped table still exists (%v)", err)
 		}
 		return nil
@@ -170,16 +170,16 @@ func TestDropAndRenameTable(t *testing.T) {
 	}
 	// eventlite's own tables are refused, whatever the case.
 	for _, name := range []string{"events", "Outbox", "checkpoints", "rebuilds", "sqlite_sequence"} {
-		err := s.Update(ctx, func(tx *store.Tx) error { return s.DropTableTx(ctx, tx, name) })
+		err := s.Update(ctx, func(tx *store.Tx) error { return tx.DropTable(ctx, name) })
 		if !errors.Is(err, store.ErrReservedTable) {
 			t.Errorf("drop %s: %v, want ErrReservedTable", name, err)
 		}
-		err = s.Update(ctx, func(tx *store.Tx) error { return s.RenameTableTx(ctx, tx, name, "x") })
+		err = s.Update(ctx, func(tx *store.Tx) error { return tx.RenameTable(ctx, name, "x") })
 		if !errors.Is(err, store.ErrReservedTable) {
 			t.Errorf("rename %s: %v, want ErrReservedTable", name, err)
 		}
 	}
-	err = s.Update(ctx, func(tx *store.Tx) error { return s.RenameTableTx(ctx, tx, "x", "events") })
+	err = s.Update(ctx, func(tx *store.Tx) error { return tx.RenameTable(ctx, "x", "events") })
 	if !errors.Is(err, store.ErrReservedTable) {
 		t.Errorf("rename onto events: %v, want ErrReservedTable", err)
 	}
@@ -188,24 +188,24 @@ func TestDropAndRenameTable(t *testing.T) {
 func TestRebuildRow(t *testing.T) {
 	ctx := context.Background()
 	s := storetest.MustOpen(t, nil)
-	if _, ok, err := s.LoadRebuild(ctx, "p"); ok || err != nil {
+	if _, ok, err := s.Rebuilds().Load(ctx, "p"); ok || err != nil {
 		t.Fatalf("LoadRebuild before any = %v, %v", ok, err)
 	}
 	var gens []int64
 	err := s.Update(ctx, func(tx *store.Tx) error {
 		for range 3 {
-			g, err := s.NewRebuildGenerationTx(ctx, tx, "p")
+			g, err := tx.NewRebuildGeneration(ctx, "p")
 			if err != nil {
 				return err
 			}
 			gens = append(gens, g)
 		}
-		g, err := s.NewRebuildGenerationTx(ctx, tx, "q")
+		g, err := tx.NewRebuildGeneration(ctx, "q")
 		gens = append(gens, g)
 		if err != nil {
 			return err
 		}
-		return s.SaveRebuildTx(ctx, tx, store.Rebuild{Projection: "p", Generation: 3, Checkpoint: 10, Watermark: 20, Applied: 7})
+		return tx.SaveRebuild(ctx, store.Rebuild{Projection: "p", Generation: 3, Checkpoint: 10, Watermark: 20, Applied: 7})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -213,30 +213,30 @@ func TestRebuildRow(t *testing.T) {
 	if diff := cmp.Diff([]int64{1, 2, 3, 1}, gens); diff != "" {
 		t.Errorf("generations (-want +got)\n%s", diff)
 	}
-	rb, ok, err := s.LoadRebuild(ctx, "p")
+	rb, ok, err := s.Rebuilds().Load(ctx, "p")
 	if !ok || err != nil || rb.Generation != 3 || rb.Checkpoint != 10 || rb.Watermark != 20 || rb.Applied != 7 || rb.StartedAt.IsZero() || rb.UpdatedAt.IsZero() {
 		t.Fatalf("LoadRebuild = %+v, %v, %v", rb, ok, err)
 	}
 	err = s.Update(ctx, func(tx *store.Tx) error {
 		rb.Checkpoint = 15
-		if err := s.SaveRebuildTx(ctx, tx, rb); err != nil {
+		if err := tx.SaveRebuild(ctx, rb); err != nil {
 			return err
 		}
-		got, ok, err := s.LoadRebuildTx(ctx, tx, "p")
+		got, ok, err := tx.LoadRebuild(ctx, "p")
 		if err != nil || !ok || got.Checkpoint != 15 || !got.StartedAt.Equal(rb.StartedAt) {
-			return fmt.Errorf("LoadRebuildTx after save = %+v %v %v", got, ok, err)
+			return fmt.Errorf("tx.LoadRebuild after save = %+v %v %v", got, ok, err)
 		}
-		return s.DeleteRebuildTx(ctx, tx, "p")
+		return tx.DeleteRebuild(ctx, "p")
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if all, err := s.Rebuilds(ctx); err != nil || len(all) != 0 {
+	if all, err := s.Rebuilds().List(ctx); err != nil || len(all) != 0 {
 		t.Errorf("Rebuilds after delete = %+v, %v", all, err)
 	}
 	// The generation outlives the row.
 	err = s.Update(ctx, func(tx *store.Tx) error {
-		g, err := s.NewRebuildGenerationTx(ctx, tx, "p")
+		g, err := tx.NewRebuildGeneration(ctx, "p")
 		if err == nil && g != 4 {
 			err = fmt.Errorf("generation after delete = %d, want 4", g)
 		}
@@ -273,7 +273,7 @@ func TestCountEvents(t *testing.T) {
 		{3, 9, []string{"b"}, 2}, // positions 5 and 8
 		{10, 10, nil, 0},
 	} {
-		n, err := s.CountEvents(ctx, c.after, c.upto, c.types)
+		n, err := s.Rebuilds().CountEvents(ctx, c.after, c.upto, c.types)
 		if err != nil || n != c.want {
 			t.Errorf("CountEvents(%d, %d, %q) = %d, %v; want %d", c.after, c.upto, c.types, n, err, c.want)
 		}

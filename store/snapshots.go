@@ -37,14 +37,15 @@ func (s *Store) LoadSnapshot(ctx context.Context, tenant, stream string, schemaV
 	return snap, true, nil
 }
 
-// SaveSnapshotTx stores a snapshot inside an Update closure, replacing an
+// SaveSnapshot stores a snapshot inside an Update closure, replacing an
 // older one of the same schema version (a newer one is kept). Save it in
 // the transaction that appended the events it includes, so it never runs
 // ahead of the log.
-func (s *Store) SaveSnapshotTx(ctx context.Context, tx *Tx, snap Snapshot) error {
-	if err := tx.check(s); err != nil {
+func (tx *Tx) SaveSnapshot(ctx context.Context, snap Snapshot) error {
+	if err := tx.check(); err != nil {
 		return err
 	}
+	s := tx.s
 	_, err := s.wconn.ExecContext(ctx, `INSERT INTO snapshots (tenant, stream_id, schema_version, version, state, created_at)
 		VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (tenant, stream_id, schema_version) DO UPDATE

@@ -231,10 +231,10 @@ func (s *Store) dsn(write bool) string {
 	return "file:" + p + "?" + strings.Join(q, "&")
 }
 
-// pragmaNames are the settings Pragmas reports.
+// pragmaNames are the settings pragmas reports.
 var pragmaNames = []string{"journal_mode", "synchronous", "foreign_keys", "busy_timeout", "mmap_size", "journal_size_limit"}
 
-// Pragmas reports the SQLite settings that the store's connections run
+// pragmas reports the SQLite settings that the store's connections run
 // with, as SQLite prints them (synchronous FULL is "2", NORMAL "1"): the
 // writer's, read inside a write transaction, and each read connection's,
 // all held at once so that every one of them is asked. Keys are
@@ -243,7 +243,7 @@ var pragmaNames = []string{"journal_mode", "synchronous", "foreign_keys", "busy_
 // synchronous, foreign_keys, busy_timeout, mmap_size and
 // journal_size_limit. It is for tests and diagnostics: while it runs it
 // holds the writer and every read connection.
-func (s *Store) Pragmas(ctx context.Context) (map[string]string, error) {
+func (s *Store) pragmas(ctx context.Context) (map[string]string, error) {
 	out := make(map[string]string, (s.opts.ReadConns+1)*len(pragmaNames))
 	read := func(conn string, query func(string) *sql.Row) error {
 		for _, p := range pragmaNames {

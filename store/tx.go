@@ -9,10 +9,13 @@ import (
 
 // Tx is a write transaction on the store's writer, handed to an Update
 // closure. A projection runs its own SQL for its own tables through it;
-// AppendTx appends events in it. It is valid only inside the closure.
+// tx.Append appends events in it. It is valid only inside the closure.
 //
-// The ctx given to its methods (and to every Store method that takes a
-// Tx) is checked before each statement: once it has ended the statement
+// Operations that only make sense inside a write transaction are methods
+// of Tx (tx.Append, tx.SetCheckpoint, tx.CheckFence, tx.TableExists...),
+// not Store methods taking a Tx: the Tx knows its store.
+//
+// The ctx given to its methods is checked before each statement: once it has ended the statement
 // does not run and its error is returned. It never interrupts a
 // statement of a transaction that other requests share (a statement
 // already running completes); a request alone in its transaction runs
@@ -28,7 +31,7 @@ var (
 	errTxClosed = fmt.Errorf("store: Tx used outside its Update closure, on a closed store: %w", ErrClosed)
 )
 
-func (tx *Tx) check(s *Store) error {
+func (tx *Tx) check() error {
 	if tx == nil {
 		return errTxDone
 	}
@@ -38,15 +41,12 @@ func (tx *Tx) check(s *Store) error {
 		}
 		return errTxDone
 	}
-	if s != nil && tx.s != s {
-		return errors.New("store: Tx belongs to another Store")
-	}
 	return nil
 }
 
 // ExecContext runs a statement in the transaction.
 func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if err := tx.check(nil); err != nil {
+	if err := tx.check(); err != nil {
 		return nil, err
 	}
 	res, err := tx.s.wconn.ExecContext(ctx, query, args...)
@@ -56,7 +56,7 @@ func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.R
 // QueryContext runs a query in the transaction; it sees the transaction's
 // own writes. Close the rows before the closure returns.
 func (tx *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if err := tx.check(nil); err != nil {
+	if err := tx.check(); err != nil {
 		return nil, err
 	}
 	rows, err := tx.s.wconn.QueryContext(ctx, query, args...)
@@ -65,7 +65,7 @@ func (tx *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql
 
 // QueryRowContext runs a query that returns at most one row.
 func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if err := tx.check(nil); err != nil {
+	if err := tx.check(); err != nil {
 		return errRow(err)
 	}
 	return tx.s.wconn.QueryRowContext(ctx, query, args...)
@@ -82,18 +82,8 @@ func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *s
 // of those before it, as it would in separate transactions. The transaction holds the write lock
 // from its start, so reading then writing never fails with BUSY. Keep fn
 // short: it holds the writer, and every append waits for it. Do not call
-// Update or Append from inside fn (use AppendTx): that deadlocks.
+// Update or Append from inside fn (use tx.Append): that deadlocks.
 func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
 	r := &request{ctx: ctx, fn: fn, done: make(chan struct{})}
 	return s.submit(ctx, r)
-}
-
-// TableExistsTx reports whether a table exists in the database.
-func (s *Store) TableExistsTx(ctx context.Context, tx *Tx, name string) (bool, error) {
-	if err := tx.check(s); err != nil {
-		return false, err
-	}
-	var n int
-	err := s.wconn.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, name).Scan(&n)
-	return n > 0, mapErr(err)
 }

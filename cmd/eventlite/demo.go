@@ -119,7 +119,7 @@ func (d *demo) run(ctx context.Context) (err error) {
 			err = cerr
 		}
 	}()
-	if err := d.s.SetApplicationID(ctx, demoApplicationID); err != nil {
+	if err := d.s.Update(ctx, func(tx *store.Tx) error { return tx.SetApplicationID(ctx, demoApplicationID) }); err != nil {
 		return err
 	}
 	fmt.Fprintf(d.out, "eventlite demo on %s (tenant default)\n", d.path)
@@ -275,7 +275,7 @@ func (d *demo) relayAndConsume(ctx context.Context) error {
 		return fmt.Errorf("relay: %w", err)
 	}
 	st := relay.Stats()
-	ost, err := d.s.OutboxStats(ctx)
+	ost, err := d.s.Outbox().Stats(ctx)
 	if err != nil {
 		return err
 	}
@@ -428,12 +428,12 @@ func (d *demo) effect(ctx context.Context) error {
 		calls++
 		return fmt.Sprintf("mail-%d", calls), nil
 	}
-	e, err := d.s.RunEffect(ctx, "default", "confirmation-email:order-2", send)
+	e, err := d.s.Effects().Run(ctx, "default", "confirmation-email:order-2", send)
 	if err != nil {
 		return err
 	}
 	d.say("confirmation email for order-2: %s, provider reference %s", e.State, e.ProviderRef)
-	e, err = d.s.RunEffect(ctx, "default", "confirmation-email:order-2", send)
+	e, err = d.s.Effects().Run(ctx, "default", "confirmation-email:order-2", send)
 	if err != nil {
 		return err
 	}

@@ -94,16 +94,16 @@ func (d *dlqCmd) run(ctx context.Context, c *cli, args []string) error {
 		var err error
 		switch {
 		case action == "list":
-			out, err = s.DeadLetters(ctx, tenant)
+			out, err = s.Outbox().DeadLetters(ctx, tenant)
 		case action == "retry" && d.all:
-			out, err = s.RetryDeadLetters(ctx, tenant)
+			out, err = s.Outbox().RetryDeadLetters(ctx, tenant)
 		case action == "retry":
 			var dl store.DeadLetter
-			dl, err = s.RetryDeadLetter(ctx, tenant, id)
+			dl, err = s.Outbox().RetryDeadLetter(ctx, tenant, id)
 			out = []store.DeadLetter{dl}
 		default:
 			var dl store.DeadLetter
-			dl, err = s.DiscardDeadLetter(ctx, tenant, id)
+			dl, err = s.Outbox().DiscardDeadLetter(ctx, tenant, id)
 			out = []store.DeadLetter{dl}
 		}
 		return err

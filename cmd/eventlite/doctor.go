@@ -123,7 +123,7 @@ func deepCheck(ctx context.Context, c *cli, s *store.Store) ([]store.Finding, er
 	drift := store.Finding{Kind: "projection_drift", Severity: store.SeverityProblem, IDs: []string{},
 		Detail: "read models that differ from a rebuild from the log: run eventlite replay NAME to rebuild and swap"}
 	for _, p := range builtinProjections() {
-		if _, err := s.Projection(ctx, p.Name); errors.Is(err, store.ErrNotFound) {
+		if _, err := s.Projections().Get(ctx, p.Name); errors.Is(err, store.ErrNotFound) {
 			continue // never built: nothing to compare
 		}
 		res, err := replay.Rebuild(ctx, s, p, &replay.Options{DryRun: true, Logger: c.log})

@@ -58,7 +58,7 @@ func TestDoctorProblemsExit6(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.RunEffect(ctx, "default", "charge:9", func(context.Context) (string, error) { return "", store.ErrOutcomeUnknown }); err == nil {
+	if _, err := s.Effects().Run(ctx, "default", "charge:9", func(context.Context) (string, error) { return "", store.ErrOutcomeUnknown }); err == nil {
 		t.Fatal("want the unknown outcome back")
 	}
 	s.Close()

@@ -70,8 +70,8 @@ import (
 const scrapeTimeout = 10 * time.Second
 
 var (
-	projectionStatuses = []string{projection.StatusRunning, projection.StatusIdle, projection.StatusStopped, projection.StatusRebuilding}
-	effectStates       = []string{store.EffectReserved, store.EffectExecuting, store.EffectCompleted, store.EffectFailed, store.EffectUnknown, store.EffectCompensated}
+	projectionStatuses = []string{string(store.ProjectionRunning), string(store.ProjectionIdle), string(store.ProjectionStopped), string(store.ProjectionRebuilding)}
+	effectStates       = []string{string(store.EffectReserved), string(store.EffectExecuting), string(store.EffectCompleted), string(store.EffectFailed), string(store.EffectUnknown), string(store.EffectCompensated)}
 )
 
 // metric is one metric of the collector: its description and type.
@@ -167,7 +167,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		emit(mAppended, float64(head))
 	}
 
-	if o, err := c.s.OutboxStats(ctx); err != nil {
+	if o, err := c.s.Outbox().Stats(ctx); err != nil {
 		fail(mPending, "outbox stats", err)
 	} else {
 		emit(mPending, float64(o.Pending))
@@ -202,32 +202,32 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			emit(mPLag, float64(p.Lag), p.Name)
 			emit(mPQuarantined, float64(p.Quarantined), p.Name)
 			for _, st := range projectionStatuses {
-				emit(mPStatus, b2f(p.Status == st), p.Name, st)
+				emit(mPStatus, b2f(string(p.Status) == st), p.Name, st)
 			}
 		}
 	}
 
-	if qs, err := c.s.QuarantinedEvents(ctx, store.QuarantineFilter{Open: true}); err != nil {
+	if qs, err := c.s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Open: true}); err != nil {
 		fail(mQuarantined, "quarantined events", err)
 	} else {
 		emit(mQuarantined, float64(len(qs)))
 	}
-	if ds, err := c.s.DeferredEvents(ctx, "", time.Time{}); err != nil {
+	if ds, err := c.s.Consumers().Deferred(ctx, "", time.Time{}); err != nil {
 		fail(mDeferred, "deferred events", err)
 	} else {
 		emit(mDeferred, float64(len(ds)))
 	}
-	if cs, err := c.s.Conflicts(ctx, ""); err != nil {
+	if cs, err := c.s.Consumers().Conflicts(ctx, ""); err != nil {
 		fail(mConflicts, "conflicts", err)
 	} else {
 		emit(mConflicts, float64(len(cs)))
 	}
-	if es, err := c.s.Effects(ctx, store.EffectFilter{}); err != nil {
+	if es, err := c.s.Effects().List(ctx, store.EffectFilter{}); err != nil {
 		fail(mEffects, "effects", err)
 	} else {
 		n := make(map[string]int, len(effectStates))
 		for _, e := range es {
-			n[e.State]++
+			n[string(e.State)]++
 		}
 		for _, st := range effectStates {
 			emit(mEffects, float64(n[st]), st)

@@ -83,43 +83,43 @@ func TestMetricsCollector(t *testing.T) {
 	appendTo(t, s, "a", 3)
 	poison := appendTo(t, s, "poison", 2)
 	// A relay dead-lettered poison's first event: its stream is parked.
-	l, err := s.AcquireLease(ctx, "relay", "earlier-relay", time.Minute)
+	l, err := s.Leases().Acquire(ctx, "relay", "earlier-relay", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		return s.DeadLetterTx(ctx, tx, l, []store.Failure{{Position: poison.FirstPosition(), Error: "message too large"}})
+		return tx.DeadLetter(ctx, l, []store.Failure{{Position: poison.FirstPosition(), Error: "message too large"}})
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ReleaseLease(ctx, l); err != nil {
+	if err := s.Leases().Release(ctx, l); err != nil {
 		t.Fatal(err)
 	}
 	// A projection at position 2 with no runner; a consumer's quarantined
 	// event, deferral and conflict; an effect reserved and one unknown.
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		if err := s.SetProjectionStatusTx(ctx, tx, "orders", store.ProjectionActive, ""); err != nil {
+		if err := tx.SetProjectionStatus(ctx, "orders", store.ProjectionActive, ""); err != nil {
 			return err
 		}
-		if err := s.SetCheckpointTx(ctx, tx, "orders", 2, nil); err != nil {
+		if err := tx.SetCheckpoint(ctx, "orders", 2, nil); err != nil {
 			return err
 		}
-		if err := s.QuarantineTx(ctx, tx, store.Quarantined{Consumer: "c", Reason: store.ReasonUninterpretable, EventID: "q1"}); err != nil {
+		if err := tx.Quarantine(ctx, store.Quarantined{Consumer: "c", Reason: store.ReasonUninterpretable, EventID: "q1"}); err != nil {
 			return err
 		}
-		if _, _, err := s.DeferTx(ctx, tx, store.Deferred{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 3, EventID: "e3",
+		if _, _, err := tx.Defer(ctx, store.DeferredEvent{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 3, EventID: "e3",
 			Event: []byte(`{}`), Expected: 2, FirstSeen: time.Now(), Reason: "gap"}); err != nil {
 			return err
 		}
-		return s.RecordConflictTx(ctx, tx, store.Conflict{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 2,
+		return tx.RecordConflict(ctx, store.VersionConflict{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 2,
 			KeptEventID: "a", ConflictingID: "b", ConflictingEvent: []byte(`{}`)})
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.ReserveEffect(ctx, "default", "email:1"); err != nil {
+	if _, _, err := s.Effects().Reserve(ctx, "default", "email:1"); err != nil {
 		t.Fatal(err)
 	}
-	_, _ = s.RunEffect(ctx, "default", "charge:1", func(context.Context) (string, error) { return "", store.ErrOutcomeUnknown })
+	_, _ = s.Effects().Run(ctx, "default", "charge:1", func(context.Context) (string, error) { return "", store.ErrOutcomeUnknown })
 
 	// A drain publishes a's 3 events and stops at the dead letter.
 	rl, err := publish.New(publish.Options{Store: s, Publisher: publish.NewStdout(io.Discard), Once: true})

@@ -31,11 +31,11 @@ func TestProjectionsShowOrphaned(t *testing.T) {
 	host, _ := os.Hostname()
 	owner := fmt.Sprintf("%s:%d:DEADBEEF", host, gone.Process.Pid)
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		return s.SetProjectionStatusTx(ctx, tx, "ledger", store.ProjectionActive, "")
+		return tx.SetProjectionStatus(ctx, "ledger", store.ProjectionActive, "")
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AcquireLease(ctx, projection.LeaseResource("ledger"), owner, 50*time.Millisecond); err != nil {
+	if _, err := s.Leases().Acquire(ctx, projection.LeaseResource("ledger"), owner, 50*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	// WaitFor reports the orphan once it is one: the signal to look.

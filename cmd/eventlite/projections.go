@@ -55,7 +55,7 @@ func (projectionsCmd) run(ctx context.Context, c *cli, _ []string) error {
 	}
 	fmt.Fprintln(tw, "NAME\tCHECKPOINT\tHEAD\tLAG\tSTATUS")
 	for _, st := range stats {
-		status := st.Status
+		status := string(st.Status)
 		if st.Quarantined > 0 {
 			status += fmt.Sprintf(" (%d quarantined)", st.Quarantined)
 		}

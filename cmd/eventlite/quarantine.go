@@ -68,7 +68,7 @@ type quarantineOutput struct {
 
 func toQuarantineOutput(q store.Quarantined) quarantineOutput {
 	return quarantineOutput{Name: q.Consumer, Kind: q.Kind, EventID: q.EventID, Position: strconv.FormatInt(q.Position, 10),
-		Stream: q.Subject, Type: q.Type, Reason: q.Reason, Attempts: q.Attempts, Error: q.Error, RetryRequested: !q.RetryRequestedAt.IsZero(),
+		Stream: q.Subject, Type: q.Type, Reason: string(q.Reason), Attempts: q.Attempts, Error: q.Error, RetryRequested: !q.RetryRequestedAt.IsZero(),
 		FirstFailed: q.CreatedAt.UTC().Format(time.RFC3339Nano), LastFailed: q.LastFailedAt.UTC().Format(time.RFC3339Nano)}
 }
 
@@ -100,11 +100,11 @@ func (q *quarantineCmd) run(ctx context.Context, c *cli, args []string) error {
 		var err error
 		switch action {
 		case "list":
-			out, err = s.OpenQuarantine(ctx, name)
+			out, err = s.Projections().OpenQuarantine(ctx, name)
 		case "retry":
-			out, err = s.RetryQuarantined(ctx, name, id)
+			out, err = s.Projections().RetryQuarantined(ctx, name, id)
 		default:
-			out, err = s.SkipQuarantined(ctx, name, id)
+			out, err = s.Projections().SkipQuarantined(ctx, name, id)
 		}
 		return err
 	})

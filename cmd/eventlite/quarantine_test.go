@@ -66,7 +66,7 @@ func untilQuarantine(t *testing.T, s *store.Store, name string, ok func([]store.
 	defer cancel()
 	for {
 		changed := s.Changed()
-		qs, err := s.QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: name})
+		qs, err := s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: name})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -120,7 +120,7 @@ func TestRelayCommandBrokerDown(t *testing.T) {
 	}
 	// Nothing was counted against the events.
 	s := openStore(t, db)
-	es, _ := s.OutboxEntries(context.Background(), 0, 10)
+	es, _ := s.Outbox().Entries(context.Background(), 0, 10)
 	for _, e := range es {
 		if e.Attempts != 0 {
 			t.Errorf("row %d: %d attempts while the broker was down", e.Position, e.Attempts)
@@ -284,7 +284,7 @@ func TestRelayCommandInterrupted(t *testing.T) {
 		s := openStore(t, db)
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			ls, _ := s.Leases(context.Background())
+			ls, _ := s.Leases().List(context.Background())
 			if len(ls) == 1 && ls[0].Owner != "" {
 				break
 			}
@@ -302,7 +302,7 @@ func TestRelayCommandInterrupted(t *testing.T) {
 		if r.code != tt.want {
 			t.Errorf("%q: exit %d, want %d; stderr:\n%s", tt.args, r.code, tt.want, r.stderr)
 		}
-		if ls, _ := s.Leases(context.Background()); len(ls) != 1 || ls[0].Owner != "" {
+		if ls, _ := s.Leases().List(context.Background()); len(ls) != 1 || ls[0].Owner != "" {
 			t.Errorf("lease after the stop: %+v", ls)
 		}
 	}
@@ -375,7 +375,7 @@ func TestRelayCommandSignals(t *testing.T) {
 			t.Errorf("%s %q: exit %d (%v), want %d; stderr:\n%s", tt.sig, tt.args, code, err, tt.want, log.String())
 		}
 		s := openStore(t, db)
-		if ls, _ := s.Leases(context.Background()); len(ls) != 1 || ls[0].Owner != "" {
+		if ls, _ := s.Leases().List(context.Background()); len(ls) != 1 || ls[0].Owner != "" {
 			t.Errorf("lease after %s: %+v", tt.sig, ls)
 		}
 		s.Close()

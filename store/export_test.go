@@ -1,0 +1,6 @@
+package store
+
+import "context"
+
+// Pragmas lets the tests ask every connection for its settings.
+func Pragmas(ctx context.Context, s *Store) (map[string]string, error) { return s.pragmas(ctx) }

@@ -1,0 +1,268 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Read-model tables: the SQL a projection's rebuild runs on tables that
+// are not eventlite's own, in the rebuilder's Update transaction.
+
+// TableExists reports whether a table exists in the database.
+func (tx *Tx) TableExists(ctx context.Context, name string) (bool, error) {
+	if err := tx.check(); err != nil {
+		return false, err
+	}
+	s := tx.s
+	var n int
+	err := s.wconn.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, name).Scan(&n)
+	return n > 0, mapErr(err)
+}
+
+// ErrReservedTable: tx.DropTable or tx.RenameTable was asked to touch one of
+// eventlite's own tables. Permanent.
+var ErrReservedTable = errors.New("table belongs to eventlite")
+
+var (
+	reservedOnce sync.Once
+	reserved     map[string]bool
+	createRE     = regexp.MustCompile(`(?i)CREATE\s+(?:UNIQUE\s+)?(?:TABLE|INDEX|VIEW|TRIGGER)\s+(?:IF\s+NOT\s+EXISTS\s+)?["\x60\[]?([A-Za-z_][A-Za-z0-9_]*)`)
+)
+
+// ReservedName reports whether name, in any case, is one of the tables,
+// indexes, views or triggers eventlite's migrations create, or starts
+// with sqlite_. Read models must not use such a name.
+func ReservedName(name string) bool { return reservedTable(name) }
+
+// reservedTable reports whether name is one of the tables (or indexes,
+// views, triggers) the store's migrations create, or an SQLite internal
+// name.
+func reservedTable(name string) bool {
+	reservedOnce.Do(func() {
+		reserved = map[string]bool{}
+		ms, _ := migrations()
+		for _, m := range ms {
+			for _, sm := range createRE.FindAllStringSubmatch(m.sql, -1) {
+				reserved[strings.ToLower(sm[1])] = true
+			}
+		}
+	})
+	n := strings.ToLower(name)
+	return reserved[n] || strings.HasPrefix(n, "sqlite_")
+}
+
+func checkUserTable(op, name string) error {
+	if name == "" {
+		return fmt.Errorf("store: %s: empty table name", op)
+	}
+	if reservedTable(name) {
+		return fmt.Errorf("store: %s %q: %w", op, name, ErrReservedTable)
+	}
+	return nil
+}
+
+// quoteIdent quotes an SQL identifier.
+func quoteIdent(name string) string {
+	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
+}
+
+// DropTable drops a read-model table (and its indexes) if it exists.
+// eventlite's own tables are refused with ErrReservedTable.
+func (tx *Tx) DropTable(ctx context.Context, name string) error {
+	if err := tx.check(); err != nil {
+		return err
+	}
+	s := tx.s
+	if err := checkUserTable("drop table", name); err != nil {
+		return err
+	}
+	if _, err := s.wconn.ExecContext(ctx, `DROP TABLE IF EXISTS `+quoteIdent(name)); err != nil {
+		return fmt.Errorf("drop table %s: %w", name, mapErr(err))
+	}
+	return nil
+}
+
+// RenameTable renames a read-model table. Its indexes keep their names.
+// eventlite's own tables are refused with ErrReservedTable.
+func (tx *Tx) RenameTable(ctx context.Context, from, to string) error {
+	if err := tx.check(); err != nil {
+		return err
+	}
+	s := tx.s
+	for _, n := range []string{from, to} {
+		if err := checkUserTable("rename table", n); err != nil {
+			return err
+		}
+	}
+	if _, err := s.wconn.ExecContext(ctx, `ALTER TABLE `+quoteIdent(from)+` RENAME TO `+quoteIdent(to)); err != nil {
+		return fmt.Errorf("rename table %s to %s: %w", from, to, mapErr(err))
+	}
+	return nil
+}
+
+// TableDiff is how a live read-model table differs from its shadow.
+type TableDiff struct {
+	// Missing counts rows in the shadow that the live table lacks.
+	Missing int64
+	// Extra counts rows in the live table that the shadow lacks.
+	Extra int64
+	// Different counts rows in both, by primary key, whose other columns
+	// differ. Tables without a declared primary key are compared as
+	// multisets of whole rows: a changed row is one missing and one extra.
+	Different int64
+	// SchemaDiffers: the tables' columns or primary keys differ (the
+	// projection's schema changed), so rows cannot be matched: every shadow
+	// row counts as missing and every live row as extra.
+	SchemaDiffers bool
+}
+
+// Total is the number of rows that differ.
+func (d TableDiff) Total() int64 { return d.Missing + d.Extra + d.Different }
+
+type tableShape struct {
+	exists bool
+	cols   []string
+	pk     []string // in primary key order
+}
+
+func (s *Store) tableShapeTx(ctx context.Context, name string) (tableShape, error) {
+	rows, err := s.wconn.QueryContext(ctx, `SELECT name, pk FROM pragma_table_info(?) ORDER BY cid`, name)
+	if err != nil {
+		return tableShape{}, mapErr(err)
+	}
+	defer rows.Close()
+	var sh tableShape
+	type pkCol struct {
+		name string
+		pos  int
+	}
+	var pks []pkCol
+	for rows.Next() {
+		var col string
+		var pk int
+		if err := rows.Scan(&col, &pk); err != nil {
+			return tableShape{}, err
+		}
+		sh.exists = true
+		sh.cols = append(sh.cols, col)
+		if pk > 0 {
+			pks = append(pks, pkCol{col, pk})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return tableShape{}, mapErr(err)
+	}
+	slices.SortFunc(pks, func(a, b pkCol) int { return a.pos - b.pos })
+	for _, p := range pks {
+		sh.pk = append(sh.pk, p.name)
+	}
+	return sh, nil
+}
+
+func (s *Store) countRowsTx(ctx context.Context, q string) (int64, error) {
+	var n sql.NullInt64
+	if err := s.wconn.QueryRowContext(ctx, q).Scan(&n); err != nil {
+		return 0, mapErr(err)
+	}
+	return n.Int64, nil
+}
+
+// CompareTables compares a live read-model table with its shadow, row by
+// row: by the primary key (from PRAGMA table_info) when the table declares
+// one, as whole rows otherwise. A live table that does not exist counts
+// every shadow row as missing. It reads both tables in full inside the
+// write transaction, so both reflect one moment; it holds the writer
+// meanwhile.
+func (tx *Tx) CompareTables(ctx context.Context, live, shadow string) (TableDiff, error) {
+	if err := tx.check(); err != nil {
+		return TableDiff{}, err
+	}
+	s := tx.s
+	fail := func(err error) (TableDiff, error) {
+		return TableDiff{}, fmt.Errorf("compare %s with %s: %w", live, shadow, err)
+	}
+	sh, err := s.tableShapeTx(ctx, shadow)
+	if err != nil {
+		return fail(err)
+	}
+	if !sh.exists {
+		return fail(fmt.Errorf("table %s: %w", shadow, ErrNotFound))
+	}
+	lv, err := s.tableShapeTx(ctx, live)
+	if err != nil {
+		return fail(err)
+	}
+	L, S := quoteIdent(live), quoteIdent(shadow)
+	var d TableDiff
+	if !lv.exists {
+		if d.Missing, err = s.countRowsTx(ctx, `SELECT count(*) FROM `+S); err != nil {
+			return fail(err)
+		}
+		return d, nil
+	}
+	if !slices.Equal(lv.cols, sh.cols) || !slices.Equal(lv.pk, sh.pk) {
+		d.SchemaDiffers = true
+		if d.Missing, err = s.countRowsTx(ctx, `SELECT count(*) FROM `+S); err != nil {
+			return fail(err)
+		}
+		if d.Extra, err = s.countRowsTx(ctx, `SELECT count(*) FROM `+L); err != nil {
+			return fail(err)
+		}
+		return d, nil
+	}
+	// match builds "a.c1 IS b.c1 AND ..." over cols.
+	match := func(a, b string, cols []string) string {
+		parts := make([]string, len(cols))
+		for i, c := range cols {
+			q := quoteIdent(c)
+			parts[i] = a + "." + q + " IS " + b + "." + q
+		}
+		return strings.Join(parts, " AND ")
+	}
+	if len(sh.pk) == 0 {
+		// Multisets of whole rows: how many copies of each row one side
+		// has beyond the other.
+		cols := make([]string, len(sh.cols))
+		for i, c := range sh.cols {
+			cols[i] = quoteIdent(c)
+		}
+		list := strings.Join(cols, ", ")
+		surplus := func(a, b string) string {
+			return `WITH x AS (SELECT ` + list + `, count(*) AS n__ FROM ` + a + ` GROUP BY ` + list + `),
+				y AS (SELECT ` + list + `, count(*) AS n__ FROM ` + b + ` GROUP BY ` + list + `)
+				SELECT SUM(MAX(x.n__ - COALESCE(y.n__, 0), 0)) FROM x LEFT JOIN y ON ` + match("x", "y", sh.cols)
+		}
+		if d.Missing, err = s.countRowsTx(ctx, surplus(S, L)); err != nil {
+			return fail(err)
+		}
+		if d.Extra, err = s.countRowsTx(ctx, surplus(L, S)); err != nil {
+			return fail(err)
+		}
+		return d, nil
+	}
+	onKey := match("a", "b", sh.pk)
+	if d.Missing, err = s.countRowsTx(ctx, `SELECT count(*) FROM `+S+` a WHERE NOT EXISTS (SELECT 1 FROM `+L+` b WHERE `+onKey+`)`); err != nil {
+		return fail(err)
+	}
+	if d.Extra, err = s.countRowsTx(ctx, `SELECT count(*) FROM `+L+` a WHERE NOT EXISTS (SELECT 1 FROM `+S+` b WHERE `+onKey+`)`); err != nil {
+		return fail(err)
+	}
+	var rest []string
+	for _, c := range sh.cols {
+		if !slices.Contains(sh.pk, c) {
+			rest = append(rest, c)
+		}
+	}
+	if len(rest) > 0 {
+		if d.Different, err = s.countRowsTx(ctx, `SELECT count(*) FROM `+S+` a JOIN `+L+` b ON `+onKey+` WHERE NOT (`+match("a", "b", rest)+`)`); err != nil {
+			return fail(err)
+		}
+	}
+	return d, nil
+}
