@@ -17,8 +17,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/natsjs"
+	"github.com/eventlite/eventlite/natsjs/natstest"
 	"github.com/eventlite/eventlite/publish"
-	"github.com/eventlite/eventlite/publish/publishtest"
 )
 
 // sink is a real destination that a publisher under test sends to, with
@@ -264,16 +265,16 @@ func TestPublisherSuite(t *testing.T) {
 // natsSink is a real in-process JetStream server behind a proxy that can
 // lose acks.
 type natsSink struct {
-	srv   *publishtest.Server
-	proxy *publishtest.Proxy
+	srv   *natstest.Server
+	proxy *natstest.Proxy
 }
 
 const suiteMaxPayload = 64 << 10
 
 func openNATS(t *testing.T) (publish.Publisher, sink) {
-	srv := publishtest.RunJetStream(t, &publishtest.ServerOptions{MaxPayload: suiteMaxPayload})
-	proxy := publishtest.NewProxy(t, strings.TrimPrefix(srv.URL(), "nats://"))
-	p, err := publish.NewNATS(context.Background(), publish.NATSOptions{URL: proxy.URL(), CreateStream: true, AckTimeout: 500 * time.Millisecond})
+	srv := natstest.RunJetStream(t, &natstest.ServerOptions{MaxPayload: suiteMaxPayload})
+	proxy := natstest.NewProxy(t, strings.TrimPrefix(srv.URL(), "nats://"))
+	p, err := natsjs.NewNATS(context.Background(), natsjs.NATSOptions{URL: proxy.URL(), CreateStream: true, AckTimeout: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +284,7 @@ func openNATS(t *testing.T) (publish.Publisher, sink) {
 
 func (s *natsSink) received(t *testing.T) []envelope.Event {
 	var out []envelope.Event
-	for _, m := range s.srv.Messages(t, publish.DefaultStream) {
+	for _, m := range s.srv.Messages(t, natsjs.DefaultStream) {
 		out = append(out, decodeNATS(t, m))
 	}
 	return out
