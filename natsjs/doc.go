@@ -32,7 +32,7 @@
 //     than the server's max_payload or makes a publish line longer than
 //     its max_control_line fails Permanent before it is sent, and its
 //     stream's later events in the call are not sent. The publisher passes
-//     publish's conformance suite.
+//     publish's conformance suite (publishtest.RunPublisherSuite).
 //   - Subjects: the template's placeholders {tenant}, {type} and {stream}
 //     each fill a token of their own, escaped injectively (SanitizeToken),
 //     so two tenants, streams or types never share a subject and a

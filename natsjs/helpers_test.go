@@ -1,6 +1,7 @@
 package natsjs_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -10,7 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudevents/sdk-go/v2/binding"
+	"github.com/cloudevents/sdk-go/v2/binding/spec"
 	"github.com/hashicorp/go-hclog"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/natsjs"
@@ -128,4 +133,81 @@ func (b *batches) all() []publish.BatchReport {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return append([]publish.BatchReport(nil), b.reports...)
+}
+
+// natsHeaderMessage reads a NATS message's ce- headers and payload as a
+// CloudEvents binary-mode message, as sdk-go's NATS JetStream binding
+// reads one.
+type natsHeaderMessage struct {
+	h    nats.Header
+	data []byte
+}
+
+var ceSpecs = spec.WithPrefix("ce-")
+
+func (m natsHeaderMessage) ReadEncoding() binding.Encoding { return binding.EncodingBinary }
+func (m natsHeaderMessage) ReadStructured(context.Context, binding.StructuredWriter) error {
+	return binding.ErrNotStructured
+}
+func (m natsHeaderMessage) Finish(error) error { return nil }
+
+func (m natsHeaderMessage) GetAttribute(k spec.Kind) (spec.Attribute, any) {
+	v := ceSpecs.Version(m.h.Get("ce-specversion"))
+	if v == nil {
+		return nil, nil
+	}
+	a := v.AttributeFromKind(k)
+	if a == nil {
+		return nil, nil
+	}
+	if s := m.h.Get(a.PrefixedName()); s != "" {
+		return a, s
+	}
+	return a, nil
+}
+
+func (m natsHeaderMessage) GetExtension(name string) any {
+	if s := m.h.Get("ce-" + name); s != "" {
+		return s
+	}
+	return nil
+}
+
+func (m natsHeaderMessage) ReadBinary(ctx context.Context, w binding.BinaryWriter) error {
+	v := ceSpecs.Version(m.h.Get("ce-specversion"))
+	if v == nil {
+		return fmt.Errorf("no ce-specversion header")
+	}
+	for k, vs := range m.h {
+		if !strings.HasPrefix(k, "ce-") {
+			continue
+		}
+		var err error
+		if a := v.Attribute(k); a != nil {
+			err = w.SetAttribute(a, vs[0])
+		} else {
+			err = w.SetExtension(strings.TrimPrefix(k, "ce-"), vs[0])
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if m.data != nil {
+		return w.SetData(bytes.NewReader(m.data))
+	}
+	return nil
+}
+
+// decodeNATS decodes a stored JetStream message back into an event.
+func decodeNATS(t testing.TB, m jetstream.Msg) envelope.Event {
+	t.Helper()
+	ce, err := binding.ToEvent(context.Background(), natsHeaderMessage{h: m.Headers(), data: m.Data()})
+	if err != nil {
+		t.Fatalf("decode message %v: %v", m.Headers(), err)
+	}
+	e, err := envelope.FromCloudEvent(*ce, -1)
+	if err != nil {
+		t.Fatalf("decode message: %v", err)
+	}
+	return e
 }

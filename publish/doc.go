@@ -79,5 +79,7 @@
 // streams or types never share a subject; HTTP posts with sdk-go's CloudEvents HTTP client, binary mode
 // by default or structured; Stdout writes JSON Lines. Every publisher
 // passes one shared test suite: delivery, order per stream, dedupe, and
-// failure classification.
+// failure classification. The suite is exported
+// (publishtest.RunPublisherSuite in publish/publishtest), so a publisher
+// of your own can prove the same.
 package publish

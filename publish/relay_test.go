@@ -373,7 +373,7 @@ func TestRelayTransientFailuresDeadLetterAfterBound(t *testing.T) {
 		t.Errorf("dead letter: %+v", dls)
 	}
 	// f's second event never went out; g did.
-	got := sink.received(t)
+	got := sink.Received(t)
 	if len(got) != 1 || got[0].Stream != "g" {
 		t.Errorf("sink got %+v", got)
 	}
