@@ -16,7 +16,8 @@ import (
 
 // JetStreamOptions configure RunJetStream.
 type JetStreamOptions struct {
-	// Stream is the JetStream stream to read. Default "EVENTLITE".
+	// Stream is the JetStream stream to read. Default DefaultStream (the
+	// NATS publisher's default, "EVENTLITE").
 	Stream string
 	// Durable names the durable pull consumer. Default the consumer's name.
 	Durable string
@@ -44,7 +45,7 @@ type JetStreamOptions struct {
 
 func (o *JetStreamOptions) defaults(c *projection.Consumer) {
 	if o.Stream == "" {
-		o.Stream = "EVENTLITE"
+		o.Stream = DefaultStream
 	}
 	if o.Durable == "" {
 		o.Durable = c.Name()

@@ -168,7 +168,7 @@ func NewNATS(ctx context.Context, opts NATSOptions) (*NATS, error) {
 		opts.MaxControlLine = DefaultMaxControlLine
 	}
 	if opts.AckTimeout < 0 || opts.MaxInFlight < 0 || opts.MaxControlLine < 0 {
-		return nil, errors.New("publish: NATSOptions fields must not be negative")
+		return nil, errors.New("natsjs: NATSOptions fields must not be negative")
 	}
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
@@ -187,7 +187,7 @@ func NewNATS(ctx context.Context, opts NATSOptions) (*NATS, error) {
 		p.nc = opts.Conn
 	} else {
 		if opts.URL == "" {
-			return nil, errors.New("publish: NATSOptions needs a URL or a Conn")
+			return nil, errors.New("natsjs: NATSOptions needs a URL or a Conn")
 		}
 		p.ownConn = true
 		p.nc, err = nats.Connect(opts.URL,
