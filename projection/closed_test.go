@@ -11,8 +11,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/natsjs"
+	"github.com/eventlite/eventlite/natsjs/natstest"
 	"github.com/eventlite/eventlite/projection"
-	"github.com/eventlite/eventlite/publish/publishtest"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -82,7 +83,7 @@ func TestRunnerOnClosedStore(t *testing.T) {
 // matching store.ErrClosed when the consumer's store is closed, whether a
 // message waits (it stays unacked for a later run) or none comes.
 func TestJetStreamConsumerOnClosedStore(t *testing.T) {
-	srv := publishtest.RunJetStream(t, nil)
+	srv := natstest.RunJetStream(t, nil)
 	js, err := jetstream.New(srv.Connect(t))
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +115,7 @@ func TestJetStreamConsumerOnClosedStore(t *testing.T) {
 			done := make(chan error, 1)
 			go func() {
 				// Redelivered without end unless the closed store ends the run.
-				done <- projection.RunJetStream(ctx, js, c, projection.JetStreamOptions{Stream: stream, MaxDeliver: 1 << 30, NakDelay: time.Millisecond})
+				done <- natsjs.RunJetStream(ctx, js, c, natsjs.JetStreamOptions{Stream: stream, MaxDeliver: 1 << 30, NakDelay: time.Millisecond})
 			}()
 			if i == 1 {
 				// The durable consumer exists once Run has started fetching.

@@ -96,6 +96,12 @@ func NewConsumer(s *store.Store, opts ConsumerOptions) (*Consumer, error) {
 // Name is the consumer's name.
 func (c *Consumer) Name() string { return c.opts.Name }
 
+// Store is the store the consumer writes to.
+func (c *Consumer) Store() *store.Store { return c.s }
+
+// Logger is the consumer's logger.
+func (c *Consumer) Logger() hclog.Logger { return c.log }
+
 func tenantOf(e envelope.Event) string {
 	if e.Tenant == "" {
 		return "default"
@@ -312,4 +318,16 @@ func (c *Consumer) Sweep(ctx context.Context) (int, error) {
 // Stats reads the consumer's counters and queues.
 func (c *Consumer) Stats(ctx context.Context) (store.ConsumerStats, error) {
 	return c.s.Consumers().Stats(ctx, c.opts.Name)
+}
+
+// QuarantineMessage sets aside a message that could not be handled, as
+// raw bytes under id, with the error and the deliveries it took; a
+// broker's consumer loop (natsjs.RunJetStream) calls it.
+func (c *Consumer) QuarantineMessage(ctx context.Context, reason store.QuarantineReason, id string, raw []byte, cause error, attempts int) error {
+	c.log.Warn("quarantining a message", "reason", reason, "id", id, "error", cause, "next", advice(c.opts.Name, id, cause, false))
+	return c.s.Update(ctx, func(tx *store.Tx) error {
+		return tx.Quarantine(ctx, store.Quarantined{
+			Consumer: c.opts.Name, Reason: reason, EventID: id, Event: raw, Error: cause.Error(), Attempts: attempts,
+		})
+	})
 }

@@ -15,9 +15,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/natsjs"
+	"github.com/eventlite/eventlite/natsjs/natstest"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/publish"
-	"github.com/eventlite/eventlite/publish/publishtest"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/storetest"
 )
@@ -81,7 +82,7 @@ func TestHelperConsumer(t *testing.T) {
 	if err != nil {
 		fail(err)
 	}
-	err = projection.RunJetStream(ctx, js, c, projection.JetStreamOptions{Stream: "CHAOS", Batch: 37, AckWait: time.Second, NakDelay: 50 * time.Millisecond})
+	err = natsjs.RunJetStream(ctx, js, c, natsjs.JetStreamOptions{Stream: "CHAOS", Batch: 37, AckWait: time.Second, NakDelay: 50 * time.Millisecond})
 	fail(fmt.Errorf("RunJetStream returned: %v", err))
 }
 
@@ -117,9 +118,9 @@ func TestEndToEndShuffledWithKills(t *testing.T) {
 		}
 	}
 	total := aggregates * versions
-	srv := publishtest.RunJetStream(t, nil)
+	srv := natstest.RunJetStream(t, nil)
 	nc := srv.Connect(t)
-	pub, err := publish.NewNATS(ctx, publish.NATSOptions{Conn: nc, CreateStream: true})
+	pub, err := natsjs.NewNATS(ctx, natsjs.NATSOptions{Conn: nc, CreateStream: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func TestEndToEndShuffledWithKills(t *testing.T) {
 	if err := relay.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	msgs := srv.Messages(t, publish.DefaultStream)
+	msgs := srv.Messages(t, natsjs.DefaultStream)
 	if len(msgs) != total {
 		t.Fatalf("JetStream holds %d messages, want %d", len(msgs), total)
 	}

@@ -105,7 +105,7 @@ func (r *Runner) retryPass(ctx context.Context, lease store.Lease) error {
 // (then the deferred successors it unblocks), one still ahead of a gap is
 // deferred again, one the aggregate already passed is resolved as stale.
 // A failure leaves the entry quarantined with one more attempt. It
-// returns how many entries it resolved. RunJetStream calls it on every
+// returns how many entries it resolved. natsjs.RunJetStream calls it on every
 // pass; a service that feeds Handle by other means calls it itself.
 func (c *Consumer) ApplyRetries(ctx context.Context) (int, error) {
 	qs, err := c.s.Projections().QuarantineRetries(ctx, c.opts.Name)

@@ -16,8 +16,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/natsjs"
+	"github.com/eventlite/eventlite/natsjs/natstest"
 	"github.com/eventlite/eventlite/publish"
-	"github.com/eventlite/eventlite/publish/publishtest"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -65,9 +66,9 @@ func resetRound(b *testing.B, db *sql.DB, js jetstream.JetStream) {
 	if _, err := db.Exec(`UPDATE outbox SET published_at = NULL, broker_sequence = NULL, published_token = NULL`); err != nil {
 		b.Fatal(err)
 	}
-	_ = js.DeleteStream(ctx, publish.DefaultStream)
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: publish.DefaultStream, Subjects: []string{"eventlite.>", "raw.>"},
-		Storage: jetstream.FileStorage, Duplicates: publish.DuplicateWindow}); err != nil {
+	_ = js.DeleteStream(ctx, natsjs.DefaultStream)
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: natsjs.DefaultStream, Subjects: []string{"eventlite.>", "raw.>"},
+		Storage: jetstream.FileStorage, Duplicates: natsjs.DuplicateWindow}); err != nil {
 		b.Fatal(err)
 	}
 }
@@ -163,7 +164,7 @@ func rawRound(b *testing.B, db *sql.DB, js jetstream.JetStream, ce bool) int {
 // It reports both rates and their ratio (x_raw), and the ratio to the raw
 // baseline sending the relay's CloudEvents headers too (x_raw_ce).
 func BenchmarkRelay(b *testing.B) {
-	srv := publishtest.RunJetStream(b, nil)
+	srv := natstest.RunJetStream(b, nil)
 	path := filepath.Join(b.TempDir(), "bench.db")
 	s, err := store.Open(context.Background(), path, nil) // synchronous=FULL, the default
 	if err != nil {
@@ -178,7 +179,7 @@ func BenchmarkRelay(b *testing.B) {
 		b.Fatal(err)
 	}
 	resetRound(b, db, js)
-	pub, err := publish.NewNATS(context.Background(), publish.NATSOptions{Conn: nc})
+	pub, err := natsjs.NewNATS(context.Background(), natsjs.NATSOptions{Conn: nc})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -232,12 +233,12 @@ func BenchmarkOutboxLag(b *testing.B) {
 	)
 	var lags []time.Duration
 	for range b.N {
-		srv := publishtest.RunJetStream(b, nil)
+		srv := natstest.RunJetStream(b, nil)
 		s, err := store.Open(context.Background(), filepath.Join(b.TempDir(), "lag.db"), nil)
 		if err != nil {
 			b.Fatal(err)
 		}
-		pub, err := publish.NewNATS(context.Background(), publish.NATSOptions{URL: srv.URL(), CreateStream: true})
+		pub, err := natsjs.NewNATS(context.Background(), natsjs.NATSOptions{URL: srv.URL(), CreateStream: true})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,8 +1,9 @@
 // Package publish is eventlite's outbox relay and its publishers: it takes
 // the outbox rows that every Append writes and publishes each event to NATS
-// JetStream, a CloudEvents HTTP sink or standard output.
+// JetStream (package natsjs), a CloudEvents HTTP sink or standard output.
+// It imports no NATS code.
 //
-//	pub, err := publish.NewNATS(ctx, publish.NATSOptions{URL: "nats://127.0.0.1:4222", CreateStream: true})
+//	pub, err := publish.NewHTTP(publish.HTTPOptions{URL: "http://127.0.0.1:8080/events"})
 //	if err != nil { ... }
 //	defer pub.Close()
 //	r, err := publish.New(publish.Options{Store: s, Publisher: pub, Logger: log})
@@ -67,20 +68,18 @@
 //
 // # Durability of a JetStream ack
 //
-// By default nats-server acknowledges a publish before the message is on
-// disk (it syncs every 2 minutes), so a power loss can lose messages that
-// were acknowledged, and whose outbox rows are already marked published.
-// Where an ack must mean durable, run the server with
-// "jetstream { sync_interval: always }" (it costs most of the broker's
-// throughput), or replicate the stream (R3) across machines.
+// A JetStream ack need not mean the message is on disk: see package
+// natsjs.
 //
 // # Publishers
 //
-// NATS publishes CloudEvents binary mode (ce- headers written through
+// natsjs.NATS publishes CloudEvents binary mode (ce- headers written through
 // sdk-go's binding) to a subject from a template, "eventlite.{tenant}.{type}"
-// by default, each value escaped (SanitizeToken) so that two tenants,
+// by default, each value escaped (natsjs.SanitizeToken) so that two tenants,
 // streams or types never share a subject; HTTP posts with sdk-go's CloudEvents HTTP client, binary mode
 // by default or structured; Stdout writes JSON Lines. Every publisher
 // passes one shared test suite: delivery, order per stream, dedupe, and
-// failure classification.
+// failure classification. The suite is exported
+// (publishtest.RunPublisherSuite in publish/publishtest), so a publisher
+// of your own can prove the same.
 package publish

@@ -95,3 +95,10 @@ func checkJSONStrings(e *envelope.Event) error {
 		return nil
 	})
 }
+
+func truncate(s string) string {
+	if len(s) > 60 {
+		return s[:60] + "..."
+	}
+	return s
+}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"maps"
 	"os"
 	"strings"
 	"sync"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/binding"
 	"github.com/cloudevents/sdk-go/v2/binding/spec"
-	"github.com/cloudevents/sdk-go/v2/types"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -154,28 +152,6 @@ func decodeNATS(t testing.TB, m jetstream.Msg) envelope.Event {
 	e, err := envelope.FromCloudEvent(*ce, -1)
 	if err != nil {
 		t.Fatalf("decode message: %v", err)
-	}
-	return e
-}
-
-// comparable returns e as it survives any CloudEvents binding: extension
-// values in their canonical string form (binary mode carries every
-// extension as a string), JSON data as stored.
-func comparable(e envelope.Event) envelope.Event {
-	e = e.Clone()
-	if len(e.Extensions) == 0 {
-		e.Extensions = nil
-	}
-	if e.Extensions != nil {
-		m := maps.Clone(e.Extensions)
-		for k, v := range m {
-			s, _ := types.Format(v)
-			m[k] = s
-		}
-		e.Extensions = m
-	}
-	if len(e.Data) == 0 {
-		e.Data = nil
 	}
 	return e
 }

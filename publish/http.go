@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -283,5 +284,18 @@ func (p *HTTP) Ping(ctx context.Context) error {
 // Close closes idle connections.
 func (p *HTTP) Close() error {
 	p.http.CloseIdleConnections()
+	return nil
+}
+
+// checkPort refuses a port that is not a number from 1 to 65535 (url.Parse
+// takes any digits).
+func checkPort(u *url.URL) error {
+	p := u.Port()
+	if p == "" {
+		return nil
+	}
+	if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("port %q is not a number from 1 to 65535", p)
+	}
 	return nil
 }

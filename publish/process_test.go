@@ -19,8 +19,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/eventlite/eventlite/natsjs"
+	"github.com/eventlite/eventlite/natsjs/natstest"
 	"github.com/eventlite/eventlite/publish"
-	"github.com/eventlite/eventlite/publish/publishtest"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/storetest"
 )
@@ -53,7 +54,7 @@ func TestRelayChildProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	nats, err := publish.NewNATS(ctx, publish.NATSOptions{URL: os.Getenv("EVENTLITE_CHILD_NATS"), CreateStream: true, Logger: log})
+	nats, err := natsjs.NewNATS(ctx, natsjs.NATSOptions{URL: os.Getenv("EVENTLITE_CHILD_NATS"), CreateStream: true, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +285,7 @@ func drained(t *testing.T, s *store.Store, within time.Duration) {
 // redeliveries of the same ids, which the broker dedupes.
 func TestRelayProcessKilledMidBatch(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(seed(t), 0))
-	srv := publishtest.RunJetStream(t, nil)
+	srv := natstest.RunJetStream(t, nil)
 	db := t.TempDir() + "/events.db"
 	s := storetest.MustOpenPath(t, db, nil)
 	for i := range 4 {
@@ -307,7 +308,7 @@ func TestRelayProcessKilledMidBatch(t *testing.T) {
 	if marked%batch != 0 || marked > (gate-1)*batch || marked < (gate-2)*batch {
 		t.Fatalf("%d rows marked before the kill in batch %d, want %d (or one batch fewer)", marked, gate, (gate-1)*batch)
 	}
-	if n := len(srv.Messages(t, publish.DefaultStream)); n != gate*batch {
+	if n := len(srv.Messages(t, natsjs.DefaultStream)); n != gate*batch {
 		t.Fatalf("broker holds %d messages, want %d", n, gate*batch)
 	}
 	// Restarted, it waits out the dead one's lease, then goes on.
@@ -359,7 +360,7 @@ func hasLine(prefix string) func([]string) bool {
 // stands by and writes nothing; when the holder dies, the other takes
 // over with a higher token.
 func TestTwoRelayProcesses(t *testing.T) {
-	srv := publishtest.RunJetStream(t, nil)
+	srv := natstest.RunJetStream(t, nil)
 	db := t.TempDir() + "/events.db"
 	s := storetest.MustOpenPath(t, db, nil)
 	cfg := childConfig{db: db, nats: srv.URL(), ttl: time.Second, renew: 300 * time.Millisecond, batch: 20}
@@ -414,7 +415,7 @@ func TestTwoRelayProcesses(t *testing.T) {
 // (SIGCONT), it finishes its batch at the broker, but the store accepts
 // none of its writes, and the broker holds one copy per event id.
 func TestPausedRelayProcessLosesItsWrites(t *testing.T) {
-	srv := publishtest.RunJetStream(t, nil)
+	srv := natstest.RunJetStream(t, nil)
 	db := t.TempDir() + "/events.db"
 	s := storetest.MustOpenPath(t, db, nil)
 	appendEvents(t, s, "default", "a", 20)

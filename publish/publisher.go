@@ -8,8 +8,9 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 )
 
-// Publisher sends events to one destination. NATS, HTTP and Stdout
-// implement it; every implementation passes one shared test suite.
+// Publisher sends events to one destination. natsjs.NATS, HTTP and Stdout
+// implement it; every implementation passes one shared test suite
+// (publishtest.RunPublisherSuite).
 type Publisher interface {
 	// Publish sends events, given in position order, and returns one
 	// Result per event, in the same order. It keeps each stream's order:

@@ -14,8 +14,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/natsjs"
+	"github.com/eventlite/eventlite/natsjs/natstest"
 	"github.com/eventlite/eventlite/publish"
-	"github.com/eventlite/eventlite/publish/publishtest"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/storetest"
 )
@@ -32,11 +33,11 @@ func seed(t testing.TB) uint64 {
 	return s
 }
 
-func newNATS(t testing.TB, url string, o publish.NATSOptions) *publish.NATS {
+func newNATS(t testing.TB, url string, o natsjs.NATSOptions) *natsjs.NATS {
 	t.Helper()
 	o.URL = url
 	o.CreateStream = true
-	p, err := publish.NewNATS(context.Background(), o)
+	p, err := natsjs.NewNATS(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,10 +93,10 @@ func runRelay(t testing.TB, r *publish.Relay) (stop func() error) {
 // checkBroker checks the stream against the log: one message per event
 // id, the right id on each, each stream in version order, and every row
 // marked with its message's sequence.
-func checkBroker(t *testing.T, srv *publishtest.Server, s *store.Store) {
+func checkBroker(t *testing.T, srv *natstest.Server, s *store.Store) {
 	t.Helper()
 	evs := storedEvents(t, s)
-	msgs := srv.Messages(t, publish.DefaultStream)
+	msgs := srv.Messages(t, natsjs.DefaultStream)
 	if len(msgs) != len(evs) {
 		t.Errorf("broker holds %d messages for %d events", len(msgs), len(evs))
 	}
@@ -130,14 +131,14 @@ func checkBroker(t *testing.T, srv *publishtest.Server, s *store.Store) {
 }
 
 func TestRelayDeliversEverythingInStreamOrder(t *testing.T) {
-	srv := publishtest.RunJetStream(t, nil)
+	srv := natstest.RunJetStream(t, nil)
 	s := storetest.MustOpen(t, nil)
 	for i := range 5 {
 		appendEvents(t, s, fmt.Sprint("tenant", i%2), fmt.Sprint("stream-", i), 7)
 	}
 	appendEvents(t, s, "tenant0", "stream-0", 3)
 	bs := newBatches()
-	r := newRelay(t, publish.Options{Store: s, Publisher: newNATS(t, srv.URL(), publish.NATSOptions{}), Once: true, BatchSize: 8, OnBatch: bs.add})
+	r := newRelay(t, publish.Options{Store: s, Publisher: newNATS(t, srv.URL(), natsjs.NATSOptions{}), Once: true, BatchSize: 8, OnBatch: bs.add})
 	if err := r.Run(context.Background()); err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -168,14 +169,14 @@ func TestRelayDeliversEverythingInStreamOrder(t *testing.T) {
 // relay counts a transient failure, publishes again after its backoff,
 // JetStream's dedupe keeps one copy, and the rows are marked.
 func TestRelayAckLostAfterStore(t *testing.T) {
-	srv := publishtest.RunJetStream(t, nil)
-	proxy := publishtest.NewProxy(t, strings.TrimPrefix(srv.URL(), "nats://"))
+	srv := natstest.RunJetStream(t, nil)
+	proxy := natstest.NewProxy(t, strings.TrimPrefix(srv.URL(), "nats://"))
 	s := storetest.MustOpen(t, nil)
 	appendEvents(t, s, "default", "a", 3)
 	appendEvents(t, s, "default", "b", 2)
 	clock := newManualClock()
 	bs := newBatches()
-	pub := newNATS(t, proxy.URL(), publish.NATSOptions{AckTimeout: 300 * time.Millisecond})
+	pub := newNATS(t, proxy.URL(), natsjs.NATSOptions{AckTimeout: 300 * time.Millisecond})
 	proxy.DropAcks(5) // the first batch's five acks
 	r := newRelay(t, publish.Options{Store: s, Publisher: pub, Clock: clock, RetryBase: time.Second, OnBatch: bs.add})
 	stop := runRelay(t, r)
@@ -185,7 +186,7 @@ func TestRelayAckLostAfterStore(t *testing.T) {
 		// a and b each stop at their first event; the rest wait.
 		t.Fatalf("first batch: %+v", first)
 	}
-	if n := len(srv.Messages(t, publish.DefaultStream)); n != 5 {
+	if n := len(srv.Messages(t, natsjs.DefaultStream)); n != 5 {
 		t.Fatalf("broker holds %d messages after the lost acks, want all 5", n)
 	}
 	for _, o := range outbox(t, s) {
@@ -215,9 +216,9 @@ func TestRelayAckLostAfterStore(t *testing.T) {
 // A broker that is down: the relay backs off and counts no attempt; once
 // the broker is back, everything goes out, nothing lost or dead-lettered.
 func TestRelayBrokerDownThenBack(t *testing.T) {
-	srv := publishtest.RunJetStream(t, nil)
+	srv := natstest.RunJetStream(t, nil)
 	s := storetest.MustOpen(t, nil)
-	pub := newNATS(t, srv.URL(), publish.NATSOptions{AckTimeout: time.Second})
+	pub := newNATS(t, srv.URL(), natsjs.NATSOptions{AckTimeout: time.Second})
 	appendEvents(t, s, "default", "before", 3)
 	bs := newBatches()
 	r := newRelay(t, publish.Options{Store: s, Publisher: pub, BackoffBase: 10 * time.Millisecond, BackoffMax: 50 * time.Millisecond,
@@ -261,7 +262,7 @@ func TestRelayBrokerDownThenBack(t *testing.T) {
 // is raised, a retry delivers it and its stream's parked events in order.
 func TestRelayPoisonEvent(t *testing.T) {
 	const limit = 64 << 10
-	srv := publishtest.RunJetStream(t, &publishtest.ServerOptions{MaxPayload: limit})
+	srv := natstest.RunJetStream(t, &natstest.ServerOptions{MaxPayload: limit})
 	s := storetest.MustOpen(t, nil)
 	ctx := context.Background()
 	big := newEvent(t, "blob.stored", map[string]string{"blob": strings.Repeat("x", 100<<10)})
@@ -272,7 +273,7 @@ func TestRelayPoisonEvent(t *testing.T) {
 	poison := res.Events[0]
 	appendEvents(t, s, "default", "poisoned", 2)
 	appendEvents(t, s, "default", "healthy", 3)
-	pub := newCounting(newNATS(t, srv.URL(), publish.NATSOptions{}))
+	pub := newCounting(newNATS(t, srv.URL(), natsjs.NATSOptions{}))
 	bs := newBatches()
 	r := newRelay(t, publish.Options{Store: s, Publisher: pub, OnBatch: bs.add})
 	stop := runRelay(t, r)
@@ -311,7 +312,7 @@ func TestRelayPoisonEvent(t *testing.T) {
 	if _, err := s.Outbox().RetryDeadLetter(ctx, "default", poison.ID); err != nil {
 		t.Fatal(err)
 	}
-	r3 := newRelay(t, publish.Options{Store: s, Publisher: newNATS(t, srv.URL(), publish.NATSOptions{}), Once: true})
+	r3 := newRelay(t, publish.Options{Store: s, Publisher: newNATS(t, srv.URL(), natsjs.NATSOptions{}), Once: true})
 	if err := r3.Run(ctx); err != nil {
 		t.Fatalf("drain after the retry: %v", err)
 	}
@@ -372,7 +373,7 @@ func TestRelayTransientFailuresDeadLetterAfterBound(t *testing.T) {
 		t.Errorf("dead letter: %+v", dls)
 	}
 	// f's second event never went out; g did.
-	got := sink.received(t)
+	got := sink.Received(t)
 	if len(got) != 1 || got[0].Stream != "g" {
 		t.Errorf("sink got %+v", got)
 	}
@@ -413,9 +414,9 @@ func (f *failingTypes) Publish(ctx context.Context, evs []envelope.Event) []publ
 // Cancelling ctx stops a relay within 2 s even while it backs off, and it
 // releases its lease.
 func TestRelayStopsPromptlyWhileBackingOff(t *testing.T) {
-	srv := publishtest.RunJetStream(t, nil)
+	srv := natstest.RunJetStream(t, nil)
 	s := storetest.MustOpen(t, nil)
-	pub := newNATS(t, srv.URL(), publish.NATSOptions{})
+	pub := newNATS(t, srv.URL(), natsjs.NATSOptions{})
 	srv.Shutdown()
 	appendEvents(t, s, "default", "a", 1)
 	bs := newBatches()
@@ -446,11 +447,11 @@ func TestRelayStopsPromptlyWhileBackingOff(t *testing.T) {
 // A relay whose lease was taken over while its batch was in flight: the
 // broker got the batch, the store refuses the marks, the relay stands by.
 func TestRelayLostLeaseWritesNothing(t *testing.T) {
-	srv := publishtest.RunJetStream(t, nil)
+	srv := natstest.RunJetStream(t, nil)
 	s := storetest.MustOpen(t, nil)
 	ctx := context.Background()
 	appendEvents(t, s, "default", "a", 4)
-	gate := newGated(newNATS(t, srv.URL(), publish.NATSOptions{}), 1)
+	gate := newGated(newNATS(t, srv.URL(), natsjs.NATSOptions{}), 1)
 	bs := newBatches()
 	r := newRelay(t, publish.Options{Store: s, Publisher: gate, Owner: "paused", LeaseTTL: time.Hour, RenewEvery: 50 * time.Minute, OnBatch: bs.add})
 	stop := runRelay(t, r)
@@ -479,7 +480,7 @@ func TestRelayLostLeaseWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The broker has the batch once; the new holder's republish dedupes.
-	if n := len(srv.Messages(t, publish.DefaultStream)); n != 4 {
+	if n := len(srv.Messages(t, natsjs.DefaultStream)); n != 4 {
 		t.Errorf("broker holds %d", n)
 	}
 }
@@ -487,14 +488,14 @@ func TestRelayLostLeaseWritesNothing(t *testing.T) {
 // Two relays on one store: the second stands by, and takes over at once
 // when the first stops cleanly.
 func TestRelayStandbyTakesOverOnRelease(t *testing.T) {
-	srv := publishtest.RunJetStream(t, nil)
+	srv := natstest.RunJetStream(t, nil)
 	s := storetest.MustOpen(t, nil)
 	appendEvents(t, s, "default", "a", 3)
 	bsA, bsB := newBatches(), newBatches()
-	a := newRelay(t, publish.Options{Store: s, Publisher: newNATS(t, srv.URL(), publish.NATSOptions{}), Owner: "a", OnBatch: bsA.add})
+	a := newRelay(t, publish.Options{Store: s, Publisher: newNATS(t, srv.URL(), natsjs.NATSOptions{}), Owner: "a", OnBatch: bsA.add})
 	stopA := runRelay(t, a)
 	bsA.waitFor(t, "a's first rows", published(3))
-	b := newRelay(t, publish.Options{Store: s, Publisher: newNATS(t, srv.URL(), publish.NATSOptions{}), Owner: "b", LeaseTTL: time.Hour, RenewEvery: time.Minute, OnBatch: bsB.add})
+	b := newRelay(t, publish.Options{Store: s, Publisher: newNATS(t, srv.URL(), natsjs.NATSOptions{}), Owner: "b", LeaseTTL: time.Hour, RenewEvery: time.Minute, OnBatch: bsB.add})
 	stopB := runRelay(t, b)
 	appendEvents(t, s, "default", "a", 2)
 	bsA.waitFor(t, "a's next rows", published(5))

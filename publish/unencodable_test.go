@@ -15,8 +15,9 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/natsjs"
+	"github.com/eventlite/eventlite/natsjs/natstest"
 	"github.com/eventlite/eventlite/publish"
-	"github.com/eventlite/eventlite/publish/publishtest"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/storetest"
 )
@@ -124,7 +125,7 @@ func corrupt(t *testing.T, s *store.Store, id, column string, value any) {
 // reaches the destination; a publisher that can carry it delivers it
 // unchanged. The other tenant's stream is delivered either way.
 func TestUnencodableStoredEventIsDeadLetteredAtFirstAttempt(t *testing.T) {
-	srv := publishtest.RunJetStream(t, nil)
+	srv := natstest.RunJetStream(t, nil)
 	cases := []struct {
 		name, column, attr string
 		stored             any    // the column's value
@@ -156,7 +157,7 @@ func TestUnencodableStoredEventIsDeadLetteredAtFirstAttempt(t *testing.T) {
 				switch dest {
 				case "nats":
 					stream := strings.ToUpper(strings.NewReplacer(" ", "", "-", "").Replace(tc.column + dest + bad.ID))
-					pub = newNATS(t, srv.URL(), publish.NATSOptions{Stream: stream, Subject: "e" + strings.ToLower(bad.ID) + ".{tenant}"})
+					pub = newNATS(t, srv.URL(), natsjs.NATSOptions{Stream: stream, Subject: "e" + strings.ToLower(bad.ID) + ".{tenant}"})
 					value = func(id string) (string, bool) {
 						for _, m := range srv.Messages(t, stream) {
 							if m.Headers().Get("ce-id") == id {

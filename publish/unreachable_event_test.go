@@ -8,8 +8,9 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/natsjs"
+	"github.com/eventlite/eventlite/natsjs/natstest"
 	"github.com/eventlite/eventlite/publish"
-	"github.com/eventlite/eventlite/publish/publishtest"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -60,11 +61,11 @@ func (u *unreachableFor) Ping(ctx context.Context) error {
 // whatever the publisher; other streams are delivered in the rounds that
 // read them.
 func TestRelayCountsUnreachableEventWhenOthersSucceed(t *testing.T) {
-	srv := publishtest.RunJetStream(t, nil)
+	srv := natstest.RunJetStream(t, nil)
 	s := storetest.MustOpen(t, nil)
 	bad := appendEvents(t, s, "default", "bad", 1)[0]
 	fillOthers(t, s, 6, 4)
-	pub := &unreachableFor{Publisher: newNATS(t, srv.URL(), publish.NATSOptions{}), id: bad.ID}
+	pub := &unreachableFor{Publisher: newNATS(t, srv.URL(), natsjs.NATSOptions{}), id: bad.ID}
 	bs := newBatches()
 	const maxAttempts = 3
 	r := newRelay(t, publish.Options{Store: s, Publisher: pub, Once: true, BatchSize: 5, MaxAttempts: maxAttempts,
@@ -85,7 +86,7 @@ func TestRelayCountsUnreachableEventWhenOthersSucceed(t *testing.T) {
 	if st := r.Stats(); st.Unreachable != 0 {
 		t.Errorf("%d round(s) backed off as unreachable", st.Unreachable)
 	}
-	if got, want := len(srv.Messages(t, publish.DefaultStream)), len(storedEvents(t, s))-1; got != want {
+	if got, want := len(srv.Messages(t, natsjs.DefaultStream)), len(storedEvents(t, s))-1; got != want {
 		t.Errorf("broker holds %d messages, want %d", got, want)
 	}
 }
@@ -93,11 +94,11 @@ func TestRelayCountsUnreachableEventWhenOthersSucceed(t *testing.T) {
 // When the destination does not answer a ping after such a round, it went
 // down: nothing is counted against the event, and the relay backs off.
 func TestRelayCountsNothingWhenDestinationWentDown(t *testing.T) {
-	srv := publishtest.RunJetStream(t, nil)
+	srv := natstest.RunJetStream(t, nil)
 	s := storetest.MustOpen(t, nil)
 	bad := appendEvents(t, s, "default", "bad", 1)[0]
 	fillOthers(t, s, 2, 2)
-	pub := &unreachableFor{Publisher: newNATS(t, srv.URL(), publish.NATSOptions{}), id: bad.ID}
+	pub := &unreachableFor{Publisher: newNATS(t, srv.URL(), natsjs.NATSOptions{}), id: bad.ID}
 	pub.pingDown.Store(true)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

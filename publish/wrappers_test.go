@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/natsjs"
 	"github.com/eventlite/eventlite/publish"
 )
 
@@ -25,7 +26,7 @@ func (c *counting) Publish(ctx context.Context, evs []envelope.Event) []publish.
 	c.mu.Lock()
 	c.calls++
 	for i := range evs {
-		c.seen[publish.MessageID(&evs[i])]++
+		c.seen[natsjs.MessageID(&evs[i])]++
 	}
 	c.mu.Unlock()
 	return c.Publisher.Publish(ctx, evs)
@@ -34,7 +35,7 @@ func (c *counting) Publish(ctx context.Context, evs []envelope.Event) []publish.
 func (c *counting) count(e *envelope.Event) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.seen[publish.MessageID(e)]
+	return c.seen[natsjs.MessageID(e)]
 }
 
 // gated wraps a real publisher: after the real publish of a chosen call

@@ -18,6 +18,7 @@ import (
 
 	"github.com/eventlite/eventlite/aggregate"
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/natsjs"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/replay"
@@ -262,7 +263,7 @@ func (d *demo) relayAndConsume(ctx context.Context) error {
 	defer nc.Close()
 
 	d.title("The outbox, relayed to NATS JetStream")
-	pub, err := publish.NewNATS(ctx, publish.NATSOptions{Conn: nc, CreateStream: true, Logger: d.c.log})
+	pub, err := natsjs.NewNATS(ctx, natsjs.NATSOptions{Conn: nc, CreateStream: true, Logger: d.c.log})
 	if err != nil {
 		return err
 	}
@@ -279,7 +280,7 @@ func (d *demo) relayAndConsume(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.say("embedded JetStream at %s, stream %s", ns.ClientURL(), publish.DefaultStream)
+	d.say("embedded JetStream at %s, stream %s", ns.ClientURL(), natsjs.DefaultStream)
 	d.say("relay published %d events, each with Nats-Msg-Id <tenant>:<event id>; outbox now holds %d; lease released", st.Published, ost.Pending)
 
 	d.title("A consumer receives them shuffled and duplicated")
@@ -344,7 +345,7 @@ func (d *demo) relayAndConsume(ctx context.Context) error {
 
 // fetchAll reads n messages from the start of the stream.
 func fetchAll(ctx context.Context, js jetstream.JetStream, n int) ([]envelope.Event, error) {
-	cons, err := js.OrderedConsumer(ctx, publish.DefaultStream, jetstream.OrderedConsumerConfig{})
+	cons, err := js.OrderedConsumer(ctx, natsjs.DefaultStream, jetstream.OrderedConsumerConfig{})
 	if err != nil {
 		return nil, err
 	}
@@ -356,7 +357,7 @@ func fetchAll(ctx context.Context, js jetstream.JetStream, n int) ([]envelope.Ev
 		}
 		got := 0
 		for m := range batch.Messages() {
-			e, err := projection.DecodeMessage(m, 0)
+			e, err := natsjs.DecodeMessage(m, 0)
 			if err != nil {
 				return nil, err
 			}

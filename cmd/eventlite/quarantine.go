@@ -32,7 +32,7 @@ the projection or consumer.
                    This command cannot run a service's handlers: the
                    projection's runner applies it again on its next pass
                    (a projection stopped on the event: when its runner
-                   restarts), a consumer when it next polls (RunJetStream,
+                   restarts), a consumer when it next polls (natsjs.RunJetStream,
                    or Consumer.ApplyRetries). Failing again, it stays here
                    with one more attempt.
   skip NAME EVENT_ID   give the event up, for good: it is never applied. A

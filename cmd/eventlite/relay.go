@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/eventlite/eventlite/natsjs"
 	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/store"
 )
@@ -129,13 +130,13 @@ func (r *relayCmd) run(ctx context.Context, c *cli, _ []string) error {
 	// The destination is checked before the database is opened: a
 	// malformed one creates no file.
 	var (
-		natsOpts publish.NATSOptions
+		natsOpts natsjs.NATSOptions
 		httpPub  *publish.HTTP
 		err      error
 	)
 	switch kind {
 	case "nats":
-		if natsOpts, err = publish.ParseNATSURL(r.to); err != nil {
+		if natsOpts, err = natsjs.ParseNATSURL(r.to); err != nil {
 			return usage("%v", err)
 		}
 	case "http":
@@ -165,7 +166,7 @@ func (r *relayCmd) run(ctx context.Context, c *cli, _ []string) error {
 		case "nats":
 			natsOpts.CreateStream = r.createStream
 			natsOpts.Logger = c.log
-			pub, err = publish.NewNATS(ctx, natsOpts)
+			pub, err = natsjs.NewNATS(ctx, natsOpts)
 		case "http":
 			pub = httpPub
 		}
@@ -216,7 +217,7 @@ func (r *relayCmd) failed(ctx context.Context, err error) error {
 		return &interruptedError{msg: "relay: stopped before it started: " + err.Error(), err: err}
 	case ctx.Err() != nil:
 		return nil // interrupted while starting: nothing was left half done
-	case errors.Is(err, publish.ErrNoStream):
+	case errors.Is(err, natsjs.ErrNoStream):
 		return &exitError{code: exitNotFound, err: err}
 	}
 	return err

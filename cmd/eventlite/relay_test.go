@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventlite/eventlite/publish/publishtest"
+	"github.com/eventlite/eventlite/natsjs/natstest"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -26,7 +26,7 @@ func appendN(t *testing.T, db, stream string, n int, extra ...string) {
 
 // streamVersions returns, per eventlite stream, the versions the JetStream
 // stream holds, in stored order.
-func streamVersions(t *testing.T, srv *publishtest.Server, stream string) map[string][]string {
+func streamVersions(t *testing.T, srv *natstest.Server, stream string) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
 	for _, m := range srv.Messages(t, stream) {
@@ -85,7 +85,7 @@ func TestRelayCommandStdout(t *testing.T) {
 
 func TestRelayCommandNATS(t *testing.T) {
 	t.Parallel()
-	srv := publishtest.RunJetStream(t, nil)
+	srv := natstest.RunJetStream(t, nil)
 	db := newDB(t)
 	appendN(t, db, "order 1", 2)
 	appendN(t, db, "s", 1, "--tenant", "acme")
@@ -108,7 +108,7 @@ func TestRelayCommandNATS(t *testing.T) {
 
 func TestRelayCommandBrokerDown(t *testing.T) {
 	t.Parallel()
-	srv := publishtest.RunJetStream(t, nil)
+	srv := natstest.RunJetStream(t, nil)
 	url := srv.URL()
 	srv.Shutdown()
 	db := newDB(t)
@@ -173,7 +173,7 @@ func dlqList(t *testing.T, db string, extra ...string) []dlqLine {
 // retry delivers it and the parked events, in order.
 func TestDLQPoisonRetry(t *testing.T) {
 	t.Parallel()
-	srv := publishtest.RunJetStream(t, &publishtest.ServerOptions{MaxPayload: 64 << 10})
+	srv := natstest.RunJetStream(t, &natstest.ServerOptions{MaxPayload: 64 << 10})
 	db := newDB(t)
 	mustRun(t, "", "append", "poisoned", "--type", "blob", "--data", `{"blob":"`+strings.Repeat("x", 100<<10)+`"}`, "--id", "poison-1", "--db", db)
 	appendN(t, db, "poisoned", 2)
@@ -224,7 +224,7 @@ func TestDLQPoisonRetry(t *testing.T) {
 
 func TestDLQDiscardAndRetryAll(t *testing.T) {
 	t.Parallel()
-	srv := publishtest.RunJetStream(t, &publishtest.ServerOptions{MaxPayload: 32 << 10})
+	srv := natstest.RunJetStream(t, &natstest.ServerOptions{MaxPayload: 32 << 10})
 	db := newDB(t)
 	big := `{"blob":"` + strings.Repeat("x", 40<<10) + `"}`
 	mustRun(t, "", "append", "a", "--type", "blob", "--data", big, "--id", "big-a", "--db", db)
@@ -265,7 +265,7 @@ func TestDLQDiscardAndRetryAll(t *testing.T) {
 // Interrupted in-process: running, it exits 0; draining, 6.
 func TestRelayCommandInterrupted(t *testing.T) {
 	t.Parallel()
-	srv := publishtest.RunJetStream(t, nil)
+	srv := natstest.RunJetStream(t, nil)
 	url := srv.URL()
 	srv.Shutdown()
 	db := newDB(t)
@@ -326,7 +326,7 @@ func TestMainProcess(t *testing.T) {
 // exit 0 (6 for --once), with the lease released.
 func TestRelayCommandSignals(t *testing.T) {
 	t.Parallel()
-	srv := publishtest.RunJetStream(t, nil)
+	srv := natstest.RunJetStream(t, nil)
 	url := srv.URL()
 	srv.Shutdown()
 	db := newDB(t)

@@ -1,6 +1,6 @@
-// Package publishtest runs real NATS JetStream servers in-process for
+// Package natstest runs real NATS JetStream servers in-process for
 // tests, and reads back what they stored.
-package publishtest
+package natstest
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package publishtest
+package natstest
 
 import (
 	"bufio"

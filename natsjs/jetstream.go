@@ -1,4 +1,4 @@
-package projection
+package natsjs
 
 import (
 	"context"
@@ -10,12 +10,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 )
 
 // JetStreamOptions configure RunJetStream.
 type JetStreamOptions struct {
-	// Stream is the JetStream stream to read. Default "EVENTLITE".
+	// Stream is the JetStream stream to read. Default DefaultStream (the
+	// NATS publisher's default, "EVENTLITE").
 	Stream string
 	// Durable names the durable pull consumer. Default the consumer's name.
 	Durable string
@@ -41,12 +43,12 @@ type JetStreamOptions struct {
 	MaxData int
 }
 
-func (o *JetStreamOptions) defaults(c *Consumer) {
+func (o *JetStreamOptions) defaults(c *projection.Consumer) {
 	if o.Stream == "" {
-		o.Stream = "EVENTLITE"
+		o.Stream = DefaultStream
 	}
 	if o.Durable == "" {
-		o.Durable = c.opts.Name
+		o.Durable = c.Name()
 	}
 	if o.Batch <= 0 {
 		o.Batch = 256
@@ -87,7 +89,7 @@ func DecodeMessage(m jetstream.Msg, maxData int) (envelope.Event, error) {
 // acknowledged too); a transient error naks it with NakDelay; a message
 // that does not decode, or fails MaxDeliver times, is quarantined with the
 // evidence and terminated, never redelivered forever.
-func RunJetStream(ctx context.Context, js jetstream.JetStream, c *Consumer, opts JetStreamOptions) error {
+func RunJetStream(ctx context.Context, js jetstream.JetStream, c *projection.Consumer, opts JetStreamOptions) error {
 	opts.defaults(c)
 	cfg := jetstream.ConsumerConfig{
 		Durable:       opts.Durable,
@@ -101,13 +103,13 @@ func RunJetStream(ctx context.Context, js jetstream.JetStream, c *Consumer, opts
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("consumer %s: JetStream consumer %s on %s: %w", c.opts.Name, opts.Durable, opts.Stream, err)
+		return fmt.Errorf("consumer %s: JetStream consumer %s on %s: %w", c.Name(), opts.Durable, opts.Stream, err)
 	}
 	lastSweep := time.Now()
 	for ctx.Err() == nil {
 		select {
-		case <-c.s.Done():
-			return fmt.Errorf("consumer %s: %w", c.opts.Name, store.ErrClosed)
+		case <-c.Store().Done():
+			return fmt.Errorf("consumer %s: %w", c.Name(), store.ErrClosed)
 		default:
 		}
 		batch, err := cons.Fetch(opts.Batch, jetstream.FetchMaxWait(time.Second))
@@ -115,7 +117,7 @@ func RunJetStream(ctx context.Context, js jetstream.JetStream, c *Consumer, opts
 			if ctx.Err() != nil {
 				return nil
 			}
-			c.log.Warn("fetch failed; retrying", "error", err)
+			c.Logger().Warn("fetch failed; retrying", "error", err)
 			select {
 			case <-ctx.Done():
 			case <-time.After(opts.NakDelay):
@@ -123,7 +125,7 @@ func RunJetStream(ctx context.Context, js jetstream.JetStream, c *Consumer, opts
 			continue
 		}
 		for m := range batch.Messages() {
-			if err := c.handleMsg(ctx, m, opts); err != nil {
+			if err := handleMsg(ctx, c, m, opts); err != nil {
 				if ctx.Err() != nil {
 					return nil // the message stays unacked: redelivered after AckWait
 				}
@@ -131,24 +133,24 @@ func RunJetStream(ctx context.Context, js jetstream.JetStream, c *Consumer, opts
 			}
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && ctx.Err() == nil {
-			c.log.Debug("fetch ended", "error", err)
+			c.Logger().Debug("fetch ended", "error", err)
 		}
 		if _, err := c.ApplyRetries(ctx); err != nil && ctx.Err() == nil {
-			c.log.Warn("applying retried events failed", "error", err)
+			c.Logger().Warn("applying retried events failed", "error", err)
 		}
 		if time.Since(lastSweep) >= opts.SweepEvery {
 			lastSweep = time.Now()
 			if _, err := c.Sweep(ctx); errors.Is(err, store.ErrClosed) {
 				return err
 			} else if err != nil && ctx.Err() == nil {
-				c.log.Warn("sweep failed", "error", err)
+				c.Logger().Warn("sweep failed", "error", err)
 			}
 		}
 	}
 	return nil
 }
 
-func (c *Consumer) handleMsg(ctx context.Context, m jetstream.Msg, opts JetStreamOptions) error {
+func handleMsg(ctx context.Context, c *projection.Consumer, m jetstream.Msg, opts JetStreamOptions) error {
 	meta, _ := m.Metadata()
 	e, err := DecodeMessage(m, opts.MaxData)
 	if err != nil {
@@ -156,7 +158,7 @@ func (c *Consumer) handleMsg(ctx context.Context, m jetstream.Msg, opts JetStrea
 		if meta != nil && id == "" {
 			id = fmt.Sprintf("%s#%d", meta.Stream, meta.Sequence.Stream)
 		}
-		if qerr := c.quarantineRaw(ctx, store.ReasonUndecodable, id, m.Data(), err, 1); qerr != nil {
+		if qerr := c.QuarantineMessage(ctx, store.ReasonUndecodable, id, m.Data(), err, 1); qerr != nil {
 			return qerr
 		}
 		return m.TermWithReason("undecodable: quarantined")
@@ -170,23 +172,13 @@ func (c *Consumer) handleMsg(ctx context.Context, m jetstream.Msg, opts JetStrea
 		}
 		if meta != nil && int(meta.NumDelivered) >= opts.MaxDeliver {
 			b, _ := e.MarshalJSON()
-			if qerr := c.quarantineRaw(ctx, store.ReasonTooManyDelivered, e.ID, b, err, int(meta.NumDelivered)); qerr != nil {
+			if qerr := c.QuarantineMessage(ctx, store.ReasonTooManyDelivered, e.ID, b, err, int(meta.NumDelivered)); qerr != nil {
 				return qerr
 			}
 			return m.TermWithReason("failed too often: quarantined")
 		}
-		c.log.Warn("handling failed; the message comes again", "id", e.ID, "error", err)
+		c.Logger().Warn("handling failed; the message comes again", "id", e.ID, "error", err)
 		return m.NakWithDelay(opts.NakDelay)
 	}
 	return m.Ack()
-}
-
-// quarantineRaw sets aside a message that could not be handled.
-func (c *Consumer) quarantineRaw(ctx context.Context, reason store.QuarantineReason, id string, raw []byte, cause error, attempts int) error {
-	c.log.Warn("quarantining a message", "reason", reason, "id", id, "error", cause, "next", advice(c.opts.Name, id, cause, false))
-	return c.s.Update(ctx, func(tx *store.Tx) error {
-		return tx.Quarantine(ctx, store.Quarantined{
-			Consumer: c.opts.Name, Reason: reason, EventID: id, Event: raw, Error: cause.Error(), Attempts: attempts,
-		})
-	})
 }

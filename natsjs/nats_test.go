@@ -1,4 +1,4 @@
-package publish_test
+package natsjs_test
 
 import (
 	"context"
@@ -11,26 +11,27 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/natsjs"
+	"github.com/eventlite/eventlite/natsjs/natstest"
 	"github.com/eventlite/eventlite/publish"
-	"github.com/eventlite/eventlite/publish/publishtest"
 )
 
 func TestParseNATSURL(t *testing.T) {
 	tests := []struct {
 		in      string
-		want    publish.NATSOptions
+		want    natsjs.NATSOptions
 		wantErr bool
 	}{
-		{in: "nats://127.0.0.1:4222", want: publish.NATSOptions{URL: "nats://127.0.0.1:4222"}},
-		{in: "nats://h:1?stream=ORDERS&subject=orders.{tenant}.{stream}", want: publish.NATSOptions{URL: "nats://h:1", Stream: "ORDERS", Subject: "orders.{tenant}.{stream}"}},
-		{in: "nats://h:1?subject=a.%7Btype%7D", want: publish.NATSOptions{URL: "nats://h:1", Subject: "a.{type}"}},
+		{in: "nats://127.0.0.1:4222", want: natsjs.NATSOptions{URL: "nats://127.0.0.1:4222"}},
+		{in: "nats://h:1?stream=ORDERS&subject=orders.{tenant}.{stream}", want: natsjs.NATSOptions{URL: "nats://h:1", Stream: "ORDERS", Subject: "orders.{tenant}.{stream}"}},
+		{in: "nats://h:1?subject=a.%7Btype%7D", want: natsjs.NATSOptions{URL: "nats://h:1", Subject: "a.{type}"}},
 		{in: "nats://h:1?bogus=1", wantErr: true},
 		{in: "nats://h:1?stream=", wantErr: true},
 		{in: "http://h:1", wantErr: true},
 		{in: "nats://", wantErr: true},
 	}
 	for _, tt := range tests {
-		got, err := publish.ParseNATSURL(tt.in)
+		got, err := natsjs.ParseNATSURL(tt.in)
 		if (err != nil) != tt.wantErr {
 			t.Errorf("%s: error %v, want error %v", tt.in, err, tt.wantErr)
 			continue
@@ -44,7 +45,7 @@ func TestParseNATSURL(t *testing.T) {
 }
 
 func TestSubjectTemplates(t *testing.T) {
-	srv := publishtest.RunJetStream(t, nil)
+	srv := natstest.RunJetStream(t, nil)
 	e := envelope.Event{ID: "01", Source: "/s", Type: "order.placed v2", Tenant: "acme.eu", Stream: "cart*>1 x", Data: []byte(`{}`),
 		DataContentType: "application/json", StreamVersion: 1, Position: 1}
 	tests := []struct {
@@ -58,7 +59,7 @@ func TestSubjectTemplates(t *testing.T) {
 	}
 	for i, tt := range tests {
 		stream := "S" + string(rune('A'+i))
-		p, err := publish.NewNATS(context.Background(), publish.NATSOptions{URL: srv.URL(), Stream: stream, Subject: tt.template, CreateStream: true})
+		p, err := natsjs.NewNATS(context.Background(), natsjs.NATSOptions{URL: srv.URL(), Stream: stream, Subject: tt.template, CreateStream: true})
 		if err != nil {
 			t.Fatalf("%q: %v", tt.template, err)
 		}
@@ -81,29 +82,29 @@ func TestSubjectTemplates(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"a..b", "a.*", "a.>", "a.{nope}", "a.{type", ".a", "a b.{type}", "x.y.{type}-{tenant}", "x.{tenant}{stream}"} {
-		if _, err := publish.NewNATS(context.Background(), publish.NATSOptions{URL: srv.URL(), Subject: bad, CreateStream: true}); err == nil {
+		if _, err := natsjs.NewNATS(context.Background(), natsjs.NATSOptions{URL: srv.URL(), Subject: bad, CreateStream: true}); err == nil {
 			t.Errorf("template %q accepted", bad)
 		}
 	}
 	// A stream for a template that starts with a placeholder would take
 	// every subject: refused.
-	if _, err := publish.NewNATS(context.Background(), publish.NATSOptions{URL: srv.URL(), Subject: "{tenant}.x", CreateStream: true}); err == nil {
+	if _, err := natsjs.NewNATS(context.Background(), natsjs.NATSOptions{URL: srv.URL(), Subject: "{tenant}.x", CreateStream: true}); err == nil {
 		t.Errorf("--create-stream for a template without a fixed prefix accepted")
 	}
-	if got := publish.SanitizeToken("a.b*c>d\te f\x01_"); got != "a_2Eb_2Ac_3Ed_09e_20f_01_5F" {
+	if got := natsjs.SanitizeToken("a.b*c>d\te f\x01_"); got != "a_2Eb_2Ac_3Ed_09e_20f_01_5F" {
 		t.Errorf("sanitize: %q", got)
 	}
 }
 
 func TestNATSMissingStream(t *testing.T) {
-	srv := publishtest.RunJetStream(t, nil)
-	_, err := publish.NewNATS(context.Background(), publish.NATSOptions{URL: srv.URL()})
+	srv := natstest.RunJetStream(t, nil)
+	_, err := natsjs.NewNATS(context.Background(), natsjs.NATSOptions{URL: srv.URL()})
 	if err == nil || !strings.Contains(err.Error(), "--create-stream") || publish.ClassOf(err) != publish.Fatal {
 		t.Fatalf("missing stream: %v", err)
 	}
 	// Found missing only once the broker is reachable: then Publish says so.
 	srv.Shutdown()
-	p, err := publish.NewNATS(context.Background(), publish.NATSOptions{URL: srv.URL()})
+	p, err := natsjs.NewNATS(context.Background(), natsjs.NATSOptions{URL: srv.URL()})
 	if err != nil {
 		t.Fatalf("with the broker down: %v", err)
 	}
@@ -122,8 +123,8 @@ func TestNATSMissingStream(t *testing.T) {
 // An attribute that NATS headers cannot carry unchanged makes the event
 // one that cannot be encoded: permanent.
 func TestNATSUnencodableEvent(t *testing.T) {
-	srv := publishtest.RunJetStream(t, nil)
-	p := newNATS(t, srv.URL(), publish.NATSOptions{})
+	srv := natstest.RunJetStream(t, nil)
+	p := newNATS(t, srv.URL(), natsjs.NATSOptions{})
 	good := envelope.Event{ID: "1", Source: "/s", Type: "t", Tenant: "default", Stream: "s", StreamVersion: 1}
 	bad := good
 	bad.ID, bad.Stream, bad.Extensions = "2", "other", map[string]any{"note": "line one\nline two"}

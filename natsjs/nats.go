@@ -1,4 +1,4 @@
-package publish
+package natsjs
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -145,7 +146,7 @@ type NATS struct {
 	closed  chan struct{} // closed by the connection's last callback
 }
 
-var _ Publisher = (*NATS)(nil)
+var _ publish.Publisher = (*NATS)(nil)
 
 // NewNATS connects to the server (or takes opts.Conn) and checks the
 // stream, creating it when opts.CreateStream says so. A server that cannot
@@ -168,7 +169,7 @@ func NewNATS(ctx context.Context, opts NATSOptions) (*NATS, error) {
 		opts.MaxControlLine = DefaultMaxControlLine
 	}
 	if opts.AckTimeout < 0 || opts.MaxInFlight < 0 || opts.MaxControlLine < 0 {
-		return nil, errors.New("publish: NATSOptions fields must not be negative")
+		return nil, errors.New("natsjs: NATSOptions fields must not be negative")
 	}
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
@@ -187,7 +188,7 @@ func NewNATS(ctx context.Context, opts NATSOptions) (*NATS, error) {
 		p.nc = opts.Conn
 	} else {
 		if opts.URL == "" {
-			return nil, errors.New("publish: NATSOptions needs a URL or a Conn")
+			return nil, errors.New("natsjs: NATSOptions needs a URL or a Conn")
 		}
 		p.ownConn = true
 		p.nc, err = nats.Connect(opts.URL,
@@ -254,15 +255,15 @@ func (p *NATS) checkStream(ctx context.Context) error {
 			Duplicates: DuplicateWindow,
 		})
 		if err != nil {
-			return classed(Fatal, fmt.Errorf("create JetStream stream %s for subjects %v: %w", p.opts.Stream, subjects, err))
+			return classed(publish.Fatal, fmt.Errorf("create JetStream stream %s for subjects %v: %w", p.opts.Stream, subjects, err))
 		}
 		p.log.Info("created JetStream stream", "stream", p.opts.Stream, "subjects", subjects, "duplicate_window", DuplicateWindow)
 	case errors.Is(err, jetstream.ErrStreamNotFound):
-		return classed(Fatal, fmt.Errorf("%w: %s does not exist: pass --create-stream to create it (or create it with subjects that cover %s)", ErrNoStream, p.opts.Stream, p.subject.text))
+		return classed(publish.Fatal, fmt.Errorf("%w: %s does not exist: pass --create-stream to create it (or create it with subjects that cover %s)", ErrNoStream, p.opts.Stream, p.subject.text))
 	case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
-		return classed(Fatal, fmt.Errorf("NATS at %s: %w: start nats-server with JetStream (-js)", p.nc.ConnectedUrl(), err))
+		return classed(publish.Fatal, fmt.Errorf("NATS at %s: %w: start nats-server with JetStream (-js)", p.nc.ConnectedUrl(), err))
 	case err != nil:
-		return classed(Unreachable, fmt.Errorf("look up JetStream stream %s: %w", p.opts.Stream, err))
+		return classed(publish.Unreachable, fmt.Errorf("look up JetStream stream %s: %w", p.opts.Stream, err))
 	}
 	cfg := s.CachedInfo().Config
 	p.log.Debug("JetStream stream", "stream", cfg.Name, "subjects", cfg.Subjects, "duplicate_window", cfg.Duplicates, "storage", cfg.Storage.String())
@@ -275,9 +276,9 @@ func (p *NATS) checkStream(ctx context.Context) error {
 // larger than the server's max_payload, or whose subject makes a publish
 // line longer than MaxControlLine, fails Permanent, and its stream's
 // later events in the call are not sent.
-func (p *NATS) Publish(ctx context.Context, events []envelope.Event) []Result {
-	res := make([]Result, len(events))
-	fail := func(from int, err error) []Result {
+func (p *NATS) Publish(ctx context.Context, events []envelope.Event) []publish.Result {
+	res := make([]publish.Result, len(events))
+	fail := func(from int, err error) []publish.Result {
 		for i := from; i < len(res); i++ {
 			if res[i].Err == nil {
 				res[i].Err = err
@@ -286,7 +287,7 @@ func (p *NATS) Publish(ctx context.Context, events []envelope.Event) []Result {
 		return res
 	}
 	if !p.nc.IsConnected() {
-		return fail(0, classed(Unreachable, fmt.Errorf("NATS at %s: not connected (%s)", p.opts.URL, p.nc.Status())))
+		return fail(0, classed(publish.Unreachable, fmt.Errorf("NATS at %s: not connected (%s)", p.opts.URL, p.nc.Status())))
 	}
 	if err := p.checkStream(ctx); err != nil {
 		return fail(0, err)
@@ -301,7 +302,7 @@ send:
 		e := &events[i]
 		k := keyOf(e)
 		if failed[k] {
-			res[i].Err = ErrNotAttempted
+			res[i].Err = publish.ErrNotAttempted
 			continue
 		}
 		msg, err := p.message(e, maxPayload)
@@ -311,10 +312,10 @@ send:
 		}
 		if err != nil {
 			res[i].Err = err
-			if ClassOf(err) == Unreachable {
+			if publish.ClassOf(err) == publish.Unreachable {
 				// The connection broke: send nothing more, and hear what
 				// becomes of what was sent.
-				fail(i+1, ErrNotAttempted)
+				fail(i+1, publish.ErrNotAttempted)
 				break send
 			}
 			if failed == nil {
@@ -329,7 +330,7 @@ send:
 		}
 		select {
 		case ack := <-f.Ok():
-			res[i] = Result{Sequence: ack.Sequence, Duplicate: ack.Duplicate}
+			res[i] = publish.Result{Sequence: ack.Sequence, Duplicate: ack.Duplicate}
 		case err := <-f.Err():
 			res[i].Err = p.classify(err)
 		case <-ctx.Done():
@@ -367,7 +368,7 @@ func MessageID(e *envelope.Event) string { return e.Tenant + ":" + e.ID }
 func (p *NATS) message(e *envelope.Event, maxPayload int64) (*nats.Msg, error) {
 	h, err := binaryHeaders(e)
 	if err != nil {
-		return nil, classed(Permanent, fmt.Errorf("event %s cannot be encoded for NATS: %w", e.ID, err))
+		return nil, classed(publish.Permanent, fmt.Errorf("event %s cannot be encoded for NATS: %w", e.ID, err))
 	}
 	msg := &nats.Msg{Subject: p.subject.render(e), Header: h, Data: e.Data}
 	hdr := int64(headerSize(h)) +
@@ -375,7 +376,7 @@ func (p *NATS) message(e *envelope.Event, maxPayload int64) (*nats.Msg, error) {
 		int64(len(jetstream.ExpectedStreamHeader)+len(p.opts.Stream)+4)
 	size := int64(len(e.Data)) + hdr
 	if maxPayload > 0 && size > maxPayload {
-		return nil, classed(Permanent, &TooLargeError{EventID: e.ID, Size: size, Limit: maxPayload})
+		return nil, classed(publish.Permanent, &TooLargeError{EventID: e.ID, Size: size, Limit: maxPayload})
 	}
 	// The server reads "HPUB <subject> <reply> <header size> <total size>"
 	// and closes the connection when that is longer than its
@@ -383,7 +384,7 @@ func (p *NATS) message(e *envelope.Event, maxPayload int64) (*nats.Msg, error) {
 	// broker that went down, for ever.
 	line := len(msg.Subject) + 1 + p.replyLen + 1 + decimalLen(hdr) + 1 + decimalLen(size)
 	if line > p.opts.MaxControlLine {
-		return nil, classed(Permanent, &SubjectTooLongError{EventID: e.ID, Subject: msg.Subject, Line: line, Limit: p.opts.MaxControlLine})
+		return nil, classed(publish.Permanent, &SubjectTooLongError{EventID: e.ID, Subject: msg.Subject, Line: line, Limit: p.opts.MaxControlLine})
 	}
 	return msg, nil
 }
@@ -438,35 +439,35 @@ func (p *NATS) classify(err error) error {
 	case errors.As(err, &apiErr):
 		switch apiErr.ErrorCode {
 		case jetstream.JSErrCodeStreamMessageExceedsMaximum, 10097: // message or its headers over the stream's limits
-			return classed(Permanent, fmt.Errorf("JetStream stream %s refused the message: %w: raise the stream's max_msg_size, then eventlite dlq retry", p.opts.Stream, err))
+			return classed(publish.Permanent, fmt.Errorf("JetStream stream %s refused the message: %w: raise the stream's max_msg_size, then eventlite dlq retry", p.opts.Stream, err))
 		case jetstream.JSErrCodeStreamNotFound, 10060: // 10060: the subject belongs to another stream
-			return classed(Fatal, fmt.Errorf("JetStream stream %s: %w: check the stream and the subject template %s", p.opts.Stream, err, p.subject.text))
+			return classed(publish.Fatal, fmt.Errorf("JetStream stream %s: %w: check the stream and the subject template %s", p.opts.Stream, err, p.subject.text))
 		case 10023, 10008: // insufficient resources, cluster not available: the broker, not the event
-			return classed(Unreachable, err)
+			return classed(publish.Unreachable, err)
 		}
-		return classed(Transient, err)
+		return classed(publish.Transient, err)
 	case errors.Is(err, nats.ErrMaxPayload):
-		return classed(Permanent, fmt.Errorf("%w: raise max_payload in the nats-server configuration, then eventlite dlq retry", err))
+		return classed(publish.Permanent, fmt.Errorf("%w: raise max_payload in the nats-server configuration, then eventlite dlq retry", err))
 	case errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, nats.ErrNoResponders):
-		return classed(Unreachable, fmt.Errorf("%w (no JetStream stream answered: is JetStream up, and does stream %s take the subject?)", err, p.opts.Stream))
+		return classed(publish.Unreachable, fmt.Errorf("%w (no JetStream stream answered: is JetStream up, and does stream %s take the subject?)", err, p.opts.Stream))
 	case errors.Is(err, nats.ErrDisconnected), errors.Is(err, nats.ErrConnectionClosed),
 		errors.Is(err, nats.ErrConnectionReconnecting), errors.Is(err, nats.ErrReconnectBufExceeded),
 		errors.Is(err, nats.ErrConnectionDraining), errors.Is(err, jetstream.ErrTooManyStalledMsgs),
 		errors.Is(err, nats.ErrInvalidConnection):
-		return classed(Unreachable, err)
+		return classed(publish.Unreachable, err)
 	}
-	return classed(Transient, err)
+	return classed(publish.Transient, err)
 }
 
 // Ping checks that the server answers JetStream requests.
 func (p *NATS) Ping(ctx context.Context) error {
 	if !p.nc.IsConnected() {
-		return classed(Unreachable, fmt.Errorf("NATS at %s: not connected (%s)", p.opts.URL, p.nc.Status()))
+		return classed(publish.Unreachable, fmt.Errorf("NATS at %s: not connected (%s)", p.opts.URL, p.nc.Status()))
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.opts.AckTimeout)
 	defer cancel()
 	if _, err := p.js.AccountInfo(ctx); err != nil {
-		return classed(Unreachable, fmt.Errorf("NATS JetStream at %s: %w", p.opts.URL, err))
+		return classed(publish.Unreachable, fmt.Errorf("NATS JetStream at %s: %w", p.opts.URL, err))
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package projection_test
+package natsjs_test
 
 import (
 	"context"
@@ -10,8 +10,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/natsjs"
+	"github.com/eventlite/eventlite/natsjs/natstest"
 	"github.com/eventlite/eventlite/projection"
-	"github.com/eventlite/eventlite/publish/publishtest"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/storetest"
 )
@@ -23,7 +24,7 @@ import (
 func TestJetStreamPoisonAndTransient(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	srv := publishtest.RunJetStream(t, nil)
+	srv := natstest.RunJetStream(t, nil)
 	nc := srv.Connect(t)
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -60,7 +61,7 @@ func TestJetStreamPoisonAndTransient(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		done <- projection.RunJetStream(ctx, js, c, projection.JetStreamOptions{Stream: "IN", MaxDeliver: 3, NakDelay: 10 * time.Millisecond, AckWait: time.Second})
+		done <- natsjs.RunJetStream(ctx, js, c, natsjs.JetStreamOptions{Stream: "IN", MaxDeliver: 3, NakDelay: 10 * time.Millisecond, AckWait: time.Second})
 	}()
 	deadline := time.After(time.Minute)
 	for {

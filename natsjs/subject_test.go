@@ -1,4 +1,4 @@
-package publish_test
+package natsjs_test
 
 import (
 	"context"
@@ -14,8 +14,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/natsjs"
+	"github.com/eventlite/eventlite/natsjs/natstest"
 	"github.com/eventlite/eventlite/publish"
-	"github.com/eventlite/eventlite/publish/publishtest"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/storetest"
 )
@@ -24,7 +25,7 @@ import (
 // SanitizeToken cannot have written. A mapping with an inverse is
 // injective.
 func unescapeToken(tok string) (v string, ok bool) {
-	if tok == publish.EmptyToken {
+	if tok == natsjs.EmptyToken {
 		return "", true
 	}
 	var b []byte
@@ -69,7 +70,7 @@ func TestSanitizeTokenIsInjective(t *testing.T) {
 	seen := map[string]string{}
 	check := func(v string) {
 		t.Helper()
-		tok := publish.SanitizeToken(v)
+		tok := natsjs.SanitizeToken(v)
 		if !validToken(tok) {
 			t.Fatalf("%q becomes %q, which is not a valid subject token", v, tok)
 		}
@@ -103,7 +104,7 @@ func TestSanitizeTokenIsInjective(t *testing.T) {
 		check(b.String())
 	}
 	// Bytes that need no escape stay as they are.
-	if got := publish.SanitizeToken("Order-Placed:v2/é日"); got != "Order-Placed:v2/é日" {
+	if got := natsjs.SanitizeToken("Order-Placed:v2/é日"); got != "Order-Placed:v2/é日" {
 		t.Errorf("plain value changed: %q", got)
 	}
 }
@@ -112,8 +113,8 @@ func TestSanitizeTokenIsInjective(t *testing.T) {
 // own on a real JetStream server, and a consumer's subject filter for one
 // tenant sees only that tenant's events.
 func TestTenantsNeverShareASubject(t *testing.T) {
-	srv := publishtest.RunJetStream(t, nil)
-	p := newNATS(t, srv.URL(), publish.NATSOptions{Subject: "eventlite.{tenant}.{stream}.{type}"})
+	srv := natstest.RunJetStream(t, nil)
+	p := newNATS(t, srv.URL(), natsjs.NATSOptions{Subject: "eventlite.{tenant}.{stream}.{type}"})
 	tenants := []string{"a.b", "a_b", "a-b"}
 	values := []string{"a.b", "a_b", "a*b", "a>b", "a b", "_", ""}
 	type key struct{ tenant, stream, typ string }
@@ -133,7 +134,7 @@ func TestTenantsNeverShareASubject(t *testing.T) {
 			t.Fatalf("event %d (%q %q %q): %v", i, evs[i].Tenant, evs[i].Stream, evs[i].Type, r.Err)
 		}
 	}
-	msgs := srv.Messages(t, publish.DefaultStream)
+	msgs := srv.Messages(t, natsjs.DefaultStream)
 	if len(msgs) != len(evs) {
 		t.Fatalf("%d messages for %d events", len(msgs), len(evs))
 	}
@@ -169,8 +170,8 @@ func TestTenantsNeverShareASubject(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, tn := range tenants {
-		filter := "eventlite." + publish.SanitizeToken(tn) + ".>"
-		c, err := js.CreateConsumer(ctx, publish.DefaultStream, jetstream.ConsumerConfig{FilterSubject: filter, AckPolicy: jetstream.AckNonePolicy})
+		filter := "eventlite." + natsjs.SanitizeToken(tn) + ".>"
+		c, err := js.CreateConsumer(ctx, natsjs.DefaultStream, jetstream.ConsumerConfig{FilterSubject: filter, AckPolicy: jetstream.AckNonePolicy})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,7 +187,7 @@ func TestTenantsNeverShareASubject(t *testing.T) {
 // round. (The server closes a connection that sends a longer publish
 // line, which looked like a broker that was down, for ever.)
 func TestSubjectTooLongIsDeadLettered(t *testing.T) {
-	srv := publishtest.RunJetStream(t, nil)
+	srv := natstest.RunJetStream(t, nil)
 	s := storetest.MustOpen(t, nil)
 	ctx := context.Background()
 	long := newEvent(t, strings.Repeat("a", 1000), map[string]any{"i": 1})
@@ -196,7 +197,7 @@ func TestSubjectTooLongIsDeadLettered(t *testing.T) {
 	appendEvents(t, s, "default", "long", 1) // waits behind the dead letter
 	others := append(appendEvents(t, s, "default", "other", 3), appendEvents(t, s, "acme", "other", 2)...)
 	// Each {type} token of the long event is 1,000 bytes: 5,000 in all.
-	p := newNATS(t, srv.URL(), publish.NATSOptions{Subject: "t.{type}.{type}.{type}.{type}.{type}"})
+	p := newNATS(t, srv.URL(), natsjs.NATSOptions{Subject: "t.{type}.{type}.{type}.{type}.{type}"})
 	bs := newBatches()
 	r := newRelay(t, publish.Options{Store: s, Publisher: p, Once: true, MaxAttempts: 5, OnBatch: bs.add})
 	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
@@ -221,7 +222,7 @@ func TestSubjectTooLongIsDeadLettered(t *testing.T) {
 	if n := p.Conn().Stats().Reconnects; n != 0 {
 		t.Errorf("the connection was lost %d time(s)", n)
 	}
-	if got := len(srv.Messages(t, publish.DefaultStream)); got != len(others) {
+	if got := len(srv.Messages(t, natsjs.DefaultStream)); got != len(others) {
 		t.Errorf("broker holds %d messages, want %d", got, len(others))
 	}
 }
@@ -230,8 +231,8 @@ func TestSubjectTooLongIsDeadLettered(t *testing.T) {
 // publisher lets through is stored by a real server, and one byte more is
 // refused before sending, with the connection still up.
 func TestSubjectLengthLimitIsTheServers(t *testing.T) {
-	srv := publishtest.RunJetStream(t, nil)
-	p := newNATS(t, srv.URL(), publish.NATSOptions{Subject: "t.{type}.{type}.{type}.{type}"})
+	srv := natstest.RunJetStream(t, nil)
+	p := newNATS(t, srv.URL(), natsjs.NATSOptions{Subject: "t.{type}.{type}.{type}.{type}"})
 	var evs []envelope.Event
 	for n := 1000; n <= 1024; n++ { // 4 x n + 5 bytes: across the 4,096-byte line
 		evs = append(evs, envelope.Event{ID: strconv.Itoa(n), Source: "/s", Type: strings.Repeat("a", n), Tenant: "default", Stream: strconv.Itoa(n), StreamVersion: 1})
@@ -239,13 +240,13 @@ func TestSubjectLengthLimitIsTheServers(t *testing.T) {
 	res := p.Publish(context.Background(), evs)
 	sent, refused := 0, 0
 	for i, r := range res {
-		var tl *publish.SubjectTooLongError
+		var tl *natsjs.SubjectTooLongError
 		switch {
 		case r.Err == nil && refused == 0:
 			sent++
-		case errors.As(r.Err, &tl) && publish.ClassOf(r.Err) == publish.Permanent && tl.Line > publish.DefaultMaxControlLine:
-			if refused == 0 && tl.Line > publish.DefaultMaxControlLine+4 {
-				t.Errorf("the first refused line is %d bytes: the limit is %d, a type one byte shorter should have passed", tl.Line, publish.DefaultMaxControlLine)
+		case errors.As(r.Err, &tl) && publish.ClassOf(r.Err) == publish.Permanent && tl.Line > natsjs.DefaultMaxControlLine:
+			if refused == 0 && tl.Line > natsjs.DefaultMaxControlLine+4 {
+				t.Errorf("the first refused line is %d bytes: the limit is %d, a type one byte shorter should have passed", tl.Line, natsjs.DefaultMaxControlLine)
 			}
 			refused++
 		default:
@@ -255,7 +256,7 @@ func TestSubjectLengthLimitIsTheServers(t *testing.T) {
 	if sent == 0 || refused == 0 {
 		t.Fatalf("%d sent, %d refused: the range should cross the limit", sent, refused)
 	}
-	if got := len(srv.Messages(t, publish.DefaultStream)); got != sent {
+	if got := len(srv.Messages(t, natsjs.DefaultStream)); got != sent {
 		t.Errorf("broker holds %d messages, %d were acknowledged", got, sent)
 	}
 	if n := p.Conn().Stats().Reconnects; n != 0 || !p.Conn().IsConnected() {
