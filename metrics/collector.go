@@ -107,6 +107,7 @@ var (
 	mRUnreachable = newMetric("relay_unreachable_rounds_total", "Rounds in which the destination was unreachable.", prometheus.CounterValue)
 	mRLeasesLost  = newMetric("relay_leases_lost_total", "Relay leases this relay lost.", prometheus.CounterValue)
 	mRLeaseToken  = newMetric("relay_lease_token", "The relay lease's fencing token held now, 0 while standing by.", prometheus.GaugeValue)
+	mRDownSince   = newMetric("relay_unreachable_since_seconds", "Unix time at which the relay found its destination unreachable, 0 while it is reachable.", prometheus.GaugeValue)
 
 	mPCheckpoint  = newMetric("projection_checkpoint", "Position the projection has applied up to.", prometheus.GaugeValue, "projection")
 	mPLag         = newMetric("projection_lag_events", "Events the projection is behind the head.", prometheus.GaugeValue, "projection")
@@ -122,7 +123,7 @@ var (
 var storeMetrics = []metric{mHead, mAppended, mPending, mOldestAge, mDeadLetters, mParked, mParkedRows, mOPublished, mORetried, mORequeued, mODead, mODiscarded,
 	mPCheckpoint, mPLag, mPQuarantined, mPStatus, mQuarantined, mDeferred, mConflicts, mEffects}
 
-var relayMetrics = []metric{mRPublished, mRDuplicates, mRBatches, mRRetries, mRDead, mRUnreachable, mRLeasesLost, mRLeaseToken}
+var relayMetrics = []metric{mRPublished, mRDuplicates, mRBatches, mRRetries, mRDead, mRUnreachable, mRLeasesLost, mRLeaseToken, mRDownSince}
 
 // Describe sends the descriptions of every metric the collector reports.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
@@ -181,6 +182,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		emit(mRUnreachable, float64(r.Unreachable))
 		emit(mRLeasesLost, float64(r.LeasesLost))
 		emit(mRLeaseToken, float64(r.LeaseToken))
+		since := 0.0
+		if !r.UnreachableSince.IsZero() {
+			since = float64(r.UnreachableSince.UnixNano()) / 1e9
+		}
+		emit(mRDownSince, since)
 	}
 
 	if ps, err := projection.AllStats(ctx, c.s); err != nil {

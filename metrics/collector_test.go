@@ -166,6 +166,7 @@ func TestMetricsCollector(t *testing.T) {
 		"eventlite_relay_dead_lettered_total":                                   0,
 		"eventlite_relay_lease_token":                                           0, // released when the drain ended
 		"eventlite_relay_leases_lost_total":                                     0,
+		"eventlite_relay_unreachable_since_seconds":                             0,
 		"eventlite_projection_checkpoint{projection=\"orders\"}":                2,
 		"eventlite_projection_lag_events{projection=\"orders\"}":                3,
 		"eventlite_projection_status{projection=\"orders\",status=\"idle\"}":    1,
@@ -235,5 +236,87 @@ func TestRegister(t *testing.T) {
 	}
 	if err := metrics.Register(prometheus.NewRegistry(), nil, nil); err == nil {
 		t.Errorf("a nil store was accepted")
+	}
+}
+
+// downPublisher is a destination that is down.
+type downPublisher struct{ publish.Publisher }
+
+func (downPublisher) Publish(_ context.Context, evs []envelope.Event) []publish.Result {
+	res := make([]publish.Result, len(evs))
+	for i := range res {
+		res[i].Err = &publish.Error{Class: publish.Unreachable, Err: errors.New("dial: injected")}
+	}
+	return res
+}
+
+func (downPublisher) Ping(context.Context) error {
+	return &publish.Error{Class: publish.Unreachable, Err: errors.New("ping: injected")}
+}
+
+// While the relay's destination is down, the scrape says since when.
+func TestMetricsRelayUnreachable(t *testing.T) {
+	t.Parallel()
+	s := storetest.MustOpen(t, nil)
+	appendTo(t, s, "a", 1)
+	down := make(chan struct{}, 2)
+	rl, err := publish.New(publish.Options{Store: s, Publisher: downPublisher{publish.NewStdout(io.Discard)},
+		BackoffBase: time.Millisecond, BackoffMax: 10 * time.Millisecond,
+		OnBatch: func(b publish.BatchReport) {
+			if b.Down != nil {
+				select {
+				case down <- struct{}{}:
+				default:
+				}
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- rl.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	// A round is reported before the relay backs off: once the second
+	// round is reported, the first backed off.
+	for range 2 {
+		select {
+		case <-down:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no round found the destination down")
+		}
+	}
+	since := rl.Stats().UnreachableSince
+	c, err := metrics.NewCollector(s, &metrics.Options{Relay: rl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := testutil.ToFloat64(filterCollector{c, "eventlite_relay_unreachable_since_seconds"})
+	if want := float64(since.UnixNano()) / 1e9; since.IsZero() || got != want {
+		t.Errorf("unreachable since %v, want %v (%v)", got, want, since)
+	}
+}
+
+// filterCollector passes on one metric of a collector.
+type filterCollector struct {
+	prometheus.Collector
+	name string
+}
+
+func (f filterCollector) Collect(ch chan<- prometheus.Metric) {
+	all := make(chan prometheus.Metric)
+	go func() {
+		f.Collector.Collect(all)
+		close(all)
+	}()
+	for m := range all {
+		if strings.Contains(m.Desc().String(), `"`+f.name+`"`) {
+			ch <- m
+		}
 	}
 }

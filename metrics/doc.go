@@ -47,6 +47,7 @@
 //	eventlite_relay_unreachable_rounds_total            counter rounds the destination was down
 //	eventlite_relay_leases_lost_total                   counter relay leases lost to another relay
 //	eventlite_relay_lease_token                         gauge   the relay lease held now, 0 while standing by
+//	eventlite_relay_unreachable_since_seconds           gauge   Unix time the destination was found unreachable, 0 while it is reachable
 //
 // Projections (projection.AllStats), labelled projection:
 //

@@ -62,7 +62,8 @@ one, logged) it serves Prometheus metrics at http://HOST:PORT/metrics
 while it runs, read from the store on each scrape: the log head
 (eventlite_log_head_position, eventlite_events_appended_total), the
 outbox (eventlite_outbox_*: pending, oldest unpublished age, dead letters,
-parked streams and totals), this relay's counters (eventlite_relay_*),
+parked streams and totals), this relay's counters and since when its
+destination is unreachable (eventlite_relay_*),
 each projection's checkpoint, lag and status (eventlite_projection_*),
 quarantined and deferred events, version conflicts and effects by state
 (package metrics), beside the Go runtime's and the process's metrics.
