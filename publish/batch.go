@@ -153,7 +153,11 @@ func (r *Relay) handle(ctx context.Context, rep BatchReport, o *outcome) error {
 		return r.backOff(ctx, o.down)
 	}
 	if r.backoff > 0 {
-		r.log.Info("destination reachable again")
+		r.mu.Lock()
+		since := r.stats.UnreachableSince
+		r.stats.UnreachableSince, r.stats.UnreachableError = time.Time{}, ""
+		r.mu.Unlock()
+		r.log.Info("destination reachable again", "unreachable_for", r.opts.Clock.Now().Sub(since).Round(time.Millisecond))
 		r.backoff, r.downErr = 0, nil
 		r.setReason("")
 	}
@@ -205,22 +209,27 @@ func (r *Relay) drained(ctx context.Context) (bool, error) {
 }
 
 // backOff waits while the destination is unreachable: capped exponential
-// backoff with jitter. No attempt is counted against any event.
+// backoff with jitter. No attempt is counted against any event. It warns
+// once when the destination goes down, not per round.
 func (r *Relay) backOff(ctx context.Context, down error) error {
+	r.mu.Lock()
+	if r.backoff == 0 {
+		r.stats.UnreachableSince = r.opts.Clock.Now()
+	}
+	r.stats.UnreachableError = down.Error()
+	r.stats.Unreachable++
+	r.mu.Unlock()
 	if r.backoff == 0 {
 		r.backoff = r.opts.BackoffBase
 		r.log.Warn("destination unreachable; backing off (no attempts are counted)", "error", down)
 	} else {
 		r.backoff = min(r.backoff*2, r.opts.BackoffMax)
 		if r.downErr == nil || r.downErr.Error() != down.Error() {
-			r.log.Warn("destination still unreachable", "error", down)
+			r.log.Info("destination still unreachable", "error", down)
 		}
 	}
 	r.downErr = down
 	r.setReason("the destination is unreachable: " + down.Error())
-	r.mu.Lock()
-	r.stats.Unreachable++
-	r.mu.Unlock()
 	return r.sleep(ctx, r.jitter(r.backoff))
 }
 

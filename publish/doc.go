@@ -47,7 +47,10 @@
 //   - Failures by class. Broker unreachable (connection refused, no
 //     responders, every publish failing while the destination does not
 //     answer a ping): back off, capped, with jitter; no attempt is counted
-//     and rows wait however long it takes. Transient (timeouts, 5xx, 408,
+//     and rows wait however long it takes. Stats.UnreachableSince says
+//     since when (zero while it is reachable), and the logger gets one
+//     warning when it goes down and an info line when it is back, not one
+//     per round. Transient (timeouts, 5xx, 408,
 //     429, a lost ack, an HTTP sink that drops the connection): retried
 //     with exponential backoff up to Options.MaxAttempts, then
 //     dead-lettered. A publish that found the destination unreachable in a

@@ -142,6 +142,11 @@ type Stats struct {
 	Unreachable  int64 // rounds the destination was down
 	LeaseToken   int64 // the lease held now, 0 when standing by
 	LeasesLost   int64
+	// UnreachableSince is when the destination was found unreachable,
+	// by the relay's clock; zero while it is reachable. UnreachableError
+	// is the error it answered with last.
+	UnreachableSince time.Time
+	UnreachableError string
 }
 
 var errLeaseLost = errors.New("relay lease lost")

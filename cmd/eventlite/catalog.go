@@ -10,8 +10,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 )
@@ -57,8 +55,10 @@ func (cc *catalogCmd) runFollow(ctx context.Context, c *cli) error {
 			return err
 		}
 		if cc.metrics != "" {
-			reg := prometheus.NewRegistry()
-			reg.MustRegister(newCollector(s, nil))
+			reg, err := metricsRegistry(s, nil)
+			if err != nil {
+				return err
+			}
 			ms, err := serveMetrics(string(cc.metrics), reg, c.log)
 			if err != nil {
 				return err

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/eventlite/eventlite/natsjs"
 	"github.com/eventlite/eventlite/publish"
@@ -64,9 +63,11 @@ one, logged) it serves Prometheus metrics at http://HOST:PORT/metrics
 while it runs, read from the store on each scrape: the log head
 (eventlite_log_head_position, eventlite_events_appended_total), the
 outbox (eventlite_outbox_*: pending, oldest unpublished age, dead letters,
-parked streams and totals), this relay's counters (eventlite_relay_*),
+parked streams and totals), this relay's counters and since when its
+destination is unreachable (eventlite_relay_*),
 each projection's checkpoint, lag and status (eventlite_projection_*),
-quarantined and deferred events, version conflicts and effects by state.
+quarantined and deferred events, version conflicts and effects by state
+(package metrics), beside the Go runtime's and the process's metrics.
 An address it cannot listen on exits 1 before the relay starts.`,
 	new: func() runner { return &relayCmd{timeout: 30 * time.Second, mode: "binary"} },
 }
@@ -179,8 +180,10 @@ func (r *relayCmd) run(ctx context.Context, c *cli, _ []string) error {
 			return err
 		}
 		if r.metrics != "" {
-			reg := prometheus.NewRegistry()
-			reg.MustRegister(newCollector(s, rl.Stats))
+			reg, err := metricsRegistry(s, rl)
+			if err != nil {
+				return err
+			}
 			ms, err := serveMetrics(string(r.metrics), reg, c.log)
 			if err != nil {
 				return err

@@ -1,0 +1,322 @@
+package metrics_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/metrics"
+	"github.com/eventlite/eventlite/publish"
+	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/storetest"
+)
+
+// scrape GETs url and returns every sample by its series as printed,
+// such as `eventlite_effects{state="UNKNOWN"}`.
+func scrape(t *testing.T, url string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("GET %s: %s\n%s", url, resp.Status, b)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("sample %q: %v", line, err)
+		}
+		out[line[:i]] = v
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func appendTo(t *testing.T, s *store.Store, stream string, n int) store.AppendResult {
+	t.Helper()
+	evs := make([]envelope.Event, n)
+	for i := range evs {
+		e, err := envelope.New("t", map[string]int{"i": i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Source = "/test"
+		evs[i] = e
+	}
+	res, err := s.Append(context.Background(), "default", stream, store.Any, evs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TestMetricsCollector plants one of each figure, relays what can go out,
+// and scrapes the collector through a real HTTP server.
+func TestMetricsCollector(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := storetest.MustOpen(t, nil)
+	appendTo(t, s, "a", 3)
+	poison := appendTo(t, s, "poison", 2)
+	// A relay dead-lettered poison's first event: its stream is parked.
+	l, err := s.Leases().Acquire(ctx, "relay", "earlier-relay", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(ctx, func(tx *store.Tx) error {
+		return tx.DeadLetter(ctx, l, []store.Failure{{Position: poison.FirstPosition(), Error: "message too large"}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Leases().Release(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	// A projection at position 2 with no runner; a consumer's quarantined
+	// event, deferral and conflict; an effect reserved and one unknown.
+	if err := s.Update(ctx, func(tx *store.Tx) error {
+		if err := tx.SetProjectionStatus(ctx, "orders", store.ProjectionActive, ""); err != nil {
+			return err
+		}
+		if err := tx.SetCheckpoint(ctx, "orders", 2, nil); err != nil {
+			return err
+		}
+		if err := tx.Quarantine(ctx, store.Quarantined{Consumer: "c", Reason: store.ReasonUninterpretable, EventID: "q1"}); err != nil {
+			return err
+		}
+		if _, _, err := tx.Defer(ctx, store.DeferredEvent{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 3, EventID: "e3",
+			Event: []byte(`{}`), Expected: 2, FirstSeen: time.Now(), Reason: "gap"}); err != nil {
+			return err
+		}
+		return tx.RecordConflict(ctx, store.VersionConflict{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 2,
+			KeptEventID: "a", ConflictingID: "b", ConflictingEvent: []byte(`{}`)})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Effects().Reserve(ctx, "default", "email:1"); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = s.Effects().Run(ctx, "default", "charge:1", func(context.Context) (string, error) { return "", store.ErrOutcomeUnknown })
+
+	// A drain publishes a's 3 events and stops at the dead letter.
+	rl, err := publish.New(publish.Options{Store: s, Publisher: publish.NewStdout(io.Discard), Once: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inc *publish.IncompleteError
+	if err := rl.Run(ctx); !errors.As(err, &inc) {
+		t.Fatalf("drain: %v, want rows left behind the dead letter", err)
+	}
+
+	c, err := metrics.NewCollector(s, &metrics.Options{Relay: rl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if problems, err := testutil.CollectAndLint(c); err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %+v", err, problems)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}))
+	defer srv.Close()
+	got := scrape(t, srv.URL+"/metrics")
+
+	if age, ok := got["eventlite_outbox_oldest_unpublished_age_seconds"]; !ok || age < 0 {
+		t.Errorf("oldest unpublished age: %v (present %v)", age, ok)
+	}
+	if got["eventlite_relay_batches_total"] < 1 {
+		t.Errorf("relay batches %v", got["eventlite_relay_batches_total"])
+	}
+	want := map[string]float64{
+		"eventlite_log_head_position":                                           5,
+		"eventlite_events_appended_total":                                       5,
+		"eventlite_outbox_pending":                                              2,
+		"eventlite_outbox_dead_letters":                                         1,
+		"eventlite_outbox_parked_streams":                                       1,
+		"eventlite_outbox_parked_rows":                                          2,
+		"eventlite_outbox_published_total":                                      3,
+		"eventlite_outbox_dead_lettered_total":                                  1,
+		"eventlite_outbox_discarded_total":                                      0,
+		"eventlite_relay_published_total":                                       3,
+		"eventlite_relay_dead_lettered_total":                                   0,
+		"eventlite_relay_lease_token":                                           0, // released when the drain ended
+		"eventlite_relay_leases_lost_total":                                     0,
+		"eventlite_relay_unreachable_since_seconds":                             0,
+		"eventlite_projection_checkpoint{projection=\"orders\"}":                2,
+		"eventlite_projection_lag_events{projection=\"orders\"}":                3,
+		"eventlite_projection_status{projection=\"orders\",status=\"idle\"}":    1,
+		"eventlite_projection_status{projection=\"orders\",status=\"running\"}": 0,
+		"eventlite_quarantined_events":                                          1,
+		"eventlite_deferred_events":                                             1,
+		"eventlite_version_conflicts":                                           1,
+		"eventlite_effects{state=\"RESERVED\"}":                                 1,
+		"eventlite_effects{state=\"UNKNOWN\"}":                                  1,
+		"eventlite_effects{state=\"COMPLETED\"}":                                0,
+	}
+	picked := map[string]float64{}
+	for k := range want {
+		if v, ok := got[k]; ok {
+			picked[k] = v
+		}
+	}
+	if diff := cmp.Diff(want, picked); diff != "" {
+		t.Errorf("scraped metrics (-want +got):\n%s", diff)
+	}
+}
+
+// A collector without a relay leaves the relay's metrics out; a store
+// that is closed fails the scrape rather than reporting zeros.
+func TestMetricsCollectorStoreOnly(t *testing.T) {
+	t.Parallel()
+	s := storetest.MustOpen(t, nil)
+	c, err := metrics.NewCollector(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(c, "eventlite_relay_published_total"); n != 0 {
+		t.Errorf("relay metrics without a relay: %d", n)
+	}
+	if n := testutil.CollectAndCount(c, "eventlite_log_head_position"); n != 1 {
+		t.Errorf("head samples: %d", n)
+	}
+	s2, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "events.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2.Close()
+	reg := prometheus.NewRegistry()
+	if err := metrics.Register(reg, s2, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Gather(); err == nil {
+		t.Errorf("a scrape of a closed store succeeded")
+	}
+}
+
+// Register puts one collector on the registry: a second is refused, and
+// bad options are refused before anything is registered.
+func TestRegister(t *testing.T) {
+	t.Parallel()
+	s := storetest.MustOpen(t, nil)
+	reg := prometheus.NewRegistry()
+	if err := metrics.Register(reg, s, &metrics.Options{Timeout: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	var are prometheus.AlreadyRegisteredError
+	if err := metrics.Register(reg, s, nil); !errors.As(err, &are) {
+		t.Errorf("second Register: %v, want prometheus.AlreadyRegisteredError", err)
+	}
+	if err := metrics.Register(prometheus.NewRegistry(), s, &metrics.Options{Timeout: -time.Second}); err == nil {
+		t.Errorf("a negative timeout was accepted")
+	}
+	if err := metrics.Register(prometheus.NewRegistry(), nil, nil); err == nil {
+		t.Errorf("a nil store was accepted")
+	}
+}
+
+// downPublisher is a destination that is down.
+type downPublisher struct{ publish.Publisher }
+
+func (downPublisher) Publish(_ context.Context, evs []envelope.Event) []publish.Result {
+	res := make([]publish.Result, len(evs))
+	for i := range res {
+		res[i].Err = &publish.Error{Class: publish.Unreachable, Err: errors.New("dial: injected")}
+	}
+	return res
+}
+
+func (downPublisher) Ping(context.Context) error {
+	return &publish.Error{Class: publish.Unreachable, Err: errors.New("ping: injected")}
+}
+
+// While the relay's destination is down, the scrape says since when.
+func TestMetricsRelayUnreachable(t *testing.T) {
+	t.Parallel()
+	s := storetest.MustOpen(t, nil)
+	appendTo(t, s, "a", 1)
+	down := make(chan struct{}, 2)
+	rl, err := publish.New(publish.Options{Store: s, Publisher: downPublisher{publish.NewStdout(io.Discard)},
+		BackoffBase: time.Millisecond, BackoffMax: 10 * time.Millisecond,
+		OnBatch: func(b publish.BatchReport) {
+			if b.Down != nil {
+				select {
+				case down <- struct{}{}:
+				default:
+				}
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- rl.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	// A round is reported before the relay backs off: once the second
+	// round is reported, the first backed off.
+	for range 2 {
+		select {
+		case <-down:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no round found the destination down")
+		}
+	}
+	since := rl.Stats().UnreachableSince
+	c, err := metrics.NewCollector(s, &metrics.Options{Relay: rl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := testutil.ToFloat64(filterCollector{c, "eventlite_relay_unreachable_since_seconds"})
+	if want := float64(since.UnixNano()) / 1e9; since.IsZero() || got != want {
+		t.Errorf("unreachable since %v, want %v (%v)", got, want, since)
+	}
+}
+
+// filterCollector passes on one metric of a collector.
+type filterCollector struct {
+	prometheus.Collector
+	name string
+}
+
+func (f filterCollector) Collect(ch chan<- prometheus.Metric) {
+	all := make(chan prometheus.Metric)
+	go func() {
+		f.Collector.Collect(all)
+		close(all)
+	}()
+	for m := range all {
+		if strings.Contains(m.Desc().String(), `"`+f.name+`"`) {
+			ch <- m
+		}
+	}
+}

@@ -1,0 +1,96 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/storetest"
+)
+
+// Counts counts what is open and leaves out what was resolved or taken.
+func TestCounts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := storetest.MustOpen(t, nil)
+	got, err := s.Counts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(store.Counts{Effects: map[store.EffectState]int64{}}, got); diff != "" {
+		t.Errorf("empty store (-want +got):\n%s", diff)
+	}
+
+	err = s.Update(ctx, func(tx *store.Tx) error {
+		for i := range 3 {
+			if err := tx.Quarantine(ctx, store.Quarantined{Consumer: "c", Reason: store.ReasonUninterpretable, EventID: fmt.Sprintf("q%d", i), Position: int64(i + 1)}); err != nil {
+				return err
+			}
+			if _, _, err := tx.Defer(ctx, store.DeferredEvent{Consumer: "c", Tenant: "default", Subject: "o-1", Version: int64(3 + i), EventID: fmt.Sprintf("e%d", i),
+				Event: []byte(`{}`), Expected: 2, FirstSeen: time.Now(), Reason: "gap"}); err != nil {
+				return err
+			}
+		}
+		if err := tx.RecordConflict(ctx, store.VersionConflict{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 2,
+			KeptEventID: "a", ConflictingID: "b", ConflictingEvent: []byte(`{}`)}); err != nil {
+			return err
+		}
+		// One quarantine entry resolved, one deferral taken.
+		if err := tx.ResolveQuarantine(ctx, "c", 1, ""); err != nil {
+			return err
+		}
+		_, _, err := tx.TakeDeferred(ctx, "c", "default", "o-1", 3)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"a", "b"} {
+		if _, _, err := s.Effects().Reserve(ctx, "default", key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Effects().Run(ctx, "default", "c", func(context.Context) (string, error) { return "ref", nil }); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.Counts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := store.Counts{Quarantined: 2, Deferred: 2, Conflicts: 1,
+		Effects: map[store.EffectState]int64{store.EffectReserved: 2, store.EffectCompleted: 1}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("counts (-want +got):\n%s", diff)
+	}
+	// Each figure agrees with the listing it replaces.
+	qs, err := s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Open: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := s.Consumers().Deferred(ctx, "", time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := s.Consumers().Conflicts(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(qs) != int(got.Quarantined) || len(ds) != int(got.Deferred) || len(cs) != int(got.Conflicts) {
+		t.Errorf("listings: %d quarantined, %d deferred, %d conflicts; counts %+v", len(qs), len(ds), len(cs), got)
+	}
+
+	closed, err := store.Open(ctx, filepath.Join(t.TempDir(), "closed.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed.Close()
+	if _, err := closed.Counts(ctx); !errors.Is(err, store.ErrClosed) {
+		t.Errorf("Counts on a closed store: %v, want ErrClosed", err)
+	}
+}
