@@ -239,12 +239,29 @@ func TestOneActiveRunner(t *testing.T) {
 	ctx1, stop1 := context.WithCancel(ctx)
 	r1, _ := projection.NewRunner(s, p, &projection.RunnerOptions{LeaseTTL: opts.LeaseTTL, Owner: "one"})
 	r2, _ := projection.NewRunner(s, p, &projection.RunnerOptions{LeaseTTL: opts.LeaseTTL, Owner: "two"})
-	done1, done2 := make(chan error, 1), make(chan error, 1)
-	go func() { done1 <- r1.Run(ctx1) }()
-	if err := projection.WaitFor(ctx, s, "shared", 50); err != nil {
-		t.Fatal(err)
+	// A runner that fails ends the waits below with its error, rather
+	// than leaving WaitFor to wait for a checkpoint nobody moves.
+	waitCtx, failed := context.WithCancelCause(ctx)
+	defer failed(nil)
+	waitFor := func(pos int64) {
+		t.Helper()
+		wctx, wcancel := context.WithTimeout(waitCtx, 2*time.Minute)
+		defer wcancel()
+		if err := projection.WaitFor(wctx, s, "shared", pos); err != nil {
+			t.Fatalf("WaitFor %d: %v (cause: %v)", pos, err, context.Cause(waitCtx))
+		}
 	}
-	go func() { done2 <- r2.Run(ctx) }()
+	done1, done2 := make(chan error, 1), make(chan error, 1)
+	run := func(r *projection.Runner, ctx context.Context, name string, done chan<- error) {
+		err := r.Run(ctx)
+		if err != nil {
+			failed(fmt.Errorf("runner %s: %w", name, err))
+		}
+		done <- err
+	}
+	go run(r1, ctx1, "one", done1)
+	waitFor(50)
+	go run(r2, ctx, "two", done2)
 	// r2 stands by while r1 holds the lease.
 	leases, _ := s.Leases().List(ctx)
 	if len(leases) != 1 || leases[0].Owner != "one" {
@@ -255,15 +272,15 @@ func TestOneActiveRunner(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := appendN(t, s, "a", 10)
-	if err := projection.WaitFor(ctx, s, "shared", res.LastPosition()); err != nil {
-		t.Fatal(err)
-	}
+	waitFor(res.LastPosition())
 	leases, _ = s.Leases().List(ctx)
 	if len(leases) != 1 || leases[0].Owner != "two" {
 		t.Errorf("after the first stopped, the standby holds it: %+v", leases)
 	}
 	cancel()
-	<-done2
+	if err := <-done2; err != nil {
+		t.Errorf("runner two: %v", err)
+	}
 	checkExactlyOnce(t, s, "shared_applied", 60, nil)
 }
 
