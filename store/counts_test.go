@@ -45,7 +45,7 @@ func TestCounts(t *testing.T) {
 		if err := tx.ResolveQuarantine(ctx, "c", 1, ""); err != nil {
 			return err
 		}
-		_, _, err := tx.TakeDeferred(ctx, "c", "default", "o-1", 3)
+		_, _, err := tx.TakeDeferred(ctx, "default", "c", "o-1", 3)
 		return err
 	})
 	if err != nil {
