@@ -69,8 +69,8 @@ type Stats struct {
 	Name        string                 `json:"name"`
 	Checkpoint  int64                  `json:"checkpoint,string"`
 	Head        int64                  `json:"head,string"`
-	Lag         int64                  `json:"lag"` // positions behind the head
-	Status      store.ProjectionStatus `json:"status"`
+	Lag         int64                  `json:"lag"`    // positions behind the head
+	Status      store.ProjectionStatus `json:"status"` // running, idle, stopped, rebuilding or orphaned
 	Quarantined int                    `json:"quarantined"`
 	Detail      string                 `json:"detail,omitempty"`
 }
