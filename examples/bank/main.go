@@ -5,15 +5,12 @@
 //	go run ./examples/bank --db bank.db             # the demo, on bank.db (kept)
 //	go run ./examples/bank --db bank.db replay balances   # rebuild the read model
 //
-// It shows the main calls together: an aggregate (an account) whose
-// commands carry an operation id, so a retried command returns its first
-// result and appends nothing; a business rule (no overdraft) that refuses a
-// command; a projection (the balances table) kept up to date by a runner;
-// read-your-writes (projection.WaitFor on the position the command
-// appended); the outbox relay draining the events to standard output as
-// CloudEvents; and the replay command mounted over the service's own
-// projection. Run the demo twice on one --db: every command is then a
-// retry, and nothing is appended.
+// An account aggregate whose commands carry an operation id (a retry
+// returns the first result, appends nothing), a rule refusing overdrafts,
+// a balances projection read right after each command (projection.WaitFor
+// on the appended position), the relay printing the published CloudEvents,
+// and the replay command mounted over the service's own projection. Run
+// twice on one --db, every command is a retry.
 package main
 
 import (
@@ -36,27 +33,28 @@ import (
 	"github.com/eventlite/eventlite/store"
 )
 
-// Events.
-type AccountOpened struct {
-	Owner string `json:"owner"`
-}
-type MoneyDeposited struct {
-	Amount int64 `json:"amount"`
-}
-type MoneyWithdrawn struct {
-	Amount int64 `json:"amount"`
-}
+// Events, and the commands that produce them.
+type (
+	AccountOpened struct {
+		Owner string `json:"owner"`
+	}
+	MoneyDeposited struct {
+		Amount int64 `json:"amount"`
+	}
+	MoneyWithdrawn struct {
+		Amount int64 `json:"amount"`
+	}
 
-// Commands.
-type OpenAccount struct {
-	Owner string `json:"owner"`
-}
-type Deposit struct {
-	Amount int64 `json:"amount"`
-}
-type Withdraw struct {
-	Amount int64 `json:"amount"`
-}
+	OpenAccount struct {
+		Owner string `json:"owner"`
+	}
+	Deposit struct {
+		Amount int64 `json:"amount"`
+	}
+	Withdraw struct {
+		Amount int64 `json:"amount"`
+	}
+)
 
 // Account is the state folded from an account's events.
 type Account struct {
@@ -102,20 +100,20 @@ func decide(a Account, cmd aggregate.Command) ([]any, error) {
 	}
 	switch c := cmd.Payload.(type) {
 	case Deposit:
-		if c.Amount <= 0 {
-			return nil, ErrBadAmount
+		if c.Amount > 0 {
+			return []any{MoneyDeposited(c)}, nil
 		}
-		return []any{MoneyDeposited(c)}, nil
 	case Withdraw:
-		if c.Amount <= 0 {
-			return nil, ErrBadAmount
-		}
 		if c.Amount > a.Balance { // the business rule: no overdraft
 			return nil, fmt.Errorf("%w: balance %d, asked %d", ErrInsufficientFunds, a.Balance, c.Amount)
 		}
-		return []any{MoneyWithdrawn(c)}, nil
+		if c.Amount > 0 {
+			return []any{MoneyWithdrawn(c)}, nil
+		}
+	default:
+		return nil, fmt.Errorf("unknown command %T", cmd.Payload)
 	}
-	return nil, fmt.Errorf("unknown command %T", cmd.Payload)
+	return nil, ErrBadAmount
 }
 
 // balances is the read model: one row per account.
