@@ -1,0 +1,321 @@
+// Command bank is a small bank account service on eventlite, runnable as
+// it stands:
+//
+//	go run ./examples/bank                          # the demo, on a database in a temp dir
+//	go run ./examples/bank --db bank.db             # the demo, on bank.db (kept)
+//	go run ./examples/bank --db bank.db replay balances   # rebuild the read model
+//
+// An account aggregate whose commands carry an operation id (a retry
+// returns the first result, appends nothing), a rule refusing overdrafts,
+// a balances projection read right after each command (projection.WaitFor
+// on the appended position), the relay printing the published CloudEvents,
+// and the replay command mounted over the service's own projection. Run
+// twice on one --db, every command is a retry.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/eventlite/eventlite/aggregate"
+	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/projection"
+	"github.com/eventlite/eventlite/publish"
+	"github.com/eventlite/eventlite/replay/replaycmd"
+	"github.com/eventlite/eventlite/store"
+)
+
+// Events, and the commands that produce them.
+type (
+	AccountOpened struct {
+		Owner string `json:"owner"`
+	}
+	MoneyDeposited struct {
+		Amount int64 `json:"amount"`
+	}
+	MoneyWithdrawn struct {
+		Amount int64 `json:"amount"`
+	}
+
+	OpenAccount struct {
+		Owner string `json:"owner"`
+	}
+	Deposit struct {
+		Amount int64 `json:"amount"`
+	}
+	Withdraw struct {
+		Amount int64 `json:"amount"`
+	}
+)
+
+// Account is the state folded from an account's events.
+type Account struct {
+	Open    bool
+	Balance int64
+}
+
+var (
+	ErrNoAccount         = errors.New("no such account")
+	ErrBadAmount         = errors.New("the amount must be positive")
+	ErrInsufficientFunds = errors.New("insufficient funds")
+)
+
+func registry() *envelope.Registry {
+	var r envelope.Registry
+	envelope.Register[AccountOpened](&r, "account.opened")
+	envelope.Register[MoneyDeposited](&r, "account.deposited")
+	envelope.Register[MoneyWithdrawn](&r, "account.withdrawn")
+	return &r
+}
+
+func evolve(a Account, ev aggregate.Event) Account {
+	switch p := ev.Payload.(type) {
+	case AccountOpened:
+		a.Open = true
+	case MoneyDeposited:
+		a.Balance += p.Amount
+	case MoneyWithdrawn:
+		a.Balance -= p.Amount
+	}
+	return a
+}
+
+func decide(a Account, cmd aggregate.Command) ([]any, error) {
+	if c, ok := cmd.Payload.(OpenAccount); ok {
+		if a.Open {
+			return nil, nil // already open: nothing to do
+		}
+		return []any{AccountOpened(c)}, nil
+	}
+	if !a.Open {
+		return nil, ErrNoAccount
+	}
+	switch c := cmd.Payload.(type) {
+	case Deposit:
+		if c.Amount > 0 {
+			return []any{MoneyDeposited(c)}, nil
+		}
+	case Withdraw:
+		if c.Amount > a.Balance { // the business rule: no overdraft
+			return nil, fmt.Errorf("%w: balance %d, asked %d", ErrInsufficientFunds, a.Balance, c.Amount)
+		}
+		if c.Amount > 0 {
+			return []any{MoneyWithdrawn(c)}, nil
+		}
+	default:
+		return nil, fmt.Errorf("unknown command %T", cmd.Payload)
+	}
+	return nil, ErrBadAmount
+}
+
+// balances is the read model: one row per account.
+func balances() projection.Projection {
+	return projection.Projection{
+		Name:  "balances",
+		Types: []string{"account.opened", "account.deposited", "account.withdrawn"},
+		Tables: []projection.Table{{Name: "balances", Schema: `CREATE TABLE {table} (
+			tenant TEXT NOT NULL, account TEXT NOT NULL, owner TEXT NOT NULL, balance INTEGER NOT NULL,
+			PRIMARY KEY (tenant, account))`}},
+		Apply: func(ctx context.Context, tx *projection.Tx, e envelope.Event) error {
+			d, err := envelope.DecodeData[struct {
+				Owner  string `json:"owner"`
+				Amount int64  `json:"amount"`
+			}](e)
+			if err != nil {
+				return err
+			}
+			if e.Type == "account.withdrawn" {
+				d.Amount = -d.Amount
+			}
+			_, err = tx.ExecContext(ctx, `INSERT INTO `+tx.Table("balances")+` (tenant, account, owner, balance) VALUES (?, ?, ?, ?)
+				ON CONFLICT (tenant, account) DO UPDATE SET balance = balance + excluded.balance`, e.Tenant, e.Stream, d.Owner, d.Amount)
+			return err
+		},
+	}
+}
+
+// Bank is the service: the store, the account handler and the runner that
+// keeps the balances up to date.
+type Bank struct {
+	Store    *store.Store
+	Accounts *aggregate.Handler[Account]
+	log      hclog.Logger
+	stop     context.CancelFunc
+	done     chan error
+}
+
+// OpenBank opens the database at path and starts the balances runner.
+func OpenBank(ctx context.Context, path string, log hclog.Logger) (*Bank, error) {
+	s, err := store.Open(ctx, path, &store.Options{Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	h, err := aggregate.New(s, aggregate.Definition[Account]{
+		Name: "account", Registry: registry(), Evolve: evolve, Decide: decide, Source: "/bank",
+	}, &aggregate.Options{Logger: log})
+	if err == nil {
+		var r *projection.Runner
+		if r, err = projection.NewRunner(s, balances(), &projection.RunnerOptions{Logger: log}); err == nil {
+			runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+			b := &Bank{Store: s, Accounts: h, log: log, stop: stop, done: make(chan error, 1)}
+			go func() { b.done <- r.Run(runCtx) }()
+			return b, nil
+		}
+	}
+	return nil, errors.Join(err, s.Close())
+}
+
+// Close stops the runner and closes the store.
+func (b *Bank) Close() error {
+	b.stop()
+	err := <-b.done
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return errors.Join(err, b.Store.Close())
+}
+
+// Do handles a command on an account and returns its result and the
+// account's balance as the read model has it, with the command included
+// (read your writes).
+func (b *Bank) Do(ctx context.Context, account, opID string, cmd any) (aggregate.Result, int64, error) {
+	res, err := b.Accounts.Handle(ctx, aggregate.Command{Stream: account, OperationID: opID, Payload: cmd})
+	if err != nil {
+		return res, 0, err
+	}
+	if n := len(res.Positions); n > 0 {
+		// A request does not wait forever; long enough, though, for a
+		// runner to take over the lease of a process that was killed (15s).
+		waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := projection.WaitFor(waitCtx, b.Store, "balances", res.Positions[n-1]); err != nil {
+			return res, 0, err
+		}
+	}
+	bal, err := b.Balance(ctx, account)
+	return res, bal, err
+}
+
+// Balance reads an account's balance from the read model.
+func (b *Bank) Balance(ctx context.Context, account string) (bal int64, err error) {
+	err = b.Store.View(ctx, func(tx *store.ReadTx) error {
+		return tx.QueryRowContext(ctx, `SELECT balance FROM balances WHERE tenant = 'default' AND account = ?`, account).Scan(&bal)
+	})
+	return bal, err
+}
+
+// Relay publishes what the outbox holds to w, as CloudEvents JSON Lines,
+// and returns when it is drained.
+func (b *Bank) Relay(ctx context.Context, w io.Writer) error {
+	pub := publish.NewStdout(w)
+	r, err := publish.New(publish.Options{Store: b.Store, Publisher: pub, Once: true, Logger: b.log})
+	if err != nil {
+		return err
+	}
+	return errors.Join(r.Run(ctx), pub.Close())
+}
+
+// demo runs a short script of commands and prints what each did.
+func demo(ctx context.Context, b *Bank, out io.Writer) error {
+	steps := []struct {
+		say, account, opID string
+		cmd                any
+	}{
+		{"open acc-1 for alice", "acc-1", "open-1", OpenAccount{Owner: "alice"}},
+		{"deposit 100 to acc-1", "acc-1", "dep-1", Deposit{Amount: 100}},
+		{"deposit 100 to acc-1", "acc-1", "dep-1", Deposit{Amount: 100}}, // a retry after a lost reply
+		{"withdraw 30 from acc-1", "acc-1", "wd-1", Withdraw{Amount: 30}},
+		{"withdraw 500 from acc-1", "acc-1", "wd-2", Withdraw{Amount: 500}}, // refused: no overdraft
+		{"open acc-2 for bob", "acc-2", "open-2", OpenAccount{Owner: "bob"}},
+		{"deposit 50 to acc-2", "acc-2", "dep-2", Deposit{Amount: 50}},
+	}
+	for _, st := range steps {
+		res, bal, err := b.Do(ctx, st.account, st.opID, st.cmd)
+		what := fmt.Sprintf("%-24s %-14s", st.say, "(op "+st.opID+"):")
+		switch {
+		case errors.Is(err, ErrInsufficientFunds), errors.Is(err, ErrNoAccount), errors.Is(err, ErrBadAmount):
+			fmt.Fprintln(out, what, "refused:", err)
+		case err != nil:
+			return err
+		case res.Replayed:
+			fmt.Fprintf(out, "%s already done: version %d, balance %d\n", what, res.Version, bal)
+		default:
+			fmt.Fprintf(out, "%s ok: version %d, balance %d\n", what, res.Version, bal)
+		}
+	}
+	fmt.Fprintln(out, "\nthe relay publishes the outbox to stdout:")
+	return b.Relay(ctx, out)
+}
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is the program: bank [--db PATH] [-v] [replay NAME [flags]].
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bank", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	db := fs.String("db", "", "the database file (default: one in a new temp dir, removed at exit)")
+	verbose := fs.Bool("v", false, "debug logs on stderr")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: bank [--db PATH] [-v]\t\trun the demo\n       bank --db PATH %s\n\n", replaycmd.Usage("replay"))
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
+		return 2
+	}
+	level := hclog.Warn
+	if *verbose {
+		level = hclog.Debug
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "bank", Level: level, Output: stderr})
+
+	if fs.Arg(0) == "replay" {
+		if *db == "" {
+			fmt.Fprintln(stderr, "bank: replay needs --db PATH")
+			return 2
+		}
+		return replaycmd.Run(ctx, fs.Args()[1:], replaycmd.Config{
+			Open: func(ctx context.Context) (*store.Store, error) {
+				return store.Open(ctx, *db, &store.Options{Logger: log})
+			},
+			Projections: []projection.Projection{balances()},
+			Stdout:      stdout,
+			Stderr:      stderr,
+			Logger:      log,
+		})
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return 2
+	}
+	path := *db
+	if path == "" {
+		dir, err := os.MkdirTemp("", "bank-")
+		if err != nil {
+			fmt.Fprintln(stderr, "bank:", err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		path = filepath.Join(dir, "bank.db")
+	}
+	b, err := OpenBank(ctx, path, log)
+	if err == nil {
+		err = errors.Join(demo(ctx, b, stdout), b.Close())
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "bank:", err)
+		return 1
+	}
+	return 0
+}
