@@ -34,8 +34,9 @@
 //     stream's later events in the call are not sent. The publisher passes
 //     publish's conformance suite (publishtest.RunPublisherSuite).
 //   - Subjects: the template's placeholders {tenant}, {type} and {stream}
-//     each fill a token of their own, escaped injectively (SanitizeToken),
-//     so two tenants, streams or types never share a subject and a
+//     each fill a token of their own, escaped injectively ('.', '*', '>',
+//     '_', white space, control characters and invalid UTF-8 become '_'
+//     and two hex digits: "a.b" is "a_2Eb"), so two tenants, streams or types never share a subject and a
 //     subject filter on one tenant sees that tenant's events only.
 //   - Consuming: RunJetStream acknowledges a message only after the
 //     consumer's transaction committed; a transient failure naks it with a

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/consumerhook"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 )
@@ -91,6 +92,7 @@ func DecodeMessage(m jetstream.Msg, maxData int) (envelope.Event, error) {
 // evidence and terminated, never redelivered forever.
 func RunJetStream(ctx context.Context, js jetstream.JetStream, c *projection.Consumer, opts JetStreamOptions) error {
 	opts.defaults(c)
+	parts := consumerhook.For(c)
 	cfg := jetstream.ConsumerConfig{
 		Durable:       opts.Durable,
 		AckPolicy:     jetstream.AckExplicitPolicy,
@@ -108,7 +110,7 @@ func RunJetStream(ctx context.Context, js jetstream.JetStream, c *projection.Con
 	lastSweep := time.Now()
 	for ctx.Err() == nil {
 		select {
-		case <-c.Store().Done():
+		case <-parts.Store.Done():
 			return fmt.Errorf("consumer %s: %w", c.Name(), store.ErrClosed)
 		default:
 		}
@@ -117,7 +119,7 @@ func RunJetStream(ctx context.Context, js jetstream.JetStream, c *projection.Con
 			if ctx.Err() != nil {
 				return nil
 			}
-			c.Logger().Warn("fetch failed; retrying", "error", err)
+			parts.Log.Warn("fetch failed; retrying", "error", err)
 			select {
 			case <-ctx.Done():
 			case <-time.After(opts.NakDelay):
@@ -125,7 +127,7 @@ func RunJetStream(ctx context.Context, js jetstream.JetStream, c *projection.Con
 			continue
 		}
 		for m := range batch.Messages() {
-			if err := handleMsg(ctx, c, m, opts); err != nil {
+			if err := handleMsg(ctx, c, parts, m, opts); err != nil {
 				if ctx.Err() != nil {
 					return nil // the message stays unacked: redelivered after AckWait
 				}
@@ -133,24 +135,24 @@ func RunJetStream(ctx context.Context, js jetstream.JetStream, c *projection.Con
 			}
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && ctx.Err() == nil {
-			c.Logger().Debug("fetch ended", "error", err)
+			parts.Log.Debug("fetch ended", "error", err)
 		}
 		if _, err := c.ApplyRetries(ctx); err != nil && ctx.Err() == nil {
-			c.Logger().Warn("applying retried events failed", "error", err)
+			parts.Log.Warn("applying retried events failed", "error", err)
 		}
 		if time.Since(lastSweep) >= opts.SweepEvery {
 			lastSweep = time.Now()
 			if _, err := c.Sweep(ctx); errors.Is(err, store.ErrClosed) {
 				return err
 			} else if err != nil && ctx.Err() == nil {
-				c.Logger().Warn("sweep failed", "error", err)
+				parts.Log.Warn("sweep failed", "error", err)
 			}
 		}
 	}
 	return nil
 }
 
-func handleMsg(ctx context.Context, c *projection.Consumer, m jetstream.Msg, opts JetStreamOptions) error {
+func handleMsg(ctx context.Context, c *projection.Consumer, parts consumerhook.Parts, m jetstream.Msg, opts JetStreamOptions) error {
 	meta, _ := m.Metadata()
 	e, err := DecodeMessage(m, opts.MaxData)
 	if err != nil {
@@ -177,7 +179,7 @@ func handleMsg(ctx context.Context, c *projection.Consumer, m jetstream.Msg, opt
 			}
 			return m.TermWithReason("failed too often: quarantined")
 		}
-		c.Logger().Warn("handling failed; the message comes again", "id", e.ID, "error", err)
+		parts.Log.Warn("handling failed; the message comes again", "id", e.ID, "error", err)
 		return m.NakWithDelay(opts.NakDelay)
 	}
 	return m.Ack()

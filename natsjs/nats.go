@@ -53,7 +53,10 @@ type NATSOptions struct {
 	Stream string
 	// Subject is the subject template: literal text with the placeholders
 	// {tenant}, {type} and {stream}, each in a token of its own, whose
-	// values are escaped as SanitizeToken says ("a.b" becomes "a_2Eb").
+	// values are escaped: each byte of '.', '*', '>', '_', white space, a
+	// control character or invalid UTF-8 is written as '_' and two
+	// uppercase hex digits ("a.b" becomes "a_2Eb"), every other byte is
+	// kept, and an empty value is EmptyToken.
 	// Default DefaultSubject.
 	Subject string
 	// CreateStream creates the stream when it is missing: file storage,

@@ -85,7 +85,7 @@ func parseSubject(s string) (subjectTemplate, error) {
 }
 
 // render returns the subject of an event: the template with each
-// placeholder replaced by its value, escaped (see SanitizeToken).
+// placeholder replaced by its value, escaped (see sanitizeToken).
 func (t subjectTemplate) render(e *envelope.Event) string {
 	var b strings.Builder
 	b.Grow(len(t.text) + len(e.Tenant) + len(e.Type) + len(e.Stream))
@@ -105,7 +105,7 @@ func (t subjectTemplate) render(e *envelope.Event) string {
 }
 
 // EmptyToken is what an empty placeholder value becomes in a subject. No
-// other value becomes it: every '_' that SanitizeToken writes for a
+// other value becomes it: every '_' written for a
 // non-empty value is followed by two hex digits.
 const EmptyToken = "_"
 
@@ -124,7 +124,7 @@ var plainByte = func() (t [utf8.RuneSelf]bool) {
 const upperHex = "0123456789ABCDEF"
 
 // writeToken writes a placeholder's value as a NATS subject token,
-// injectively (see SanitizeToken).
+// injectively (see sanitizeToken).
 func writeToken(b *strings.Builder, v string) {
 	if v == "" {
 		b.WriteString(EmptyToken)
@@ -160,14 +160,14 @@ func escapeBytes(b *strings.Builder, s string) {
 	}
 }
 
-// SanitizeToken returns v as it appears in a NATS subject when it fills a
+// sanitizeToken returns v as it appears in a NATS subject when it fills a
 // placeholder: each byte of '.', '*', '>', '_', white space, a control
 // character (Unicode Cc) or invalid UTF-8 is written as '_' and two
 // uppercase hex digits ("a.b" is "a_2Eb", "a_b" is "a_5Fb"); every other
 // byte is kept. An empty v is EmptyToken ("_"). The mapping is
 // injective: two different values never share a token, so two tenants
 // never share a subject.
-func SanitizeToken(v string) string {
+func sanitizeToken(v string) string {
 	var b strings.Builder
 	writeToken(&b, v)
 	return b.String()

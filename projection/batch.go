@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/projapply"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -26,13 +27,13 @@ func (e *EventError) Error() string {
 // Unwrap returns the handler's error.
 func (e *EventError) Unwrap() error { return e.Err }
 
-// ApplyBatchTx applies events (in position order) with the tables named
+// applyBatchTx applies events (in position order) with the tables named
 // by names, inside tx, under one savepoint: with ApplyBatch when the
-// projection has one, else as ApplyEventsTx does. On error (or panic)
+// projection has one, else as applyEventsTx does. On error (or panic)
 // every write of the batch is undone and the transaction stays usable.
-func (p *Projection) ApplyBatchTx(ctx context.Context, tx *store.Tx, names map[string]string, events []envelope.Event) error {
+func (p *Projection) applyBatchTx(ctx context.Context, tx *store.Tx, names map[string]string, events []envelope.Event) error {
 	if p.ApplyBatch == nil {
-		return p.ApplyEventsTx(ctx, tx, names, events)
+		return p.applyEventsTx(ctx, tx, names, events)
 	}
 	if len(events) == 0 {
 		return nil
@@ -47,11 +48,11 @@ func (p *Projection) ApplyBatchTx(ctx context.Context, tx *store.Tx, names map[s
 	})
 }
 
-// ApplyEventsTx applies events one by one with Apply, inside tx, under
-// one savepoint (not one per event, as ApplyTx has: the batch stands or
+// applyEventsTx applies events one by one with Apply, inside tx, under
+// one savepoint (not one per event, as applyTx has: the batch stands or
 // falls as a whole). An error is an *EventError naming the event; every
 // write of the batch is then undone.
-func (p *Projection) ApplyEventsTx(ctx context.Context, tx *store.Tx, names map[string]string, events []envelope.Event) error {
+func (p *Projection) applyEventsTx(ctx context.Context, tx *store.Tx, names map[string]string, events []envelope.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -90,4 +91,11 @@ func (p *Projection) underSavepoint(ctx context.Context, tx *store.Tx, fn func()
 		}
 	}()
 	return fn()
+}
+
+func init() {
+	projapply.For = func(p any) projapply.Ops {
+		pp := p.(*Projection)
+		return projapply.Ops{CreateTables: pp.createTables, ApplyBatch: pp.applyBatchTx, ApplyEvents: pp.applyEventsTx}
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/consumerhook"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -96,11 +97,12 @@ func NewConsumer(s *store.Store, opts ConsumerOptions) (*Consumer, error) {
 // Name is the consumer's name.
 func (c *Consumer) Name() string { return c.opts.Name }
 
-// Store is the store the consumer writes to.
-func (c *Consumer) Store() *store.Store { return c.s }
-
-// Logger is the consumer's logger.
-func (c *Consumer) Logger() hclog.Logger { return c.log }
+func init() {
+	consumerhook.For = func(c any) consumerhook.Parts {
+		cc := c.(*Consumer)
+		return consumerhook.Parts{Store: cc.s, Log: cc.log}
+	}
+}
 
 func tenantOf(e envelope.Event) string {
 	if e.Tenant == "" {

@@ -94,8 +94,8 @@ func (p *Projection) Validate() error {
 	return nil
 }
 
-// LiveTables maps each declared table to itself.
-func (p *Projection) LiveTables() map[string]string {
+// liveTables maps each declared table to itself.
+func (p *Projection) liveTables() map[string]string {
 	m := make(map[string]string, len(p.Tables))
 	for _, t := range p.Tables {
 		m[t.Name] = t.Name
@@ -103,9 +103,9 @@ func (p *Projection) LiveTables() map[string]string {
 	return m
 }
 
-// CreateTables creates the declared tables under the given names (a
+// createTables creates the declared tables under the given names (a
 // table already there is left alone).
-func (p *Projection) CreateTables(ctx context.Context, s *store.Store, tx *store.Tx, names map[string]string) error {
+func (p *Projection) createTables(ctx context.Context, s *store.Store, tx *store.Tx, names map[string]string) error {
 	for _, t := range p.Tables {
 		name := names[t.Name]
 		ok, err := tx.TableExists(ctx, name)
@@ -122,10 +122,10 @@ func (p *Projection) CreateTables(ctx context.Context, s *store.Store, tx *store
 	return nil
 }
 
-// ApplyTx applies one event with the tables named by names, inside tx,
+// applyTx applies one event with the tables named by names, inside tx,
 // under a savepoint: on error (or panic) the event's writes are undone and
 // the transaction stays usable.
-func (p *Projection) ApplyTx(ctx context.Context, tx *store.Tx, names map[string]string, e envelope.Event) (err error) {
+func (p *Projection) applyTx(ctx context.Context, tx *store.Tx, names map[string]string, e envelope.Event) (err error) {
 	if _, err := tx.ExecContext(ctx, "SAVEPOINT projection_event"); err != nil {
 		return err
 	}

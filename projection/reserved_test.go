@@ -52,7 +52,7 @@ func tableProjection(table string) projection.Projection {
 // TestReservedTableNames: a projection may not declare a table named like
 // any table or index of eventlite's own schema (in any case) or an SQLite
 // internal name: Validate and NewRunner refuse it with ErrReservedTable,
-// so CreateTables never skips an eventlite table and hands it to the
+// so createTables never skips an eventlite table and hands it to the
 // handler.
 func TestReservedTableNames(t *testing.T) {
 	ctx := context.Background()

@@ -72,7 +72,7 @@ func (r *Runner) retryPass(ctx context.Context, lease store.Lease) error {
 				return err
 			}
 			if cause == nil && r.p.Deliver == nil {
-				cause = r.p.ApplyTx(ctx, tx, r.names, e)
+				cause = r.p.applyTx(ctx, tx, r.names, e)
 			}
 			if cause != nil {
 				_, err := tx.RetryFailed(ctx, q.ID, cause.Error())

@@ -115,7 +115,7 @@ func NewRunner(s *store.Store, p Projection, opts *RunnerOptions) (*Runner, erro
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
-	return &Runner{s: s, p: p, opts: o, log: o.Logger.Named("projection." + p.Name), names: p.LiveTables()}, nil
+	return &Runner{s: s, p: p, opts: o, log: o.Logger.Named("projection." + p.Name), names: p.liveTables()}, nil
 }
 
 // Run waits for the projection's lease (standing by while another runner
@@ -185,7 +185,7 @@ func (r *Runner) setup(ctx context.Context, l store.Lease) error {
 		if err := tx.CheckFence(ctx, l); err != nil {
 			return err
 		}
-		if err := r.p.CreateTables(ctx, r.s, tx, r.names); err != nil {
+		if err := r.p.createTables(ctx, r.s, tx, r.names); err != nil {
 			return err
 		}
 		rec, err := r.s.Projections().Get(ctx, r.p.Name)
@@ -315,7 +315,7 @@ func (r *Runner) batch(ctx context.Context, lease store.Lease) (int64, error) {
 		// The whole batch under one savepoint (through ApplyBatch when the
 		// projection has one); only when it fails, event by event with
 		// bounded retries, to find and quarantine the event at fault.
-		err := r.p.ApplyBatchTx(ctx, tx, r.names, events)
+		err := r.p.applyBatchTx(ctx, tx, r.names, events)
 		if err == nil {
 			return r.finishTx(ctx, tx, lease, cp, to, holes, nil)
 		}
@@ -369,7 +369,7 @@ func (r *Runner) applyWithRetry(ctx context.Context, tx *store.Tx, e envelope.Ev
 		tried = 1
 	}
 	for attempt := tried + 1; attempt <= r.opts.MaxAttempts; attempt++ {
-		if err = r.p.ApplyTx(ctx, tx, r.names, e); err == nil {
+		if err = r.p.applyTx(ctx, tx, r.names, e); err == nil {
 			return attempt, nil
 		}
 		r.log.Debug("handler failed", "position", e.Position, "attempt", attempt, "error", err)

@@ -78,7 +78,7 @@
 //
 // natsjs.NATS publishes CloudEvents binary mode (ce- headers written through
 // sdk-go's binding) to a subject from a template, "eventlite.{tenant}.{type}"
-// by default, each value escaped (natsjs.SanitizeToken) so that two tenants,
+// by default, each value escaped ("a.b" becomes "a_2Eb") so that two tenants,
 // streams or types never share a subject; HTTP posts with sdk-go's CloudEvents HTTP client, binary mode
 // by default or structured; Stdout writes JSON Lines. Every publisher
 // passes one shared test suite: delivery, order per stream, dedupe, and

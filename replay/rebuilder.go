@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/projapply"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 )
@@ -42,6 +43,7 @@ var errTooFarBehind = errors.New("too far behind the head to swap")
 type rebuilder struct {
 	s     *store.Store
 	p     projection.Projection
+	ops   projapply.Ops // p's table operations
 	o     Options
 	log   hclog.Logger
 	lease store.Lease
@@ -185,7 +187,7 @@ func (r *rebuilder) begin(ctx context.Context, watermark int64, res *Result) err
 		for _, t := range r.p.Tables {
 			r.shadows[t.Name] = store.ShadowTable(t.Name, row.Generation)
 		}
-		if err := r.p.CreateTables(ctx, r.s, tx, r.shadows); err != nil {
+		if err := r.ops.CreateTables(ctx, r.s, tx, r.shadows); err != nil {
 			return err
 		}
 		if err := tx.SaveRebuild(ctx, row); err != nil {
@@ -373,14 +375,14 @@ func (r *rebuilder) applyTx(ctx context.Context, tx *store.Tx, events []envelope
 // ApplyBatch fails, the batch (undone) is applied again event by event
 // with Apply to find it.
 func (r *rebuilder) apply(ctx context.Context, tx *store.Tx, events []envelope.Event) error {
-	err := r.p.ApplyBatchTx(ctx, tx, r.shadows, events)
+	err := r.ops.ApplyBatch(ctx, tx, r.shadows, events)
 	if err == nil {
 		return nil
 	}
 	var ee *projection.EventError
 	if !errors.As(err, &ee) {
 		batchErr := err
-		err = r.p.ApplyEventsTx(ctx, tx, r.shadows, events)
+		err = r.ops.ApplyEvents(ctx, tx, r.shadows, events)
 		if err == nil {
 			return fmt.Errorf("replay %s: ApplyBatch failed on positions %d-%d, but Apply succeeded on each of them: ApplyBatch must do what Apply does: %w",
 				r.p.Name, events[0].Position, events[len(events)-1].Position, batchErr)

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/oklog/ulid/v2"
 
+	"github.com/eventlite/eventlite/internal/projapply"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 )
@@ -201,6 +202,7 @@ func Rebuild(ctx context.Context, s *store.Store, p projection.Projection, opts 
 		return Result{}, fmt.Errorf("replay %s: %w", p.Name, err)
 	}
 	r := &rebuilder{s: s, p: p, o: o, log: o.Logger.Named("replay." + p.Name), lease: lease, renewed: time.Now(), start: time.Now()}
+	r.ops = projapply.For(&r.p)
 	r.size.Store(firstBatch)
 	if o.BatchSize > 0 {
 		r.size.Store(int64(o.BatchSize))
