@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/eventlite/eventlite/internal/leasing"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -121,6 +121,7 @@ type Relay struct {
 	pub  Publisher
 	log  hclog.Logger
 	rnd  *rand.Rand
+	h    *leasing.Holder // used by Run's goroutine and its renewer, in turn
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -157,8 +158,7 @@ func New(opts Options) (*Relay, error) {
 		return nil, errors.New("publish: Options needs a Store and a Publisher")
 	}
 	if opts.Owner == "" {
-		host, _ := os.Hostname()
-		opts.Owner = fmt.Sprintf("%s:%d:%08x", host, os.Getpid(), rand.Uint32())
+		opts.Owner = leasing.DefaultOwner()
 	}
 	if opts.Lease == "" {
 		opts.Lease = "relay"
@@ -198,12 +198,14 @@ func New(opts Options) (*Relay, error) {
 	if seed == 0 {
 		seed = rand.Uint64()
 	}
+	log := opts.Logger.Named("relay").With("owner", opts.Owner)
 	return &Relay{
 		opts: opts,
 		st:   opts.Store,
 		pub:  opts.Publisher,
-		log:  opts.Logger.Named("relay").With("owner", opts.Owner),
+		log:  log,
 		rnd:  rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		h:    &leasing.Holder{Leases: opts.Store.Leases(), Resource: opts.Lease, Owner: opts.Owner, TTL: opts.LeaseTTL, Name: "relay lease", Log: log},
 	}, nil
 }
 
@@ -248,13 +250,9 @@ func (r *Relay) Run(ctx context.Context) error {
 			r.log.Warn("lost the relay lease: its writes are refused; standing by", "token", lease.Token)
 			continue
 		}
-		rctx, rcancel := context.WithTimeout(context.Background(), time.Second)
-		if rerr := r.st.Leases().Release(rctx, lease); rerr != nil {
-			r.log.Warn("could not release the relay lease; it will expire", "error", rerr)
-		} else {
+		if r.h.Release(time.Second) == nil {
 			r.log.Info("released the relay lease", "token", lease.Token)
 		}
-		rcancel()
 		return r.finish(ctx, err)
 	}
 }
@@ -324,7 +322,7 @@ func (r *Relay) acquire(ctx context.Context) (store.Lease, error) {
 	wait := r.opts.BackoffBase
 	for {
 		changed := r.st.Changed()
-		l, err := r.st.Leases().Acquire(ctx, r.opts.Lease, r.opts.Owner, r.opts.LeaseTTL)
+		l, err := r.h.Acquire(ctx)
 		if err == nil {
 			r.log.Info("holding the relay lease", "token", l.Token, "ttl", r.opts.LeaseTTL)
 			r.setToken(l.Token)
@@ -414,7 +412,7 @@ func (r *Relay) hold(ctx context.Context, lease store.Lease) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		r.renew(lctx, lease, lost)
+		r.renew(lctx, lost)
 	}()
 	err := r.work(lctx, lease)
 	lost(nil) // stops the renewer (a cause set before stays)
@@ -427,7 +425,7 @@ func (r *Relay) hold(ctx context.Context, lease store.Lease) error {
 
 // renew renews the lease every RenewEvery until ctx ends. A renewal that
 // finds the lease taken over cancels ctx with errLeaseLost.
-func (r *Relay) renew(ctx context.Context, lease store.Lease, lost context.CancelCauseFunc) {
+func (r *Relay) renew(ctx context.Context, lost context.CancelCauseFunc) {
 	t := time.NewTicker(r.opts.RenewEvery)
 	defer t.Stop()
 	for {
@@ -436,7 +434,7 @@ func (r *Relay) renew(ctx context.Context, lease store.Lease, lost context.Cance
 			return
 		case <-t.C:
 		}
-		if _, err := r.st.Leases().Renew(ctx, lease); err != nil {
+		if _, err := r.h.Renew(ctx); err != nil {
 			if errors.Is(err, store.ErrStaleFence) {
 				lost(errLeaseLost)
 				return
