@@ -53,21 +53,22 @@ type Options struct {
 	Once bool
 	// Logger receives structured logs. Default: none.
 	Logger hclog.Logger
-	// Clock is the relay's clock for retry times and waits. Default: the
-	// system clock.
-	Clock Clock
-	// Seed seeds the jitter. Default: random.
-	Seed uint64
 	// OnBatch, when set, is called after each batch is settled (or
 	// refused), on the relay's goroutine: for progress and tests.
 	OnBatch func(BatchReport)
 	// OnLease, when set, is called with the lease token when the relay
 	// takes the lease, and with 0 when it releases or loses it.
 	OnLease func(token int64)
+
+	// Test hooks, set by the package's tests (export_test.go): the
+	// clock for retry times and waits (default the system clock) and
+	// the jitter's seed (default random).
+	clock clock
+	seed  uint64
 }
 
-// Clock tells the time and waits. Tests may drive a fake one.
-type Clock interface {
+// clock tells the time and waits. Tests drive a fake one.
+type clock interface {
 	Now() time.Time
 	// At returns a channel that receives once the clock reaches t (at
 	// once when it has).
@@ -143,9 +144,9 @@ type Stats struct {
 	Unreachable  int64 // rounds the destination was down
 	LeaseToken   int64 // the lease held now, 0 when standing by
 	LeasesLost   int64
-	// UnreachableSince is when the destination was found unreachable,
-	// by the relay's clock; zero while it is reachable. UnreachableError
-	// is the error it answered with last.
+	// UnreachableSince is when the destination was found unreachable;
+	// zero while it is reachable. UnreachableError is the error it
+	// answered with last.
 	UnreachableSince time.Time
 	UnreachableError string
 }
@@ -191,10 +192,10 @@ func New(opts Options) (*Relay, error) {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
-	if opts.Clock == nil {
-		opts.Clock = systemClock{}
+	if opts.clock == nil {
+		opts.clock = systemClock{}
 	}
-	seed := opts.Seed
+	seed := opts.seed
 	if seed == 0 {
 		seed = rand.Uint64()
 	}
@@ -397,7 +398,7 @@ func (r *Relay) sleep(ctx context.Context, d time.Duration) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-r.opts.Clock.At(r.opts.Clock.Now().Add(d)):
+	case <-r.opts.clock.At(r.opts.clock.Now().Add(d)):
 		return nil
 	}
 }
