@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/oklog/ulid/v2"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/leasing"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -106,8 +104,7 @@ func NewRunner(s *store.Store, p Projection, opts *RunnerOptions) (*Runner, erro
 		o.RenewEvery = o.LeaseTTL / 3
 	}
 	if o.Owner == "" {
-		host, _ := os.Hostname()
-		o.Owner = host + ":" + strconv.Itoa(os.Getpid()) + ":" + ulid.Make().String()[20:]
+		o.Owner = leasing.DefaultOwner()
 	}
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = 3
@@ -124,15 +121,15 @@ func NewRunner(s *store.Store, p Projection, opts *RunnerOptions) (*Runner, erro
 // projection halts on a quarantined event, ErrStaleFence when it lost its
 // lease. A clean stop releases the lease.
 func (r *Runner) Run(ctx context.Context) error {
-	lease, err := r.acquire(ctx, true)
+	h, err := r.acquire(ctx, true)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
-	defer r.release(lease)
-	return r.follow(ctx, &lease, true)
+	defer h.Release(releaseTimeout)
+	return r.follow(ctx, h, true)
 }
 
 // CatchUp brings the projection up to the log head and returns the
@@ -140,32 +137,35 @@ func (r *Runner) Run(ctx context.Context) error {
 // store.ErrLeaseHeld when a runner holds it (that runner keeps the
 // projection current).
 func (r *Runner) CatchUp(ctx context.Context) (int64, error) {
-	lease, err := r.acquire(ctx, false)
+	h, err := r.acquire(ctx, false)
 	if err != nil {
 		return 0, err
 	}
-	defer r.release(lease)
-	if err := r.follow(ctx, &lease, false); err != nil {
+	defer h.Release(releaseTimeout)
+	if err := r.follow(ctx, h, false); err != nil {
 		return 0, err
 	}
 	return r.s.Checkpoint(ctx, r.p.Name)
 }
 
-func (r *Runner) acquire(ctx context.Context, wait bool) (store.Lease, error) {
-	resource := LeaseResource(r.p.Name)
+// releaseTimeout bounds the release on exit, which runs after ctx ended.
+const releaseTimeout = 5 * time.Second
+
+func (r *Runner) acquire(ctx context.Context, wait bool) (*leasing.Holder, error) {
+	h := &leasing.Holder{Leases: r.s.Leases(), Resource: LeaseResource(r.p.Name), Owner: r.opts.Owner, TTL: r.opts.LeaseTTL, Name: "lease", Log: r.log}
 	logged := false
 	for {
-		l, err := r.s.Leases().Acquire(ctx, resource, r.opts.Owner, r.opts.LeaseTTL)
+		l, err := h.Acquire(ctx)
 		if err == nil {
 			r.log.Info("holding the lease", "owner", r.opts.Owner, "token", l.Token)
 			if err := r.setup(ctx, l); err != nil {
-				r.release(l)
-				return store.Lease{}, err
+				h.Release(releaseTimeout)
+				return nil, err
 			}
-			return l, nil
+			return h, nil
 		}
 		if !wait || !errors.Is(err, store.ErrLeaseHeld) {
-			return store.Lease{}, err
+			return nil, err
 		}
 		if !logged {
 			r.log.Info("standing by: another runner holds the lease", "error", err)
@@ -173,7 +173,7 @@ func (r *Runner) acquire(ctx context.Context, wait bool) (store.Lease, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return store.Lease{}, ctx.Err()
+			return nil, ctx.Err()
 		case <-time.After(r.opts.RenewEvery):
 		}
 	}
@@ -201,36 +201,24 @@ func (r *Runner) setup(ctx context.Context, l store.Lease) error {
 	})
 }
 
-func (r *Runner) release(l store.Lease) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := r.s.Leases().Release(ctx, l); err != nil {
-		r.log.Warn("could not release the lease; it expires on its own", "error", err)
-	}
-}
-
 // follow applies batches until the head (live: then waits for commits).
-func (r *Runner) follow(ctx context.Context, lease *store.Lease, live bool) error {
-	renewed := time.Now()
+func (r *Runner) follow(ctx context.Context, h *leasing.Holder, live bool) error {
 	for {
-		if time.Since(renewed) >= r.opts.RenewEvery {
-			l, err := r.s.Leases().Renew(ctx, *lease)
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil // stopped while renewing, as while applying
-				}
-				return err
+		lease, err := h.RenewAfter(ctx, r.opts.RenewEvery)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped while renewing, as while applying
 			}
-			*lease, renewed = l, time.Now()
+			return err
 		}
 		changed := r.s.Changed() // before reading, so no commit is missed
-		if err := r.retryPass(ctx, *lease); err != nil {
+		if err := r.retryPass(ctx, lease); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return err
 		}
-		n, err := r.batch(ctx, *lease)
+		n, err := r.batch(ctx, lease)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -243,7 +231,7 @@ func (r *Runner) follow(ctx context.Context, lease *store.Lease, live bool) erro
 		if !live {
 			return nil
 		}
-		timer := time.NewTimer(time.Until(renewed.Add(r.opts.RenewEvery)))
+		timer := time.NewTimer(time.Until(h.Renewed().Add(r.opts.RenewEvery)))
 		select {
 		case <-ctx.Done():
 			timer.Stop()

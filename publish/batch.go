@@ -40,7 +40,7 @@ func (r *Relay) work(ctx context.Context, lease store.Lease) (err error) {
 	}()
 	for {
 		changed := r.st.Changed()
-		now := r.opts.Clock.Now()
+		now := r.opts.clock.Now()
 		rows := next
 		if !fetched {
 			var err error
@@ -157,7 +157,7 @@ func (r *Relay) handle(ctx context.Context, rep BatchReport, o *outcome) error {
 		since := r.stats.UnreachableSince
 		r.stats.UnreachableSince, r.stats.UnreachableError = time.Time{}, ""
 		r.mu.Unlock()
-		r.log.Info("destination reachable again", "unreachable_for", r.opts.Clock.Now().Sub(since).Round(time.Millisecond))
+		r.log.Info("destination reachable again", "unreachable_for", r.opts.clock.Now().Sub(since).Round(time.Millisecond))
 		r.backoff, r.downErr = 0, nil
 		r.setReason("")
 	}
@@ -166,7 +166,7 @@ func (r *Relay) handle(ctx context.Context, rep BatchReport, o *outcome) error {
 
 // idle waits for a commit, a retry falling due, or the poll interval.
 func (r *Relay) idle(ctx context.Context, changed <-chan struct{}) error {
-	wake := r.opts.Clock.Now().Add(r.opts.PollInterval)
+	wake := r.opts.clock.Now().Add(r.opts.PollInterval)
 	if next, ok, err := r.st.Outbox().NextAttempt(ctx); err == nil && ok && next.Before(wake) {
 		wake = next
 	}
@@ -174,7 +174,7 @@ func (r *Relay) idle(ctx context.Context, changed <-chan struct{}) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-changed:
-	case <-r.opts.Clock.At(wake):
+	case <-r.opts.clock.At(wake):
 	}
 	return nil
 }
@@ -214,7 +214,7 @@ func (r *Relay) drained(ctx context.Context) (bool, error) {
 func (r *Relay) backOff(ctx context.Context, down error) error {
 	r.mu.Lock()
 	if r.backoff == 0 {
-		r.stats.UnreachableSince = r.opts.Clock.Now()
+		r.stats.UnreachableSince = r.opts.clock.Now()
 	}
 	r.stats.UnreachableError = down.Error()
 	r.stats.Unreachable++
@@ -355,7 +355,7 @@ func (r *Relay) publishBatch(ctx context.Context, lease store.Lease, rows []stor
 			transient = nil
 		}
 	}
-	now := r.opts.Clock.Now()
+	now := r.opts.clock.Now()
 	for _, i := range transient {
 		row := &rows[i]
 		n := row.Attempts + 1

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/eventlite/eventlite/internal/leasing"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -53,21 +53,22 @@ type Options struct {
 	Once bool
 	// Logger receives structured logs. Default: none.
 	Logger hclog.Logger
-	// Clock is the relay's clock for retry times and waits. Default: the
-	// system clock.
-	Clock Clock
-	// Seed seeds the jitter. Default: random.
-	Seed uint64
 	// OnBatch, when set, is called after each batch is settled (or
 	// refused), on the relay's goroutine: for progress and tests.
 	OnBatch func(BatchReport)
 	// OnLease, when set, is called with the lease token when the relay
 	// takes the lease, and with 0 when it releases or loses it.
 	OnLease func(token int64)
+
+	// Test hooks, set by the package's tests (export_test.go): the
+	// clock for retry times and waits (default the system clock) and
+	// the jitter's seed (default random).
+	clock clock
+	seed  uint64
 }
 
-// Clock tells the time and waits. Tests may drive a fake one.
-type Clock interface {
+// clock tells the time and waits. Tests drive a fake one.
+type clock interface {
 	Now() time.Time
 	// At returns a channel that receives once the clock reaches t (at
 	// once when it has).
@@ -121,6 +122,7 @@ type Relay struct {
 	pub  Publisher
 	log  hclog.Logger
 	rnd  *rand.Rand
+	h    *leasing.Holder // used by Run's goroutine and its renewer, in turn
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -142,9 +144,9 @@ type Stats struct {
 	Unreachable  int64 // rounds the destination was down
 	LeaseToken   int64 // the lease held now, 0 when standing by
 	LeasesLost   int64
-	// UnreachableSince is when the destination was found unreachable,
-	// by the relay's clock; zero while it is reachable. UnreachableError
-	// is the error it answered with last.
+	// UnreachableSince is when the destination was found unreachable;
+	// zero while it is reachable. UnreachableError is the error it
+	// answered with last.
 	UnreachableSince time.Time
 	UnreachableError string
 }
@@ -157,8 +159,7 @@ func New(opts Options) (*Relay, error) {
 		return nil, errors.New("publish: Options needs a Store and a Publisher")
 	}
 	if opts.Owner == "" {
-		host, _ := os.Hostname()
-		opts.Owner = fmt.Sprintf("%s:%d:%08x", host, os.Getpid(), rand.Uint32())
+		opts.Owner = leasing.DefaultOwner()
 	}
 	if opts.Lease == "" {
 		opts.Lease = "relay"
@@ -191,19 +192,21 @@ func New(opts Options) (*Relay, error) {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
-	if opts.Clock == nil {
-		opts.Clock = systemClock{}
+	if opts.clock == nil {
+		opts.clock = systemClock{}
 	}
-	seed := opts.Seed
+	seed := opts.seed
 	if seed == 0 {
 		seed = rand.Uint64()
 	}
+	log := opts.Logger.Named("relay").With("owner", opts.Owner)
 	return &Relay{
 		opts: opts,
 		st:   opts.Store,
 		pub:  opts.Publisher,
-		log:  opts.Logger.Named("relay").With("owner", opts.Owner),
+		log:  log,
 		rnd:  rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		h:    &leasing.Holder{Leases: opts.Store.Leases(), Resource: opts.Lease, Owner: opts.Owner, TTL: opts.LeaseTTL, Name: "relay lease", Log: log},
 	}, nil
 }
 
@@ -248,13 +251,9 @@ func (r *Relay) Run(ctx context.Context) error {
 			r.log.Warn("lost the relay lease: its writes are refused; standing by", "token", lease.Token)
 			continue
 		}
-		rctx, rcancel := context.WithTimeout(context.Background(), time.Second)
-		if rerr := r.st.Leases().Release(rctx, lease); rerr != nil {
-			r.log.Warn("could not release the relay lease; it will expire", "error", rerr)
-		} else {
+		if r.h.Release(time.Second) == nil {
 			r.log.Info("released the relay lease", "token", lease.Token)
 		}
-		rcancel()
 		return r.finish(ctx, err)
 	}
 }
@@ -324,7 +323,7 @@ func (r *Relay) acquire(ctx context.Context) (store.Lease, error) {
 	wait := r.opts.BackoffBase
 	for {
 		changed := r.st.Changed()
-		l, err := r.st.Leases().Acquire(ctx, r.opts.Lease, r.opts.Owner, r.opts.LeaseTTL)
+		l, err := r.h.Acquire(ctx)
 		if err == nil {
 			r.log.Info("holding the relay lease", "token", l.Token, "ttl", r.opts.LeaseTTL)
 			r.setToken(l.Token)
@@ -399,7 +398,7 @@ func (r *Relay) sleep(ctx context.Context, d time.Duration) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-r.opts.Clock.At(r.opts.Clock.Now().Add(d)):
+	case <-r.opts.clock.At(r.opts.clock.Now().Add(d)):
 		return nil
 	}
 }
@@ -414,7 +413,7 @@ func (r *Relay) hold(ctx context.Context, lease store.Lease) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		r.renew(lctx, lease, lost)
+		r.renew(lctx, lost)
 	}()
 	err := r.work(lctx, lease)
 	lost(nil) // stops the renewer (a cause set before stays)
@@ -427,7 +426,7 @@ func (r *Relay) hold(ctx context.Context, lease store.Lease) error {
 
 // renew renews the lease every RenewEvery until ctx ends. A renewal that
 // finds the lease taken over cancels ctx with errLeaseLost.
-func (r *Relay) renew(ctx context.Context, lease store.Lease, lost context.CancelCauseFunc) {
+func (r *Relay) renew(ctx context.Context, lost context.CancelCauseFunc) {
 	t := time.NewTicker(r.opts.RenewEvery)
 	defer t.Stop()
 	for {
@@ -436,7 +435,7 @@ func (r *Relay) renew(ctx context.Context, lease store.Lease, lost context.Cance
 			return
 		case <-t.C:
 		}
-		if _, err := r.st.Leases().Renew(ctx, lease); err != nil {
+		if _, err := r.h.Renew(ctx); err != nil {
 			if errors.Is(err, store.ErrStaleFence) {
 				lost(errLeaseLost)
 				return

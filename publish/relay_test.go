@@ -178,7 +178,7 @@ func TestRelayAckLostAfterStore(t *testing.T) {
 	bs := newBatches()
 	pub := newNATS(t, proxy.URL(), natsjs.NATSOptions{AckTimeout: 300 * time.Millisecond})
 	proxy.DropAcks(5) // the first batch's five acks
-	r := newRelay(t, publish.Options{Store: s, Publisher: pub, Clock: clock, RetryBase: time.Second, OnBatch: bs.add})
+	r := newRelay(t, publish.WithTestHooks(publish.Options{Store: s, Publisher: pub, RetryBase: time.Second, OnBatch: bs.add}, clock, 0))
 	stop := runRelay(t, r)
 	bs.waitFor(t, "the failed batch", func(b []publish.BatchReport) bool { return len(b) >= 1 })
 	first := bs.all()[0]
@@ -339,7 +339,7 @@ func TestRelayTransientFailuresDeadLetterAfterBound(t *testing.T) {
 	appendEvents(t, s, "default", "g", 1)
 	clock := newManualClock()
 	bs := newBatches()
-	r := newRelay(t, publish.Options{Store: s, Publisher: flaky, Clock: clock, MaxAttempts: 4, RetryBase: time.Second, RetryMax: 3 * time.Second, OnBatch: bs.add, Seed: seed(t)})
+	r := newRelay(t, publish.WithTestHooks(publish.Options{Store: s, Publisher: flaky, MaxAttempts: 4, RetryBase: time.Second, RetryMax: 3 * time.Second, OnBatch: bs.add}, clock, seed(t)))
 	stop := runRelay(t, r)
 	var nexts []time.Duration
 	for attempt := 1; attempt < 4; attempt++ {

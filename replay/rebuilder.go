@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/leasing"
 	"github.com/eventlite/eventlite/internal/projapply"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
@@ -46,11 +47,11 @@ type rebuilder struct {
 	ops   projapply.Ops // p's table operations
 	o     Options
 	log   hclog.Logger
-	lease store.Lease
+	lease store.Lease // h.Lease(), for the fenced writes
+	h     *leasing.Holder
 
-	renewed time.Time
-	start   time.Time
-	size    atomic.Int64 // events a batch; the read-ahead goroutine reads it
+	start time.Time
+	size  atomic.Int64 // events a batch; the read-ahead goroutine reads it
 
 	row      store.Rebuild     // as committed
 	shadows  map[string]string // declared table -> shadow name
@@ -62,11 +63,7 @@ type rebuilder struct {
 }
 
 func (r *rebuilder) release() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := r.s.Leases().Release(ctx, r.lease); err != nil {
-		r.log.Warn("could not release the rebuild lease; it expires on its own", "error", err)
-	}
+	r.h.Release(5 * time.Second)
 }
 
 func (r *rebuilder) progress() {
@@ -211,14 +208,11 @@ func (r *rebuilder) dropShadowsTx(ctx context.Context, tx *store.Tx, gen int64) 
 
 // renew renews the rebuild lease when a third of its TTL has passed.
 func (r *rebuilder) renew(ctx context.Context) error {
-	if time.Since(r.renewed) < r.o.LeaseTTL/3 {
-		return nil
-	}
-	l, err := r.s.Leases().Renew(ctx, r.lease)
+	l, err := r.h.RenewAfter(ctx, r.o.LeaseTTL/3)
 	if err != nil {
 		return fmt.Errorf("replay %s: %w", r.p.Name, err)
 	}
-	r.lease, r.renewed = l, time.Now()
+	r.lease = l
 	return nil
 }
 

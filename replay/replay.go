@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/oklog/ulid/v2"
 
+	"github.com/eventlite/eventlite/internal/leasing"
 	"github.com/eventlite/eventlite/internal/projapply"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
@@ -188,20 +186,21 @@ func Rebuild(ctx context.Context, s *store.Store, p projection.Projection, opts 
 		o.LeaseTTL = 30 * time.Second
 	}
 	if o.Owner == "" {
-		host, _ := os.Hostname()
-		o.Owner = host + ":" + strconv.Itoa(os.Getpid()) + ":" + ulid.Make().String()[20:]
+		o.Owner = leasing.DefaultOwner()
 	}
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
-	lease, err := s.Leases().Acquire(ctx, projection.RebuildLeaseResource(p.Name), o.Owner, o.LeaseTTL)
+	log := o.Logger.Named("replay." + p.Name)
+	h := &leasing.Holder{Leases: s.Leases(), Resource: projection.RebuildLeaseResource(p.Name), Owner: o.Owner, TTL: o.LeaseTTL, Name: "rebuild lease", Log: log}
+	lease, err := h.Acquire(ctx)
 	if err != nil {
 		if errors.Is(err, store.ErrLeaseHeld) {
 			return Result{}, fmt.Errorf("replay %s: another replay is running: %w", p.Name, err)
 		}
 		return Result{}, fmt.Errorf("replay %s: %w", p.Name, err)
 	}
-	r := &rebuilder{s: s, p: p, o: o, log: o.Logger.Named("replay." + p.Name), lease: lease, renewed: time.Now(), start: time.Now()}
+	r := &rebuilder{s: s, p: p, o: o, log: log, lease: lease, h: h, start: time.Now()}
 	r.ops = projapply.For(&r.p)
 	r.size.Store(firstBatch)
 	if o.BatchSize > 0 {
