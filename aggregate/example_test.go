@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hashicorp/go-hclog"
 	"os"
 	"path/filepath"
 
@@ -159,7 +160,9 @@ func Example() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "eventlite-example")
 	defer os.RemoveAll(dir)
-	s, err := store.Open(ctx, filepath.Join(dir, "orders.db"), nil)
+	// Logs go to stderr, quiet unless something needs attention.
+	log := hclog.New(&hclog.LoggerOptions{Name: "shop", Level: hclog.Warn})
+	s, err := store.Open(ctx, filepath.Join(dir, "orders.db"), &store.Options{Logger: log})
 	if err != nil {
 		panic(err)
 	}

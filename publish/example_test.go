@@ -3,6 +3,7 @@ package publish_test
 import (
 	"context"
 	"fmt"
+	"github.com/hashicorp/go-hclog"
 	"os"
 	"path/filepath"
 	"time"
@@ -18,7 +19,9 @@ func Example() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "eventlite-example")
 	defer os.RemoveAll(dir)
-	s, err := store.Open(ctx, filepath.Join(dir, "eventlite.db"), nil)
+	// Logs go to stderr, quiet unless something needs attention.
+	log := hclog.New(&hclog.LoggerOptions{Name: "shop", Level: hclog.Warn})
+	s, err := store.Open(ctx, filepath.Join(dir, "eventlite.db"), &store.Options{Logger: log})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -31,7 +34,7 @@ func Example() {
 		return
 	}
 
-	r, err := publish.New(publish.Options{Store: s, Publisher: publish.NewStdout(os.Stdout), Once: true})
+	r, err := publish.New(publish.Options{Store: s, Publisher: publish.NewStdout(os.Stdout), Once: true, Logger: log})
 	if err != nil {
 		fmt.Println(err)
 		return

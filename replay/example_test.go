@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/hashicorp/go-hclog"
 	"log"
 	"os"
 	"path/filepath"
@@ -18,7 +19,9 @@ func Example() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "replay-example-")
 	defer os.RemoveAll(dir)
-	s, err := store.Open(ctx, filepath.Join(dir, "eventlite.db"), nil)
+	// Logs go to stderr, quiet unless something needs attention.
+	logger := hclog.New(&hclog.LoggerOptions{Name: "shop", Level: hclog.Warn})
+	s, err := store.Open(ctx, filepath.Join(dir, "eventlite.db"), &store.Options{Logger: logger})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -55,7 +58,7 @@ func Example() {
 		_, err := tx.ExecContext(ctx, `UPDATE order_totals SET total = 0 WHERE id = 'order-2'`)
 		return err
 	})
-	res, err := replay.Rebuild(ctx, s, totals, &replay.Options{DryRun: true})
+	res, err := replay.Rebuild(ctx, s, totals, &replay.Options{DryRun: true, Logger: logger})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -68,7 +71,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	fmt.Printf("rebuilt %d events up to %d, swapped: %v\n", res.Applied, res.Checkpoint, res.Swapped)
-	res, _ = replay.Rebuild(ctx, s, totals, &replay.Options{DryRun: true})
+	res, _ = replay.Rebuild(ctx, s, totals, &replay.Options{DryRun: true, Logger: logger})
 	fmt.Printf("dry run: drift %d\n", res.Drift.Total)
 	// Output:
 	// dry run at 3: drift 1 (missing 0, extra 0, different 1)
