@@ -30,6 +30,7 @@ import (
 // running TestRelayChildProcess. A child prints what it does on stdout,
 // one line each:
 //
+//	READY                                    SIGTERM is handled from here on
 //	LEASE <token>                            took (token) or let go of (0) the lease
 //	BATCH <token> <published> <dups> <err>   settled a batch
 //	GATED                                    published a batch and waits on stdin before marking it
@@ -48,6 +49,7 @@ func TestRelayChildProcess(t *testing.T) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	fmt.Println("READY") // SIGTERM now stops it cleanly
 	log := hclog.New(&hclog.LoggerOptions{Name: "child", Level: hclog.Info, Output: os.Stderr})
 	s, err := store.Open(ctx, os.Getenv("EVENTLITE_CHILD_DB"), &store.Options{Synchronous: "NORMAL", Logger: log})
 	if err != nil {
@@ -259,6 +261,8 @@ func (c *child) kill() {
 // stop asks the child to stop with SIGTERM and waits for it.
 func (c *child) stop() {
 	c.t.Helper()
+	// A SIGTERM before the child handles it would kill it, not stop it.
+	c.waitFor("its signal handler", 30*time.Second, hasLine("READY"))
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-c.exited:
