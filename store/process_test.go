@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +27,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/storetest"
 )
 
 // Several tests here and in crash_test.go re-exec this test binary as child
@@ -791,21 +790,6 @@ func TestMultiProcessOpen(t *testing.T) {
 	t.Logf("%d rounds of %d processes opening a new file at once: all opened; %v", rounds, children, time.Since(start).Round(time.Millisecond))
 }
 
-// rawExec runs statements on path through database/sql, outside the store.
-func rawExec(t *testing.T, path string, stmts ...string) {
-	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.ToSlash(path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for _, q := range stmts {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-}
-
 // rawQueryString runs a one-value query on path through database/sql.
 func rawQueryString(t *testing.T, path, q string) string {
 	t.Helper()
@@ -819,27 +803,6 @@ func rawQueryString(t *testing.T, path, q string) string {
 		t.Fatalf("%s: %v", q, err)
 	}
 	return v
-}
-
-// dirDigest maps each file in dir to a digest of its content. Only call it
-// while no connection of this process has the files open (reading a
-// database file with os.Open and closing it would drop SQLite's locks).
-func dirDigest(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make(map[string]string, len(ents))
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum := sha256.Sum256(b)
-		out[e.Name()] = hex.EncodeToString(sum[:])
-	}
-	return out
 }
 
 // TestSchemaTooNew opens files whose user_version is above this binary's
@@ -870,7 +833,7 @@ func TestSchemaTooNew(t *testing.T) {
 		// future eventlite) may leave it: Open must not even switch it
 		// to WAL before refusing it.
 		{"rollback-journal file", func(t *testing.T, path string) {
-			rawExec(t, path, `CREATE TABLE future (x)`, `INSERT INTO future VALUES (1)`)
+			storetest.RawExec(t, path, `CREATE TABLE future (x)`, `INSERT INTO future VALUES (1)`)
 		}},
 		{"empty file", func(t *testing.T, path string) {}},
 	}
@@ -879,9 +842,9 @@ func TestSchemaTooNew(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, "newer.db")
 			tc.setup(t, path)
-			rawExec(t, path, fmt.Sprintf("PRAGMA user_version = %d", newer))
+			storetest.RawExec(t, path, fmt.Sprintf("PRAGMA user_version = %d", newer))
 			mode := rawQueryString(t, path, "PRAGMA journal_mode")
-			before := dirDigest(t, dir)
+			before := storetest.DirDigest(t, dir)
 
 			s, err := store.Open(ctx, path, nil)
 			if err == nil {
@@ -897,7 +860,7 @@ func TestSchemaTooNew(t *testing.T) {
 					t.Errorf("error %q does not mention %q", msg, want)
 				}
 			}
-			if diff := cmp.Diff(before, dirDigest(t, dir)); diff != "" {
+			if diff := cmp.Diff(before, storetest.DirDigest(t, dir)); diff != "" {
 				t.Errorf("Open changed the files it refused (-before +after):\n%s", diff)
 			}
 			if got := rawQueryString(t, path, "PRAGMA user_version"); got != strconv.Itoa(newer) {

@@ -2,8 +2,6 @@ package store_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -19,49 +17,6 @@ import (
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
-// fileState is a file's hash and the names of the files beside it: what
-// an open that changes nothing leaves as it found.
-type fileState struct {
-	Hash  string
-	Files []string
-}
-
-func stateOf(t *testing.T, path string) fileState {
-	t.Helper()
-	var st fileState
-	if b, err := os.ReadFile(path); err == nil {
-		st.Hash = fmt.Sprintf("%x", sha256.Sum256(b))
-	} else if !errors.Is(err, os.ErrNotExist) {
-		t.Fatal(err)
-	}
-	es, err := os.ReadDir(filepath.Dir(path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range es {
-		st.Files = append(st.Files, e.Name())
-	}
-	return st
-}
-
-// rawSQLite makes a SQLite file that is not eventlite's by running stmts.
-func rawSQLite(t *testing.T, path string, stmts ...string) {
-	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.SetMaxOpenConns(1)
-	for _, q := range stmts {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // A file that is not an eventlite database is refused by every open,
 // read-only or not, with ErrNotEventlite, and left byte for byte as it was,
 // with no -wal, -shm or -journal beside it.
@@ -72,19 +27,19 @@ func TestOpenRefusesForeignFile(t *testing.T) {
 		make func(t *testing.T, path string)
 	}{
 		{"an application's database", func(t *testing.T, p string) {
-			rawSQLite(t, p, "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)", "INSERT INTO users (name) VALUES ('ada')")
+			storetest.RawExec(t, p, "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)", "INSERT INTO users (name) VALUES ('ada')")
 		}},
 		{"an application's WAL database", func(t *testing.T, p string) {
-			rawSQLite(t, p, "PRAGMA journal_mode=WAL", "CREATE TABLE notes (body TEXT)", "INSERT INTO notes VALUES ('x')", "PRAGMA user_version=3")
+			storetest.RawExec(t, p, "PRAGMA journal_mode=WAL", "CREATE TABLE notes (body TEXT)", "INSERT INTO notes VALUES ('x')", "PRAGMA user_version=3")
 		}},
 		{"a database with an events table of its own", func(t *testing.T, p string) {
-			rawSQLite(t, p, "CREATE TABLE events (id INTEGER PRIMARY KEY)", "CREATE TABLE streams (id TEXT)", "CREATE TABLE outbox (id TEXT)")
+			storetest.RawExec(t, p, "CREATE TABLE events (id INTEGER PRIMARY KEY)", "CREATE TABLE streams (id TEXT)", "CREATE TABLE outbox (id TEXT)")
 		}},
 		{"a database with only an index-free view", func(t *testing.T, p string) {
-			rawSQLite(t, p, "CREATE VIEW v AS SELECT 1")
+			storetest.RawExec(t, p, "CREATE VIEW v AS SELECT 1")
 		}},
 		{"no tables but a user_version", func(t *testing.T, p string) {
-			rawSQLite(t, p, "PRAGMA user_version=2")
+			storetest.RawExec(t, p, "PRAGMA user_version=2")
 		}},
 		{"a text file", func(t *testing.T, p string) {
 			if err := os.WriteFile(p, []byte("not a database, but the user's notes\n"), 0o644); err != nil {
@@ -98,7 +53,7 @@ func TestOpenRefusesForeignFile(t *testing.T) {
 				t.Parallel()
 				path := filepath.Join(t.TempDir(), "app.db")
 				f.make(t, path)
-				before := stateOf(t, path)
+				before := storetest.DirDigest(t, filepath.Dir(path))
 				s, err := store.Open(t.Context(), path, &store.Options{ReadOnly: ro})
 				if err == nil {
 					s.Close()
@@ -108,7 +63,7 @@ func TestOpenRefusesForeignFile(t *testing.T) {
 					t.Fatalf("Open: %v, want ErrNotEventlite", err)
 				}
 				t.Logf("refused: %v", err)
-				if diff := cmp.Diff(before, stateOf(t, path)); diff != "" {
+				if diff := cmp.Diff(before, storetest.DirDigest(t, filepath.Dir(path))); diff != "" {
 					t.Errorf("the refused file changed (-before +after):\n%s", diff)
 				}
 			})
@@ -128,19 +83,19 @@ func TestEmptyFileBecomesEventliteOnlyByWriting(t *testing.T) {
 			}
 		},
 		"no tables": func(t *testing.T, p string) {
-			rawSQLite(t, p, "CREATE TABLE gone (x)", "DROP TABLE gone")
+			storetest.RawExec(t, p, "CREATE TABLE gone (x)", "DROP TABLE gone")
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			path := filepath.Join(t.TempDir(), "e.db")
 			make(t, path)
-			before := stateOf(t, path)
+			before := storetest.DirDigest(t, filepath.Dir(path))
 			_, err := store.Open(t.Context(), path, &store.Options{ReadOnly: true})
 			if !errors.Is(err, store.ErrSchemaTooOld) {
 				t.Fatalf("read-only Open: %v, want ErrSchemaTooOld", err)
 			}
-			if diff := cmp.Diff(before, stateOf(t, path)); diff != "" {
+			if diff := cmp.Diff(before, storetest.DirDigest(t, filepath.Dir(path))); diff != "" {
 				t.Errorf("a read-only open changed the file (-before +after):\n%s", diff)
 			}
 			s := storetest.MustOpenPath(t, path, nil)
@@ -193,7 +148,7 @@ func TestReadOnlyStore(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	before := stateOf(t, path)
+	before := storetest.DirDigest(t, filepath.Dir(path))
 
 	r, err := store.Open(ctx, path, &store.Options{ReadOnly: true})
 	if err != nil {
@@ -222,7 +177,7 @@ func TestReadOnlyStore(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(before, stateOf(t, path)); diff != "" {
+	if diff := cmp.Diff(before, storetest.DirDigest(t, filepath.Dir(path))); diff != "" {
 		t.Errorf("a read-only store changed the file (-before +after):\n%s", diff)
 	}
 

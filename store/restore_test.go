@@ -16,6 +16,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/storetest"
 )
 
 // TestRestoreKilled kills a restore process after it copied the first page
@@ -195,7 +196,7 @@ func TestRestore(t *testing.T) {
 
 	// Sources that fail their checks; the target is left byte for byte.
 	foreign := filepath.Join(dir, "foreign.db")
-	rawExec(t, foreign, `CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)`, `INSERT INTO customers (name) VALUES ('x')`)
+	storetest.RawExec(t, foreign, `CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)`, `INSERT INTO customers (name) VALUES ('x')`)
 	text := filepath.Join(dir, "notes.txt")
 	if err := os.WriteFile(text, []byte(strings.Repeat("not a database\n", 500)), 0o644); err != nil {
 		t.Fatal(err)
@@ -218,7 +219,7 @@ func TestRestore(t *testing.T) {
 	}
 	broken := filepath.Join(dir, "broken.db") // valid SQLite, broken invariants
 	fillStore(t, broken, "x", 20)
-	rawExec(t, broken, `DELETE FROM outbox WHERE position = 5`)
+	storetest.RawExec(t, broken, `DELETE FROM outbox WHERE position = 5`)
 	for _, tc := range []struct {
 		name, src string
 		want      error
@@ -232,13 +233,13 @@ func TestRestore(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			target := newTarget(t, 7)
-			before := dirDigest(t, filepath.Dir(target))
+			before := storetest.DirDigest(t, filepath.Dir(target))
 			_, err := store.Restore(ctx, tc.src, target, &store.RestoreOptions{Force: true})
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("Restore from %s: %v, want %v", tc.name, err, tc.want)
 			}
 			t.Logf("refused: %v", err)
-			if diff := cmp.Diff(before, dirDigest(t, filepath.Dir(target))); diff != "" {
+			if diff := cmp.Diff(before, storetest.DirDigest(t, filepath.Dir(target))); diff != "" {
 				t.Fatalf("the target changed (-before +after):\n%s", diff)
 			}
 		})
@@ -246,26 +247,26 @@ func TestRestore(t *testing.T) {
 
 	t.Run("target with another page size", func(t *testing.T) {
 		target := filepath.Join(t.TempDir(), "target.db")
-		rawExec(t, target, "PRAGMA page_size = 8192", "PRAGMA journal_mode = WAL")
+		storetest.RawExec(t, target, "PRAGMA page_size = 8192", "PRAGMA journal_mode = WAL")
 		fillStore(t, target, "old", 3) // an eventlite database of 8 KiB pages
-		before := dirDigest(t, filepath.Dir(target))
+		before := storetest.DirDigest(t, filepath.Dir(target))
 		_, err := store.Restore(ctx, backup, target, &store.RestoreOptions{Force: true})
 		if err == nil || !strings.Contains(err.Error(), "8192") {
 			t.Fatalf("Restore into a WAL file of 8 KiB pages: %v, want an error naming the page sizes", err)
 		}
-		if diff := cmp.Diff(before, dirDigest(t, filepath.Dir(target))); diff != "" {
+		if diff := cmp.Diff(before, storetest.DirDigest(t, filepath.Dir(target))); diff != "" {
 			t.Fatalf("the target changed (-before +after):\n%s", diff)
 		}
 	})
 	t.Run("target of another program", func(t *testing.T) {
 		target := filepath.Join(t.TempDir(), "app.db")
-		rawExec(t, target, "PRAGMA journal_mode = WAL", "CREATE TABLE users (x)", "INSERT INTO users VALUES (1)")
-		before := dirDigest(t, filepath.Dir(target))
+		storetest.RawExec(t, target, "PRAGMA journal_mode = WAL", "CREATE TABLE users (x)", "INSERT INTO users VALUES (1)")
+		before := storetest.DirDigest(t, filepath.Dir(target))
 		_, err := store.Restore(ctx, backup, target, &store.RestoreOptions{Force: true})
 		if !errors.Is(err, store.ErrNotEventlite) {
 			t.Fatalf("Restore over another program's database with Force: %v, want ErrNotEventlite", err)
 		}
-		if diff := cmp.Diff(before, dirDigest(t, filepath.Dir(target))); diff != "" {
+		if diff := cmp.Diff(before, storetest.DirDigest(t, filepath.Dir(target))); diff != "" {
 			t.Fatalf("the target changed (-before +after):\n%s", diff)
 		}
 	})
@@ -315,7 +316,7 @@ func TestRestoreOlderSchema(t *testing.T) {
 			fmt.Sprintf(`INSERT INTO outbox (position) VALUES (%d)`, i))
 	}
 	stmts = append(stmts, `INSERT INTO streams (tenant, stream_id, version, created_at, updated_at) VALUES ('default', 'old-1', 5, 1, 1)`)
-	rawExec(t, old, stmts...)
+	storetest.RawExec(t, old, stmts...)
 	backup := filepath.Join(dir, "old-backup.db")
 	if _, err := store.Backup(ctx, old, backup, nil); err != nil {
 		t.Fatalf("backup of a schema-4 file: %v", err)

@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,6 +15,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/storetest"
 )
 
 // readCommands only read: they never create, migrate or convert a file.
@@ -29,48 +27,6 @@ var readCommands = [][]string{
 	{"dlq", "list"},
 	{"quarantine", "list"},
 	{"doctor"},
-}
-
-// fileState is a database file's hash and every file in its directory.
-type fileState struct {
-	Hash  string
-	Files []string
-}
-
-func stateOf(t *testing.T, path string) fileState {
-	t.Helper()
-	var st fileState
-	if b, err := os.ReadFile(path); err == nil {
-		st.Hash = fmt.Sprintf("%x", sha256.Sum256(b))
-	} else if !errors.Is(err, os.ErrNotExist) {
-		t.Fatal(err)
-	}
-	es, err := os.ReadDir(filepath.Dir(path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range es {
-		st.Files = append(st.Files, e.Name())
-	}
-	return st
-}
-
-// rawSQL runs stmts on path with a plain SQLite connection.
-func rawSQL(t *testing.T, path string, stmts ...string) {
-	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.SetMaxOpenConns(1)
-	for _, q := range stmts {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%.40s: %v", q, err)
-		}
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // olderSchema writes an eventlite database one schema version behind this
@@ -97,7 +53,7 @@ func olderSchema(t *testing.T, path string) int {
 		`INSERT INTO events (tenant, stream_id, version, event_id, type, source, time, content_type, data, recorded_at)
 		 VALUES ('default', 's', 1, 'e-1', 't', '/x', 1, 'application/json', '{}', 1)`,
 		`INSERT INTO outbox (position) VALUES (1)`)
-	rawSQL(t, path, stmts...)
+	storetest.RawExec(t, path, stmts...)
 	return old
 }
 
@@ -125,7 +81,7 @@ func TestEveryCommandRefusesForeignFile(t *testing.T) {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			t.Parallel()
 			db := filepath.Join(t.TempDir(), "app.db")
-			rawSQL(t, db, "PRAGMA journal_mode=WAL", "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)",
+			storetest.RawExec(t, db, "PRAGMA journal_mode=WAL", "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)",
 				"INSERT INTO users (name) VALUES ('ada')")
 			switch args[0] {
 			case "backup": // to another directory, so that only db's is compared
@@ -137,7 +93,7 @@ func TestEveryCommandRefusesForeignFile(t *testing.T) {
 				}
 				args = append(args, src, "--force")
 			}
-			before := stateOf(t, db)
+			before := storetest.DirDigest(t, filepath.Dir(db))
 			// Bounded: a follow that accepted the file would run on.
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
@@ -145,7 +101,7 @@ func TestEveryCommandRefusesForeignFile(t *testing.T) {
 			if r.code != exitInvalid || !strings.Contains(r.stderr, "not an eventlite database") {
 				t.Errorf("exit %d (want %d), stderr %q", r.code, exitInvalid, r.stderr)
 			}
-			if diff := cmp.Diff(before, stateOf(t, db)); diff != "" {
+			if diff := cmp.Diff(before, storetest.DirDigest(t, filepath.Dir(db))); diff != "" {
 				t.Errorf("the refused file changed (-before +after):\n%s", diff)
 			}
 		})
@@ -170,16 +126,16 @@ func TestReadCommandsDoNotMigrate(t *testing.T) {
 					t.Fatal(err)
 				}
 			default:
-				rawSQL(t, db, "CREATE TABLE x (y)", "DROP TABLE x")
+				storetest.RawExec(t, db, "CREATE TABLE x (y)", "DROP TABLE x")
 			}
-			before := stateOf(t, db)
+			before := storetest.DirDigest(t, filepath.Dir(db))
 			for _, args := range readCommands {
 				r := run(t, "", append(args, "--db", db)...)
 				if r.code != exitInvalid || !strings.Contains(r.stderr, "eventlite migrate") || !strings.Contains(r.stderr, "command that writes") {
 					t.Errorf("%q: exit %d (want %d), stderr %q", args, r.code, exitInvalid, r.stderr)
 				}
 			}
-			if diff := cmp.Diff(before, stateOf(t, db)); diff != "" {
+			if diff := cmp.Diff(before, storetest.DirDigest(t, filepath.Dir(db))); diff != "" {
 				t.Fatalf("read commands changed the file (-before +after):\n%s", diff)
 			}
 			r := mustRun(t, "", "migrate", "--json", "--db", db)
@@ -246,11 +202,11 @@ func TestReadCommandsLeaveNoTrace(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
 	appendN(t, db, "s", 3)
-	before := stateOf(t, db)
+	before := storetest.DirDigest(t, filepath.Dir(db))
 	for _, args := range readCommands {
 		mustRun(t, "", append(args, "--db", db)...)
 	}
-	if diff := cmp.Diff(before, stateOf(t, db)); diff != "" {
+	if diff := cmp.Diff(before, storetest.DirDigest(t, filepath.Dir(db))); diff != "" {
 		t.Errorf("read commands changed the database (-before +after):\n%s", diff)
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/eventlite/eventlite/store/storetest"
 )
 
 // The users of the cross-user test: any ids work for root, no account is
@@ -143,14 +145,14 @@ func TestOtherUserReadDoesNotLockOwnerOut(t *testing.T) {
 
 	// At rest (no process has it open): the reader is refused, with what
 	// sharing needs, and creates nothing.
-	before := stateOf(t, db)
+	before := storetest.DirDigest(t, filepath.Dir(db))
 	for _, args := range readCommands {
 		r := reader.run(t, append(args, "--db", db)...)
 		if r.code != exitInvalid || !strings.Contains(r.stderr, "belongs to uid 65534") || !strings.Contains(r.stderr, "chmod g+w") {
 			t.Errorf("%q as another user: exit %d (want %d), stderr %q", args, r.code, exitInvalid, r.stderr)
 		}
 	}
-	if diff := cmp.Diff(before, stateOf(t, db)); diff != "" {
+	if diff := cmp.Diff(before, storetest.DirDigest(t, filepath.Dir(db))); diff != "" {
 		t.Errorf("the other user's reads changed the directory (-before +after):\n%s", diff)
 	}
 	owner.mustRun(t, "append", "s", "--type", "t", "--db", db)

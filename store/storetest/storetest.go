@@ -4,6 +4,10 @@ package storetest
 
 import (
 	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -43,4 +47,47 @@ func MustOpenPath(tb testing.TB, path string, opts *store.Options) *store.Store 
 		}
 	})
 	return s
+}
+
+// RawExec runs stmts on the SQLite file at path through database/sql,
+// outside the store: to make a file that is not eventlite's, or to damage
+// one on purpose.
+func RawExec(tb testing.TB, path string, stmts ...string) {
+	tb.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.ToSlash(path))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	for _, q := range stmts {
+		if _, err := db.Exec(q); err != nil {
+			tb.Fatalf("%.60s: %v", q, err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// DirDigest maps each file in dir to a digest of its content: what an
+// operation that must change nothing has to leave as it found, new files
+// (a -wal, a -shm) included. Call it only while no connection of this
+// process has the files open: reading a database file with os.ReadFile
+// and closing it drops SQLite's locks.
+func DirDigest(tb testing.TB, dir string) map[string]string {
+	tb.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := make(map[string]string, len(ents))
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		sum := sha256.Sum256(b)
+		out[e.Name()] = hex.EncodeToString(sum[:])
+	}
+	return out
 }
