@@ -52,8 +52,8 @@ func closedArg(t *testing.T, typ reflect.Type) reflect.Value {
 // TestClosedStore: once closed, every method of the store that takes a
 // ctx fails with an error matching ErrClosed (reads said "sql: database
 // is closed"), Close again returns nil, and Changed and Done return
-// closed channels. The methods are found by reflection, so a method
-// added later is checked too.
+// closed channels. The methods, the handles' included, are found by
+// reflection, so a method added later is checked too.
 func TestClosedStore(t *testing.T) {
 	ctx := context.Background()
 	s, err := store.Open(ctx, t.TempDir()+"/closed.db", &store.Options{Synchronous: "NORMAL"})
@@ -81,35 +81,44 @@ func TestClosedStore(t *testing.T) {
 		}
 	}
 
-	sv := reflect.ValueOf(s)
-	st := sv.Type()
 	checked := 0
-	for i := range st.NumMethod() {
-		m := st.Method(i)
-		mt := m.Type // receiver first
-		if mt.NumIn() < 2 || mt.In(1) != reflect.TypeFor[context.Context]() {
-			continue
-		}
-		args := []reflect.Value{}
-		for j := 1; j < mt.NumIn(); j++ {
-			in := mt.In(j)
-			switch {
-			case in == reflect.TypeFor[*store.Tx]():
-				args = append(args, reflect.ValueOf(stale))
-			case mt.IsVariadic() && j == mt.NumIn()-1:
-				args = append(args, closedArg(t, in.Elem()))
-			default:
-				args = append(args, closedArg(t, in))
+	var check func(name string, sv reflect.Value)
+	check = func(name string, sv reflect.Value) {
+		st := sv.Type()
+		for i := range st.NumMethod() {
+			m := st.Method(i)
+			mt := m.Type // receiver first
+			if mt.NumIn() == 1 && mt.NumOut() == 1 && mt.Out(0).Kind() == reflect.Pointer {
+				// A handle (s.Outbox(), s.Effects(), ...): its methods too.
+				check(name+"."+m.Name+"()", sv.Method(i).Call(nil)[0])
+				continue
+			}
+			if mt.NumIn() < 2 || mt.In(1) != reflect.TypeFor[context.Context]() || m.Name == "QueryRowContext" {
+				continue // QueryRowContext's *sql.Row: checked below, through Scan
+			}
+			args := []reflect.Value{}
+			for j := 1; j < mt.NumIn(); j++ {
+				in := mt.In(j)
+				switch {
+				case in == reflect.TypeFor[*store.Tx]():
+					args = append(args, reflect.ValueOf(stale))
+				case mt.IsVariadic() && j == mt.NumIn()-1:
+					args = append(args, closedArg(t, in.Elem()))
+				default:
+					args = append(args, closedArg(t, in))
+				}
+			}
+			err := callErr(sv.Method(i).Call(args))
+			checked++
+			if !errors.Is(err, store.ErrClosed) {
+				t.Errorf("%s.%s on a closed store: %v, want an error matching ErrClosed", name, m.Name, err)
+			} else if strings.Contains(err.Error(), "sql:") {
+				t.Errorf("%s.%s on a closed store: %q still says what database/sql said", name, m.Name, err)
 			}
 		}
-		err := callErr(sv.Method(i).Call(args))
-		checked++
-		if !errors.Is(err, store.ErrClosed) {
-			t.Errorf("%s on a closed store: %v, want an error matching ErrClosed", m.Name, err)
-		} else if strings.Contains(err.Error(), "sql:") {
-			t.Errorf("%s on a closed store: %q still says what database/sql said", m.Name, err)
-		}
 	}
+	check("Store", reflect.ValueOf(s))
+	check("stale Tx", reflect.ValueOf(stale))
 	t.Logf("%d methods checked", checked)
 
 	for name, f := range map[string]func() error{
