@@ -72,7 +72,6 @@ func Register(reg prometheus.Registerer, s *store.Store, opts *Options) error {
 
 var (
 	projectionStatuses = []string{string(store.ProjectionRunning), string(store.ProjectionIdle), string(store.ProjectionStopped), string(store.ProjectionRebuilding)}
-	effectStates       = []string{string(store.EffectReserved), string(store.EffectExecuting), string(store.EffectCompleted), string(store.EffectFailed), string(store.EffectUnknown), string(store.EffectCompensated)}
 )
 
 // metric is one metric of the collector: its description and type.
@@ -117,11 +116,12 @@ var (
 	mQuarantined = newMetric("quarantined_events", "Open quarantine entries, every consumer.", prometheus.GaugeValue)
 	mDeferred    = newMetric("deferred_events", "External events deferred behind a version gap.", prometheus.GaugeValue)
 	mConflicts   = newMetric("version_conflicts", "Unresolved version conflicts recorded by consumers.", prometheus.GaugeValue)
-	mEffects     = newMetric("effects", "Effect ledger rows by state.", prometheus.GaugeValue, "state")
+	mEffects     = newMetric("effects", "Effect ledger rows by state and kind.", prometheus.GaugeValue, "state", "kind")
+	mAwaiting    = newMetric("effects_awaiting_approval_oldest_age_seconds", "Age of the oldest effect awaiting a person's approval, 0 when none waits.", prometheus.GaugeValue)
 )
 
 var storeMetrics = []metric{mHead, mAppended, mPending, mOldestAge, mDeadLetters, mParked, mParkedRows, mOPublished, mORetried, mORequeued, mODead, mODiscarded,
-	mPCheckpoint, mPLag, mPQuarantined, mPStatus, mQuarantined, mDeferred, mConflicts, mEffects}
+	mPCheckpoint, mPLag, mPQuarantined, mPStatus, mQuarantined, mDeferred, mConflicts, mEffects, mAwaiting}
 
 var relayMetrics = []metric{mRPublished, mRDuplicates, mRBatches, mRRetries, mRDead, mRUnreachable, mRLeasesLost, mRLeaseToken, mRDownSince}
 
@@ -209,9 +209,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		emit(mQuarantined, float64(n.Quarantined))
 		emit(mDeferred, float64(n.Deferred))
 		emit(mConflicts, float64(n.Conflicts))
-		for _, st := range effectStates {
-			emit(mEffects, float64(n.Effects[store.EffectState(st)]), st)
+		for _, kind := range store.EffectKinds {
+			for _, st := range store.EffectStates {
+				emit(mEffects, float64(n.EffectsByKind[kind][st]), string(st), string(kind))
+			}
 		}
+		emit(mAwaiting, n.AwaitingApprovalAge.Seconds())
 	}
 }
 

@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -174,9 +176,11 @@ func TestMetricsCollector(t *testing.T) {
 		"eventlite_quarantined_events":                                          1,
 		"eventlite_deferred_events":                                             1,
 		"eventlite_version_conflicts":                                           1,
-		"eventlite_effects{state=\"RESERVED\"}":                                 1,
-		"eventlite_effects{state=\"UNKNOWN\"}":                                  1,
-		"eventlite_effects{state=\"COMPLETED\"}":                                0,
+		"eventlite_effects{kind=\"external\",state=\"RESERVED\"}":               1,
+		"eventlite_effects{kind=\"external\",state=\"UNKNOWN\"}":                1,
+		"eventlite_effects{kind=\"external\",state=\"COMPLETED\"}":              0,
+		"eventlite_effects{kind=\"irreversible\",state=\"RESERVED\"}":           0,
+		"eventlite_effects_awaiting_approval_oldest_age_seconds":                0,
 	}
 	picked := map[string]float64{}
 	for k := range want {
@@ -186,6 +190,58 @@ func TestMetricsCollector(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, picked); diff != "" {
 		t.Errorf("scraped metrics (-want +got):\n%s", diff)
+	}
+}
+
+// Effects are counted by state and kind, and the oldest request for
+// approval is aged by the store's clock.
+func TestMetricsEffectsAwaitingApproval(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	s := storetest.MustOpen(t, &store.Options{Now: clock})
+	ask := func(key string, kind store.EffectKind) store.Effect {
+		e, err := s.Effects().Do(ctx, store.EffectRun{Tenant: "default", Key: key, Kind: kind, NeedsApproval: true, RequestedBy: "svc", Args: map[string]string{"k": key}},
+			func(context.Context, json.RawMessage) (string, error) { return "ref", nil })
+		if !errors.Is(err, store.ErrAwaitingApproval) {
+			t.Fatal(err)
+		}
+		return e
+	}
+	scrapeAll := func() map[string]float64 {
+		reg := prometheus.NewRegistry()
+		if err := metrics.Register(reg, s, nil); err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}))
+		defer srv.Close()
+		return scrape(t, srv.URL+"/metrics")
+	}
+	const age = "eventlite_effects_awaiting_approval_oldest_age_seconds"
+	if got := scrapeAll()[age]; got != 0 {
+		t.Errorf("no request: age %v", got)
+	}
+	first := ask("delete:1", store.EffectIrreversible)
+	advance(30 * time.Second)
+	ask("refund:1", store.EffectExternal)
+	advance(60 * time.Second)
+	got := scrapeAll()
+	if got[age] != 90 {
+		t.Errorf("oldest request: age %v, want 90", got[age])
+	}
+	if got[`eventlite_effects{kind="irreversible",state="AWAITING_APPROVAL"}`] != 1 || got[`eventlite_effects{kind="external",state="AWAITING_APPROVAL"}`] != 1 {
+		t.Errorf("by kind: %v", got)
+	}
+	// Decided, the oldest no longer waits.
+	if _, err := s.Effects().Approve(ctx, "default", "delete:1", first.ArgsHash(), "alice"); err != nil {
+		t.Fatal(err)
+	}
+	got = scrapeAll()
+	if got[age] != 60 || got[`eventlite_effects{kind="irreversible",state="APPROVED"}`] != 1 {
+		t.Errorf("after approval: age %v, approved %v", got[age], got[`eventlite_effects{kind="irreversible",state="APPROVED"}`])
 	}
 }
 

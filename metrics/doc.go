@@ -61,5 +61,6 @@
 //	eventlite_quarantined_events                        gauge   open quarantine entries, every consumer
 //	eventlite_deferred_events                           gauge   external events deferred behind a version gap
 //	eventlite_version_conflicts                         gauge   unresolved version conflicts
-//	eventlite_effects{state}                            gauge   effect ledger rows by state (RESERVED, EXECUTING, COMPLETED, FAILED, UNKNOWN, COMPENSATED)
+//	eventlite_effects{state,kind}                       gauge   effect ledger rows by state (AWAITING_APPROVAL, APPROVED, REJECTED, RESERVED, EXECUTING, COMPLETED, FAILED, UNKNOWN, COMPENSATED) and kind (derived, analytics, external, permission, irreversible)
+//	eventlite_effects_awaiting_approval_oldest_age_seconds  gauge   how long the oldest request for a person's approval has waited, 0 when none waits
 package metrics

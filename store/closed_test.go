@@ -27,6 +27,8 @@ func closedArg(t *testing.T, typ reflect.Type) reflect.Value {
 		return reflect.ValueOf(time.Now())
 	case typ == reflect.TypeFor[store.Lease]():
 		return reflect.ValueOf(store.Lease{Resource: "relay", Owner: "me", Token: 1})
+	case typ == reflect.TypeFor[store.EffectRun]():
+		return reflect.ValueOf(store.EffectRun{Tenant: "default", Key: "k"})
 	}
 	v := reflect.New(typ).Elem()
 	switch typ.Kind() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 )
 
 // Counts are the sizes of the store's consumer and effect queues, read by
@@ -21,40 +22,59 @@ type Counts struct {
 	// Effects counts the effect ledger's rows by state (EffectReserved,
 	// EffectExecuting...); a state without rows is absent.
 	Effects map[EffectState]int64
+	// EffectsByKind counts them by kind, then state; absent when none.
+	EffectsByKind map[EffectKind]map[EffectState]int64
+	// AwaitingApprovalAge is how long the oldest request for approval has
+	// waited, by the store's clock; 0 when none waits.
+	AwaitingApprovalAge time.Duration
 }
 
 // Counts counts the open quarantine entries, deferred events, unresolved
-// version conflicts and effects by state.
+// version conflicts, effects by state and kind, and the oldest request
+// for approval.
 func (s *Store) Counts(ctx context.Context) (Counts, error) {
-	c := Counts{Effects: map[EffectState]int64{}}
+	c := Counts{Effects: map[EffectState]int64{}, EffectsByKind: map[EffectKind]map[EffectState]int64{}}
 	wrap := func(err error) error { return fmt.Errorf("counts: %w", mapErr(err)) }
 	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return c, wrap(err)
 	}
 	defer func() { _ = tx.Rollback() }()
+	var oldest int64
 	// The open quarantine entries are the partial index quarantine_open.
 	err = tx.QueryRowContext(ctx, `SELECT
 		(SELECT count(*) FROM quarantine WHERE resolved_at IS NULL),
 		(SELECT count(*) FROM deferred),
-		(SELECT count(*) FROM version_conflicts WHERE resolved_at IS NULL)`).Scan(&c.Quarantined, &c.Deferred, &c.Conflicts)
+		(SELECT count(*) FROM version_conflicts WHERE resolved_at IS NULL),
+		(SELECT COALESCE(MIN(updated_at), 0) FROM effects WHERE state = 'AWAITING_APPROVAL')`).Scan(&c.Quarantined, &c.Deferred, &c.Conflicts, &oldest)
 	if err != nil {
 		return c, wrap(err)
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT state, count(*) FROM effects GROUP BY state`)
+	// An effect enters AWAITING_APPROVAL when it is requested and leaves
+	// it on a decision: its updated_at is its request's time, read from
+	// the index effects_open.
+	if oldest != 0 {
+		c.AwaitingApprovalAge = max(s.opts.Now().Sub(time.Unix(0, oldest)), 0)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT kind, state, count(*) FROM effects GROUP BY kind, state`)
 	if err != nil {
 		return c, wrap(err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var (
+			kind  EffectKind
 			state EffectState
 			n     int64
 		)
-		if err := rows.Scan(&state, &n); err != nil {
+		if err := rows.Scan(&kind, &state, &n); err != nil {
 			return c, wrap(err)
 		}
-		c.Effects[state] = n
+		c.Effects[state] += n
+		if c.EffectsByKind[kind] == nil {
+			c.EffectsByKind[kind] = map[EffectState]int64{}
+		}
+		c.EffectsByKind[kind][state] = n
 	}
 	if err := rows.Err(); err != nil {
 		return c, wrap(err)

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -18,12 +19,13 @@ import (
 func TestCounts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := storetest.MustOpen(t, nil)
+	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	s := storetest.MustOpen(t, &store.Options{Now: clock.Now})
 	got, err := s.Counts(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(store.Counts{Effects: map[store.EffectState]int64{}}, got); diff != "" {
+	if diff := cmp.Diff(store.Counts{Effects: map[store.EffectState]int64{}, EffectsByKind: map[store.EffectKind]map[store.EffectState]int64{}}, got); diff != "" {
 		t.Errorf("empty store (-want +got):\n%s", diff)
 	}
 
@@ -59,12 +61,25 @@ func TestCounts(t *testing.T) {
 	if _, err := s.Effects().Run(ctx, "default", "c", func(context.Context) (string, error) { return "ref", nil }); err != nil {
 		t.Fatal(err)
 	}
+	// Two effects wait for a person, the older since clock - 90s.
+	for _, key := range []string{"d", "e"} {
+		if _, err := s.Effects().Do(ctx, store.EffectRun{Tenant: "default", Key: key, Kind: store.EffectIrreversible, NeedsApproval: true, RequestedBy: "svc"},
+			func(context.Context, json.RawMessage) (string, error) { return "", nil }); !errors.Is(err, store.ErrAwaitingApproval) {
+			t.Fatal(err)
+		}
+		clock.Advance(90 * time.Second)
+	}
 	got, err = s.Counts(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := store.Counts{Quarantined: 2, Deferred: 2, Conflicts: 1,
-		Effects: map[store.EffectState]int64{store.EffectReserved: 2, store.EffectCompleted: 1}}
+		Effects: map[store.EffectState]int64{store.EffectReserved: 2, store.EffectCompleted: 1, store.EffectAwaitingApproval: 2},
+		EffectsByKind: map[store.EffectKind]map[store.EffectState]int64{
+			store.EffectExternal:     {store.EffectReserved: 2, store.EffectCompleted: 1},
+			store.EffectIrreversible: {store.EffectAwaitingApproval: 2},
+		},
+		AwaitingApprovalAge: 180 * time.Second}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("counts (-want +got):\n%s", diff)
 	}

@@ -64,6 +64,8 @@
 //	outbox.go       s.Outbox(): the outbox rows, dead letters, parked streams;
 //	                tx.MarkPublished, tx.RecordFailure, tx.DeadLetter
 //	effects.go      s.Effects(): the effect ledger (reserve, begin, complete...)
+//	effects_approval.go  Effects.Do with kinds, arguments and a person's
+//	                approval; Approve, Reject, ResumeApproved
 //	consumer.go     s.Consumers(): an external consumer's inbox, versions,
 //	                deferred events and version conflicts (tx.InboxInsert...)
 //	lease.go        s.Leases(): leases and fencing (tx.CheckFence)

@@ -34,6 +34,12 @@ type DiagnoseOptions struct {
 	// ExecutingAge: effects EXECUTING longer than this are stuck. Default
 	// 10 minutes.
 	ExecutingAge time.Duration
+	// ApprovalAge: effects AWAITING_APPROVAL longer than this wait for a
+	// person. Default 24 hours.
+	ApprovalAge time.Duration
+	// ApprovedAge: effects APPROVED longer than this have not run: no Do
+	// with their key came, and no ResumeApproved. Default 1 hour.
+	ApprovedAge time.Duration
 	// DeferralAge: deferred external events older than this. Default 10
 	// minutes.
 	DeferralAge time.Duration
@@ -53,6 +59,12 @@ func (o DiagnoseOptions) withDefaults() DiagnoseOptions {
 	}
 	if o.ExecutingAge <= 0 {
 		o.ExecutingAge = 10 * time.Minute
+	}
+	if o.ApprovalAge <= 0 {
+		o.ApprovalAge = 24 * time.Hour
+	}
+	if o.ApprovedAge <= 0 {
+		o.ApprovedAge = time.Hour
 	}
 	if o.DeferralAge <= 0 {
 		o.DeferralAge = 10 * time.Minute
@@ -199,22 +211,31 @@ func (s *Store) diagnoseOutbox(ctx context.Context, o DiagnoseOptions, now time.
 }
 
 func (s *Store) diagnoseEffects(ctx context.Context, o DiagnoseOptions, now time.Time, emit func(*finding, string)) error {
-	effects, err := s.Effects().List(ctx, EffectFilter{States: []EffectState{EffectUnknown, EffectExecuting}})
+	effects, err := s.Effects().List(ctx, EffectFilter{States: []EffectState{EffectUnknown, EffectExecuting, EffectAwaitingApproval, EffectApproved}})
 	if err != nil {
 		return err
 	}
 	unknown := newFinding("effects_unknown", SeverityProblem, o.MaxIDs)
 	stuck := newFinding("effects_stuck", SeverityProblem, o.MaxIDs)
+	awaiting := newFinding("effects_awaiting_approval", SeverityProblem, o.MaxIDs)
+	approved := newFinding("effects_approved_not_run", SeverityProblem, o.MaxIDs)
 	for _, e := range effects {
+		id := e.Tenant + ":" + e.Key
 		switch {
 		case e.State == EffectUnknown:
-			unknown.add(e.Tenant+":"+e.Key, e.UpdatedAt)
-		case e.StartedAt.Before(now.Add(-o.ExecutingAge)):
-			stuck.add(e.Tenant+":"+e.Key, e.StartedAt)
+			unknown.add(id, e.UpdatedAt)
+		case e.State == EffectExecuting && e.StartedAt.Before(now.Add(-o.ExecutingAge)):
+			stuck.add(id, e.StartedAt)
+		case e.State == EffectAwaitingApproval && e.RequestedAt.Before(now.Add(-o.ApprovalAge)):
+			awaiting.add(id, e.RequestedAt)
+		case e.State == EffectApproved && e.DecidedAt.Before(now.Add(-o.ApprovedAge)):
+			approved.add(id, e.DecidedAt)
 		}
 	}
 	emit(unknown, "external effects that may or may not have happened: reconcile them with the provider (Effects.Reconcile); never retry them blindly")
 	emit(stuck, fmt.Sprintf("external effects EXECUTING for longer than %s: the worker probably died mid-call; reconcile them", o.ExecutingAge))
+	emit(awaiting, fmt.Sprintf("effects waiting longer than %s for a person's approval: 'eventlite effects list --awaiting', then 'effects approve KEY --args-hash HASH' or 'effects reject KEY'", o.ApprovalAge))
+	emit(approved, fmt.Sprintf("effects approved more than %s ago that have not run: is the service that runs them up? (Effects.ResumeApproved runs them)", o.ApprovedAge))
 	return nil
 }
 

@@ -2,9 +2,13 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
@@ -12,8 +16,8 @@ import (
 
 // Effects is the store's effect ledger, reached with Store.Effects: one
 // row per side effect on an outside system, keyed by tenant and key,
-// moving reserved, started, then completed, failed, unknown or
-// compensated.
+// moving reserved (or awaiting a person's approval, then approved or
+// rejected), started, then completed, failed, unknown or compensated.
 type Effects struct{ s *Store }
 
 // Effects returns the store's effect ledger.
@@ -30,7 +34,15 @@ const (
 	EffectFailed      EffectState = "FAILED"      // it did not happen: may be retried with the same key
 	EffectUnknown     EffectState = "UNKNOWN"     // it may have happened (a timeout after sending): reconcile first
 	EffectCompensated EffectState = "COMPENSATED" // it happened and was undone
+
+	EffectAwaitingApproval EffectState = "AWAITING_APPROVAL" // waits for a person to approve its exact arguments
+	EffectApproved         EffectState = "APPROVED"          // approved, not yet run: the next Do or ResumeApproved runs it
+	EffectRejected         EffectState = "REJECTED"          // a person said no: final
 )
+
+// EffectStates lists every state, in the order of a run.
+var EffectStates = []EffectState{EffectAwaitingApproval, EffectApproved, EffectRejected, EffectReserved, EffectExecuting,
+	EffectCompleted, EffectFailed, EffectUnknown, EffectCompensated}
 
 // ErrEffectState: the effect is not in a state that allows the step (for
 // example Begin on an UNKNOWN effect, which must be reconciled first).
@@ -71,25 +83,108 @@ type Effect struct {
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 	StartedAt   time.Time // zero unless an attempt began
+
+	// Fixed by the effect's first run (Effects.Do; Run and Reserve record
+	// an external effect without arguments).
+	Kind          EffectKind
+	Resource      string
+	Summary       string
+	Args          json.RawMessage // RFC 8785 canonical JSON; nil: no arguments
+	NeedsApproval bool
+	// ApprovalValidFor: an approval older than this no longer counts
+	// (0: forever).
+	ApprovalValidFor time.Duration
+	RequestedBy      string
+
+	// The pending request for approval, and the decision on it. Names are
+	// declared by the application or operator, not authenticated.
+	RequestedAt time.Time // zero: no request pending or decided
+	DecidedBy   string
+	DecidedAt   time.Time // zero: no decision
+	Reason      string    // why it was rejected
 }
 
-const selectEffect = `SELECT state, provider_ref, attempts, last_error, created_at, updated_at, COALESCE(started_at, 0) FROM effects WHERE tenant = ? AND effect_key = ?`
+// ArgsHash is the SHA-256, in 64 lowercase hex digits, of the effect's
+// arguments as 'eventlite effects list' prints them: the canonical bytes,
+// or null when there are none. An approval names it.
+func (e Effect) ArgsHash() string {
+	sum := sha256.Sum256(e.ArgsText())
+	return hex.EncodeToString(sum[:])
+}
 
-func scanEffect(row *sql.Row, tenant, key string) (Effect, bool, error) {
-	e := Effect{Tenant: tenant, Key: key}
-	var c, u, st int64
-	err := row.Scan(&e.State, &e.ProviderRef, &e.Attempts, &e.LastError, &c, &u, &st)
+// ArgsText is the effect's arguments as printed: the canonical JSON, or
+// null when there are none.
+func (e Effect) ArgsText() []byte {
+	if len(e.Args) == 0 {
+		return []byte("null")
+	}
+	return e.Args
+}
+
+const effectColumns = `tenant, effect_key, state, provider_ref, attempts, last_error, created_at, updated_at, COALESCE(started_at, 0),
+	kind, resource, summary, args, needs_approval, approval_valid_for, requested_by, requested_at, decided_by, decided_at, reason`
+
+const selectEffect = `SELECT ` + effectColumns + ` FROM effects WHERE tenant = ? AND effect_key = ?`
+
+// rowScanner is a *sql.Row or *sql.Rows.
+type rowScanner interface{ Scan(dest ...any) error }
+
+func scanEffectColumns(sc rowScanner) (Effect, error) {
+	var (
+		e                    Effect
+		c, u, st, rq, dc, vf int64
+		args                 string
+	)
+	err := sc.Scan(&e.Tenant, &e.Key, &e.State, &e.ProviderRef, &e.Attempts, &e.LastError, &c, &u, &st,
+		&e.Kind, &e.Resource, &e.Summary, &args, &e.NeedsApproval, &vf, &e.RequestedBy, &rq, &e.DecidedBy, &dc, &e.Reason)
+	if err != nil {
+		return Effect{}, err
+	}
+	e.CreatedAt, e.UpdatedAt = time.Unix(0, c).UTC(), time.Unix(0, u).UTC()
+	e.StartedAt, e.RequestedAt, e.DecidedAt = unixOrZero(st), unixOrZero(rq), unixOrZero(dc)
+	e.ApprovalValidFor = time.Duration(vf)
+	if args != "" {
+		e.Args = json.RawMessage(args)
+	}
+	return e, nil
+}
+
+func unixOrZero(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
+}
+
+func nsOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func scanEffect(row *sql.Row) (Effect, bool, error) {
+	e, err := scanEffectColumns(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Effect{}, false, nil
 	}
 	if err != nil {
 		return Effect{}, false, mapErr(err)
 	}
-	e.CreatedAt, e.UpdatedAt = time.Unix(0, c).UTC(), time.Unix(0, u).UTC()
-	if st != 0 {
-		e.StartedAt = time.Unix(0, st).UTC()
-	}
 	return e, true, nil
+}
+
+// writeEffect stores the mutable columns of e.
+func writeEffect(ctx context.Context, tx *Tx, e Effect) error {
+	var started any
+	if !e.StartedAt.IsZero() {
+		started = e.StartedAt.UnixNano()
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE effects SET state = ?, provider_ref = ?, attempts = ?, last_error = ?, updated_at = ?, started_at = ?,
+		requested_at = ?, decided_by = ?, decided_at = ?, reason = ?
+		WHERE tenant = ? AND effect_key = ?`, e.State, e.ProviderRef, e.Attempts, e.LastError, tx.now, started,
+		nsOrZero(e.RequestedAt), e.DecidedBy, nsOrZero(e.DecidedAt), e.Reason, e.Tenant, e.Key)
+	return err
 }
 
 func validateEffect(tenant, key string) error {
@@ -108,7 +203,7 @@ func (ef *Effects) Get(ctx context.Context, tenant, key string) (Effect, bool, e
 	if err := validateEffect(tenant, key); err != nil {
 		return Effect{}, false, err
 	}
-	return scanEffect(s.rdb.QueryRowContext(ctx, selectEffect, tenant, key), tenant, key)
+	return scanEffect(s.rdb.QueryRowContext(ctx, selectEffect, tenant, key))
 }
 
 // Reserve records the intent to perform an effect. A second reserve
@@ -122,14 +217,14 @@ func (ef *Effects) Reserve(ctx context.Context, tenant, key string) (Effect, boo
 	var e Effect
 	var created bool
 	err := s.Update(ctx, func(tx *Tx) error {
-		res, err := s.wconn.ExecContext(ctx, `INSERT INTO effects (tenant, effect_key, state, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
+		res, err := tx.ExecContext(ctx, `INSERT INTO effects (tenant, effect_key, state, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT DO NOTHING`, tenant, key, EffectReserved, tx.now, tx.now)
 		if err != nil {
-			return mapErr(err)
+			return err
 		}
 		n, _ := res.RowsAffected()
 		created = n == 1
-		e, _, err = scanEffect(s.wconn.QueryRowContext(ctx, selectEffect, tenant, key), tenant, key)
+		e, _, err = scanEffect(tx.QueryRowContext(ctx, selectEffect, tenant, key))
 		return err
 	})
 	if err != nil {
@@ -138,42 +233,34 @@ func (ef *Effects) Reserve(ctx context.Context, tenant, key string) (Effect, boo
 	return e, created, nil
 }
 
-// transition moves an effect from one of the allowed states to next.
-func (s *Store) transition(ctx context.Context, tenant, key, step string, from []EffectState, next EffectState, set func(tx *Tx, e *Effect) error) (Effect, error) {
+// transition moves an effect from one of the allowed states to next; set
+// may change more (the state included) or refuse the step.
+func (s *Store) transition(ctx context.Context, tenant, key, step string, from []EffectState, next EffectState, set func(tx *Tx, prev EffectState, e *Effect) error) (Effect, error) {
 	if err := validateEffect(tenant, key); err != nil {
 		return Effect{}, err
 	}
 	var e Effect
 	err := s.Update(ctx, func(tx *Tx) error {
-		cur, ok, err := scanEffect(s.wconn.QueryRowContext(ctx, selectEffect, tenant, key), tenant, key)
+		cur, ok, err := scanEffect(tx.QueryRowContext(ctx, selectEffect, tenant, key))
 		if err != nil {
 			return err
 		}
 		if !ok {
-			return fmt.Errorf("effect %q (tenant %s): %w: reserve it first", key, tenant, ErrNotFound)
+			return &EffectNotFoundError{Tenant: tenant, Key: key}
 		}
-		allowed := false
-		for _, f := range from {
-			allowed = allowed || cur.State == f
-		}
-		if !allowed {
+		if !slices.Contains(from, cur.State) {
 			return &EffectStateError{Tenant: tenant, Key: key, State: cur.State, Step: step}
 		}
+		prev := cur.State
 		cur.State = next
 		cur.UpdatedAt = time.Unix(0, tx.now).UTC()
 		if set != nil {
-			if err := set(tx, &cur); err != nil {
+			if err := set(tx, prev, &cur); err != nil {
 				return err
 			}
 		}
-		var started any
-		if !cur.StartedAt.IsZero() {
-			started = cur.StartedAt.UnixNano()
-		}
-		_, err = s.wconn.ExecContext(ctx, `UPDATE effects SET state = ?, provider_ref = ?, attempts = ?, last_error = ?, updated_at = ?, started_at = ?
-			WHERE tenant = ? AND effect_key = ?`, cur.State, cur.ProviderRef, cur.Attempts, cur.LastError, tx.now, started, tenant, key)
 		e = cur
-		return mapErr(err)
+		return writeEffect(ctx, tx, cur)
 	})
 	if err != nil {
 		return Effect{}, err
@@ -181,22 +268,32 @@ func (s *Store) transition(ctx context.Context, tenant, key, step string, from [
 	return e, nil
 }
 
-// Begin marks the start of an attempt (RESERVED or FAILED ->
-// EXECUTING). UNKNOWN is refused: reconcile it first.
+// Begin marks the start of an attempt (RESERVED, FAILED or APPROVED ->
+// EXECUTING). UNKNOWN is refused (reconcile it first) except for the
+// kinds that may run again without reconciling (derived, analytics); an
+// approval older than the effect's ApprovalValidFor is refused. Begin does
+// not run a permission effect's Check: Do does.
 func (ef *Effects) Begin(ctx context.Context, tenant, key string) (Effect, error) {
 	s := ef.s
-	return s.transition(ctx, tenant, key, "begin", []EffectState{EffectReserved, EffectFailed}, EffectExecuting, func(tx *Tx, e *Effect) error {
-		e.Attempts++
-		e.StartedAt = time.Unix(0, tx.now).UTC()
-		return nil
-	})
+	return s.transition(ctx, tenant, key, "begin", []EffectState{EffectReserved, EffectFailed, EffectApproved, EffectUnknown}, EffectExecuting,
+		func(tx *Tx, prev EffectState, e *Effect) error {
+			if prev == EffectUnknown && !e.Kind.rerunsUnknown() {
+				return &EffectStateError{Tenant: tenant, Key: key, State: prev, Step: "begin"}
+			}
+			if e.NeedsApproval && approvalExpired(*e, tx.now) {
+				return &EffectStateError{Tenant: tenant, Key: key, State: prev, Step: "begin: its approval is older than " + e.ApprovalValidFor.String() + " (Do asks for a new one)"}
+			}
+			e.Attempts++
+			e.StartedAt = time.Unix(0, tx.now).UTC()
+			return nil
+		})
 }
 
 // Complete records that the effect happened, with the provider's
 // reference (EXECUTING or UNKNOWN -> COMPLETED).
 func (ef *Effects) Complete(ctx context.Context, tenant, key, providerRef string) (Effect, error) {
 	s := ef.s
-	return s.transition(ctx, tenant, key, "complete", []EffectState{EffectExecuting, EffectUnknown}, EffectCompleted, func(tx *Tx, e *Effect) error {
+	return s.transition(ctx, tenant, key, "complete", []EffectState{EffectExecuting, EffectUnknown}, EffectCompleted, func(tx *Tx, _ EffectState, e *Effect) error {
 		e.ProviderRef = providerRef
 		return nil
 	})
@@ -204,10 +301,15 @@ func (ef *Effects) Complete(ctx context.Context, tenant, key, providerRef string
 
 // Fail records that the attempt certainly did not happen
 // (EXECUTING or UNKNOWN -> FAILED); a retry with the same key may follow.
+// An irreversible effect goes back to AWAITING_APPROVAL instead, its
+// approval cleared: only a person's new approval lets it run again.
 func (ef *Effects) Fail(ctx context.Context, tenant, key, reason string) (Effect, error) {
 	s := ef.s
-	return s.transition(ctx, tenant, key, "fail", []EffectState{EffectExecuting, EffectUnknown}, EffectFailed, func(tx *Tx, e *Effect) error {
+	return s.transition(ctx, tenant, key, "fail", []EffectState{EffectExecuting, EffectUnknown}, EffectFailed, func(tx *Tx, _ EffectState, e *Effect) error {
 		e.LastError = reason
+		if e.Kind == EffectIrreversible {
+			askAgain(e, tx.now)
+		}
 		return nil
 	})
 }
@@ -216,7 +318,7 @@ func (ef *Effects) Fail(ctx context.Context, tenant, key, reason string) (Effect
 // (EXECUTING -> UNKNOWN). It is not retried until reconciled.
 func (ef *Effects) MarkUnknown(ctx context.Context, tenant, key, reason string) (Effect, error) {
 	s := ef.s
-	return s.transition(ctx, tenant, key, "mark unknown", []EffectState{EffectExecuting}, EffectUnknown, func(tx *Tx, e *Effect) error {
+	return s.transition(ctx, tenant, key, "mark unknown", []EffectState{EffectExecuting}, EffectUnknown, func(tx *Tx, _ EffectState, e *Effect) error {
 		e.LastError = reason
 		return nil
 	})
@@ -228,48 +330,17 @@ func (ef *Effects) Compensate(ctx context.Context, tenant, key string) (Effect, 
 	return s.transition(ctx, tenant, key, "compensate", []EffectState{EffectCompleted}, EffectCompensated, nil)
 }
 
-// Run performs an external call at most once per tenant and key:
-// it reserves the effect (a completed one is returned as is, without a
-// call), begins an attempt, runs call, and records the outcome: COMPLETED
-// with the provider reference, UNKNOWN when call's error wraps
-// ErrOutcomeUnknown, FAILED otherwise. An UNKNOWN or EXECUTING effect is
-// refused with an *EffectStateError: it may have happened, so it is
-// reconciled, never retried blindly.
+// Run performs an external call at most once per tenant and key: it is
+// Do with an external effect without arguments or approval. It reserves
+// the effect (a completed one is returned as is, without a call), begins
+// an attempt, runs call, and records the outcome: COMPLETED with the
+// provider reference, UNKNOWN when call's error wraps ErrOutcomeUnknown,
+// FAILED otherwise. An UNKNOWN or EXECUTING effect is refused with an
+// *EffectStateError: it may have happened, so it is reconciled, never
+// retried blindly. A key first run by Do with another kind, a resource,
+// arguments or an approval is refused with an *EffectMismatchError.
 func (ef *Effects) Run(ctx context.Context, tenant, key string, call func(ctx context.Context) (providerRef string, err error)) (Effect, error) {
-	s := ef.s
-	e, _, err := s.Effects().Reserve(ctx, tenant, key)
-	if err != nil {
-		return Effect{}, err
-	}
-	switch e.State {
-	case EffectCompleted, EffectCompensated:
-		return e, nil
-	case EffectExecuting, EffectUnknown:
-		return e, &EffectStateError{Tenant: tenant, Key: key, State: e.State, Step: "run it again"}
-	}
-	if _, err := s.Effects().Begin(ctx, tenant, key); err != nil {
-		return Effect{}, err
-	}
-	ref, callErr := call(ctx)
-	// Record the outcome even when ctx ended: the call happened or not
-	// regardless of the caller's patience.
-	rec := context.WithoutCancel(ctx)
-	switch {
-	case callErr == nil:
-		return s.Effects().Complete(rec, tenant, key, ref)
-	case errors.Is(callErr, ErrOutcomeUnknown) || errors.Is(callErr, context.DeadlineExceeded):
-		e, err := s.Effects().MarkUnknown(rec, tenant, key, callErr.Error())
-		if err != nil {
-			return e, errors.Join(callErr, err)
-		}
-		return e, callErr
-	default:
-		e, err := s.Effects().Fail(rec, tenant, key, callErr.Error())
-		if err != nil {
-			return e, errors.Join(callErr, err)
-		}
-		return e, callErr
-	}
+	return ef.Do(ctx, EffectRun{Tenant: tenant, Key: key}, func(ctx context.Context, _ json.RawMessage) (string, error) { return call(ctx) })
 }
 
 // Happened is a checker's answer about an effect whose outcome was unknown.
@@ -346,8 +417,12 @@ type EffectFilter struct {
 // List lists effects, oldest update first.
 func (ef *Effects) List(ctx context.Context, f EffectFilter) ([]Effect, error) {
 	s := ef.s
-	q := `SELECT tenant, effect_key, state, provider_ref, attempts, last_error, created_at, updated_at, COALESCE(started_at, 0)
-		FROM effects WHERE (? = '' OR tenant = ?)`
+	if f.Tenant != "" {
+		if err := envelope.ValidateTenant(f.Tenant); err != nil {
+			return nil, err
+		}
+	}
+	q := `SELECT ` + effectColumns + ` FROM effects WHERE (? = '' OR tenant = ?)`
 	args := []any{f.Tenant, f.Tenant}
 	if len(f.States) > 0 {
 		q += ` AND state IN (?` + repeatPlaceholders(len(f.States)-1) + `)`
@@ -355,21 +430,16 @@ func (ef *Effects) List(ctx context.Context, f EffectFilter) ([]Effect, error) {
 			args = append(args, st)
 		}
 	}
-	rows, err := s.rdb.QueryContext(ctx, q+` ORDER BY updated_at`, args...)
+	rows, err := s.rdb.QueryContext(ctx, q+` ORDER BY updated_at, tenant, effect_key`, args...)
 	if err != nil {
 		return nil, mapErr(err)
 	}
 	defer rows.Close()
 	var out []Effect
 	for rows.Next() {
-		var e Effect
-		var c, u, st int64
-		if err := rows.Scan(&e.Tenant, &e.Key, &e.State, &e.ProviderRef, &e.Attempts, &e.LastError, &c, &u, &st); err != nil {
-			return nil, err
-		}
-		e.CreatedAt, e.UpdatedAt = time.Unix(0, c).UTC(), time.Unix(0, u).UTC()
-		if st != 0 {
-			e.StartedAt = time.Unix(0, st).UTC()
+		e, err := scanEffectColumns(rows)
+		if err != nil {
+			return nil, mapErr(err)
 		}
 		out = append(out, e)
 	}
