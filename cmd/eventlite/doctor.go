@@ -17,11 +17,14 @@ import (
 var doctorCommand = &command{
 	name:    "doctor",
 	summary: "reconcile: find what slipped past the online protocols",
-	usage:   "eventlite doctor [--deep] [--outbox-age D] [--executing-age D] [--deferral-age D] [--projection-lag D]",
+	usage:   "eventlite doctor [--deep] [--outbox-age D] [--executing-age D] [--approval-age D] [--approved-age D] [--deferral-age D] [--projection-lag D]",
 	about: `Scans the store and reports, with counts, oldest ages and the ids to act on:
 outbox rows unpublished longer than --outbox-age once a relay has run (before
 any relay ran, pending rows are information), dead letters and the streams they
-park, effects UNKNOWN or EXECUTING longer than --executing-age, expired leases
+park, effects UNKNOWN or EXECUTING longer than --executing-age, effects
+AWAITING_APPROVAL longer than --approval-age (effects_awaiting_approval) or
+APPROVED longer than --approved-age without running (effects_approved_not_run;
+see 'eventlite effects'), expired leases
 with work waiting behind them, deferred outside events older than
 --deferral-age, quarantined events (see 'eventlite quarantine'), version
 conflicts, projections stopped on a quarantined event, orphaned (their lease
@@ -48,6 +51,8 @@ func (d *doctorCmd) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&d.deep, "deep", false, "also dry-run a rebuild of each known projection and report drift")
 	fs.DurationVar(&d.opts.OutboxAge, "outbox-age", 5*time.Minute, "unpublished outbox rows older than `D` are a problem")
 	fs.DurationVar(&d.opts.ExecutingAge, "executing-age", 10*time.Minute, "effects EXECUTING longer than `D` are stuck")
+	fs.DurationVar(&d.opts.ApprovalAge, "approval-age", 24*time.Hour, "effects AWAITING_APPROVAL longer than `D` wait too long for a person")
+	fs.DurationVar(&d.opts.ApprovedAge, "approved-age", time.Hour, "effects APPROVED longer than `D` without running are a problem")
 	fs.DurationVar(&d.opts.DeferralAge, "deferral-age", 10*time.Minute, "deferred outside events older than `D` are a problem")
 	fs.DurationVar(&d.opts.ProjectionLag, "projection-lag", time.Minute, "a running projection more than `D` behind is lagging")
 }
@@ -59,7 +64,7 @@ type doctorReport struct {
 }
 
 func (d *doctorCmd) run(ctx context.Context, c *cli, _ []string) error {
-	for _, v := range []time.Duration{d.opts.OutboxAge, d.opts.ExecutingAge, d.opts.DeferralAge, d.opts.ProjectionLag} {
+	for _, v := range []time.Duration{d.opts.OutboxAge, d.opts.ExecutingAge, d.opts.ApprovalAge, d.opts.ApprovedAge, d.opts.DeferralAge, d.opts.ProjectionLag} {
 		if v <= 0 {
 			return &usageError{cmd: doctorCommand, err: errors.New("every bound must be a positive duration such as 90s or 5m")}
 		}
