@@ -744,3 +744,43 @@ func TestEffectMigrationOfOldRows(t *testing.T) {
 		t.Errorf("arguments on an old effect: %v", err)
 	}
 }
+
+// Many runs of an approved effect at once: one call; the others find it
+// running or done.
+func TestEffectApprovedRunsOnceUnderConcurrency(t *testing.T) {
+	ctx := t.Context()
+	s := storetest.MustOpen(t, nil)
+	ext := &recorder{}
+	run := refundRun("refund:o-9", refund{Order: "o-9", Amount: 3})
+	e, _ := s.Effects().Do(ctx, run, ext.call)
+	if _, err := s.Effects().Approve(ctx, "default", "refund:o-9", e.ArgsHash(), "alice"); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range 8 {
+		wg.Go(func() {
+			<-start
+			e, err := s.Effects().Do(ctx, run, ext.call)
+			if err != nil && !errors.Is(err, store.ErrEffectState) {
+				t.Error(err)
+			}
+			if err == nil && e.State != store.EffectCompleted {
+				t.Errorf("%+v", e)
+			}
+		})
+	}
+	wg.Go(func() {
+		<-start
+		if _, err := s.Effects().ResumeApproved(ctx, "default", func(ctx context.Context, e store.Effect, args json.RawMessage) (string, error) {
+			return ext.call(ctx, args)
+		}); err != nil {
+			t.Error(err)
+		}
+	})
+	close(start)
+	wg.Wait()
+	if n := len(ext.calls()); n != 1 {
+		t.Errorf("the approved effect ran %d times", n)
+	}
+}

@@ -186,7 +186,8 @@ func (x *effectsCmd) run(ctx context.Context, c *cli, args []string) error {
 	case errors.As(err, &nf):
 		return &exitError{code: exitNotFound, err: fmt.Errorf("%w: list them with 'eventlite effects list' (and check --db and --tenant)", err)}
 	case errors.As(err, &se):
-		return &exitError{code: exitInvalid, err: fmt.Errorf("effect %q is %s: only an effect AWAITING_APPROVAL or APPROVED can be %sd", key, se.State, action)}
+		return &exitError{code: exitInvalid, err: fmt.Errorf("effect %q is %s: only an effect AWAITING_APPROVAL or APPROVED can be %s", key, se.State,
+			map[string]string{"approve": "approved", "reject": "rejected"}[action])}
 	case errors.Is(err, store.ErrArgsHashMismatch):
 		return &exitError{code: exitInvalid, err: err}
 	case err != nil:

@@ -196,7 +196,9 @@ func TestEffectsCLI(t *testing.T) {
 	if r := code(exitInvalid, "approve", "refund:o-2", "--args-hash", got.ArgsHash(), "--by", "alice"); !strings.Contains(r.stderr, "REJECTED") {
 		t.Errorf("approve a rejected effect: %s", r.stderr)
 	}
-	code(exitInvalid, "reject", "refund:o-2", "--by", "alice")
+	if r := code(exitInvalid, "reject", "refund:o-2", "--by", "alice"); !strings.Contains(r.stderr, `"refund:o-2" is REJECTED: only an effect AWAITING_APPROVAL or APPROVED can be rejected`) {
+		t.Errorf("reject a rejected effect: %s", r.stderr)
+	}
 	code(exitInvalid, "reject", "refund:o-1", "--by", "alice") // completed
 	if _, err := s.Effects().Do(ctx, dup, call); !errors.Is(err, store.ErrRejected) || len(calls) != 1 {
 		t.Errorf("a rejected effect ran: %v", err)
