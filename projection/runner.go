@@ -438,15 +438,19 @@ func (r *Runner) deliver(ctx context.Context, lease store.Lease, cp, next int64,
 	to := next
 	var stopped *StoppedError
 	type failure struct {
-		e   envelope.Event
-		err error
+		e        envelope.Event
+		err      error
+		attempts int
 	}
 	var failures []failure
 	for _, e := range events {
 		var err error
 		backoff := 10 * time.Millisecond
+		attempts := 0
 		for attempt := 1; attempt <= r.opts.MaxAttempts; attempt++ {
-			if err = r.callDeliver(ctx, e); err == nil || ctx.Err() != nil {
+			attempts = attempt
+			// Data at fault fails the same way every time: no retry.
+			if err = r.callDeliver(ctx, e); err == nil || ctx.Err() != nil || dataAtFault(err) {
 				break
 			}
 			if attempt < r.opts.MaxAttempts {
@@ -463,13 +467,13 @@ func (r *Runner) deliver(ctx context.Context, lease store.Lease, cp, next int64,
 		if err == nil {
 			continue
 		}
-		failures = append(failures, failure{e, err})
+		failures = append(failures, failure{e, err, attempts})
 		if r.opts.OnError == Skip {
 			r.log.Error("skipping an event the handler keeps failing on; it is quarantined", "position", e.Position, "id", e.ID, "error", err,
 				"next", advice(r.p.Name, e.ID, err, false))
 			continue
 		}
-		stopped = &StoppedError{Projection: r.p.Name, Position: e.Position, EventID: e.ID, Attempts: r.opts.MaxAttempts, Err: err}
+		stopped = &StoppedError{Projection: r.p.Name, Position: e.Position, EventID: e.ID, Attempts: attempts, Err: err}
 		to = e.Position - 1
 		break
 	}
@@ -478,7 +482,7 @@ func (r *Runner) deliver(ctx context.Context, lease store.Lease, cp, next int64,
 			return err
 		}
 		for _, f := range failures {
-			if err := r.quarantineTx(ctx, tx, f.e, f.err, r.opts.MaxAttempts); err != nil {
+			if err := r.quarantineTx(ctx, tx, f.e, f.err, f.attempts); err != nil {
 				return err
 			}
 		}

@@ -441,3 +441,33 @@ func TestWaitForZero(t *testing.T) {
 		t.Errorf("WaitFor(1) on a closed store = %v; want ErrClosed", err)
 	}
 }
+
+// A Deliver handler that finds the data at fault is not retried either:
+// the event is quarantined as uninterpretable at its first attempt.
+func TestDeliverDataAtFaultNotRetried(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.MustOpen(t, nil)
+	bad := appendRaw(t, s, "acc-1", "account.deposited", depositedV2, `{"cents":"a lot"}`)
+	reg := accountRegistry()
+	calls := 0
+	p := projection.Projection{Name: "outside", Deliver: func(_ context.Context, e envelope.Event) error {
+		calls++
+		_, err := reg.Decode(e)
+		return err
+	}}
+	r, err := projection.NewRunner(s, p, &projection.RunnerOptions{MaxAttempts: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stopped *projection.StoppedError
+	if _, err := r.CatchUp(ctx); !errors.As(err, &stopped) || !errors.Is(err, envelope.ErrInvalidEvent) || stopped.Attempts != 1 {
+		t.Fatalf("CatchUp = %v; want stopped after 1 attempt on invalid data", err)
+	}
+	if calls != 1 {
+		t.Errorf("Deliver called %d times; want 1", calls)
+	}
+	qs, err := s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: "outside", Open: true})
+	if err != nil || len(qs) != 1 || qs[0].EventID != bad.ID || qs[0].Reason != store.ReasonUninterpretable || qs[0].Attempts != 1 {
+		t.Fatalf("quarantine %+v, %v; want one uninterpretable entry for %s after 1 attempt", qs, err, bad.ID)
+	}
+}
