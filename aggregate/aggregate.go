@@ -73,6 +73,13 @@ type Command struct {
 	ID string
 	// CorrelationID is copied to every produced event. Default: ID.
 	CorrelationID string
+	// Expected is the stream version the caller decided on (the version a
+	// form showed, say). The zero value, store.Any, loads, decides and
+	// retries on a conflict. Any other value is checked against the
+	// loaded version before Decide runs: a mismatch returns the
+	// *store.ConflictError at once, without retrying, appending or
+	// recording anything (the user must look again).
+	Expected store.Expected
 	// Payload is the command itself. Its Go type names the operation and,
 	// with its JSON encoding, makes the input hash. Top-level struct fields
 	// tagged `idem:"-"` (timestamps the caller fills in, say) are left out
@@ -103,6 +110,16 @@ type Result struct {
 	// Replayed is true when the result came from the operation ledger: the
 	// command had already been carried out and nothing was appended now.
 	Replayed bool `json:"-"`
+}
+
+// LastPosition returns the position of the last appended event, or 0 when
+// nothing was appended: pass it to projection.WaitFor, which takes 0 as
+// nothing to wait for.
+func (r Result) LastPosition() int64 {
+	if len(r.Positions) == 0 {
+		return 0
+	}
+	return r.Positions[len(r.Positions)-1]
 }
 
 // Handler loads aggregates, runs Decide and appends, for one aggregate
@@ -201,7 +218,9 @@ func (h *Handler[S]) Load(ctx context.Context, tenant, stream string) (S, int64,
 // Handle loads the aggregate, runs Decide, and appends the new events with
 // the loaded version as the expected one. On a version conflict it loads
 // and decides again, up to MaxAttempts; a stale decision is never
-// appended. Decide's errors come back unchanged.
+// appended. A command whose Expected does not hold for the loaded version
+// gets the *store.ConflictError at once. Decide's errors come back
+// unchanged.
 func (h *Handler[S]) Handle(ctx context.Context, cmd Command) (Result, error) {
 	if cmd.Tenant == "" {
 		cmd.Tenant = "default"
@@ -241,6 +260,10 @@ func (h *Handler[S]) Handle(ctx context.Context, cmd Command) (Result, error) {
 	var lastErr error
 	for attempt := 1; attempt <= h.opts.MaxAttempts; attempt++ {
 		res, err := h.attempt(ctx, cmd, op)
+		var stale *staleCommand
+		if errors.As(err, &stale) {
+			return Result{}, stale.ConflictError
+		}
 		if !errors.Is(err, store.ErrConflict) {
 			return res, err
 		}
@@ -253,10 +276,26 @@ func (h *Handler[S]) Handle(ctx context.Context, cmd Command) (Result, error) {
 // errAnswered ends an Update whose operation turned out to be done.
 var errAnswered = errors.New("operation already answered")
 
+// staleCommand: the command's Expected does not hold for the loaded
+// version; Handle returns the conflict without retrying.
+type staleCommand struct{ *store.ConflictError }
+
 func (h *Handler[S]) attempt(ctx context.Context, cmd Command, op *store.Operation) (Result, error) {
 	state, version, err := h.Load(ctx, cmd.Tenant, cmd.Stream)
 	if err != nil {
 		return Result{}, err
+	}
+	if !holds(cmd.Expected, version) {
+		if op != nil {
+			// The same operation may have just been carried out by a
+			// concurrent call: its result is the answer, not a conflict.
+			if stored, ok, err := h.store.Operation(ctx, cmd.Tenant, cmd.OperationID); err != nil {
+				return Result{}, err
+			} else if ok {
+				return replay(stored, *op)
+			}
+		}
+		return Result{}, &staleCommand{&store.ConflictError{Tenant: cmd.Tenant, Stream: cmd.Stream, Expected: cmd.Expected, Actual: version}}
 	}
 	payloads, err := h.def.Decide(state, cmd)
 	if err != nil {
@@ -342,6 +381,20 @@ func (h *Handler[S]) maybeSnapshot(ctx context.Context, tx *store.Tx, cmd Comman
 		return nil
 	}
 	return tx.SaveSnapshot(ctx, store.Snapshot{Tenant: cmd.Tenant, Stream: cmd.Stream, SchemaVersion: h.def.SnapshotSchema, Version: to, State: b})
+}
+
+// holds reports whether expected holds for a stream at version.
+func holds(expected store.Expected, version int64) bool {
+	switch expected {
+	case store.Any:
+		return true
+	case store.NoStream:
+		return version == 0
+	case store.StreamExists:
+		return version > 0
+	}
+	n, _ := expected.Version()
+	return version == n
 }
 
 // replay answers a repeated operation from the ledger.

@@ -7,11 +7,16 @@
 //		Name: "order", Registry: reg, Evolve: evolve, Decide: decide,
 //	}, nil)
 //	res, err := h.Handle(ctx, aggregate.Command{Stream: "order-1", OperationID: "req-42", Payload: PlaceOrder{Total: 42}})
+//	projection.WaitFor(ctx, s, "order_totals", res.LastPosition()) // 0: nothing appended, nothing to wait for
 //
 // Guarantees:
 //   - A decision is appended with the loaded version as the expected one;
 //     on a conflict the handler reloads and decides again (up to
 //     MaxAttempts) and never appends a stale decision.
+//   - A command with Expected set (the version the user was shown) is
+//     checked against the loaded version before Decide runs; a mismatch
+//     returns the *store.ConflictError at once, without retrying, and
+//     appends and records nothing.
 //   - Decide's errors are returned unchanged and append nothing.
 //   - A command with an OperationID runs at most once per tenant: its
 //     ledger row commits in the transaction of its events; a retry returns

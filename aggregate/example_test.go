@@ -201,3 +201,36 @@ func Example() {
 	// aggregate_test.ShipOrder     refused: order is cancelled
 	// order-1 is cancelled at version 4
 }
+
+// A command carries the version the user was shown. When the stream has
+// moved since, it is refused at once with a *store.ConflictError: Decide
+// does not run on a state the user never saw.
+func ExampleCommand_expected() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "eventlite-example")
+	defer os.RemoveAll(dir)
+	s, err := store.Open(ctx, filepath.Join(dir, "orders.db"), nil)
+	if err != nil {
+		panic(err)
+	}
+	defer s.Close()
+	orders, err := aggregate.New(s, orderDefinition(), nil)
+	if err != nil {
+		panic(err)
+	}
+	if _, err := orders.Handle(ctx, aggregate.Command{Stream: "order-1", Payload: PlaceOrder{Total: 42}}); err != nil {
+		panic(err)
+	}
+	// A form shows order-1 at version 1; meanwhile, someone pays it.
+	if _, err := orders.Handle(ctx, aggregate.Command{Stream: "order-1", Payload: PayOrder{Amount: 42}}); err != nil {
+		panic(err)
+	}
+	// The form's command, decided on version 1:
+	_, err = orders.Handle(ctx, aggregate.Command{Stream: "order-1", Expected: store.Exact(1), Payload: PayOrder{Amount: 42}})
+	var conflict *store.ConflictError
+	if errors.As(err, &conflict) {
+		fmt.Printf("refused: the form showed %s, the order is at version %d\n", conflict.Expected, conflict.Actual)
+	}
+	// Output:
+	// refused: the form showed version 1, the order is at version 2
+}

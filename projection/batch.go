@@ -73,7 +73,7 @@ func (p *Projection) applyOne(ctx context.Context, tx *Tx, e envelope.Event) (er
 			err = fmt.Errorf("panic: %v", r)
 		}
 	}()
-	return p.Apply(ctx, tx, e)
+	return p.apply(ctx, tx, e)
 }
 
 func (p *Projection) underSavepoint(ctx context.Context, tx *store.Tx, fn func() error) (err error) {

@@ -1,23 +1,32 @@
 // Package projection reads the log into read models, two ways.
 //
-// Local projections read this store's log. A Projection names the event
-// types it reads, declares the tables it owns and applies events through
-// the store's transaction; a Runner holds the projection's lease (one
-// active runner among several processes), catches up from the checkpoint
-// in batches read outside the write transaction, and follows new commits:
+// Local projections read this store's log. A Projection declares the
+// tables it owns and one handler per Go event type (On, against the
+// envelope.Registry the aggregates use): each handler receives the
+// event's data decoded and upcast, its metadata (stream, version,
+// position, time, ids) and the runner's transaction, and the projection
+// reads the event types its handlers' types are registered for. A Runner
+// holds the projection's lease (one active runner among several
+// processes), catches up from the checkpoint in batches read outside the
+// write transaction, and follows new commits:
 //
+//	h := projection.NewHandlers(reg) // reg: envelope.Register[OrderPlaced](reg, "order.placed")
+//	projection.On(h, func(ctx context.Context, tx *projection.Tx, e projection.Event[OrderPlaced]) error {
+//		_, err := tx.ExecContext(ctx, `INSERT INTO `+tx.Table("order_totals")+` (id, total) VALUES (?, ?)`, e.Stream, e.Data.Total)
+//		return err
+//	})
 //	r, _ := projection.NewRunner(s, projection.Projection{
-//		Name:   "order_totals",
-//		Types:  []string{"order.placed"},
-//		Tables: []projection.Table{{Name: "order_totals", Schema: `CREATE TABLE {table} (id TEXT PRIMARY KEY, total INTEGER)`}},
-//		Apply: func(ctx context.Context, tx *projection.Tx, e envelope.Event) error {
-//			_, err := tx.ExecContext(ctx, `INSERT INTO `+tx.Table("order_totals")+` ...`)
-//			return err
-//		},
+//		Name:     "order_totals",
+//		Handlers: h,
+//		Tables:   []projection.Table{{Name: "order_totals", Schema: `CREATE TABLE {table} (id TEXT PRIMARY KEY, total INTEGER)`}},
 //	}, nil)
 //	go r.Run(ctx)
-//	res, _ := s.Append(ctx, "default", "order-1", store.NoStream, e)
-//	projection.WaitFor(ctx, s, "order_totals", res.LastPosition()) // read your writes
+//	res, _ := orders.Handle(ctx, aggregate.Command{Stream: "order-1", Payload: PlaceOrder{Total: 42}})
+//	projection.WaitFor(ctx, s, "order_totals", res.LastPosition()) // read your writes; 0 waits for nothing
+//
+// The untyped form stays for tools that read events as stored (the
+// built-in catalog): Types lists the event types and Apply receives each
+// envelope.Event. Deliver hands events to a read model outside the store.
 //
 // External consumers take events that arrive from a broker or over HTTP,
 // at least once and in any order (Consumer.Handle).
@@ -28,7 +37,10 @@
 //     lease token, so a runner that lost its lease writes nothing.
 //   - A handler that keeps failing is tried a bounded number of times; the
 //     event is quarantined with its position, error and attempts, and the
-//     projection stops there (or skips it, when configured). A restart
+//     projection stops there (or skips it, when configured). An event whose
+//     data does not decode (errors.Is(err, envelope.ErrInvalidEvent)) is
+//     quarantined at its first attempt as store.ReasonUninterpretable,
+//     with the data named as the cause. A restart
 //     after the fix resumes exactly at that event. An operator lists,
 //     retries or skips quarantined events of projections and consumers
 //     alike (store.Projections: OpenQuarantine, RetryQuarantined, SkipQuarantined;

@@ -5,18 +5,29 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
 )
 
-// Projection is a read model fed from the store's log.
+// Projection is a read model fed from the store's log. Set one of
+// Handlers (typed: each handler receives its event's data decoded), Apply
+// (untyped: the event as stored, for tools such as the catalog) or
+// Deliver (a read model outside the store).
 type Projection struct {
 	// Name identifies the projection: its checkpoint, its lease
 	// ("projection:<name>") and its quarantine entries. Required.
 	Name string
+	// Handlers, the typed form, apply events to the read model in the
+	// store's database, one handler per Go event type (see On); the event
+	// types the projection reads are theirs. Events whose data does not
+	// decode are quarantined with the data named as the cause.
+	Handlers *Handlers
 	// Types, when set, are the only event types the projection reads.
+	// With Handlers, they are read besides the handlers' own types (old
+	// types an upcaster renames into a handled one).
 	Types []string
 	// Tables are the read-model tables the projection owns, declared so
 	// that replay can rebuild them under shadow names.
@@ -78,8 +89,12 @@ func (p *Projection) Validate() error {
 	switch {
 	case !nameRE.MatchString(p.Name):
 		return fmt.Errorf("projection name %q: want a letter then letters, digits or _ (at most 63)", p.Name)
-	case (p.Apply == nil) == (p.Deliver == nil):
-		return fmt.Errorf("projection %s: set exactly one of Apply and Deliver", p.Name)
+	case count(p.Handlers != nil, p.Apply != nil, p.Deliver != nil) != 1:
+		return fmt.Errorf("projection %s: set exactly one of Handlers, Apply and Deliver", p.Name)
+	case p.Handlers != nil && p.ApplyBatch != nil:
+		return fmt.Errorf("projection %s: ApplyBatch goes with Apply, not with Handlers", p.Name)
+	case p.Handlers != nil && (p.Handlers.reg == nil || len(p.Handlers.byGo) == 0):
+		return fmt.Errorf("projection %s: Handlers need a registry and at least one handler: make them with NewHandlers(reg), then call On", p.Name)
 	case p.Deliver != nil && len(p.Tables) > 0:
 		return fmt.Errorf("projection %s: Tables are for Apply read models in the store's database", p.Name)
 	}
@@ -92,6 +107,43 @@ func (p *Projection) Validate() error {
 		}
 	}
 	return nil
+}
+
+func count(bs ...bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
+}
+
+// Applies reports whether the projection writes a read model in the
+// store's database (Handlers or Apply), which a replay can rebuild.
+func (p *Projection) Applies() bool { return p.Handlers != nil || p.Apply != nil }
+
+// EventTypes returns the event types the projection reads: its Types and
+// its handlers' types; nil means every type.
+func (p *Projection) EventTypes() []string {
+	if p.Handlers == nil || len(p.Types) == 0 && len(p.Handlers.types) == 0 {
+		return p.Types
+	}
+	types := slices.Clone(p.Types)
+	for _, t := range p.Handlers.types {
+		if !slices.Contains(types, t) {
+			types = append(types, t)
+		}
+	}
+	return types
+}
+
+// apply runs the projection's handler for one event.
+func (p *Projection) apply(ctx context.Context, tx *Tx, e envelope.Event) error {
+	if p.Handlers != nil {
+		return p.Handlers.apply(ctx, tx, e)
+	}
+	return p.Apply(ctx, tx, e)
 }
 
 // liveTables maps each declared table to itself.
@@ -142,20 +194,13 @@ func (p *Projection) applyTx(ctx context.Context, tx *store.Tx, names map[string
 			err = rerr
 		}
 	}()
-	return p.Apply(ctx, &Tx{Tx: tx, tables: names}, e)
+	return p.apply(ctx, &Tx{Tx: tx, tables: names}, e)
 }
 
 // Matches reports whether the projection reads events of type t.
 func (p *Projection) Matches(t string) bool {
-	if len(p.Types) == 0 {
-		return true
-	}
-	for _, x := range p.Types {
-		if x == t {
-			return true
-		}
-	}
-	return false
+	types := p.EventTypes()
+	return len(types) == 0 || slices.Contains(types, t)
 }
 
 // LeaseResource is the lease a runner of the projection holds.

@@ -79,6 +79,7 @@ type Runner struct {
 	opts  RunnerOptions
 	log   hclog.Logger
 	names map[string]string
+	types []string // the event types read: p.EventTypes()
 	// stopped: the store records the projection as stopped on a
 	// quarantined event. Read at setup, kept in step by this runner (it
 	// holds the lease, so no other runner writes the status meanwhile).
@@ -112,7 +113,7 @@ func NewRunner(s *store.Store, p Projection, opts *RunnerOptions) (*Runner, erro
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
-	return &Runner{s: s, p: p, opts: o, log: o.Logger.Named("projection." + p.Name), names: p.liveTables()}, nil
+	return &Runner{s: s, p: p, opts: o, log: o.Logger.Named("projection." + p.Name), names: p.liveTables(), types: p.EventTypes()}, nil
 }
 
 // Run waits for the projection's lease (standing by while another runner
@@ -256,7 +257,7 @@ func (r *Runner) batch(ctx context.Context, lease store.Lease) (int64, error) {
 		return 0, err
 	}
 	var events []envelope.Event
-	for e, err := range r.s.ReadAll(ctx, store.ReadAllOptions{From: cp + 1, Limit: r.opts.BatchSize, Types: r.p.Types}) {
+	for e, err := range r.s.ReadAll(ctx, store.ReadAllOptions{From: cp + 1, Limit: r.opts.BatchSize, Types: r.types}) {
 		if err != nil {
 			return 0, err
 		}
@@ -350,25 +351,40 @@ func (r *Runner) batch(ctx context.Context, lease store.Lease) (int64, error) {
 }
 
 // applyWithRetry applies e up to MaxAttempts times; prior, when not nil,
-// is the error of an attempt already made (in the batch).
+// is the error of an attempt already made (in the batch). An event whose
+// data is at fault (it does not decode) is not tried again: it would fail
+// the same way.
 func (r *Runner) applyWithRetry(ctx context.Context, tx *store.Tx, e envelope.Event, prior error) (int, error) {
 	err, tried := prior, 0
 	if prior != nil {
 		tried = 1
+		if dataAtFault(prior) {
+			return tried, prior
+		}
 	}
 	for attempt := tried + 1; attempt <= r.opts.MaxAttempts; attempt++ {
 		if err = r.p.applyTx(ctx, tx, r.names, e); err == nil {
 			return attempt, nil
 		}
 		r.log.Debug("handler failed", "position", e.Position, "attempt", attempt, "error", err)
+		if dataAtFault(err) {
+			return attempt, err
+		}
 	}
 	return r.opts.MaxAttempts, err
 }
 
+// quarantineTx sets e aside with its cause: the data
+// (store.ReasonUninterpretable) when it does not decode, else the handler
+// (store.ReasonHandlerError).
 func (r *Runner) quarantineTx(ctx context.Context, tx *store.Tx, e envelope.Event, cause error, attempts int) error {
 	b, _ := e.MarshalJSON()
+	reason := store.ReasonHandlerError
+	if dataAtFault(cause) {
+		reason = store.ReasonUninterpretable
+	}
 	return tx.Quarantine(ctx, store.Quarantined{
-		Consumer: r.p.Name, Reason: store.ReasonHandlerError, Tenant: e.Tenant, Subject: e.Stream, Version: e.StreamVersion,
+		Consumer: r.p.Name, Reason: reason, Tenant: e.Tenant, Subject: e.Stream, Version: e.StreamVersion,
 		Position: e.Position, EventID: e.ID, Event: b, Error: cause.Error(), Attempts: attempts,
 	})
 }
@@ -422,15 +438,19 @@ func (r *Runner) deliver(ctx context.Context, lease store.Lease, cp, next int64,
 	to := next
 	var stopped *StoppedError
 	type failure struct {
-		e   envelope.Event
-		err error
+		e        envelope.Event
+		err      error
+		attempts int
 	}
 	var failures []failure
 	for _, e := range events {
 		var err error
 		backoff := 10 * time.Millisecond
+		attempts := 0
 		for attempt := 1; attempt <= r.opts.MaxAttempts; attempt++ {
-			if err = r.callDeliver(ctx, e); err == nil || ctx.Err() != nil {
+			attempts = attempt
+			// Data at fault fails the same way every time: no retry.
+			if err = r.callDeliver(ctx, e); err == nil || ctx.Err() != nil || dataAtFault(err) {
 				break
 			}
 			if attempt < r.opts.MaxAttempts {
@@ -447,13 +467,13 @@ func (r *Runner) deliver(ctx context.Context, lease store.Lease, cp, next int64,
 		if err == nil {
 			continue
 		}
-		failures = append(failures, failure{e, err})
+		failures = append(failures, failure{e, err, attempts})
 		if r.opts.OnError == Skip {
 			r.log.Error("skipping an event the handler keeps failing on; it is quarantined", "position", e.Position, "id", e.ID, "error", err,
 				"next", advice(r.p.Name, e.ID, err, false))
 			continue
 		}
-		stopped = &StoppedError{Projection: r.p.Name, Position: e.Position, EventID: e.ID, Attempts: r.opts.MaxAttempts, Err: err}
+		stopped = &StoppedError{Projection: r.p.Name, Position: e.Position, EventID: e.ID, Attempts: attempts, Err: err}
 		to = e.Position - 1
 		break
 	}
@@ -462,7 +482,7 @@ func (r *Runner) deliver(ctx context.Context, lease store.Lease, cp, next int64,
 			return err
 		}
 		for _, f := range failures {
-			if err := r.quarantineTx(ctx, tx, f.e, f.err, r.opts.MaxAttempts); err != nil {
+			if err := r.quarantineTx(ctx, tx, f.e, f.err, f.attempts); err != nil {
 				return err
 			}
 		}

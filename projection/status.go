@@ -18,7 +18,17 @@ import (
 // ErrStopped)), or its lease held by a process on this host that is gone,
 // once that lease expired and no runner took it over within one lease
 // period (errors.Is(err, ErrOwnerGone)).
+//
+// Position 0 is nothing to wait for (aggregate.Result.LastPosition of a
+// command that appended nothing): WaitFor returns nil at once, without
+// reading the store. A negative position is an error.
 func WaitFor(ctx context.Context, s *store.Store, projection string, position int64) error {
+	switch {
+	case position == 0:
+		return nil
+	case position < 0:
+		return fmt.Errorf("wait for projection %s: position %d: want a position an append returned, or 0 for nothing to wait for", projection, position)
+	}
 	for {
 		changed := s.Changed()
 		cp, err := s.Checkpoint(ctx, projection)

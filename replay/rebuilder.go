@@ -102,7 +102,7 @@ func (r *rebuilder) run(ctx context.Context) (Result, error) {
 	// Rebuild up to the watermark, then prove it: the shadow is at the
 	// watermark and holds as many events as the log has up to it, counted
 	// apart from the reads that fed it.
-	if r.total, err = r.s.Rebuilds().CountEvents(ctx, 0, watermark, r.p.Types); err != nil {
+	if r.total, err = r.s.Rebuilds().CountEvents(ctx, 0, watermark, r.p.EventTypes()); err != nil {
 		return res, err
 	}
 	r.phase, r.target = PhaseRebuild, watermark
@@ -222,7 +222,7 @@ func (r *rebuilder) renew(ctx context.Context) error {
 // is in hand.
 func (r *rebuilder) read(ctx context.Context, from, target int64, limit int, buf []envelope.Event) (events []envelope.Event, next int64, err error) {
 	events = buf[:0]
-	for e, err := range r.s.ReadAll(ctx, store.ReadAllOptions{From: from + 1, Limit: limit, Types: r.p.Types}) {
+	for e, err := range r.s.ReadAll(ctx, store.ReadAllOptions{From: from + 1, Limit: limit, Types: r.p.EventTypes()}) {
 		if err != nil {
 			return nil, 0, err
 		}
@@ -412,7 +412,7 @@ func (r *rebuilder) catchUp(ctx context.Context, watermark int64, target func() 
 // countTotal sets the progress total: the verified count up to the
 // watermark plus the matching events from there to target.
 func (r *rebuilder) countTotal(ctx context.Context, watermark, target int64) error {
-	n, err := r.s.Rebuilds().CountEvents(ctx, watermark, target, r.p.Types)
+	n, err := r.s.Rebuilds().CountEvents(ctx, watermark, target, r.p.EventTypes())
 	if err != nil {
 		return err
 	}
@@ -432,7 +432,7 @@ func (r *rebuilder) finalTx(ctx context.Context, tx *store.Tx, watermark, target
 	var events []envelope.Event
 	// On the read pool: nothing can commit while tx holds the write lock,
 	// so this reads the log as tx sees it.
-	for e, err := range r.s.ReadAll(ctx, store.ReadAllOptions{From: r.row.Checkpoint + 1, Types: r.p.Types}) {
+	for e, err := range r.s.ReadAll(ctx, store.ReadAllOptions{From: r.row.Checkpoint + 1, Types: r.p.EventTypes()}) {
 		if err != nil {
 			return store.Rebuild{}, err
 		}
@@ -448,7 +448,7 @@ func (r *rebuilder) finalTx(ctx context.Context, tx *store.Tx, watermark, target
 	if err != nil {
 		return store.Rebuild{}, err
 	}
-	since, err := r.s.Rebuilds().CountEvents(ctx, watermark, target, r.p.Types)
+	since, err := r.s.Rebuilds().CountEvents(ctx, watermark, target, r.p.EventTypes())
 	if err != nil {
 		return store.Rebuild{}, err
 	}

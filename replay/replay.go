@@ -172,8 +172,8 @@ func Rebuild(ctx context.Context, s *store.Store, p projection.Projection, opts 
 	if err := p.Validate(); err != nil {
 		return Result{}, err
 	}
-	if p.Apply == nil || len(p.Tables) == 0 {
-		return Result{}, fmt.Errorf("replay %s: %w: it keeps no tables in the store (only Apply projections that declare their Tables can be rebuilt)", p.Name, ErrNotRebuildable)
+	if !p.Applies() || len(p.Tables) == 0 {
+		return Result{}, fmt.Errorf("replay %s: %w: it keeps no tables in the store (only Handlers or Apply projections that declare their Tables can be rebuilt)", p.Name, ErrNotRebuildable)
 	}
 	var o Options
 	if opts != nil {

@@ -12,7 +12,7 @@ type QuarantineReason string
 // Quarantine reasons.
 const (
 	ReasonHandlerError     QuarantineReason = "handler_error"     // a handler kept failing on the event
-	ReasonUninterpretable  QuarantineReason = "uninterpretable"   // unknown type or schema version
+	ReasonUninterpretable  QuarantineReason = "uninterpretable"   // unknown type or schema version, or data that does not decode
 	ReasonDeferredTooLong  QuarantineReason = "deferred_too_long" // a version gap did not fill in time
 	ReasonUndecodable      QuarantineReason = "undecodable"       // the message is not a CloudEvent
 	ReasonTooManyDelivered QuarantineReason = "too_many_deliveries"

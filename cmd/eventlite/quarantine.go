@@ -18,10 +18,12 @@ var quarantineCommand = &command{
 	maxArgs: 3,
 	summary: "list, retry or skip the events projections and consumers set aside",
 	usage:   "eventlite quarantine list [--name NAME]\neventlite quarantine retry NAME EVENT_ID\neventlite quarantine skip NAME EVENT_ID",
-	about: `Quarantined events are events a projection's handler kept failing on, or
-that an external consumer could not decode or interpret, or that waited too
-long for a version gap: set aside with the evidence for a person. NAME is
-the projection or consumer.
+	about: `Quarantined events are events a projection's handler kept failing on
+(reason handler_error), events whose data a projection or an external
+consumer could not decode or interpret (uninterpretable, at the first
+attempt), messages a consumer could not read as CloudEvents (undecodable),
+or events that waited too long for a version gap: set aside with the
+evidence for a person. NAME is the projection or consumer.
   list             the open entries (of NAME with --name): a table of NAME,
                    KIND, EVENT_ID, POSITION, STREAM, TYPE, ATTEMPTS,
                    LAST_FAILED and ERROR; with --json one object per line:

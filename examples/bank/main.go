@@ -6,9 +6,11 @@
 //	go run ./examples/bank --db bank.db replay balances   # rebuild the read model
 //
 // An account aggregate whose commands carry an operation id (a retry
-// returns the first result, appends nothing), a rule refusing overdrafts,
-// a balances projection read right after each command (projection.WaitFor
-// on the appended position), the relay printing the published CloudEvents,
+// returns the first result, appends nothing) and, when a form showed the
+// account, the version it showed (a stale one is refused), a rule refusing
+// overdrafts, a typed balances projection read right after each command
+// (projection.WaitFor on the last appended position), the relay printing
+// the published CloudEvents,
 // and the replay command mounted over the service's own projection. Run
 // twice on one --db, every command is a retry.
 package main
@@ -116,29 +118,33 @@ func decide(a Account, cmd aggregate.Command) ([]any, error) {
 	return nil, ErrBadAmount
 }
 
-// balances is the read model: one row per account.
-func balances() projection.Projection {
+// balances is the read model: one row per account. It is typed: one
+// handler per event's Go type, each receiving the decoded data and the
+// event's metadata; the event types it reads come from the registry.
+func balances(reg *envelope.Registry) projection.Projection {
+	const upsert = ` (tenant, account, owner, balance) VALUES (?, ?, ?, ?)
+		ON CONFLICT (tenant, account) DO UPDATE SET balance = balance + excluded.balance`
+	h := projection.NewHandlers(reg)
+	projection.On(h, func(ctx context.Context, tx *projection.Tx, e projection.Event[AccountOpened]) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO `+tx.Table("balances")+upsert, e.Tenant, e.Stream, e.Data.Owner, 0)
+		return err
+	})
+	projection.On(h, func(ctx context.Context, tx *projection.Tx, e projection.Event[MoneyDeposited]) error {
+		_, err := tx.ExecContext(ctx, `UPDATE `+tx.Table("balances")+` SET balance = balance + ? WHERE tenant = ? AND account = ?`,
+			e.Data.Amount, e.Tenant, e.Stream)
+		return err
+	})
+	projection.On(h, func(ctx context.Context, tx *projection.Tx, e projection.Event[MoneyWithdrawn]) error {
+		_, err := tx.ExecContext(ctx, `UPDATE `+tx.Table("balances")+` SET balance = balance - ? WHERE tenant = ? AND account = ?`,
+			e.Data.Amount, e.Tenant, e.Stream)
+		return err
+	})
 	return projection.Projection{
-		Name:  "balances",
-		Types: []string{"account.opened", "account.deposited", "account.withdrawn"},
+		Name:     "balances",
+		Handlers: h,
 		Tables: []projection.Table{{Name: "balances", Schema: `CREATE TABLE {table} (
 			tenant TEXT NOT NULL, account TEXT NOT NULL, owner TEXT NOT NULL, balance INTEGER NOT NULL,
 			PRIMARY KEY (tenant, account))`}},
-		Apply: func(ctx context.Context, tx *projection.Tx, e envelope.Event) error {
-			d, err := envelope.DecodeData[struct {
-				Owner  string `json:"owner"`
-				Amount int64  `json:"amount"`
-			}](e)
-			if err != nil {
-				return err
-			}
-			if e.Type == "account.withdrawn" {
-				d.Amount = -d.Amount
-			}
-			_, err = tx.ExecContext(ctx, `INSERT INTO `+tx.Table("balances")+` (tenant, account, owner, balance) VALUES (?, ?, ?, ?)
-				ON CONFLICT (tenant, account) DO UPDATE SET balance = balance + excluded.balance`, e.Tenant, e.Stream, d.Owner, d.Amount)
-			return err
-		},
 	}
 }
 
@@ -158,12 +164,13 @@ func OpenBank(ctx context.Context, path string, log hclog.Logger) (*Bank, error)
 	if err != nil {
 		return nil, err
 	}
+	reg := registry()
 	h, err := aggregate.New(s, aggregate.Definition[Account]{
-		Name: "account", Registry: registry(), Evolve: evolve, Decide: decide, Source: "/bank",
+		Name: "account", Registry: reg, Evolve: evolve, Decide: decide, Source: "/bank",
 	}, &aggregate.Options{Logger: log})
 	if err == nil {
 		var r *projection.Runner
-		if r, err = projection.NewRunner(s, balances(), &projection.RunnerOptions{Logger: log}); err == nil {
+		if r, err = projection.NewRunner(s, balances(reg), &projection.RunnerOptions{Logger: log}); err == nil {
 			runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 			b := &Bank{Store: s, Accounts: h, log: log, stop: stop, done: make(chan error, 1)}
 			go func() { b.done <- r.Run(runCtx) }()
@@ -185,20 +192,21 @@ func (b *Bank) Close() error {
 
 // Do handles a command on an account and returns its result and the
 // account's balance as the read model has it, with the command included
-// (read your writes).
-func (b *Bank) Do(ctx context.Context, account, opID string, cmd any) (aggregate.Result, int64, error) {
-	res, err := b.Accounts.Handle(ctx, aggregate.Command{Stream: account, OperationID: opID, Payload: cmd})
+// (read your writes). expected is the account's version the user was
+// shown (store.Any: none): when the account has moved since, the command
+// fails with a *store.ConflictError and the user must look again.
+func (b *Bank) Do(ctx context.Context, account, opID string, expected store.Expected, cmd any) (aggregate.Result, int64, error) {
+	res, err := b.Accounts.Handle(ctx, aggregate.Command{Stream: account, OperationID: opID, Expected: expected, Payload: cmd})
 	if err != nil {
 		return res, 0, err
 	}
-	if n := len(res.Positions); n > 0 {
-		// A request does not wait forever; long enough, though, for a
-		// runner to take over the lease of a process that was killed (15s).
-		waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		if err := projection.WaitFor(waitCtx, b.Store, "balances", res.Positions[n-1]); err != nil {
-			return res, 0, err
-		}
+	// A request does not wait forever; long enough, though, for a runner
+	// to take over the lease of a process that was killed (15s). A command
+	// that appended nothing has LastPosition 0: nothing to wait for.
+	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := projection.WaitFor(waitCtx, b.Store, "balances", res.LastPosition()); err != nil {
+		return res, 0, err
 	}
 	bal, err := b.Balance(ctx, account)
 	return res, bal, err
@@ -227,22 +235,26 @@ func (b *Bank) Relay(ctx context.Context, w io.Writer) error {
 func demo(ctx context.Context, b *Bank, out io.Writer) error {
 	steps := []struct {
 		say, account, opID string
+		expected           store.Expected // the version a form showed; Any: none
 		cmd                any
 	}{
-		{"open acc-1 for alice", "acc-1", "open-1", OpenAccount{Owner: "alice"}},
-		{"deposit 100 to acc-1", "acc-1", "dep-1", Deposit{Amount: 100}},
-		{"deposit 100 to acc-1", "acc-1", "dep-1", Deposit{Amount: 100}}, // a retry after a lost reply
-		{"withdraw 30 from acc-1", "acc-1", "wd-1", Withdraw{Amount: 30}},
-		{"withdraw 500 from acc-1", "acc-1", "wd-2", Withdraw{Amount: 500}}, // refused: no overdraft
-		{"open acc-2 for bob", "acc-2", "open-2", OpenAccount{Owner: "bob"}},
-		{"deposit 50 to acc-2", "acc-2", "dep-2", Deposit{Amount: 50}},
+		{"open acc-1 for alice", "acc-1", "open-1", store.Any, OpenAccount{Owner: "alice"}},
+		{"deposit 100 to acc-1", "acc-1", "dep-1", store.Any, Deposit{Amount: 100}},
+		{"deposit 100 to acc-1", "acc-1", "dep-1", store.Any, Deposit{Amount: 100}}, // a retry after a lost reply
+		{"withdraw 30 from acc-1", "acc-1", "wd-1", store.Exact(2), Withdraw{Amount: 30}},
+		{"withdraw 500 from acc-1", "acc-1", "wd-2", store.Any, Withdraw{Amount: 500}},    // refused: no overdraft
+		{"withdraw 20 from acc-1", "acc-1", "wd-3", store.Exact(2), Withdraw{Amount: 20}}, // refused: a stale form
+		{"open acc-2 for bob", "acc-2", "open-2", store.Any, OpenAccount{Owner: "bob"}},
+		{"deposit 50 to acc-2", "acc-2", "dep-2", store.Any, Deposit{Amount: 50}},
 	}
 	for _, st := range steps {
-		res, bal, err := b.Do(ctx, st.account, st.opID, st.cmd)
+		res, bal, err := b.Do(ctx, st.account, st.opID, st.expected, st.cmd)
 		what := fmt.Sprintf("%-24s %-14s", st.say, "(op "+st.opID+"):")
 		switch {
 		case errors.Is(err, ErrInsufficientFunds), errors.Is(err, ErrNoAccount), errors.Is(err, ErrBadAmount):
 			fmt.Fprintln(out, what, "refused:", err)
+		case errors.Is(err, store.ErrConflict):
+			fmt.Fprintln(out, what, "refused, the account changed since the form was shown:", err)
 		case err != nil:
 			return err
 		case res.Replayed:
@@ -289,7 +301,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			Open: func(ctx context.Context) (*store.Store, error) {
 				return store.Open(ctx, *db, &store.Options{Logger: log})
 			},
-			Projections: []projection.Projection{balances()},
+			Projections: []projection.Projection{balances(registry())},
 			Stdout:      stdout,
 			Stderr:      stderr,
 			Logger:      log,

@@ -58,6 +58,7 @@ func TestDemoAndReplay(t *testing.T) {
 	for _, want := range []string{
 		"deposit 100 to acc-1     (op dep-1):    already done: version 2, balance 100",
 		"withdraw 500 from acc-1  (op wd-2):     refused: insufficient funds: balance 70, asked 500",
+		"withdraw 20 from acc-1   (op wd-3):     refused, the account changed since the form was shown:",
 		`"type":"account.withdrawn","subject":"acc-1"`,
 	} {
 		if !strings.Contains(out.String(), want) {
@@ -97,10 +98,10 @@ func TestRetryAndRule(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	if _, _, err := b.Do(ctx, "acc-1", "open-1", OpenAccount{Owner: "alice"}); err != nil {
+	if _, _, err := b.Do(ctx, "acc-1", "open-1", store.Any, OpenAccount{Owner: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	first, bal, err := b.Do(ctx, "acc-1", "dep-1", Deposit{Amount: 100})
+	first, bal, err := b.Do(ctx, "acc-1", "dep-1", store.Any, Deposit{Amount: 100})
 	if err != nil || bal != 100 || first.Replayed {
 		t.Fatalf("deposit: %+v, balance %d, %v", first, bal, err)
 	}
@@ -113,18 +114,22 @@ func TestRetryAndRule(t *testing.T) {
 	}
 	before := head()
 
-	again, bal, err := b.Do(ctx, "acc-1", "dep-1", Deposit{Amount: 100})
+	again, bal, err := b.Do(ctx, "acc-1", "dep-1", store.Any, Deposit{Amount: 100})
 	if err != nil || !again.Replayed || bal != 100 {
 		t.Fatalf("retry: %+v, balance %d, %v; want the first result replayed, balance 100", again, bal, err)
 	}
 	if diff := cmp.Diff(first.Positions, again.Positions); diff != "" || again.Version != first.Version {
 		t.Errorf("retry's result differs from the first (-first +retry):\n%s version %d, %d", diff, first.Version, again.Version)
 	}
-	if _, _, err := b.Do(ctx, "acc-1", "dep-1", Deposit{Amount: 5}); !errors.Is(err, store.ErrIdempotencyMismatch) {
+	if _, _, err := b.Do(ctx, "acc-1", "dep-1", store.Any, Deposit{Amount: 5}); !errors.Is(err, store.ErrIdempotencyMismatch) {
 		t.Errorf("same op id, other amount: %v, want ErrIdempotencyMismatch", err)
 	}
-	if _, _, err := b.Do(ctx, "acc-1", "wd-1", Withdraw{Amount: 101}); !errors.Is(err, ErrInsufficientFunds) {
+	if _, _, err := b.Do(ctx, "acc-1", "wd-1", store.Any, Withdraw{Amount: 101}); !errors.Is(err, ErrInsufficientFunds) {
 		t.Errorf("overdraft: %v, want ErrInsufficientFunds", err)
+	}
+	// The form showed version 1; the account is at 2: refused at once.
+	if _, _, err := b.Do(ctx, "acc-1", "wd-2", store.Exact(1), Withdraw{Amount: 10}); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("stale form: %v, want a conflict", err)
 	}
 	if h := head(); h != before {
 		t.Errorf("head moved from %d to %d: a retry or a refused command appended", before, h)
