@@ -360,4 +360,3 @@ func (h *Handler) listStreams(w http.ResponseWriter, r *http.Request, tenant str
 	}
 	writeJSON(w, http.StatusOK, out)
 }
-
