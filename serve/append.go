@@ -68,7 +68,11 @@ func (a *answer) write(w http.ResponseWriter, replayed bool) {
 	}
 	w.Header().Set("Content-Type", ctJSON)
 	w.WriteHeader(a.Status)
-	_, _ = w.Write(a.Body)
+	body := a.Body
+	if len(body) > 0 && body[len(body)-1] != '\n' {
+		body = append(body, '\n') // the ledger keeps it compacted
+	}
+	_, _ = w.Write(body)
 }
 
 // precondition is a POST's If-Match or If-None-Match.

@@ -210,6 +210,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "openapi":
 		h.openAPI(w, r)
 		return
+	case "info": // any valid token
+		if _, ok := h.lookup(r); !ok {
+			writeProblem(w, h.authorize(r, "", false))
+			return
+		}
 	case "metrics", "consumers", "doctor":
 		if p := h.authorize(r, "", false); p != nil {
 			writeProblem(w, p)
@@ -217,7 +222,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	default:
 		if p := h.authorize(r, rt.tenant, write); p != nil {
-			if rt.tenant != "" && rt.kind != "info" && p.Tenant == "" && p.Name() != "unauthorized" {
+			if p.Tenant == "" && p.Name() != "unauthorized" {
 				p.Tenant = rt.tenant
 			}
 			writeProblem(w, p)
