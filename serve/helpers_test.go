@@ -166,3 +166,7 @@ func (ts *testServer) head() int64 {
 }
 
 func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
+
+type envelopeEvent = envelope.Event
+
+var newEvent = envelope.New
