@@ -21,9 +21,8 @@
 //     answer is recorded in the append's own transaction (operation
 //     "http:<key>" in the store's ledger) and returned again on retry.
 //   - A live reader gets every event after its cursor once, in order, with
-//     no gap across reconnects (Last-Event-ID); it holds no buffer of its
-//     own: each round reads from the store what it has not seen, and a
-//     reader that does not take its data within Options.WriteTimeout is
-//     dropped.
+//     no gap across reconnects (Last-Event-ID). One goroutine follows the
+//     log for all readers; a reader whose bounded queue fills, or that does
+//     not take its data within Options.WriteTimeout, is dropped.
 //   - Tokens are compared in constant time and never logged.
 package serve

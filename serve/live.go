@@ -1,9 +1,11 @@
 package serve
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -20,12 +22,12 @@ type liveRead struct {
 	sse    bool
 }
 
-// serveLive answers a live read: the history from the cursor, then (SSE)
-// caught-up, then each new commit as it is seen, with heartbeats, until
-// the client goes, the handler closes, or a write does not complete
-// within WriteTimeout (a reader that cannot keep up is dropped; it
-// resumes with Last-Event-ID). Nothing is buffered per reader: each round
-// reads from the store what the reader has not seen, at its own pace.
+// serveLive answers a live read: the history from the cursor (read from
+// the store), then (SSE) caught-up, then each new commit from the hub's
+// feed, with heartbeats, until the client goes or the handler closes. A
+// reader whose feed fills (hubBuffer batches waiting) or whose write does
+// not complete within WriteTimeout is dropped: it resumes with
+// Last-Event-ID, and nothing is buffered for it without bound.
 func (h *Handler) serveLive(w http.ResponseWriter, r *http.Request, lr liveRead) {
 	hb := h.opts.Heartbeat
 	if s := r.URL.Query().Get("heartbeat"); s != "" {
@@ -101,78 +103,114 @@ func (h *Handler) serveLive(w http.ResponseWriter, r *http.Request, lr liveRead)
 	if lr.stream == "" && after >= 0 {
 		next = after + 1
 	}
-	resume := lr.stream != "" && after >= 0 // skip the stream's events at or before after
-	caughtUp := false
+	// Subscribe before reading the history: every commit after this point
+	// reaches the subscription, so history plus feed leave no gap; the
+	// feed's events already sent from history are skipped by position.
+	sub, err := h.hub.subscribe(ctx)
+	if err != nil {
+		fatal(err)
+		return
+	}
+	defer h.hub.unsubscribe(sub)
+	match := func(e *envelope.Event) bool {
+		if e.Tenant != lr.tenant || e.Position <= last {
+			return false
+		}
+		if lr.stream != "" {
+			return e.Stream == lr.stream && e.StreamVersion >= lr.from
+		}
+		if e.Position < lr.from {
+			return false
+		}
+		return len(lr.types) == 0 || slices.Contains(lr.types, e.Type)
+	}
+	// frame adds one event; js is its JSON when already encoded.
+	frame := func(e *envelope.Event, js []byte) {
+		last = e.Position
+		if lr.sse {
+			buf = append(buf, "id: "...)
+			buf = strconv.AppendInt(buf, e.Position, 10)
+			buf = append(buf, "\ndata: "...)
+		}
+		if js != nil {
+			buf = append(buf, js...)
+		} else {
+			buf = e.AppendJSON(buf)
+		}
+		if lr.sse {
+			buf = append(buf, "\n\n"...)
+		} else {
+			buf = append(buf, '\n')
+		}
+	}
+
+	// The history, from the store.
+	var history func(yield func(envelope.Event, error) bool)
+	if lr.stream != "" {
+		history = h.s.ReadStream(ctx, lr.tenant, lr.stream, store.ReadStreamOptions{From: next})
+	} else {
+		history = h.s.ReadAll(ctx, store.ReadAllOptions{From: next, Tenant: lr.tenant, Types: lr.types})
+	}
+	n := 0
+	for e, err := range history {
+		if errors.Is(err, store.ErrNotFound) {
+			break // a stream that does not exist yet: wait for it
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				fatal(err)
+			}
+			return
+		}
+		if !match(&e) {
+			continue // at or before Last-Event-ID
+		}
+		frame(&e, nil)
+		if n++; n%64 == 0 && !send() {
+			return
+		}
+	}
+	if lr.sse {
+		buf = append(buf, `event: caught-up`+"\n"+`data: {"position":"`...)
+		buf = strconv.AppendInt(buf, last, 10)
+		buf = append(buf, "\"}\n\n"...)
+	}
+	if !send() {
+		return
+	}
+
+	// Live, from the hub's feed.
 	tick := time.NewTicker(hb)
 	defer tick.Stop()
 	for {
-		changed := h.s.Changed() // before reading: no commit goes unseen
-		var evs func(yield func(envelope.Event, error) bool)
-		if lr.stream != "" {
-			evs = h.s.ReadStream(ctx, lr.tenant, lr.stream, store.ReadStreamOptions{From: next})
-		} else {
-			evs = h.s.ReadAll(ctx, store.ReadAllOptions{From: next, Tenant: lr.tenant, Types: lr.types})
-		}
-		n := 0
-		for e, err := range evs {
-			if errors.Is(err, store.ErrNotFound) {
-				break // a stream that does not exist yet: wait for it
-			}
-			if err != nil {
-				if ctx.Err() == nil {
-					fatal(err)
+		select {
+		case batch, ok := <-sub.ch:
+			if !ok {
+				if h.hub.wasDropped(sub) {
+					h.log.Debug("live reader dropped", "tenant", lr.tenant, "reason", "it fell behind")
+				} else if herr := h.hub.error(); herr != nil && !errors.Is(herr, context.Canceled) {
+					fatal(herr)
 				}
 				return
 			}
-			if lr.stream != "" {
-				next = e.StreamVersion + 1
-			} else {
-				next = e.Position + 1
+			for i := range batch {
+				if match(&batch[i].Event) {
+					frame(&batch[i].Event, batch[i].json)
+				}
 			}
-			if resume && e.Position <= after {
-				continue
-			}
-			last = e.Position
+		case <-tick.C:
 			if lr.sse {
-				buf = append(buf, "id: "...)
-				buf = strconv.AppendInt(buf, e.Position, 10)
-				buf = append(buf, "\ndata: "...)
-				buf = append(e.AppendJSON(buf), "\n\n"...)
+				buf = append(buf, ": hb\n\n"...)
 			} else {
-				buf = append(e.AppendJSON(buf), '\n')
+				buf = append(buf, '\n')
 			}
-			if n++; n%64 == 0 && !send() {
-				return
-			}
-		}
-		resume = false
-		if !caughtUp && lr.sse {
-			buf = append(buf, `event: caught-up`+"\n"+`data: {"position":"`...)
-			buf = strconv.AppendInt(buf, last, 10)
-			buf = append(buf, "\"}\n\n"...)
-		}
-		caughtUp = true
-		if !send() {
+		case <-ctx.Done():
+			return
+		case <-h.closing:
 			return
 		}
-		for wait := true; wait; {
-			select {
-			case <-changed:
-				wait = false
-			case <-tick.C:
-				if lr.sse {
-					buf = append(buf, ": hb\n\n"...)
-				} else {
-					buf = append(buf, '\n')
-				}
-				if !send() {
-					return
-				}
-			case <-ctx.Done():
-				return
-			case <-h.closing:
-				return
-			}
+		if !send() {
+			return
 		}
 	}
 }

@@ -62,6 +62,7 @@ type Handler struct {
 	closing chan struct{}
 	live    sync.WaitGroup
 	prom    metricsHandler
+	hub     *hub
 }
 
 // New returns the API over s. Close it to end its live readers.
@@ -90,11 +91,13 @@ func New(s *store.Store, opts *Options) (*Handler, error) {
 			return nil, errors.New("serve: a token has an empty secret")
 		}
 	}
-	return &Handler{
+	h := &Handler{
 		s: s, opts: o, log: o.Logger, tokens: hashTokens(o.Tokens),
 		inFlight: make(map[string]bool),
 		closing:  make(chan struct{}),
-	}, nil
+	}
+	h.hub = &hub{s: s, closing: h.closing}
+	return h, nil
 }
 
 // Close ends every live reader (each gets the end of its response) and
@@ -108,6 +111,7 @@ func (h *Handler) Close() error {
 	}
 	h.mu.Unlock()
 	h.live.Wait()
+	h.hub.wait()
 	return nil
 }
 
