@@ -126,14 +126,6 @@ func (c *sseClient) until(event string) frame {
 	}
 }
 
-func seq(from, to int) []string {
-	var out []string
-	for i := from; i <= to; i++ {
-		out = append(out, fmt.Sprint(i))
-	}
-	return out
-}
-
 // SSE on the log: retry first, history with ids, caught-up with the last
 // position, then live events, heartbeats; a reconnect with Last-Event-ID
 // resumes with no gap and no duplicate, and beats from.
