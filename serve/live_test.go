@@ -340,3 +340,26 @@ func (w *signalWriter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// A fatal error (here: the store closed under a live reader) sends
+// event: error with a problem, then closes the stream.
+func TestSSEFatalError(t *testing.T) {
+	s, err := store.Open(context.Background(), t.TempDir()+"/events.db", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := serverOn(t, s, nil)
+	c := openSSE(t, ts.url+"/v1/tenants/default/events")
+	c.until("caught-up")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f := c.until("error")
+	var p map[string]any
+	if err := json.Unmarshal([]byte(f.data), &p); err != nil || p["status"] != 503.0 || p["type"] != serve.ProblemTypeBase+"busy" {
+		t.Fatalf("error data %q: %v", f.data, err)
+	}
+	if _, ok := c.next(); ok {
+		t.Error("the stream goes on after event: error")
+	}
+}

@@ -150,6 +150,8 @@ func problemFor(err error, tenant, stream string, index func(id string) int) *Pr
 		return p
 	case errors.Is(err, store.ErrBusy):
 		return problemf("busy", "%v: retry", err).with("Retry-After", "1")
+	case errors.Is(err, store.ErrClosed):
+		return problemf("busy", "%v: the server is stopping; retry against its successor", err).with("Retry-After", "1")
 	}
 	return problemf("internal", "%v", err)
 }
