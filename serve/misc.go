@@ -43,9 +43,9 @@ type limitsJSON struct {
 	MaxWaitSeconds int `json:"max_wait_seconds"`
 }
 
-// Version is the eventlite version /v1/info reports: the module's version
+// version is the eventlite version /v1/info reports: the module's version
 // from the build info, or "(devel)".
-func Version() string {
+func version() string {
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, d := range bi.Deps {
 			if d.Path == "github.com/eventlite/eventlite" {
@@ -60,7 +60,7 @@ func Version() string {
 }
 
 func (h *Handler) info(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, infoJSON{Version: Version(), Schema: store.SchemaVersion(), Limits: limitsJSON{
+	writeJSON(w, http.StatusOK, infoJSON{Version: version(), Schema: store.SchemaVersion(), Limits: limitsJSON{
 		BodyBytes: MaxBodyBytes, DataBytes: h.opts.MaxDataBytes, EventBytes: h.opts.MaxEventBytes,
 		AttributeBytes: 1024, StreamIDBytes: 255, ReadLimit: MaxLimit, MaxWaitSeconds: MaxWait,
 	}})
@@ -121,13 +121,13 @@ func (h *Handler) consumers(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// DoctorOptions are the thresholds GET /v1/doctor uses: the CLI's
+// doctorOptions are the thresholds GET /v1/doctor uses: the CLI's
 // defaults.
-var DoctorOptions = store.DiagnoseOptions{OutboxAge: 5 * time.Minute, ExecutingAge: 10 * time.Minute,
+var doctorOptions = store.DiagnoseOptions{OutboxAge: 5 * time.Minute, ExecutingAge: 10 * time.Minute,
 	DeferralAge: 10 * time.Minute, ProjectionLag: time.Minute}
 
 func (h *Handler) doctor(w http.ResponseWriter, r *http.Request) {
-	fs, err := h.s.Diagnose(r.Context(), DoctorOptions)
+	fs, err := h.s.Diagnose(r.Context(), doctorOptions)
 	if err != nil {
 		writeProblem(w, problemFor(err, "", "", nil))
 		return
