@@ -2,6 +2,9 @@ package serve_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -95,5 +98,35 @@ func TestIdempotencyKeyConcurrent(t *testing.T) {
 	}
 	if n := len(ts.events("default", "s")); n != 1 {
 		t.Errorf("%d events, want 1", n)
+	}
+}
+
+// A key on POST .../events records the whole multi-stream answer; a key
+// too long for the ledger with its prefix is recorded by its hash.
+func TestIdempotencyKeyManyAndLong(t *testing.T) {
+	ts := newServer(t, nil)
+	ctx := context.Background()
+	body := batch(
+		[]byte(`{"specversion":"1.0","id":"m1","source":"/t","type":"t","subject":"a"}`),
+		[]byte(`{"specversion":"1.0","id":"m2","source":"/t","type":"t","subject":"b"}`))
+	first := ts.do("POST", "/v1/tenants/default/events", body, "Content-Type", ctBatch, "Idempotency-Key", "many")
+	again := ts.do("POST", "/v1/tenants/default/events", body, "Content-Type", ctBatch, "Idempotency-Key", "many")
+	if first.status != 201 || again.status != 201 || string(first.body) != string(again.body) || again.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("first %d %s; again %d %v %s", first.status, first.body, again.status, again.header, again.body)
+	}
+	long := strings.Repeat("k", 255)
+	r := ts.do("POST", streamEvents("default", "c"), structured("l1", "t", ""), "Content-Type", ctStructured, "Idempotency-Key", long)
+	if r.status != 201 {
+		t.Fatalf("long key: %d %s", r.status, r.body)
+	}
+	sum := sha256.Sum256([]byte(long))
+	if _, ok, err := ts.s.Operation(ctx, "default", "http:sha256:"+hex.EncodeToString(sum[:])); !ok || err != nil {
+		t.Errorf("long key not recorded by its hash: %v", err)
+	}
+	if r := ts.do("POST", streamEvents("default", "c"), structured("l1", "t", ""), "Content-Type", ctStructured, "Idempotency-Key", long); r.header.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("long key retry: %d %v", r.status, r.header)
+	}
+	if ts.head() != 3 {
+		t.Errorf("head %d, want 3", ts.head())
 	}
 }
