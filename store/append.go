@@ -104,6 +104,10 @@ type AppendResult struct {
 	// Events are the events as stored: ids, times, versions and positions
 	// filled in. Positions are consecutive.
 	Events []envelope.Event
+	// Replayed is true when the append was a retry of an earlier one (the
+	// same ids, type and data as the stream's newest events): Events are
+	// the stored ones and nothing was written.
+	Replayed bool
 }
 
 // FirstPosition is the position of the first appended event.
@@ -377,7 +381,7 @@ func (s *Store) retryResult(a *appendReq, current int64) (AppendResult, bool, er
 		return AppendResult{}, false, err
 	}
 	s.log.Debug("append is a retry; returning the first result", "tenant", a.tenant, "stream", a.stream, "version", current)
-	return AppendResult{Tenant: a.tenant, Stream: a.stream, Version: current, Events: evs}, true, nil
+	return AppendResult{Tenant: a.tenant, Stream: a.stream, Version: current, Events: evs, Replayed: true}, true, nil
 }
 
 // newestEvents reads the newest n events of a stream whose version is

@@ -160,6 +160,10 @@ func TestIdempotentRetry(t *testing.T) {
 			if err != nil {
 				t.Fatalf("retry: %v", err)
 			}
+			if !again.Replayed {
+				t.Error("the retry's result does not say Replayed")
+			}
+			again.Replayed = false
 			if diff := cmp.Diff(first, again); diff != "" {
 				t.Errorf("retry result differs (-first +retry):\n%s", diff)
 			}

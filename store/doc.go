@@ -57,7 +57,8 @@
 //	conn.go         the read connections
 //	tx.go, view.go  Update and *Tx, View and *ReadTx
 //	append.go       Append, tx.Append, Expected
-//	read.go         ReadStream, ReadAll, Head, StreamVersion, Streams
+//	read.go         ReadStream, ReadAll, Head, StreamVersion
+//	streaminfo.go   Streams (by prefix, after, limit) and StreamInfo
 //	checkpoint.go   Checkpoint, tx.Checkpoint, tx.SetCheckpoint
 //	snapshots.go    LoadSnapshot, tx.SaveSnapshot
 //	operations.go   the operations ledger: Operation, tx.Operation, tx.RecordOperation

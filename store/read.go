@@ -9,7 +9,6 @@ import (
 	"iter"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/timecol"
@@ -356,15 +355,6 @@ func (s *Store) Head(ctx context.Context) (int64, error) {
 	return h, mapErr(err)
 }
 
-// StreamInfo describes one stream.
-type StreamInfo struct {
-	Tenant    string
-	Stream    string
-	Version   int64
-	CreatedAt time.Time
-	UpdatedAt time.Time
-}
-
 // StreamVersion returns a stream's version, 0 when it does not exist.
 func (s *Store) StreamVersion(ctx context.Context, tenant, stream string) (int64, error) {
 	if err := s.rdb.check(); err != nil {
@@ -376,52 +366,4 @@ func (s *Store) StreamVersion(ctx context.Context, tenant, stream string) (int64
 		return 0, nil
 	}
 	return v, mapErr(err)
-}
-
-// Streams lists a tenant's streams in stream id order, page by page as the
-// caller iterates.
-func (s *Store) Streams(ctx context.Context, tenant string) iter.Seq2[StreamInfo, error] {
-	return func(yield func(StreamInfo, error) bool) {
-		if err := envelope.ValidateTenant(tenant); err != nil {
-			yield(StreamInfo{}, err)
-			return
-		}
-		after := ""
-		for {
-			page, err := s.streamsPage(ctx, tenant, after)
-			if err != nil {
-				yield(StreamInfo{}, fmt.Errorf("list streams: %w", err))
-				return
-			}
-			for _, si := range page {
-				if !yield(si, nil) {
-					return
-				}
-			}
-			if len(page) < pageSize {
-				return
-			}
-			after = page[len(page)-1].Stream
-		}
-	}
-}
-
-func (s *Store) streamsPage(ctx context.Context, tenant, after string) ([]StreamInfo, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT stream_id, version, created_at, updated_at FROM streams
-		WHERE tenant = ? AND stream_id > ? ORDER BY stream_id LIMIT ?`, tenant, after, pageSize)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	defer rows.Close()
-	var out []StreamInfo
-	for rows.Next() {
-		si := StreamInfo{Tenant: tenant}
-		var c, u int64
-		if err := rows.Scan(&si.Stream, &si.Version, &c, &u); err != nil {
-			return nil, err
-		}
-		si.CreatedAt, si.UpdatedAt = time.Unix(0, c).UTC(), time.Unix(0, u).UTC()
-		out = append(out, si)
-	}
-	return out, mapErr(rows.Err())
 }

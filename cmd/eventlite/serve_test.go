@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+var servedURL = regexp.MustCompile(`^http://127\.0\.0\.1:[0-9]+$`)
+
+// A real process: the first stdout line is the bound URL; it serves; a
+// live reader sees an append made by another process (this one, through
+// the CLI) on the same file; SIGTERM or SIGINT ends the live stream and
+// the process exits 0.
+func TestServeCommandSignals(t *testing.T) {
+	t.Parallel()
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		db := newDB(t)
+		cmd := exec.Command(os.Args[0], "-test.run=^TestMainProcess$")
+		args, _ := json.Marshal([]string{"serve", "--db", db, "--addr", "127.0.0.1:0"})
+		cmd.Env = append(os.Environ(), "EVENTLITE_MAIN_ARGS="+string(args))
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(stdout)
+		if !sc.Scan() {
+			_ = cmd.Wait()
+			t.Fatalf("no first line; stderr:\n%s", stderr.String())
+		}
+		base := sc.Text()
+		if !servedURL.MatchString(base) {
+			t.Fatalf("first line %q", base)
+		}
+		go func() { _, _ = io.Copy(io.Discard, stdout) }()
+
+		// A live reader of the log.
+		req, _ := http.NewRequest("GET", base+"/v1/tenants/default/events?heartbeat=1s", nil)
+		req.Header.Set("Accept", "text/event-stream")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		live := bufio.NewReader(res.Body)
+		readUntil := func(prefix string) string {
+			t.Helper()
+			for {
+				line, err := live.ReadString('\n')
+				if err != nil {
+					t.Fatalf("live stream ended before %q: %v", prefix, err)
+				}
+				if strings.HasPrefix(line, prefix) {
+					return line
+				}
+			}
+		}
+		readUntil("event: caught-up")
+		mustRun(t, "", "append", "order-1", "--type", "order.placed", "--db", db)
+		readUntil("id: 1")
+		if line := readUntil("data: "); !strings.Contains(line, `"subject":"order-1"`) {
+			t.Errorf("live event %q", line)
+		}
+		readUntil(": hb")
+
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		// The live stream ends.
+		if _, err := io.Copy(io.Discard, live); err != nil {
+			t.Logf("live stream: %v", err)
+		}
+		res.Body.Close()
+		err = cmd.Wait()
+		if code := cmd.ProcessState.ExitCode(); code != exitOK {
+			t.Errorf("%s: exit %d (%v); stderr:\n%s", sig, code, err, stderr.String())
+		}
+		checkInvariants(t, db)
+	}
+}
+
+// Without tokens only a loopback address is served: any other is exit 2,
+// asking for a token, before the database is touched.
+func TestServeRefusesNonLoopback(t *testing.T) {
+	db := newDB(t)
+	r := run(t, "", "serve", "--db", db, "--addr", "0.0.0.0:0")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--token") || r.stdout != "" {
+		t.Fatalf("exit %d, stdout %q, stderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(db); err == nil {
+		t.Error("the database was created")
+	}
+}
+
+// With --tokens-file any address is served, and a token is needed.
+func TestServeTokensFile(t *testing.T) {
+	db := newDB(t)
+	file := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(file, []byte("# ops\ns3cret=*\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	var stderr strings.Builder
+	go func() {
+		m := &Main{Stdout: pw, Stderr: &stderr}
+		done <- m.Run(ctx, []string{"serve", "--db", db, "--addr", "0.0.0.0:0", "--tokens-file", file})
+		pw.Close()
+	}()
+	first, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		cancel()
+		t.Fatalf("first line: %v; exit %d; stderr:\n%s", err, <-done, stderr.String())
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	_, port, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(first), "http://"), "]:")
+	if port == "" {
+		_, port, _ = strings.Cut(strings.TrimPrefix(strings.TrimSpace(first), "http://"), ":")
+	}
+	url := "http://127.0.0.1:" + port + "/v1/tenants/default/events"
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("no token: %d", res.StatusCode)
+	}
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Authorization", "Bearer s3cret")
+	res, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Errorf("token: %d", res.StatusCode)
+	}
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Errorf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "s3cret") {
+		t.Error("the token was logged")
+	}
+}

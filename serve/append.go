@@ -1,0 +1,648 @@
+package serve
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/store"
+)
+
+// Media types of the CloudEvents HTTP binding.
+const (
+	ctStructured = "application/cloudevents+json"
+	ctBatch      = "application/cloudevents-batch+json"
+	ctJSON       = "application/json"
+	ctNDJSON     = "application/x-ndjson"
+	ctSSE        = "text/event-stream"
+	ctProblem    = "application/problem+json"
+)
+
+// appender is what both *store.Store and *store.Tx append with.
+type appender interface {
+	Append(ctx context.Context, tenant, stream string, expected store.Expected, events ...envelope.Event) (store.AppendResult, error)
+}
+
+var (
+	_ appender = (*store.Store)(nil)
+	_ appender = (*store.Tx)(nil)
+)
+
+// appendOutput is the body of a 201: the CLI's append --json object.
+type appendOutput struct {
+	Tenant        string `json:"tenant"`
+	Stream        string `json:"stream"`
+	Version       int64  `json:"version"`
+	FirstPosition *int64 `json:"first_position,omitempty,string"`
+	LastPosition  *int64 `json:"last_position,omitempty,string"`
+}
+
+// answer is a successful append's response, as the operation ledger
+// records it for an Idempotency-Key.
+type answer struct {
+	Status   int               `json:"status"`
+	Header   map[string]string `json:"header,omitempty"`
+	Body     json.RawMessage   `json:"body"`
+	replayed bool              // the store found the events already stored
+}
+
+func (a *answer) write(w http.ResponseWriter, replayed bool) {
+	for k, v := range a.Header {
+		w.Header().Set(k, v)
+	}
+	if replayed || a.replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	w.Header().Set("Content-Type", ctJSON)
+	w.WriteHeader(a.Status)
+	body := a.Body
+	if len(body) > 0 && body[len(body)-1] != '\n' {
+		body = append(body, '\n') // the ledger keeps it compacted
+	}
+	_, _ = w.Write(body)
+}
+
+// precondition is a POST's If-Match or If-None-Match.
+type precondition struct {
+	exp store.Expected
+	// never is the header's entity tag when it can never match: a weak
+	// tag or one that is not a version.
+	never string
+}
+
+// parseTag reads one entity-tag (RFC 9110 8.8.3): `"x"` or `W/"x"`,
+// where x holds no '"' and no white space or control character.
+func parseTag(s string) (tag string, weak, ok bool) {
+	if rest, found := strings.CutPrefix(s, "W/"); found {
+		s, weak = rest, true
+	}
+	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
+		return "", false, false
+	}
+	inner := s[1 : len(s)-1]
+	for i := 0; i < len(inner); i++ {
+		if c := inner[i]; c == '"' || c <= ' ' || c == 0x7f {
+			return "", false, false
+		}
+	}
+	return inner, weak, true
+}
+
+func invalidPrecondition(field, format string, args ...any) *Problem {
+	p := problemf("invalid-precondition", format, args...)
+	p.Field = field
+	return p
+}
+
+// parsePostPreconditions reads an append's If-Match or If-None-Match:
+// If-None-Match: * (no stream), If-Match: * (exists), If-Match: "N".
+func parsePostPreconditions(hd http.Header) (precondition, *Problem) {
+	im, inm := hd.Values("If-Match"), hd.Values("If-None-Match")
+	switch {
+	case len(im) > 0 && len(inm) > 0:
+		return precondition{}, invalidPrecondition("If-Match", "send If-Match or If-None-Match, not both")
+	case len(im) > 1 || len(inm) > 1:
+		return precondition{}, invalidPrecondition("If-Match", "send one precondition header with one value, not a list")
+	case len(inm) == 1:
+		if strings.TrimSpace(inm[0]) != "*" {
+			return precondition{}, invalidPrecondition("If-None-Match", "on POST only If-None-Match: * (the stream must not exist) is supported, got %q", inm[0])
+		}
+		return precondition{exp: store.NoStream}, nil
+	case len(im) == 1:
+		v := strings.TrimSpace(im[0])
+		if v == "*" {
+			return precondition{exp: store.StreamExists}, nil
+		}
+		if strings.Contains(v, ",") {
+			return precondition{}, invalidPrecondition("If-Match", "send one entity tag, not a list: %q", v)
+		}
+		tag, weak, ok := parseTag(v)
+		if !ok {
+			return precondition{}, invalidPrecondition("If-Match", "%q is not an entity tag: send the stream's ETag, a version in double quotes such as \"3\", or *", v)
+		}
+		if tag == "0" && !weak {
+			return precondition{}, invalidPrecondition("If-Match", `"0" names no version: a stream that does not exist has no ETag; send If-None-Match: * instead`)
+		}
+		n, err := strconv.ParseInt(tag, 10, 64)
+		if weak || err != nil || n < 1 || strconv.FormatInt(n, 10) != tag {
+			// A strong comparison never matches: 412 (after the event-id
+			// retry check, which the store makes). No stream takes an
+			// event at the last version, so this expectation never holds.
+			return precondition{exp: store.Exact(envelope.MaxStreamVersion), never: v}, nil
+		}
+		return precondition{exp: store.Exact(n)}, nil
+	}
+	return precondition{exp: store.Any}, nil
+}
+
+// holds says whether a stream at version current satisfies the
+// precondition (for an empty batch, which the store is not asked about).
+func (pc precondition) holds(current int64) bool {
+	switch {
+	case pc.never != "":
+		return false
+	case pc.exp == store.NoStream:
+		return current == 0
+	case pc.exp == store.StreamExists:
+		return current > 0
+	}
+	if v, ok := pc.exp.Version(); ok {
+		return v == current
+	}
+	return true
+}
+
+// readBody reads the request body within MaxBodyBytes.
+func readBody(r *http.Request) ([]byte, *Problem) {
+	b, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	if err != nil {
+		return nil, problemf("invalid-event", "reading the body: %v", err)
+	}
+	if len(b) > MaxBodyBytes {
+		p := problemf("too-large", "the body is over %d bytes: send fewer events per request", MaxBodyBytes)
+		p.Field, p.Limit = "body", ptr(int64(MaxBodyBytes))
+		return nil, p
+	}
+	return b, nil
+}
+
+// ceAttributes collects the ce-* headers, percent-decoded, by attribute
+// name.
+func ceAttributes(hd http.Header) (map[string]string, *Problem) {
+	attrs := make(map[string]string)
+	for k, vs := range hd {
+		name := strings.ToLower(k)
+		if !strings.HasPrefix(name, "ce-") {
+			continue
+		}
+		name = name[3:]
+		if len(vs) != 1 {
+			p := problemf("invalid-event", "header %s given %d times: send each attribute once", k, len(vs))
+			p.Field = name
+			return nil, p
+		}
+		v, err := url.PathUnescape(vs[0])
+		if err != nil {
+			p := problemf("invalid-event", "header %s: %v: percent-encode as RFC 3986 says", k, err)
+			p.Field = name
+			return nil, p
+		}
+		attrs[name] = v
+	}
+	return attrs, nil
+}
+
+// decoded is a POST body's events.
+type decoded struct {
+	events []envelope.Event
+	// fingerprint hashes the events as sent, before the server's defaults
+	// (a candidate's id) are filled.
+	fingerprint []byte
+}
+
+// decodeEvents reads an append's events in binary, structured or batch
+// mode, or as an event candidate.
+func (h *Handler) decodeEvents(r *http.Request) (decoded, *Problem) {
+	body, p := readBody(r)
+	if p != nil {
+		return decoded{}, p
+	}
+	ct := r.Header.Get("Content-Type")
+	media := ""
+	if ct != "" {
+		m, _, err := mime.ParseMediaType(ct)
+		if err != nil {
+			return decoded{}, problemf("unsupported-media-type", "Content-Type %q is malformed: send %s, %s, or CloudEvents binary mode (ce-* headers)", ct, ctStructured, ctBatch)
+		}
+		media = m
+	}
+	var (
+		evs       []envelope.Event
+		err       error
+		generated = -1 // the candidate's generated id is left out of the fingerprint
+	)
+	if r.Header.Get("ce-specversion") != "" {
+		attrs, p := ceAttributes(r.Header)
+		if p != nil {
+			return decoded{}, p
+		}
+		if ct != "" {
+			attrs["datacontenttype"] = ct
+		}
+		var data []byte
+		if len(body) > 0 {
+			data = body
+		}
+		var e envelope.Event
+		e, err = envelope.DecodeBinary(attrs, data, h.opts.MaxDataBytes)
+		evs = []envelope.Event{e}
+	} else {
+		switch {
+		case media == ctStructured:
+			var e envelope.Event
+			e, err = envelope.DecodeJSON(body, h.opts.MaxDataBytes)
+			evs = []envelope.Event{e}
+		case media == ctBatch:
+			evs, err = envelope.DecodeBatchJSON(body, h.opts.MaxDataBytes)
+		case media == ctJSON && r.Header.Get("ce-type") != "":
+			attrs, p := ceAttributes(r.Header)
+			if p != nil {
+				return decoded{}, p
+			}
+			attrs["specversion"] = envelope.SpecVersion
+			attrs["datacontenttype"] = ct
+			if _, ok := attrs["id"]; !ok {
+				attrs["id"] = ulid.Make().String()
+				generated = 0
+			}
+			if _, ok := attrs["source"]; !ok {
+				attrs["source"] = r.URL.EscapedPath()
+			}
+			var data []byte
+			if len(body) > 0 {
+				data = body
+			}
+			var e envelope.Event
+			e, err = envelope.DecodeBinary(attrs, data, h.opts.MaxDataBytes)
+			evs = []envelope.Event{e}
+		default:
+			p := problemf("unsupported-media-type", "Content-Type %q is not an event: send %s (one event), %s (a batch), CloudEvents binary mode (ce-specversion and the other ce-* headers), or %s with a ce-type header (an event candidate)", ct, ctStructured, ctBatch, ctJSON)
+			p.Field = "Content-Type"
+			return decoded{}, p
+		}
+	}
+	if err != nil {
+		return decoded{}, problemFor(err, "", "", nil)
+	}
+	if len(r.Header.Values("Idempotency-Key")) == 0 {
+		return decoded{events: evs}, nil // only a keyed request needs its fingerprint
+	}
+	sum := sha256.New()
+	for i := range evs {
+		e := evs[i]
+		if i == generated {
+			e.ID = ""
+		}
+		sum.Write(e.AppendJSON(nil))
+		sum.Write([]byte{'\n'})
+	}
+	return decoded{events: evs, fingerprint: sum.Sum(nil)}, nil
+}
+
+// group is the events of one stream in an append.
+type group struct {
+	stream  string
+	exp     store.Expected
+	pc      precondition
+	events  []envelope.Event
+	indexes []int // each event's place in the request
+}
+
+// checkEvents fills each event's subject and tenant (refusing others) and
+// refuses an id twice in the request.
+func checkEvents(tenant string, evs []envelope.Event, stream string) *Problem {
+	seen := make(map[string]int, len(evs))
+	for i := range evs {
+		e := &evs[i]
+		if stream != "" {
+			if e.Stream != "" && e.Stream != stream {
+				p := problemf("subject-mismatch", "event %d has subject %q but is posted to stream %q: post it to its stream, or leave the subject out", i, e.Stream, stream)
+				p.Tenant, p.Stream, p.Field, p.Index = tenant, stream, "subject", ptr(i)
+				return p
+			}
+			e.Stream = stream
+		} else if e.Stream == "" {
+			p := problemf("invalid-event", "event %d has no subject: posted to the tenant's log, each event names its stream in subject", i)
+			p.Tenant, p.Field, p.Reason, p.Index = tenant, "subject", "missing", ptr(i)
+			return p
+		} else if err := envelope.ValidateStream(e.Stream); err != nil {
+			p := problemf("invalid-stream-id", "event %d: %v", i, err)
+			p.Tenant, p.Stream, p.Field, p.Index = tenant, e.Stream, "subject", ptr(i)
+			return p
+		}
+		if e.Tenant != "" && e.Tenant != tenant {
+			p := problemf("invalid-event", "event %d has tenant %q but is posted to tenant %q: leave the tenant attribute out, or post to its tenant", i, e.Tenant, tenant)
+			p.Tenant, p.Field, p.Reason, p.Index = tenant, "tenant", "differs from the path's tenant", ptr(i)
+			return p
+		}
+		e.Tenant = tenant
+		if j, ok := seen[e.ID]; ok {
+			p := problemf("duplicate-event-id", "events %d and %d have the same id %q: give each event its own id", j, i, e.ID)
+			p.Tenant, p.Stream, p.Field, p.Reason, p.Index = tenant, e.Stream, "id", "twice in this request", ptr(i)
+			return p
+		}
+		seen[e.ID] = i
+	}
+	return nil
+}
+
+// appendStream answers POST .../streams/{stream}/events.
+func (h *Handler) appendStream(w http.ResponseWriter, r *http.Request, tenant, stream string) {
+	pc, p := parsePostPreconditions(r.Header)
+	if p != nil {
+		p.Tenant, p.Stream = tenant, stream
+		writeProblem(w, p)
+		return
+	}
+	d, p := h.decodeEvents(r)
+	if p == nil {
+		p = checkEvents(tenant, d.events, stream)
+	}
+	if p != nil {
+		p.Tenant, p.Stream = tenant, stream
+		writeProblem(w, p)
+		return
+	}
+	idx := make([]int, len(d.events))
+	for i := range idx {
+		idx[i] = i
+	}
+	g := group{stream: stream, exp: pc.exp, pc: pc, events: d.events, indexes: idx}
+	h.commit(w, r, tenant, []group{g}, false, d.fingerprint)
+}
+
+// appendMany answers POST .../events: each event's subject is its stream,
+// all in one transaction, without preconditions.
+func (h *Handler) appendMany(w http.ResponseWriter, r *http.Request, tenant string) {
+	if len(r.Header.Values("If-Match")) > 0 || len(r.Header.Values("If-None-Match")) > 0 {
+		p := invalidPrecondition("If-Match", "an append to the tenant's log takes no precondition: post to .../streams/{stream}/events for one")
+		p.Tenant = tenant
+		writeProblem(w, p)
+		return
+	}
+	d, p := h.decodeEvents(r)
+	if p == nil {
+		p = checkEvents(tenant, d.events, "")
+	}
+	if p != nil {
+		p.Tenant = tenant
+		writeProblem(w, p)
+		return
+	}
+	var groups []group
+	at := make(map[string]int)
+	for i, e := range d.events {
+		j, ok := at[e.Stream]
+		if !ok {
+			j = len(groups)
+			at[e.Stream] = j
+			groups = append(groups, group{stream: e.Stream, exp: store.Any})
+		}
+		groups[j].events = append(groups[j].events, e)
+		groups[j].indexes = append(groups[j].indexes, i)
+	}
+	h.commit(w, r, tenant, groups, true, d.fingerprint)
+}
+
+// commit appends the groups (one transaction when there are several, or
+// an Idempotency-Key) and answers.
+func (h *Handler) commit(w http.ResponseWriter, r *http.Request, tenant string, groups []group, many bool, fingerprint []byte) {
+	ctx := r.Context()
+	key, p := idempotencyKey(r.Header)
+	if p != nil {
+		p.Tenant = tenant
+		writeProblem(w, p)
+		return
+	}
+	var (
+		ans *answer
+		err error
+	)
+	fail := func(err error) {
+		var stream string
+		if len(groups) == 1 {
+			stream = groups[0].stream
+		}
+		p := problemFor(err, tenant, stream, func(id string) int {
+			for _, g := range groups {
+				for i, e := range g.events {
+					if e.ID == id {
+						return g.indexes[i]
+					}
+				}
+			}
+			return -1
+		})
+		var ce *store.ConflictError
+		if errors.As(err, &ce) && len(groups) == 1 && groups[0].pc.never != "" {
+			p.Expected = groups[0].pc.never
+		}
+		writeProblem(w, p)
+	}
+	if key == "" {
+		if !many {
+			ans, err = h.appendGroups(ctx, h.s, tenant, groups, many)
+		} else {
+			err = h.s.Update(ctx, func(tx *store.Tx) error {
+				var err error
+				ans, err = h.appendGroups(ctx, tx, tenant, groups, many)
+				return err
+			})
+		}
+		if err != nil {
+			fail(err)
+			return
+		}
+		ans.write(w, false)
+		return
+	}
+	fp := requestFingerprint(r, fingerprint)
+	if !h.enter(tenant, key) {
+		p := problemf("idempotency-key-in-flight", "a request with Idempotency-Key %q is still being answered: retry after a second", key)
+		p.Tenant = tenant
+		writeProblem(w, p.with("Retry-After", "1"))
+		return
+	}
+	defer h.leave(tenant, key)
+	replayed := false
+	opID := operationID(key)
+	err = h.s.Update(ctx, func(tx *store.Tx) error {
+		stored, ok, err := tx.Operation(ctx, tenant, opID)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if stored.InputHash != fp || stored.Type != operationType {
+				p := problemf("idempotency-key-mismatch", "Idempotency-Key %q was used for another request: use a new key for a new request", key)
+				p.Tenant, p.Field = tenant, "Idempotency-Key"
+				return p
+			}
+			ans, replayed = new(answer), true
+			return json.Unmarshal(stored.Result, ans)
+		}
+		ans, err = h.appendGroups(ctx, tx, tenant, groups, many)
+		if err != nil {
+			return err
+		}
+		rec, err := json.Marshal(ans)
+		if err != nil {
+			return err
+		}
+		_, err = tx.RecordOperation(ctx, store.Operation{Tenant: tenant, ID: opID, Type: operationType, InputHash: fp, Result: rec})
+		return err
+	})
+	if err != nil {
+		fail(err)
+		return
+	}
+	ans.write(w, replayed)
+}
+
+// appendGroups appends each group with a and builds the answer.
+func (h *Handler) appendGroups(ctx context.Context, a appender, tenant string, groups []group, many bool) (*answer, error) {
+	var outs []appendOutput
+	replayed := len(groups) > 0
+	var first *store.AppendResult
+	for _, g := range groups {
+		if len(g.events) == 0 {
+			// An empty batch appends nothing: its answer is the version.
+			v, err := h.s.StreamVersion(ctx, tenant, g.stream)
+			if err != nil {
+				return nil, err
+			}
+			if !g.pc.holds(v) {
+				return nil, &store.ConflictError{Tenant: tenant, Stream: g.stream, Expected: g.exp, Actual: v}
+			}
+			body, _ := json.Marshal(appendOutput{Tenant: tenant, Stream: g.stream, Version: v})
+			return &answer{Status: http.StatusOK, Header: map[string]string{"ETag": etag(v)}, Body: append(body, '\n')}, nil
+		}
+		res, err := a.Append(ctx, tenant, g.stream, g.exp, g.events...)
+		if err != nil {
+			return nil, err
+		}
+		replayed = replayed && res.Replayed
+		if first == nil {
+			first = &res
+		}
+		outs = append(outs, appendOutput{Tenant: tenant, Stream: g.stream, Version: res.Version,
+			FirstPosition: ptr(res.FirstPosition()), LastPosition: ptr(res.LastPosition())})
+	}
+	var body []byte
+	if many {
+		body, _ = json.Marshal(struct {
+			Results []appendOutput `json:"results"`
+		}{outs})
+	} else {
+		body, _ = json.Marshal(outs[0])
+	}
+	hd := map[string]string{}
+	if first != nil {
+		hd["Location"] = eventPath(tenant, first.Stream, first.Events[0].StreamVersion)
+		if !many {
+			hd["ETag"] = etag(first.Version)
+		}
+	}
+	return &answer{Status: http.StatusCreated, Header: hd, Body: append(body, '\n'), replayed: replayed}, nil
+}
+
+// operationType is the ledger's type of an HTTP append.
+const operationType = "http.append"
+
+// operationID is the ledger id of an Idempotency-Key: "http:" + key, or,
+// for a key too long for the ledger with the prefix, "http:sha256:" and
+// the key's hash.
+func operationID(key string) string {
+	if len("http:")+len(key) <= store.MaxOperationIDBytes {
+		return "http:" + key
+	}
+	sum := sha256.Sum256([]byte(key))
+	return "http:sha256:" + hex.EncodeToString(sum[:])
+}
+
+// idempotencyKey reads Idempotency-Key: "k" or k, 1-255 visible ASCII.
+func idempotencyKey(hd http.Header) (string, *Problem) {
+	vs := hd.Values("Idempotency-Key")
+	if len(vs) == 0 {
+		return "", nil
+	}
+	bad := func(reason string) (string, *Problem) {
+		p := problemf("invalid-idempotency-key", "Idempotency-Key: %s", reason)
+		p.Field, p.Reason = "Idempotency-Key", reason
+		return "", p
+	}
+	if len(vs) > 1 {
+		return bad("sent more than once")
+	}
+	k := strings.TrimSpace(vs[0])
+	if len(k) >= 2 && k[0] == '"' && k[len(k)-1] == '"' {
+		k = k[1 : len(k)-1]
+	}
+	if k == "" || len(k) > 255 {
+		return bad("must be 1-255 visible ASCII characters")
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] <= ' ' || k[i] >= 0x7f || k[i] == '"' {
+			return bad("must be 1-255 visible ASCII characters")
+		}
+	}
+	return k, nil
+}
+
+// requestFingerprint hashes the method, the decoded path, the If-* headers
+// and the events as sent.
+func requestFingerprint(r *http.Request, events []byte) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n%q\n", r.Method, r.URL.Path)
+	var names []string
+	for k := range r.Header {
+		if strings.HasPrefix(strings.ToLower(k), "if-") {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		fmt.Fprintf(h, "%s: %q\n", k, r.Header.Values(k))
+	}
+	h.Write(events)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func (h *Handler) enter(tenant, key string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	k := tenant + "\x00" + key
+	if h.inFlight[k] {
+		return false
+	}
+	h.inFlight[k] = true
+	return true
+}
+
+func (h *Handler) leave(tenant, key string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.inFlight, tenant+"\x00"+key)
+}
+
+// escapeSegment percent-encodes one path segment; "." and ".." are sent
+// as %2E and %2E%2E so that no client or proxy resolves them.
+func escapeSegment(s string) string {
+	switch s {
+	case ".":
+		return "%2E"
+	case "..":
+		return "%2E%2E"
+	}
+	return url.PathEscape(s)
+}
+
+func streamPath(tenant, stream string) string {
+	return "/v1/tenants/" + escapeSegment(tenant) + "/streams/" + escapeSegment(stream)
+}
+
+func eventPath(tenant, stream string, version int64) string {
+	return streamPath(tenant, stream) + "/events/" + strconv.FormatInt(version, 10)
+}

@@ -1,0 +1,136 @@
+package serve_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/eventlite/eventlite/serve"
+	"github.com/eventlite/eventlite/store"
+)
+
+func TestHealthzInfo(t *testing.T) {
+	ts := newServer(t, nil)
+	if r := ts.do("GET", "/healthz", nil); r.status != 200 || r.json(t)["status"] != "ok" {
+		t.Errorf("healthz: %d %s", r.status, r.body)
+	}
+	info := ts.do("GET", "/v1/info", nil).json(t)
+	limits, _ := info["limits"].(map[string]any)
+	if info["schema"] != float64(store.SchemaVersion()) || limits["body_bytes"] != float64(serve.MaxBodyBytes) ||
+		limits["data_bytes"] != float64(512<<10) || limits["read_limit"] != 1000.0 || info["version"] == "" {
+		t.Errorf("info: %v", info)
+	}
+}
+
+// /openapi.json is OpenAPI 3.1 and documents every route.
+func TestOpenAPI(t *testing.T) {
+	ts := newServer(t, nil)
+	r := ts.do("GET", "/openapi.json", nil)
+	var doc struct {
+		OpenAPI string                    `json:"openapi"`
+		Paths   map[string]map[string]any `json:"paths"`
+	}
+	if err := json.Unmarshal(r.body, &doc); err != nil || r.status != 200 {
+		t.Fatalf("%d: %v", r.status, err)
+	}
+	if doc.OpenAPI != "3.1.0" {
+		t.Errorf("openapi %q", doc.OpenAPI)
+	}
+	routes := map[string][]string{
+		"/healthz": {"get"}, "/openapi.json": {"get"}, "/metrics": {"get"}, "/v1/info": {"get"}, "/v1/consumers": {"get"}, "/v1/doctor": {"get"},
+		"/v1/tenants/{tenant}/streams":                           {"get"},
+		"/v1/tenants/{tenant}/streams/{stream}":                  {"get"},
+		"/v1/tenants/{tenant}/streams/{stream}/events":           {"get", "post"},
+		"/v1/tenants/{tenant}/streams/{stream}/events/{version}": {"get"},
+		"/v1/tenants/{tenant}/events":                            {"get", "post"},
+		"/v1/tenants/{tenant}/dead-letters/{eventId}/retry":      {"post"},
+	}
+	for p, ms := range routes {
+		for _, m := range ms {
+			if doc.Paths[p][m] == nil {
+				t.Errorf("%s %s undocumented", m, p)
+			}
+		}
+	}
+	if len(doc.Paths) != len(routes) {
+		t.Errorf("%d paths documented, want %d", len(doc.Paths), len(routes))
+	}
+}
+
+// /v1/consumers, /v1/doctor and /metrics read the store; a dead letter
+// is listed, retried (204) once, then unknown (404).
+func TestStoreWidePaths(t *testing.T) {
+	ts := newServer(t, nil)
+	ctx := context.Background()
+	ts.appendN("default", "s", 2, "t")
+	// Dead-letter the first event as a relay would.
+	l, err := ts.s.Leases().Acquire(ctx, "relay", "test", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.s.Update(ctx, func(tx *store.Tx) error {
+		return tx.DeadLetter(ctx, l, []store.Failure{{Position: 1, Error: "refused"}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c := ts.do("GET", "/v1/consumers", nil).json(t)
+	outbox, _ := c["outbox"].(map[string]any)
+	dls, _ := c["dead_letters"].([]any)
+	if outbox["pending"] != 2.0 || outbox["dead_letters"] != 1.0 || len(dls) != 1 || c["projections"] == nil {
+		t.Fatalf("consumers: %v", c)
+	}
+	if dl := dls[0].(map[string]any); dl["event_id"] != "s-t-0" || dl["error"] != "refused" || dl["position"] != "1" {
+		t.Errorf("dead letter: %v", dl)
+	}
+	d := ts.do("GET", "/v1/doctor", nil).json(t)
+	if d["healthy"] != false || !strings.Contains(string(mustJSON(t, d["findings"])), "dead") {
+		t.Errorf("doctor with a dead letter: %v", d)
+	}
+	m := ts.do("GET", "/metrics", nil)
+	if m.status != 200 || !strings.Contains(string(m.body), "eventlite_log_head_position 2") || !strings.Contains(string(m.body), "eventlite_outbox_dead_letters 1") {
+		t.Errorf("metrics: %d %.500s", m.status, m.body)
+	}
+	path := "/v1/tenants/default/dead-letters/s-t-0/retry"
+	if r := ts.do("POST", path, nil); r.status != 204 {
+		t.Fatalf("retry: %d %s", r.status, r.body)
+	}
+	ts.do("POST", path, nil).wantProblem(t, 404, "dead-letter-not-found")
+	ts.do("POST", "/v1/tenants/other/dead-letters/s-t-1/retry", nil).wantProblem(t, 404, "dead-letter-not-found")
+	if d := ts.do("GET", "/v1/doctor", nil).json(t); d["healthy"] != true {
+		t.Errorf("doctor after the retry: %v", d)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// CORS is off by default; an allowed origin gets the allowed and exposed
+// headers, and a preflight is answered.
+func TestCORS(t *testing.T) {
+	off := newServer(t, nil)
+	if r := off.do("GET", "/v1/tenants/default/events", nil, "Origin", "http://app.test"); r.header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("CORS on by default: %v", r.header)
+	}
+	ts := newServer(t, &serve.Options{CORSOrigins: []string{"http://app.test"}})
+	r := ts.do("OPTIONS", streamEvents("default", "s"), nil, "Origin", "http://app.test",
+		"Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "if-match, ce-type")
+	if r.status != 204 || r.header.Get("Access-Control-Allow-Origin") != "http://app.test" ||
+		!strings.Contains(r.header.Get("Access-Control-Allow-Headers"), "Idempotency-Key") ||
+		!strings.Contains(r.header.Get("Access-Control-Allow-Headers"), "ce-type") {
+		t.Errorf("preflight: %d %v", r.status, r.header)
+	}
+	r = ts.do("GET", "/v1/tenants/default/events", nil, "Origin", "http://app.test")
+	if r.header.Get("Access-Control-Allow-Origin") != "http://app.test" || !strings.Contains(r.header.Get("Access-Control-Expose-Headers"), "Idempotent-Replayed") {
+		t.Errorf("simple request: %v", r.header)
+	}
+	if r := ts.do("GET", "/v1/tenants/default/events", nil, "Origin", "http://evil.test"); r.header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("another origin allowed: %v", r.header)
+	}
+}

@@ -1,0 +1,146 @@
+package serve
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/eventlite/eventlite/envelope"
+)
+
+// AllTenants as a Token's Tenant gives access to every tenant and to the
+// store-wide paths (/metrics, /v1/consumers, /v1/doctor).
+const AllTenants = "*"
+
+// Token is one bearer token and what it may do.
+type Token struct {
+	Secret   string
+	Tenant   string // a tenant, or AllTenants
+	ReadOnly bool
+}
+
+// ParseToken reads the CLI's form SECRET=TENANT[:ro].
+func ParseToken(s string) (Token, error) {
+	secret, rest, ok := strings.Cut(s, "=")
+	if !ok || secret == "" {
+		return Token{}, fmt.Errorf("token %q: want SECRET=TENANT or SECRET=TENANT:ro", redact(s))
+	}
+	t := Token{Secret: secret, Tenant: rest}
+	if tenant, ok := strings.CutSuffix(rest, ":ro"); ok {
+		t.Tenant, t.ReadOnly = tenant, true
+	}
+	if strings.ContainsFunc(secret, func(r rune) bool { return r <= ' ' || r >= 0x7f }) {
+		return Token{}, fmt.Errorf("token for tenant %q: the secret must be visible ASCII (it is sent in an Authorization header)", t.Tenant)
+	}
+	if t.Tenant != AllTenants {
+		if err := envelope.ValidateTenant(t.Tenant); err != nil {
+			return Token{}, fmt.Errorf("token for tenant %q: %w (or use * for every tenant)", t.Tenant, err)
+		}
+	}
+	return t, nil
+}
+
+// ParseTokens reads a tokens file: one SECRET=TENANT[:ro] per line; blank
+// lines and lines starting with # are skipped.
+func ParseTokens(r io.Reader) ([]Token, error) {
+	var out []Token
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		t, err := ParseToken(line)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", n, err)
+		}
+		out = append(out, t)
+	}
+	return out, sc.Err()
+}
+
+// redact keeps a secret out of an error message.
+func redact(s string) string {
+	if _, rest, ok := strings.Cut(s, "="); ok {
+		return "...=" + rest
+	}
+	return "..."
+}
+
+type tokenEntry struct {
+	hash     [sha256.Size]byte
+	tenant   string
+	readOnly bool
+}
+
+func hashTokens(ts []Token) []tokenEntry {
+	out := make([]tokenEntry, len(ts))
+	for i, t := range ts {
+		out[i] = tokenEntry{hash: sha256.Sum256([]byte(t.Secret)), tenant: t.Tenant, readOnly: t.ReadOnly}
+	}
+	return out
+}
+
+// access is what a request's token allows.
+type access struct {
+	all      bool // no tokens configured: every tenant, writes included
+	tenant   string
+	readOnly bool
+}
+
+// lookup finds the request's token. Every configured token is compared,
+// in constant time on hashes of equal length, so neither the secret's
+// length nor which token matched shows in the time taken.
+func (h *Handler) lookup(r *http.Request) (access, bool) {
+	if len(h.tokens) == 0 {
+		return access{all: true}, true
+	}
+	auth := r.Header.Get("Authorization")
+	scheme, secret, ok := strings.Cut(auth, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return access{}, false
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(secret)))
+	found := -1
+	for i := range h.tokens {
+		if subtle.ConstantTimeCompare(sum[:], h.tokens[i].hash[:]) == 1 && found < 0 {
+			found = i
+		}
+	}
+	if found < 0 {
+		return access{}, false
+	}
+	t := h.tokens[found]
+	return access{tenant: t.tenant, readOnly: t.readOnly}, true
+}
+
+// authorize checks the request's token for tenant ("" for a store-wide
+// path) and, when write, for writing.
+func (h *Handler) authorize(r *http.Request, tenant string, write bool) *Problem {
+	a, ok := h.lookup(r)
+	if !ok {
+		return newProblem("unauthorized", "send Authorization: Bearer SECRET with a token the server was started with").
+			with("WWW-Authenticate", `Bearer realm="eventlite"`)
+	}
+	if a.all {
+		return nil
+	}
+	if a.tenant != AllTenants && (tenant == "" || a.tenant != tenant) {
+		if tenant == "" {
+			return newProblem("tenant-forbidden", "this path covers every tenant: it needs a token for tenant *")
+		}
+		p := problemf("tenant-forbidden", "the token is for another tenant than %q", tenant)
+		p.Tenant = tenant
+		return p
+	}
+	if write && a.readOnly {
+		p := newProblem("read-only", "the token is read-only (:ro): use a token without :ro to write")
+		p.Tenant = tenant
+		return p
+	}
+	return nil
+}

@@ -1,0 +1,118 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"strings"
+	"time"
+
+	"github.com/eventlite/eventlite/envelope"
+)
+
+// StreamInfo describes one stream.
+type StreamInfo struct {
+	Tenant  string
+	Stream  string
+	Version int64 // also its number of events: versions are gap free from 1
+	// FirstPosition and LastPosition are the global positions of the
+	// stream's first and newest events.
+	FirstPosition int64
+	LastPosition  int64
+	CreatedAt     time.Time
+	UpdatedAt     time.Time // when its newest event was appended
+}
+
+// StreamsOptions selects the streams Streams lists. The zero value lists
+// them all.
+type StreamsOptions struct {
+	// Prefix, when set, lists only stream ids that start with it. The
+	// stream whose id is Prefix itself, when it exists, comes first.
+	Prefix string
+	// After, when set, lists only stream ids after it (exclusive): pass
+	// the last id of a page to read the next one.
+	After string
+	// Limit caps the number of streams; 0 means no limit.
+	Limit int
+}
+
+// Streams lists a tenant's streams in stream id order (byte order), page
+// by page as the caller iterates. At most one StreamsOptions is read.
+func (s *Store) Streams(ctx context.Context, tenant string, opts ...StreamsOptions) iter.Seq2[StreamInfo, error] {
+	var o StreamsOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	return func(yield func(StreamInfo, error) bool) {
+		if err := envelope.ValidateTenant(tenant); err != nil {
+			yield(StreamInfo{}, err)
+			return
+		}
+		if o.Limit < 0 {
+			yield(StreamInfo{}, &envelope.InvalidError{Index: -1, Field: "limit", Reason: "negative: pass 0 for no limit"})
+			return
+		}
+		after, remaining := o.After, o.Limit
+		// The first page starts at the prefix itself (inclusive), the
+		// others after the last id seen.
+		from, inclusive := after, false
+		if o.Prefix > after {
+			from, inclusive = o.Prefix, true
+		}
+		for {
+			n := pageSize
+			if o.Limit > 0 && remaining < n {
+				n = remaining
+			}
+			if n == 0 {
+				return
+			}
+			page, err := s.streamsPage(ctx, tenant, from, inclusive, n)
+			if err != nil {
+				yield(StreamInfo{}, fmt.Errorf("list streams: %w", err))
+				return
+			}
+			for _, si := range page {
+				if !strings.HasPrefix(si.Stream, o.Prefix) {
+					return // ids are in byte order: no later one has the prefix
+				}
+				if !yield(si, nil) {
+					return
+				}
+			}
+			if len(page) < n {
+				return
+			}
+			remaining -= len(page)
+			from, inclusive = page[len(page)-1].Stream, false
+		}
+	}
+}
+
+func (s *Store) streamsPage(ctx context.Context, tenant, from string, inclusive bool, n int) ([]StreamInfo, error) {
+	op := ">"
+	if inclusive {
+		op = ">="
+	}
+	// The positions come from the UNIQUE(tenant, stream_id, version) index:
+	// two lookups per stream.
+	rows, err := s.rdb.QueryContext(ctx, `SELECT s.stream_id, s.version, s.created_at, s.updated_at,
+		COALESCE((SELECT position FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id AND e.version = 1), 0),
+		COALESCE((SELECT position FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id AND e.version = s.version), 0)
+		FROM streams s WHERE s.tenant = ? AND s.stream_id `+op+` ? ORDER BY s.stream_id LIMIT ?`, tenant, from, n)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	var out []StreamInfo
+	for rows.Next() {
+		si := StreamInfo{Tenant: tenant}
+		var c, u int64
+		if err := rows.Scan(&si.Stream, &si.Version, &c, &u, &si.FirstPosition, &si.LastPosition); err != nil {
+			return nil, err
+		}
+		si.CreatedAt, si.UpdatedAt = time.Unix(0, c).UTC(), time.Unix(0, u).UTC()
+		out = append(out, si)
+	}
+	return out, mapErr(rows.Err())
+}
