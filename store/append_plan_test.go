@@ -69,7 +69,7 @@ func TestAppendQueryPlans(t *testing.T) {
 		}
 		p := b.String()
 		t.Logf("%s:\n%s", tc.name, p)
-		if strings.Contains(strings.ReplaceAll(p, "-ROW VALUES CLAUSE", ""), "SCAN ") {
+		if scansTable(p) {
 			t.Errorf("%s scans a table:\n%s", tc.name, p)
 		}
 		if strings.Contains(p, "USE TEMP B-TREE") {
@@ -81,4 +81,15 @@ func TestAppendQueryPlans(t *testing.T) {
 			}
 		}
 	}
+}
+
+// scansTable reports whether a plan scans a table or an index (a scan of
+// an INSERT's own VALUES rows is not one).
+func scansTable(plan string) bool {
+	for _, l := range strings.Split(plan, "\n") {
+		if strings.HasPrefix(l, "SCAN ") && !strings.HasSuffix(l, "-ROW VALUES CLAUSE") {
+			return true
+		}
+	}
+	return false
 }
