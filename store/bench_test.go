@@ -9,10 +9,11 @@ package store_test
 // time per op. See BENCHMARKS.md for the commands and the figures.
 //
 // The 1M-event file is built once per benchmark binary, with raw SQL in
-// big transactions, in a temp dir removed when BenchmarkFile1M ends. Set
-// EVENTLITE_BENCH_FIXTURE=/some/file.db to build it there once and reuse
-// it across runs (it is then never removed). Under -short it holds 20,000
-// events.
+// big transactions, in a temp dir removed when the binary ends
+// (TestMain), and copied into a minimal table beside it. Set
+// EVENTLITE_BENCH_FIXTURE=/some/file.db to build both there once and
+// reuse them across runs (they are then never removed). Under -short it
+// holds 20,000 events.
 
 import (
 	"context"
@@ -642,7 +643,7 @@ var (
 	fixtureOnce sync.Once
 	fixture     *benchFixture
 	fixtureErr  error
-	fixtureDir  string // removed by BenchmarkFile1M's cleanup
+	fixtureDir  string // removed by TestMain when the binary ends
 )
 
 func benchFixtureEvents() int {
@@ -820,17 +821,13 @@ func buildFixture(path string, n int) (*benchFixture, error) {
 }
 
 // BenchmarkFile1M runs the scenarios on the 1M-event file. Its
-// sub-benchmarks share the file (built once), one store and one raw reader
-// on it; the file is removed when they are done. Append100 runs last: it
+// sub-benchmarks share the file (built once per binary, whatever -count
+// says), one store and one raw reader on it, and a minimal reader on its
+// minimal copy. Append100 runs last: it
 // adds events (to regular streams only) that ReadAll and ReadStream do not
 // read.
 func BenchmarkFile1M(b *testing.B) {
 	top := b
-	b.Cleanup(func() {
-		if fixtureDir != "" {
-			_ = os.RemoveAll(fixtureDir)
-		}
-	})
 	var (
 		f    *benchFixture
 		st   *store.Store
@@ -859,13 +856,6 @@ func BenchmarkFile1M(b *testing.B) {
 		minPath := fx.path + ".min"
 		if err := buildMinFixture(minPath, fx.path, fx.events); err != nil {
 			b.Fatal(err)
-		}
-		if os.Getenv("EVENTLITE_BENCH_FIXTURE") == "" {
-			top.Cleanup(func() {
-				for _, sfx := range []string{"", "-wal", "-shm"} {
-					_ = os.Remove(minPath + sfx)
-				}
-			})
 		}
 		m, err := newMinReader(minPath)
 		if err != nil {
