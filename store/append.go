@@ -376,7 +376,7 @@ func (s *Store) appendLocked(a *appendReq, now int64) (AppendResult, error) {
 // and inserts them one after the other, each at the highest position so
 // far plus one (AUTOINCREMENT).
 func (s *Store) insertEvents(a *appendReq, current, now int64) (first, last int64, err error) {
-	args := make([]any, 0, insertChunk*eventCols)
+	args := make([]any, 0, min(len(a.events), insertChunk)*eventCols)
 	for start := 0; start < len(a.events); start += insertChunk {
 		chunk := a.events[start:min(start+insertChunk, len(a.events))]
 		args = args[:0]
