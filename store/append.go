@@ -84,19 +84,6 @@ func (e Expected) String() string {
 	}
 }
 
-func (e Expected) holds(current int64) bool {
-	switch e.kind {
-	case expectNoStream:
-		return current == 0
-	case expectExists:
-		return current > 0
-	case expectExact:
-		return current == e.version
-	default:
-		return true
-	}
-}
-
 // AppendResult is the outcome of an append.
 type AppendResult struct {
 	Tenant  string
