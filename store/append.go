@@ -291,10 +291,11 @@ func (e Expected) bounds() (lo, hi int64, create bool) {
 // error the caller rolls back: it may have written part of the batch. On
 // errRetried it rolls back too, and returns the result without error.
 //
-// It runs three statements whatever the batch's size: the stream's row
-// moves on by the batch's length if expected holds (createStream or
-// moveStream, which are the version check too), the events go in (insertEvents, up to
-// insertChunk per statement), and their outbox rows in one statement.
+// It runs three statements for up to insertChunk events: the stream's
+// row moves on by the batch's length if expected holds (createStream or
+// moveStream, which are the version check too), the events go in
+// (insertEvents, up to insertChunk per INSERT: one more statement per
+// further insertChunk events), and their outbox rows in one statement.
 func (s *Store) appendLocked(a *appendReq, now int64) (AppendResult, error) {
 	st := &s.stmts
 	n := int64(len(a.events))
