@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -80,19 +81,6 @@ func (e Expected) String() string {
 		return "version " + strconv.FormatInt(e.version, 10)
 	default:
 		return "any version"
-	}
-}
-
-func (e Expected) holds(current int64) bool {
-	switch e.kind {
-	case expectNoStream:
-		return current == 0
-	case expectExists:
-		return current > 0
-	case expectExact:
-		return current == e.version
-	default:
-		return true
 	}
 }
 
@@ -198,6 +186,9 @@ func (tx *Tx) Append(ctx context.Context, tenant, stream string, expected Expect
 	if err != nil {
 		_ = s.exec("ROLLBACK TO append_tx")
 	}
+	if errors.Is(err, errRetried) {
+		err = nil // the first append's result; this attempt wrote nothing
+	}
 	if rerr := s.exec("RELEASE append_tx"); rerr != nil && err == nil {
 		err = rerr
 	}
@@ -279,59 +270,138 @@ func (s *Store) prepareEvent(e *envelope.Event, now time.Time) error {
 	return e.PrepareLimits(now, envelope.Limits{MaxDataBytes: s.opts.MaxDataBytes, MaxEventBytes: s.opts.MaxEventBytes})
 }
 
+// errRetried is appendLocked's answer to an append that is a retry: its
+// AppendResult is the first append's, and the caller rolls back what the
+// attempt wrote (the streams row it moved on) and returns that result
+// without an error.
+var errRetried = errors.New("append is a retry of a stored append")
+
+// bounds returns the versions a stream may have for e to hold, and
+// whether a stream that does not exist yet (version 0) may be created.
+func (e Expected) bounds() (lo, hi int64, create bool) {
+	switch e.kind {
+	case expectNoStream:
+		return 0, 0, true
+	case expectExists:
+		return 1, math.MaxInt64, false
+	case expectExact:
+		return e.version, e.version, e.version == 0
+	default:
+		return math.MinInt64, math.MaxInt64, true
+	}
+}
+
 // appendLocked runs on the writer inside a transaction (or savepoint). On
-// error the caller rolls back: it may have written part of the batch.
+// error the caller rolls back: it may have written part of the batch. On
+// errRetried it rolls back too, and returns the result without error.
+//
+// It runs three statements for up to insertChunk events: the stream's
+// row moves on by the batch's length if expected holds (createStream or
+// moveStream, which are the version check too), the events go in
+// (insertEvents, up to insertChunk per INSERT: one more statement per
+// further insertChunk events), and their outbox rows in one statement.
 func (s *Store) appendLocked(a *appendReq, now int64) (AppendResult, error) {
 	st := &s.stmts
-	var current int64
-	err := st.streamVersion.QueryRowContext(bg, a.tenant, a.stream).Scan(&current)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return AppendResult{}, mapErr(err)
+	n := int64(len(a.events))
+	lo, hi, create := a.expected.bounds()
+	move := st.moveStream
+	if create {
+		move = st.createStream
 	}
-	if !a.expected.holds(current) {
+	var version int64
+	err := move.QueryRowContext(bg, a.tenant, a.stream, n, now, lo, hi).Scan(&version)
+	if errors.Is(err, sql.ErrNoRows) {
+		// expected does not hold: nothing was written.
+		var current int64
+		err := st.streamVersion.QueryRowContext(bg, a.tenant, a.stream).Scan(&current)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return AppendResult{}, mapErr(err)
+		}
 		res, retry, err := s.retryResult(a, current)
-		if err != nil || retry {
-			return res, err
+		if err != nil {
+			return AppendResult{}, err
+		}
+		if retry {
+			return res, errRetried
 		}
 		return AppendResult{}, &ConflictError{Tenant: a.tenant, Stream: a.stream, Expected: a.expected, Actual: current}
 	}
-	if current+int64(len(a.events)) > envelope.MaxStreamVersion {
-		return AppendResult{}, &envelope.InvalidError{Index: -1, Field: "streamversion", Reason: fmt.Sprintf("stream %q would pass %d events, the most a stream holds: start a new stream", a.stream, envelope.MaxStreamVersion)}
-	}
-	for i := range a.events {
-		e := &a.events[i]
-		e.StreamVersion = current + int64(i) + 1
-		var ext any // NULL when there are no other extensions
-		if len(e.Extensions) > 0 {
-			b, err := json.Marshal(e.Extensions)
-			if err != nil {
-				return AppendResult{}, &envelope.InvalidError{Index: i, Field: "extensions", Reason: err.Error()}
-			}
-			ext = string(b)
-		}
-		res, err := st.insertEvent.ExecContext(bg, a.tenant, a.stream, e.StreamVersion, e.ID, e.Type, e.Source,
-			timecol.Value(e.Time), e.DataContentType, e.DataSchema, e.Data, e.CorrelationID, e.CausationID, ext, now)
-		if err != nil {
-			if isConstraint(err) {
-				res, retry, rerr := s.retryResult(a, current)
-				if rerr != nil || retry {
-					return res, rerr
-				}
-			}
-			return AppendResult{}, fmt.Errorf("insert event %d: %w", i, mapErr(err))
-		}
-		if e.Position, err = res.LastInsertId(); err != nil {
-			return AppendResult{}, err
-		}
-		if _, err := st.insertOutbox.ExecContext(bg, e.Position); err != nil {
-			return AppendResult{}, fmt.Errorf("insert outbox row: %w", mapErr(err))
-		}
-	}
-	version := current + int64(len(a.events))
-	if _, err := st.upsertStream.ExecContext(bg, a.tenant, a.stream, version, now, now); err != nil {
+	if err != nil {
 		return AppendResult{}, fmt.Errorf("update stream: %w", mapErr(err))
 	}
+	current := version - n
+	if version > envelope.MaxStreamVersion {
+		return AppendResult{}, &envelope.InvalidError{Index: -1, Field: "streamversion", Reason: fmt.Sprintf("stream %q would pass %d events, the most a stream holds: start a new stream", a.stream, envelope.MaxStreamVersion)}
+	}
+	first, last, err := s.insertEvents(a, current, now)
+	if err != nil {
+		if isConstraint(err) {
+			res, retry, rerr := s.retryResult(a, current)
+			if rerr != nil {
+				return AppendResult{}, rerr
+			}
+			if retry {
+				return res, errRetried
+			}
+		}
+		return AppendResult{}, err
+	}
+	if last-first+1 != n {
+		return AppendResult{}, fmt.Errorf("insert events: positions %d..%d for %d events", first, last, n)
+	}
+	res, err := st.insertOutbox.ExecContext(bg, first, last)
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("insert outbox rows: %w", mapErr(err))
+	}
+	if k, err := res.RowsAffected(); err != nil || k != n {
+		return AppendResult{}, fmt.Errorf("insert outbox rows: %d rows for %d events (%v)", k, n, err)
+	}
+	for i := range a.events {
+		a.events[i].Position = first + int64(i)
+	}
 	return AppendResult{Tenant: a.tenant, Stream: a.stream, Version: version, Events: a.events}, nil
+}
+
+// insertEvents inserts a's events as versions current+1... and returns
+// the first and last position given to them. SQLite gives the rows of
+// one transaction consecutive positions: the writer holds the write lock
+// and inserts them one after the other, each at the highest position so
+// far plus one (AUTOINCREMENT).
+func (s *Store) insertEvents(a *appendReq, current, now int64) (first, last int64, err error) {
+	args := make([]any, 0, min(len(a.events), insertChunk)*eventCols)
+	for start := 0; start < len(a.events); start += insertChunk {
+		chunk := a.events[start:min(start+insertChunk, len(a.events))]
+		args = args[:0]
+		for i := range chunk {
+			e := &chunk[i]
+			e.StreamVersion = current + int64(start+i) + 1
+			var ext any // NULL when there are no other extensions
+			if len(e.Extensions) > 0 {
+				b, err := json.Marshal(e.Extensions)
+				if err != nil {
+					return 0, 0, &envelope.InvalidError{Index: start + i, Field: "extensions", Reason: err.Error()}
+				}
+				ext = string(b)
+			}
+			args = append(args, a.tenant, a.stream, e.StreamVersion, e.ID, e.Type, e.Source,
+				timecol.Value(e.Time), e.DataContentType, e.DataSchema, e.Data, e.CorrelationID, e.CausationID, ext, now)
+		}
+		st, err := s.insertEventsStmt(len(chunk))
+		if err != nil {
+			return 0, 0, err
+		}
+		res, err := st.ExecContext(bg, args...)
+		if err != nil {
+			return 0, 0, fmt.Errorf("insert events %d..%d: %w", start, start+len(chunk)-1, mapErr(err))
+		}
+		if last, err = res.LastInsertId(); err != nil {
+			return 0, 0, err
+		}
+		if start == 0 {
+			first = last - int64(len(chunk)) + 1
+		}
+	}
+	return first, last, nil
 }
 
 // retryResult decides whether an append whose ids may already be stored is

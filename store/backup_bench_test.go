@@ -59,6 +59,9 @@ func removeBackupFixture() {
 func TestMain(m *testing.M) {
 	code := m.Run()
 	removeBackupFixture()
+	if fixtureDir != "" { // BenchmarkFile1M's, kept for every -count
+		_ = os.RemoveAll(fixtureDir)
+	}
 	os.Exit(code)
 }
 

@@ -9,10 +9,11 @@ package store_test
 // time per op. See BENCHMARKS.md for the commands and the figures.
 //
 // The 1M-event file is built once per benchmark binary, with raw SQL in
-// big transactions, in a temp dir removed when BenchmarkFile1M ends. Set
-// EVENTLITE_BENCH_FIXTURE=/some/file.db to build it there once and reuse
-// it across runs (it is then never removed). Under -short it holds 20,000
-// events.
+// big transactions, in a temp dir removed when the binary ends
+// (TestMain), and copied into a minimal table beside it. Set
+// EVENTLITE_BENCH_FIXTURE=/some/file.db to build both there once and
+// reuse them across runs (they are then never removed). Under -short it
+// holds 20,000 events.
 
 import (
 	"context"
@@ -135,6 +136,10 @@ type benchSide struct {
 	// 0 means all k.
 	div int
 	run func(k int) // the timed work: k ops
+	// open and close, when set, run untimed before and after each of
+	// this side's chunks: a side whose file is open only while it runs
+	// (see runPaired).
+	open, close func()
 	// lat, when the side records it, holds one latency per op.
 	lat []time.Duration
 
@@ -152,6 +157,14 @@ func (s *benchSide) rate(perOp float64) float64 {
 // runPaired runs b.N ops on every side, chunk ops at a time, rotating
 // which side goes first. prep, when set, makes the data of a chunk before
 // the sides run it (untimed).
+//
+// Sides that write files of their own open them for their chunk only
+// (benchSide.open and close, untimed): modernc.org/sqlite is built with
+// SQLITE_ENABLE_MEMORY_MANAGEMENT, so every connection of the process
+// draws its page cache from one shared pool, and a side that runs evicts
+// the pages of the files the other sides keep open. With the files of
+// two identical raw writers open together, one measured up to 2x the
+// other, following the round order (BenchmarkPairing).
 func runPaired(b *testing.B, chunk int, prep func(k int), sides ...*benchSide) {
 	b.ResetTimer()
 	for done, round := 0, 0; done < b.N; round++ {
@@ -167,10 +180,20 @@ func runPaired(b *testing.B, chunk int, prep func(k int), sides ...*benchSide) {
 			if s.div > 0 {
 				n = max(1, k/s.div)
 			}
+			if s.open != nil {
+				b.StopTimer()
+				s.open()
+				b.StartTimer()
+			}
 			t0 := time.Now()
 			s.run(n)
 			s.dur += time.Since(t0)
 			s.ops += n
+			if s.close != nil {
+				b.StopTimer()
+				s.close()
+				b.StartTimer()
+			}
 		}
 		done += k
 	}
@@ -180,12 +203,20 @@ func runPaired(b *testing.B, chunk int, prep func(k int), sides ...*benchSide) {
 // reportPaired reports each side's events/s (perOp events per op) and
 // x_raw, the store side's rate over the raw side's. The store side's time
 // per op replaces ns/op (which would otherwise cover every side).
+//
+// A side named "min" (the minimal baseline, minbaseline_test.go) among
+// others adds x_min, the store side's rate over its rate.
 func reportPaired(b *testing.B, perOp float64, raw, st *benchSide, others ...*benchSide) {
 	for _, s := range append([]*benchSide{raw, st}, others...) {
 		b.ReportMetric(s.rate(perOp), s.name+"_ev/s")
 	}
 	if r := raw.rate(perOp); r > 0 {
 		b.ReportMetric(st.rate(perOp)/r, "x_raw")
+	}
+	for _, o := range others {
+		if r := o.rate(perOp); o.name == "min" && r > 0 {
+			b.ReportMetric(st.rate(perOp)/r, "x_min")
+		}
 	}
 	if st.ops > 0 {
 		b.ReportMetric(float64(st.dur.Nanoseconds())/float64(st.ops), "ns/op")
@@ -222,11 +253,54 @@ func openBenchStore(b *testing.B, path, synchronous string) *store.Store {
 // ---------------------------------------------------------------------
 // Appends.
 
+// reopen is a handle a side opens for each of its chunks (benchSide.open)
+// and closes after it (benchSide.close); the benchmark's cleanup closes
+// it if a chunk failed in between.
+type reopen[T interface{ Close() error }] struct {
+	b  *testing.B
+	fn func() (T, error)
+	h  T
+	ok bool
+}
+
+func newReopen[T interface{ Close() error }](b *testing.B, fn func() (T, error)) *reopen[T] {
+	r := &reopen[T]{b: b, fn: fn}
+	b.Cleanup(func() {
+		if r.ok {
+			r.close()
+		}
+	})
+	return r
+}
+
+func (r *reopen[T]) open() {
+	h, err := r.fn()
+	if err != nil {
+		r.b.Fatal(err)
+	}
+	r.h, r.ok = h, true
+}
+
+func (r *reopen[T]) close() {
+	r.ok = false
+	if err := r.h.Close(); err != nil {
+		r.b.Error(err)
+	}
+}
+
+func benchStoreOpener(path, synchronous string) func() (*store.Store, error) {
+	return func() (*store.Store, error) {
+		return store.Open(context.Background(), path, &store.Options{Synchronous: synchronous})
+	}
+}
+
 // BenchmarkAppend appends batches of 1 or 100 events per transaction to
-// 100 streams in turn, raw and store on files of their own, from one
-// goroutine. Latencies: p50_ms and so on for the store, raw_p50_ms and so
-// on for the raw baseline. Batches of 100 also run a third side, rawprep:
-// the raw baseline after envelope's Prepare of each event.
+// 100 streams in turn, from one goroutine: the store, the raw baseline
+// (raw, x_raw) and the minimal baseline (min, x_min), each on a file of
+// its own that is open only while its side runs. Latencies: p50_ms and
+// so on for the store, raw_p50_ms and so on for the raw baseline. Batches
+// of 100 also run a fourth side, rawprep: the raw baseline after
+// envelope's Prepare of each event.
 func BenchmarkAppend(b *testing.B) {
 	for _, c := range []struct {
 		batch int
@@ -240,8 +314,9 @@ func BenchmarkAppend(b *testing.B) {
 	} {
 		b.Run(fmt.Sprintf("batch=%d/sync=%s", c.batch, c.sync), func(b *testing.B) {
 			dir := b.TempDir()
-			raw := openRawDB(b, filepath.Join(dir, "raw.db"), c.sync)
-			st := openBenchStore(b, filepath.Join(dir, "store.db"), c.sync)
+			raw := newReopen(b, func() (*rawDB, error) { return newRawDB(filepath.Join(dir, "raw.db"), c.sync) })
+			mini := newReopen(b, func() (*minDB, error) { return newMinDB(filepath.Join(dir, "min.db"), c.sync) })
+			st := newReopen(b, benchStoreOpener(filepath.Join(dir, "store.db"), c.sync))
 			g := newBenchGen(1)
 			ctx := context.Background()
 			stream := func(i int) string { return fmt.Sprintf("order-%03d", i%100) }
@@ -256,34 +331,42 @@ func BenchmarkAppend(b *testing.B) {
 					stEvs = append(stEvs, benchEnvelopes(r))
 				}
 			}
-			rs := &benchSide{name: "raw"}
+			rs := &benchSide{name: "raw", open: raw.open, close: raw.close}
 			rs.run = func(k int) {
 				for i := range k {
 					t0 := time.Now()
-					if err := raw.appendTx("acme", stream(i), rawEvs[i]); err != nil {
+					if err := raw.h.appendTx("acme", stream(i), rawEvs[i]); err != nil {
 						b.Fatal(err)
 					}
 					rs.lat = append(rs.lat, time.Since(t0))
 				}
 			}
-			ss := &benchSide{name: "store"}
+			ms := &benchSide{name: "min", open: mini.open, close: mini.close, run: func(k int) {
+				for i := range k {
+					if err := mini.h.appendTx("acme", stream(i), rawEvs[i]); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}}
+			ss := &benchSide{name: "store", open: st.open, close: st.close}
 			ss.run = func(k int) {
 				for i := range k {
 					t0 := time.Now()
-					if _, err := st.Append(ctx, "acme", stream(i), store.Any, stEvs[i]...); err != nil {
+					if _, err := st.h.Append(ctx, "acme", stream(i), store.Any, stEvs[i]...); err != nil {
 						b.Fatal(err)
 					}
 					ss.lat = append(ss.lat, time.Since(t0))
 				}
 			}
-			sides := []*benchSide{rs, ss}
+			sides := []*benchSide{rs, ss, ms}
+			var rp *benchSide
 			if c.batch > 1 {
 				// The raw baseline plus the validation the store does
 				// before its transaction (envelope's Prepare of every
 				// event): x_rawprep = store rate / this rate shows what
 				// the store costs beyond validating.
-				rawPrep := openRawDB(b, filepath.Join(dir, "rawprep.db"), c.sync)
-				sides = append(sides, &benchSide{name: "rawprep", run: func(k int) {
+				rawPrep := newReopen(b, func() (*rawDB, error) { return newRawDB(filepath.Join(dir, "rawprep.db"), c.sync) })
+				rp = &benchSide{name: "rawprep", open: rawPrep.open, close: rawPrep.close, run: func(k int) {
 					now := time.Now()
 					for i := range k {
 						for _, e := range stEvs[i] {
@@ -292,16 +375,17 @@ func BenchmarkAppend(b *testing.B) {
 								b.Fatal(err)
 							}
 						}
-						if err := rawPrep.appendTx("acme", stream(i), rawEvs[i]); err != nil {
+						if err := rawPrep.h.appendTx("acme", stream(i), rawEvs[i]); err != nil {
 							b.Fatal(err)
 						}
 					}
-				}})
+				}}
+				sides = append(sides, rp)
 			}
 			runPaired(b, c.chunk, prep, sides...)
 			reportPaired(b, float64(c.batch), rs, ss, sides[2:]...)
-			if len(sides) > 2 {
-				if r := sides[2].rate(float64(c.batch)); r > 0 {
+			if rp != nil {
+				if r := rp.rate(float64(c.batch)); r > 0 {
 					b.ReportMetric(ss.rate(float64(c.batch))/r, "x_rawprep")
 				}
 			}
@@ -313,18 +397,21 @@ func BenchmarkAppend(b *testing.B) {
 
 // BenchmarkConcurrentAppend runs n appenders, each appending one event at
 // a time to a stream of its own, at FULL: the store against a raw
-// group-commit writer (rawGroup), and a raw serial writer (one goroutine,
+// group-commit writer (rawGroup on rawDB, x_raw), the same group commit
+// on the minimal table (x_min), and a raw serial writer (one goroutine,
 // one transaction per append, 1/8 of the ops) for the group-commit gain
-// (x_serial = store rate / serial rate). Latencies are every append's,
-// from the appender's call to its return: p50_ms and so on for the store,
-// raw_p50_ms and so on for the raw group commit.
+// (x_serial = store rate / serial rate). Each side's file is open only
+// while it runs. Latencies are every append's, from the appender's call
+// to its return: p50_ms and so on for the store, raw_p50_ms and so on for
+// the raw group commit.
 func BenchmarkConcurrentAppend(b *testing.B) {
 	for _, n := range []int{16, 64} {
 		b.Run(fmt.Sprintf("appenders=%d", n), func(b *testing.B) {
 			dir := b.TempDir()
-			serial := openRawDB(b, filepath.Join(dir, "serial.db"), "FULL")
-			group := startRawGroup(b, openRawDB(b, filepath.Join(dir, "raw.db"), "FULL"))
-			st := openBenchStore(b, filepath.Join(dir, "store.db"), "FULL")
+			serial := newReopen(b, func() (*rawDB, error) { return newRawDB(filepath.Join(dir, "serial.db"), "FULL") })
+			raw := newReopen(b, func() (*rawDB, error) { return newRawDB(filepath.Join(dir, "raw.db"), "FULL") })
+			mini := newReopen(b, func() (*minDB, error) { return newMinDB(filepath.Join(dir, "min.db"), "FULL") })
+			st := newReopen(b, benchStoreOpener(filepath.Join(dir, "store.db"), "FULL"))
 			g := newBenchGen(2)
 			ctx := context.Background()
 
@@ -355,33 +442,118 @@ func BenchmarkConcurrentAppend(b *testing.B) {
 				return slices.Concat(lats...)
 			}
 			streamOf := func(w int) string { return fmt.Sprintf("appender-%02d", w) }
-			rs := &benchSide{name: "raw"}
+			var group *rawGroup
+			rs := &benchSide{name: "raw",
+				open:  func() { raw.open(); group = startRawGroup(raw.h.groupStmts()) },
+				close: func() { group.stop(); raw.close() }}
 			rs.run = func(k int) {
 				rs.lat = append(rs.lat, fan(k, func(w, i int) error {
 					return group.append("acme", streamOf(w), rawEvs[i:i+1])
 				})...)
 			}
-			ss := &benchSide{name: "store"}
+			var minGroup *rawGroup
+			ms := &benchSide{name: "min",
+				open:  func() { mini.open(); minGroup = startRawGroup(mini.h.groupStmts()) },
+				close: func() { minGroup.stop(); mini.close() },
+				run: func(k int) {
+					fan(k, func(w, i int) error {
+						return minGroup.append("acme", streamOf(w), rawEvs[i:i+1])
+					})
+				}}
+			ss := &benchSide{name: "store", open: st.open, close: st.close}
 			ss.run = func(k int) {
 				ss.lat = append(ss.lat, fan(k, func(w, i int) error {
-					_, err := st.Append(ctx, "acme", streamOf(w), store.Any, stEvs[i])
+					_, err := st.h.Append(ctx, "acme", streamOf(w), store.Any, stEvs[i])
 					return err
 				})...)
 			}
-			ser := &benchSide{name: "serial", div: 8, run: func(k int) {
+			ser := &benchSide{name: "serial", div: 8, open: serial.open, close: serial.close, run: func(k int) {
 				for i := range k {
-					if err := serial.appendTx("acme", "serial", rawEvs[i:i+1]); err != nil {
+					if err := serial.h.appendTx("acme", "serial", rawEvs[i:i+1]); err != nil {
 						b.Fatal(err)
 					}
 				}
 			}}
-			runPaired(b, 25*n, prep, rs, ss, ser)
-			reportPaired(b, 1, rs, ss, ser)
+			runPaired(b, 25*n, prep, rs, ss, ms, ser)
+			reportPaired(b, 1, rs, ss, ms, ser)
 			if r := ser.rate(1); r > 0 {
 				b.ReportMetric(ss.rate(1)/r, "x_serial")
 			}
 			reportLatency(b, "", ss.lat)
 			reportLatency(b, "raw_", rs.lat)
+		})
+	}
+}
+
+// BenchmarkPairing measures the artifact that runPaired's open and close
+// avoid: two identical raw writers (rawDB, 100 events per transaction,
+// NORMAL) on two files, alternating chunk by chunk, "a" always first. With
+// both files open all the time (open=both), the pages one writer leaves in
+// modernc's shared page-cache pool are evicted by the other's work; with
+// each file open only while its writer runs (open=one), as the other
+// benchmarks do, nothing is shared. x_b_over_a is b's rate over a's: 1.0
+// when the pairing is fair.
+func BenchmarkPairing(b *testing.B) {
+	for _, both := range []bool{true, false} {
+		name := "open=one"
+		if both {
+			name = "open=both"
+		}
+		b.Run(name, func(b *testing.B) {
+			dir := b.TempDir()
+			g := newBenchGen(6)
+			var evs [][]rawEvent
+			side := func(file string) *benchSide {
+				r := newReopen(b, func() (*rawDB, error) { return newRawDB(filepath.Join(dir, file), "NORMAL") })
+				s := &benchSide{name: file[:1]}
+				if both {
+					r.open()
+				} else {
+					s.open, s.close = r.open, r.close
+				}
+				s.run = func(k int) {
+					for i := range k {
+						if err := r.h.appendTx("acme", fmt.Sprintf("order-%03d", i%100), evs[i]); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				return s
+			}
+			sa, sb := side("a.db"), side("b.db")
+			b.ResetTimer()
+			for done := 0; done < b.N; {
+				k := min(10, b.N-done)
+				b.StopTimer()
+				evs = evs[:0]
+				for range k {
+					evs = append(evs, g.raw(100))
+				}
+				b.StartTimer()
+				for _, s := range []*benchSide{sa, sb} { // a first, always
+					if s.open != nil {
+						b.StopTimer()
+						s.open()
+						b.StartTimer()
+					}
+					t0 := time.Now()
+					s.run(k)
+					s.dur += time.Since(t0)
+					s.ops += k
+					if s.close != nil {
+						b.StopTimer()
+						s.close()
+						b.StartTimer()
+					}
+				}
+				done += k
+			}
+			b.StopTimer()
+			b.ReportMetric(sa.rate(100), "a_ev/s")
+			b.ReportMetric(sb.rate(100), "b_ev/s")
+			if r := sa.rate(100); r > 0 {
+				b.ReportMetric(sb.rate(100)/r, "x_b_over_a")
+			}
 		})
 	}
 }
@@ -471,7 +643,7 @@ var (
 	fixtureOnce sync.Once
 	fixture     *benchFixture
 	fixtureErr  error
-	fixtureDir  string // removed by BenchmarkFile1M's cleanup
+	fixtureDir  string // removed by TestMain when the binary ends
 )
 
 func benchFixtureEvents() int {
@@ -649,21 +821,18 @@ func buildFixture(path string, n int) (*benchFixture, error) {
 }
 
 // BenchmarkFile1M runs the scenarios on the 1M-event file. Its
-// sub-benchmarks share the file (built once), one store and one raw reader
-// on it; the file is removed when they are done. Append100 runs last: it
+// sub-benchmarks share the file (built once per binary, whatever -count
+// says), one store and one raw reader on it, and a minimal reader on its
+// minimal copy. Append100 runs last: it
 // adds events (to regular streams only) that ReadAll and ReadStream do not
 // read.
 func BenchmarkFile1M(b *testing.B) {
 	top := b
-	b.Cleanup(func() {
-		if fixtureDir != "" {
-			_ = os.RemoveAll(fixtureDir)
-		}
-	})
 	var (
 		f    *benchFixture
 		st   *store.Store
 		rawR *rawReader
+		minR *minReader
 	)
 	// Open lazily, so that a -bench pattern selecting no sub-benchmark
 	// builds nothing; close when the top benchmark ends.
@@ -682,21 +851,34 @@ func BenchmarkFile1M(b *testing.B) {
 			b.Fatal(err)
 		}
 		top.Cleanup(func() { _ = r.Close() })
-		// Read the whole file once, untimed, so that neither side of the
-		// first pair pays for a cold OS page cache.
-		var sum int64
-		if err := r.db.QueryRowContext(rawCtx, `SELECT SUM(LENGTH(data)) FROM events`).Scan(&sum); err != nil {
+		// The minimal baseline reads the same events from a file of its
+		// own, beside the fixture (built once too).
+		minPath := fx.path + ".min"
+		if err := buildMinFixture(minPath, fx.path, fx.events); err != nil {
 			b.Fatal(err)
 		}
-		f, st, rawR = fx, s, r
+		m, err := newMinReader(minPath)
+		if err != nil {
+			b.Fatal(err)
+		}
+		top.Cleanup(func() { _ = m.Close() })
+		// Read both files once, untimed, so that no side of the first
+		// pair pays for a cold OS page cache.
+		var sum int64
+		for _, db := range []*sql.DB{r.db, m.db} {
+			if err := db.QueryRowContext(rawCtx, `SELECT SUM(LENGTH(data)) FROM events`).Scan(&sum); err != nil {
+				b.Fatal(err)
+			}
+		}
+		f, st, rawR, minR = fx, s, r, m
 	}
 	b.Run("ReadAll", func(b *testing.B) {
 		setup(b)
-		benchReadAll(b, f, st, rawR)
+		benchReadAll(b, f, st, rawR, minR)
 	})
 	b.Run("ReadStream", func(b *testing.B) {
 		setup(b)
-		benchReadStream(b, f, st, rawR)
+		benchReadStream(b, f, st, rawR, minR)
 	})
 	b.Run("Append100", func(b *testing.B) {
 		setup(b)
@@ -718,33 +900,33 @@ func BenchmarkFile1M(b *testing.B) {
 // (heap_before), the highest value seen at every switch between the
 // sides (heap_peak, sampled every benchReadChunk events of each side),
 // and at the end, before any GC (heap_after).
-func benchReadAll(b *testing.B, f *benchFixture, st *store.Store, rawR *rawReader) {
+func benchReadAll(b *testing.B, f *benchFixture, st *store.Store, rawR *rawReader, minR *minReader) {
 	ctx := context.Background()
 	var sink int64
-	rs, ss := &benchSide{name: "raw"}, &benchSide{name: "store"}
+	rs, ss, ms := &benchSide{name: "raw"}, &benchSide{name: "store"}, &benchSide{name: "min"}
 	var (
-		ms                              runtime.MemStats
+		mstats                          runtime.MemStats
 		before, peak, after             uint64
 		rawMallocs, rawBytes, stMallocs uint64
-		stBytes                         uint64
+		stBytes, minMallocs, minBytes   uint64
 		lastMallocs, lastBytes          uint64
 	)
 	// account attributes the allocations since the last switch to one
 	// side and samples the heap (untimed).
 	account := func(mallocs, bytes *uint64) {
-		runtime.ReadMemStats(&ms)
-		*mallocs += ms.Mallocs - lastMallocs
-		*bytes += ms.TotalAlloc - lastBytes
-		lastMallocs, lastBytes = ms.Mallocs, ms.TotalAlloc
-		peak = max(peak, ms.HeapInuse)
+		runtime.ReadMemStats(&mstats)
+		*mallocs += mstats.Mallocs - lastMallocs
+		*bytes += mstats.TotalAlloc - lastBytes
+		lastMallocs, lastBytes = mstats.Mallocs, mstats.TotalAlloc
+		peak = max(peak, mstats.HeapInuse)
 	}
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
 		runtime.GC()
-		runtime.ReadMemStats(&ms)
-		before = ms.HeapInuse
-		lastMallocs, lastBytes = ms.Mallocs, ms.TotalAlloc
+		runtime.ReadMemStats(&mstats)
+		before = mstats.HeapInuse
+		lastMallocs, lastBytes = mstats.Mallocs, mstats.TotalAlloc
 		b.StartTimer()
 
 		rows, err := rawR.all.QueryContext(rawCtx, 1, f.events)
@@ -766,6 +948,25 @@ func benchReadAll(b *testing.B, f *benchFixture, st *store.Store, rawR *rawReade
 			rs.dur += time.Since(t0)
 			account(&rawMallocs, &rawBytes)
 		}
+		mrows, err := minR.all.QueryContext(rawCtx, 1, f.events)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var mw minRow
+		mdest := mw.dest()
+		minN := 0
+		minChunk := func() {
+			t0 := time.Now()
+			for i := 0; i < benchReadChunk && mrows.Next(); i++ {
+				if err := mrows.Scan(mdest...); err != nil {
+					b.Fatal(err)
+				}
+				sink += mw.seq + int64(len(mw.data))
+				minN++
+			}
+			ms.dur += time.Since(t0)
+			account(&minMallocs, &minBytes)
+		}
 		stN := 0
 		t0 := time.Now()
 		for e, err := range st.ReadAll(ctx, store.ReadAllOptions{Limit: f.events}) {
@@ -778,6 +979,7 @@ func benchReadAll(b *testing.B, f *benchFixture, st *store.Store, rawR *rawReade
 				ss.dur += time.Since(t0)
 				account(&stMallocs, &stBytes)
 				rawChunk()
+				minChunk()
 				t0 = time.Now()
 			}
 		}
@@ -790,18 +992,29 @@ func benchReadAll(b *testing.B, f *benchFixture, st *store.Store, rawR *rawReade
 				break
 			}
 		}
+		for minN < f.events && mrows.Err() == nil {
+			n := minN
+			minChunk()
+			if minN == n {
+				break
+			}
+		}
 		if err := rows.Close(); err != nil {
 			b.Fatal(err)
 		}
-		after = ms.HeapInuse
-		if rawN != f.events || stN != f.events {
-			b.Fatalf("read %d raw and %d store events, want %d", rawN, stN, f.events)
+		if err := mrows.Close(); err != nil {
+			b.Fatal(err)
+		}
+		after = mstats.HeapInuse
+		if rawN != f.events || stN != f.events || minN != f.events {
+			b.Fatalf("read %d raw, %d minimal and %d store events, want %d", rawN, minN, stN, f.events)
 		}
 		rs.ops++
 		ss.ops++
+		ms.ops++
 	}
 	b.StopTimer()
-	reportPaired(b, float64(f.events), rs, ss)
+	reportPaired(b, float64(f.events), rs, ss, ms)
 	mb := func(v uint64) float64 { return float64(v) / (1 << 20) }
 	b.ReportMetric(mb(before), "heap_before_MB")
 	b.ReportMetric(mb(peak), "heap_peak_MB")
@@ -811,6 +1024,8 @@ func benchReadAll(b *testing.B, f *benchFixture, st *store.Store, rawR *rawReade
 	b.ReportMetric(float64(stBytes)/evs, "store_B/ev")
 	b.ReportMetric(float64(rawMallocs)/evs, "raw_allocs/ev")
 	b.ReportMetric(float64(rawBytes)/evs, "raw_B/ev")
+	b.ReportMetric(float64(minMallocs)/evs, "min_allocs/ev")
+	b.ReportMetric(float64(minBytes)/evs, "min_B/ev")
 	_ = sink
 }
 
@@ -820,7 +1035,7 @@ const benchReadChunk = 20_000
 
 // benchReadStream reads a whole hot stream (f.hotLen events, spread over
 // the file) per op: ReadStream against a raw SELECT of that stream.
-func benchReadStream(b *testing.B, f *benchFixture, st *store.Store, rawR *rawReader) {
+func benchReadStream(b *testing.B, f *benchFixture, st *store.Store, rawR *rawReader, minR *minReader) {
 	ctx := context.Background()
 	var sink int64
 	rs := &benchSide{name: "raw", run: func(k int) {
@@ -848,8 +1063,29 @@ func benchReadStream(b *testing.B, f *benchFixture, st *store.Store, rawR *rawRe
 			}
 		}
 	}}
-	runPaired(b, len(f.hot), nil, rs, ss)
-	reportPaired(b, float64(f.hotLen), rs, ss)
+	ms := &benchSide{name: "min", run: func(k int) {
+		for i := range k {
+			rows, err := minR.byStream.QueryContext(rawCtx, f.hot[i%len(f.hot)])
+			if err != nil {
+				b.Fatal(err)
+			}
+			var w minRow
+			dest := w.dest()
+			n := 0
+			for rows.Next() {
+				if err := rows.Scan(dest...); err != nil {
+					b.Fatal(err)
+				}
+				sink += w.version + int64(len(w.data))
+				n++
+			}
+			if err := rows.Close(); err != nil || n != f.hotLen {
+				b.Fatalf("minimal read %d events (%v), want %d", n, err, f.hotLen)
+			}
+		}
+	}}
+	runPaired(b, len(f.hot), nil, rs, ss, ms)
+	reportPaired(b, float64(f.hotLen), rs, ss, ms)
 	_ = sink
 }
 
@@ -898,4 +1134,103 @@ func benchAppendLarge(b *testing.B, f *benchFixture, big *store.Store) {
 		b.ReportMetric(float64(bs.dur.Nanoseconds())/float64(bs.ops), "ns/op")
 	}
 	reportLatency(b, "", bs.lat)
+}
+
+// BenchmarkCommitFrames counts the pages a one-event append's commit
+// writes to the WAL (each a frame: a header and a page, two writes), for
+// the store's schema (the raw baseline, which writes the store's tables
+// and indexes with the store's statements' effect) and for the minimal
+// table, and which b-tree each page belongs to. At synchronous=NORMAL a
+// commit does not wait for the disk, and these writes are most of its
+// cost. Metrics: raw_frames/tx and min_frames/tx, and raw_<b-tree>/tx.
+func BenchmarkCommitFrames(b *testing.B) {
+	dir := b.TempDir()
+	g := newBenchGen(7)
+	type writer interface {
+		appendTx(tenant, stream string, evs []rawEvent) error
+		Close() error
+	}
+	count := func(name string, open func() (writer, *sql.Conn, error)) (map[string]float64, float64) {
+		path := filepath.Join(dir, name+".db")
+		w, c, err := open()
+		if err != nil {
+			b.Fatal(err)
+		}
+		// Fill the file a little first: the tables and indexes past their
+		// first page, as in a file in use.
+		for i := range 2000 {
+			if err := w.appendTx("acme", fmt.Sprintf("order-%03d", i%100), g.raw(1)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		// Keep every frame of the measured commits in the WAL.
+		for _, q := range []string{"PRAGMA wal_checkpoint(TRUNCATE)", "PRAGMA wal_autocheckpoint=0"} {
+			if _, err := c.ExecContext(rawCtx, q); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+		for i := range b.N {
+			if err := w.appendTx("acme", fmt.Sprintf("order-%03d", i%100), g.raw(1)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		wal, err := os.ReadFile(path + "-wal")
+		if err != nil {
+			b.Fatal(err)
+		}
+		owner := map[uint32]string{}
+		rows, err := c.QueryContext(rawCtx, `SELECT name, pageno FROM dbstat`)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for rows.Next() {
+			var nm string
+			var pg uint32
+			if err := rows.Scan(&nm, &pg); err != nil {
+				b.Fatal(err)
+			}
+			owner[pg] = nm
+		}
+		if err := rows.Close(); err != nil {
+			b.Fatal(err)
+		}
+		by := map[string]float64{}
+		frames := 0
+		const walHeader, frameHeader, page = 32, 24, 4096
+		for off := walHeader; off+frameHeader+page <= len(wal); off += frameHeader + page {
+			pg := uint32(wal[off])<<24 | uint32(wal[off+1])<<16 | uint32(wal[off+2])<<8 | uint32(wal[off+3])
+			nm := owner[pg]
+			if pg == 1 {
+				nm = "header"
+			}
+			by[nm] += 1 / float64(b.N)
+			frames++
+		}
+		if err := w.Close(); err != nil {
+			b.Fatal(err)
+		}
+		return by, float64(frames) / float64(b.N)
+	}
+	b.StopTimer()
+	_, minFrames := count("min", func() (writer, *sql.Conn, error) {
+		m, err := newMinDB(filepath.Join(dir, "min.db"), "NORMAL")
+		if err != nil {
+			return nil, nil, err
+		}
+		return m, m.conn, nil
+	})
+	rawBy, rawFrames := count("raw", func() (writer, *sql.Conn, error) {
+		r, err := newRawDB(filepath.Join(dir, "raw.db"), "NORMAL")
+		if err != nil {
+			return nil, nil, err
+		}
+		return r, r.conn, nil
+	})
+	b.ReportMetric(minFrames, "min_frames/tx")
+	b.ReportMetric(rawFrames, "raw_frames/tx")
+	for nm, v := range rawBy {
+		b.ReportMetric(v, "raw_"+nm+"/tx")
+	}
 }

@@ -18,7 +18,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"testing"
 	"time"
 
 	_ "modernc.org/sqlite"
@@ -77,22 +76,8 @@ type rawDB struct {
 	savepoint, release, rollbackTo *sql.Stmt
 }
 
-// openRawDB opens (creating, with the store's schema, if needed) a raw
+// newRawDB opens (creating, with the store's schema, if needed) a raw
 // writer on path.
-func openRawDB(tb testing.TB, path, synchronous string) *rawDB {
-	tb.Helper()
-	r, err := newRawDB(path, synchronous)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		if err := r.Close(); err != nil {
-			tb.Errorf("close raw db: %v", err)
-		}
-	})
-	return r
-}
-
 func newRawDB(path, synchronous string) (_ *rawDB, err error) {
 	r := &rawDB{}
 	defer func() {
@@ -244,12 +229,28 @@ func (r *rawDB) appendLocked(tenant, stream string, evs []rawEvent, now int64) (
 	return v, nil
 }
 
+// groupStmts is what rawGroup needs of a raw writer: its prepared
+// transaction statements and an append inside an open transaction.
+type groupStmts struct {
+	begin, commit                  *sql.Stmt
+	savepoint, release, rollbackTo *sql.Stmt
+	append                         func(tenant, stream string, evs []rawEvent, now int64) error
+}
+
+func (r *rawDB) groupStmts() groupStmts {
+	return groupStmts{begin: r.begin, commit: r.commit, savepoint: r.savepoint, release: r.release, rollbackTo: r.rollbackTo,
+		append: func(tenant, stream string, evs []rawEvent, now int64) error {
+			_, err := r.appendLocked(tenant, stream, evs, now)
+			return err
+		}}
+}
+
 // rawGroup is the baseline for concurrent appends: one writer goroutine
 // takes requests from a channel, runs all that are waiting (up to
 // rawMaxBatch) in one transaction with a savepoint per request, and
 // commits once for all of them.
 type rawGroup struct {
-	r    *rawDB
+	r    groupStmts
 	reqs chan *rawReq
 	done chan struct{}
 }
@@ -261,14 +262,17 @@ type rawReq struct {
 	done           chan struct{}
 }
 
-func startRawGroup(tb testing.TB, r *rawDB) *rawGroup {
+// startRawGroup starts a group-commit writer on r; stop it (it drains
+// what is queued) before closing r.
+func startRawGroup(r groupStmts) *rawGroup {
 	g := &rawGroup{r: r, reqs: make(chan *rawReq, 1024), done: make(chan struct{})}
 	go g.run()
-	tb.Cleanup(func() {
-		close(g.reqs)
-		<-g.done
-	})
 	return g
+}
+
+func (g *rawGroup) stop() {
+	close(g.reqs)
+	<-g.done
 }
 
 func (g *rawGroup) append(tenant, stream string, evs []rawEvent) error {
@@ -308,7 +312,7 @@ func (g *rawGroup) commit(group []*rawReq) {
 			if q.err = rawRun(r.savepoint); q.err != nil {
 				continue
 			}
-			if _, q.err = r.appendLocked(q.tenant, q.stream, q.evs, now); q.err != nil {
+			if q.err = r.append(q.tenant, q.stream, q.evs, now); q.err != nil {
 				_ = rawRun(r.rollbackTo)
 			}
 			if rerr := rawRun(r.release); rerr != nil && q.err == nil {

@@ -28,14 +28,25 @@ func scanEvent(r scanner) (envelope.Event, error) {
 	return newEventScanner().scan(r)
 }
 
-// eventScanner scans rows of selectEvents into events. It builds its list
-// of destinations once, for every row of a query: a Scan with a new list
-// of pointers into a new event allocates both on every row.
+// selectStreamEvents is selectEvents without the tenant and stream
+// columns, for reads of one stream, which know them: two strings fewer
+// to copy out of SQLite and allocate per row.
+const selectStreamEvents = `SELECT position, version, event_id, type, source, time,
+	content_type, data_schema, data, correlation_id, causation_id, extensions FROM events`
+
+// eventScanner scans rows of selectEvents (or selectStreamEvents) into
+// events. It builds its list of destinations once, for every row of a
+// query: a Scan with a new list of pointers into a new event allocates
+// both on every row.
 type eventScanner struct {
 	e    envelope.Event
 	t    timecol.Time
 	ext  []byte
 	dest []any
+	// tenant and stream, when known, fill the events of
+	// selectStreamEvents, which does not read them.
+	known          bool
+	tenant, stream string
 }
 
 func newEventScanner() *eventScanner {
@@ -46,12 +57,24 @@ func newEventScanner() *eventScanner {
 	return s
 }
 
+// newStreamEventScanner scans rows of selectStreamEvents of one stream.
+func newStreamEventScanner(tenant, stream string) *eventScanner {
+	s := &eventScanner{known: true, tenant: tenant, stream: stream}
+	e := &s.e
+	s.dest = []any{&e.Position, &e.StreamVersion, &e.ID, &e.Type, &e.Source, &s.t,
+		&e.DataContentType, &e.DataSchema, &e.Data, &e.CorrelationID, &e.CausationID, &s.ext}
+	return s
+}
+
 func (s *eventScanner) scan(r scanner) (envelope.Event, error) {
 	s.e, s.ext = envelope.Event{}, nil
 	if err := r.Scan(s.dest...); err != nil {
 		return envelope.Event{}, err
 	}
 	e := s.e
+	if s.known {
+		e.Tenant, e.Stream = s.tenant, s.stream
+	}
 	e.Time, e.TimeSet = s.t.T, s.t.T.IsZero()
 	if s.ext != nil {
 		if err := decodeExtensions(s.ext, &e); err != nil {
@@ -134,7 +157,7 @@ func (s *Store) ReadStream(ctx context.Context, tenant, stream string, opts Read
 			if n == 0 {
 				return
 			}
-			evs, err := s.queryEvents(ctx, page, st, "", tenant, stream, next, n)
+			evs, err := s.queryEventsWith(ctx, page, newStreamEventScanner(tenant, stream), st, "", tenant, stream, next, n)
 			if err != nil {
 				yield(envelope.Event{}, fmt.Errorf("read stream %q: %w", stream, err))
 				return
@@ -185,6 +208,12 @@ func (s *Store) streamExists(ctx context.Context, tenant, stream string) error {
 // and ReadStream hand out copies of the events, so one buffer serves
 // every page of an iteration.
 func (s *Store) queryEvents(ctx context.Context, page *[]envelope.Event, st *sql.Stmt, q string, args ...any) ([]envelope.Event, error) {
+	return s.queryEventsWith(ctx, page, newEventScanner(), st, q, args...)
+}
+
+// queryEventsWith is queryEvents with the scanner for the query's
+// columns.
+func (s *Store) queryEventsWith(ctx context.Context, page *[]envelope.Event, sc *eventScanner, st *sql.Stmt, q string, args ...any) ([]envelope.Event, error) {
 	clear(*page) // drop the previous page's data
 	var (
 		rows *sql.Rows
@@ -204,7 +233,6 @@ func (s *Store) queryEvents(ctx context.Context, page *[]envelope.Event, st *sql
 	defer rows.Close()
 	out := (*page)[:0]
 	defer func() { *page = out }()
-	sc := newEventScanner()
 	for rows.Next() {
 		e, err := sc.scan(rows)
 		if err != nil {
@@ -256,8 +284,8 @@ func (s *Store) prepareReads(ctx context.Context) error {
 		return st
 	}
 	s.reads = readStmts{
-		streamForward:  prep(selectEvents + ` WHERE tenant = ? AND stream_id = ? AND version >= ? ORDER BY version LIMIT ?`),
-		streamBackward: prep(selectEvents + ` WHERE tenant = ? AND stream_id = ? AND version <= ? ORDER BY version DESC LIMIT ?`),
+		streamForward:  prep(selectStreamEvents + ` WHERE tenant = ? AND stream_id = ? AND version >= ? ORDER BY version LIMIT ?`),
+		streamBackward: prep(selectStreamEvents + ` WHERE tenant = ? AND stream_id = ? AND version <= ? ORDER BY version DESC LIMIT ?`),
 		all:            prep(selectEvents + ` WHERE position >= ? ORDER BY position LIMIT ?`),
 		allTenant:      prep(selectEvents + ` WHERE position >= ? AND tenant = ? ORDER BY position LIMIT ?`),
 		streamVersion:  prep(`SELECT version FROM streams WHERE tenant = ? AND stream_id = ?`),

@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -14,18 +16,64 @@ import (
 // critical path.
 type writeStmts struct {
 	streamVersion *sql.Stmt
-	insertEvent   *sql.Stmt
+	createStream  *sql.Stmt
+	moveStream    *sql.Stmt
 	insertOutbox  *sql.Stmt
-	upsertStream  *sql.Stmt
 	eventByID     *sql.Stmt
+	// insertEvents[k-1] inserts k events, prepared when first needed
+	// (insertEventsStmt); only the writer uses it.
+	insertEvents [insertChunk]*sql.Stmt
 
 	begin, commit                  *sql.Stmt
 	savepoint, release, rollbackTo *sql.Stmt
 }
 
 func (w *writeStmts) all() []*sql.Stmt {
-	return []*sql.Stmt{w.streamVersion, w.insertEvent, w.insertOutbox, w.upsertStream, w.eventByID,
-		w.begin, w.commit, w.savepoint, w.release, w.rollbackTo}
+	return append([]*sql.Stmt{w.streamVersion, w.createStream, w.moveStream, w.insertOutbox, w.eventByID,
+		w.begin, w.commit, w.savepoint, w.release, w.rollbackTo}, w.insertEvents[:]...)
+}
+
+// insertChunk is the most events one INSERT statement writes: a batch of
+// 100 is four statements instead of a hundred. eventCols is the number of
+// values each event binds.
+const (
+	insertChunk = 32
+	eventCols   = 14
+)
+
+// An append's version check and its streams row are one statement:
+// the stream's version moves on by ?3 events only if it is within
+// ?5..?6, and the statement returns the new version; no row means the
+// expectation failed and nothing was written. createStream also creates
+// the stream (expectations that admit a new stream: any, no stream);
+// moveStream only moves an existing one (exists, an exact version).
+const (
+	createStreamSQL = `INSERT INTO streams (tenant, stream_id, version, created_at, updated_at)
+	VALUES (?1, ?2, ?3, ?4, ?4)
+	ON CONFLICT (tenant, stream_id) DO UPDATE SET version = version + ?3, updated_at = ?4
+		WHERE version BETWEEN ?5 AND ?6
+	RETURNING version`
+	moveStreamSQL = `UPDATE streams SET version = version + ?3, updated_at = ?4
+	WHERE tenant = ?1 AND stream_id = ?2 AND version BETWEEN ?5 AND ?6
+	RETURNING version`
+)
+
+// insertEventsStmt returns the statement inserting k events (1 <= k <=
+// insertChunk), preparing it on first use.
+func (s *Store) insertEventsStmt(k int) (*sql.Stmt, error) {
+	if st := s.stmts.insertEvents[k-1]; st != nil {
+		return st, nil
+	}
+	row := "(?" + strings.Repeat(", ?", eventCols-1) + ")"
+	q := `INSERT INTO events (tenant, stream_id, version, event_id, type, source, time,
+		content_type, data_schema, data, correlation_id, causation_id, extensions, recorded_at)
+		VALUES ` + row + strings.Repeat(", "+row, k-1)
+	st, err := s.wconn.Conn.PrepareContext(bg, q)
+	if err != nil {
+		return nil, fmt.Errorf("prepare insert of %d events: %w", k, mapErr(err))
+	}
+	s.stmts.insertEvents[k-1] = st
+	return st, nil
 }
 
 func (s *Store) prepare(ctx context.Context) error {
@@ -40,22 +88,22 @@ func (s *Store) prepare(ctx context.Context) error {
 	}
 	s.stmts = writeStmts{
 		streamVersion: prep(`SELECT version FROM streams WHERE tenant = ? AND stream_id = ?`),
-		insertEvent: prep(`INSERT INTO events (tenant, stream_id, version, event_id, type, source, time,
-			content_type, data_schema, data, correlation_id, causation_id, extensions, recorded_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-		insertOutbox: prep(`INSERT INTO outbox (position) VALUES (?)`),
-		upsertStream: prep(`INSERT INTO streams (tenant, stream_id, version, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (tenant, stream_id) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at`),
-		eventByID:  prep(`SELECT stream_id, version, type, data FROM events WHERE tenant = ? AND event_id = ?`),
-		begin:      prep(`BEGIN IMMEDIATE`),
-		commit:     prep(`COMMIT`),
-		savepoint:  prep(`SAVEPOINT a`),
-		release:    prep(`RELEASE a`),
-		rollbackTo: prep(`ROLLBACK TO a`),
+		createStream:  prep(createStreamSQL),
+		moveStream:    prep(moveStreamSQL),
+		// The events of one append have consecutive positions.
+		insertOutbox: prep(`INSERT INTO outbox (position) SELECT position FROM events WHERE position BETWEEN ? AND ?`),
+		eventByID:    prep(`SELECT stream_id, version, type, data FROM events WHERE tenant = ? AND event_id = ?`),
+		begin:        prep(`BEGIN IMMEDIATE`),
+		commit:       prep(`COMMIT`),
+		savepoint:    prep(`SAVEPOINT a`),
+		release:      prep(`RELEASE a`),
+		rollbackTo:   prep(`ROLLBACK TO a`),
 	}
 	if err != nil {
 		return fmt.Errorf("store: prepare statements: %w", err)
+	}
+	if _, err := s.insertEventsStmt(1); err != nil {
+		return fmt.Errorf("store: %w", err)
 	}
 	return nil
 }
@@ -334,6 +382,12 @@ func (s *Store) runGroup(group []*request) {
 func (s *Store) runOne(r *request, now int64) error {
 	if r.fn == nil {
 		r.res, r.err = s.appendLocked(r.a, now)
+		if errors.Is(r.err, errRetried) {
+			// A retry: the first append's result, and this attempt's
+			// writes rolled back by the caller.
+			r.err = nil
+			return errRetried
+		}
 		return r.err
 	}
 	tx := &Tx{s: s, now: now}

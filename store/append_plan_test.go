@@ -1,0 +1,95 @@
+package store
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestAppendQueryPlans checks that every statement of an append, and the
+// reads of a stream and of the log, find their rows through a key or an
+// index, never by scanning a table: an append into a long log must cost
+// what it costs in a short one. The plans are logged (go test -v) for
+// the record.
+func TestAppendQueryPlans(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "plan.db"), &Options{Synchronous: "NORMAL"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.rdb.ExecContext(ctx, `ANALYZE`); err != nil {
+		t.Fatal(err)
+	}
+	insert2 := `INSERT INTO events (tenant, stream_id, version, event_id, type, source, time,
+		content_type, data_schema, data, correlation_id, causation_id, extensions, recorded_at)
+		VALUES ` + strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), ", 2), ", ")
+	tests := []struct {
+		name  string
+		query string
+		args  []any
+		want  []string // each must appear in the plan
+	}{
+		{"create or move the stream", createStreamSQL, []any{"t", "s", 1, 0, 0, 0},
+			nil}, // an INSERT ... VALUES with an upsert: no scan at all
+		{"move an existing stream", moveStreamSQL, []any{"t", "s", 1, 0, 1, 1},
+			[]string{"SEARCH streams USING PRIMARY KEY (tenant=? AND stream_id=?)"}},
+		// The foreign key of outbox rows makes each new event look up
+		// outbox rows that would reference it: a key lookup.
+		{"insert events", insert2, make([]any, 28),
+			[]string{"SEARCH outbox USING INTEGER PRIMARY KEY (rowid=?)"}},
+		{"outbox rows of the batch", `INSERT INTO outbox (position) SELECT position FROM events WHERE position BETWEEN ? AND ?`, []any{1, 2},
+			[]string{"SEARCH events USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"}},
+		{"stream version", `SELECT version FROM streams WHERE tenant = ? AND stream_id = ?`, []any{"t", "s"},
+			[]string{"SEARCH streams USING PRIMARY KEY (tenant=? AND stream_id=?)"}},
+		{"event by id (retries)", `SELECT stream_id, version, type, data FROM events WHERE tenant = ? AND event_id = ?`, []any{"t", "id"},
+			[]string{"SEARCH events USING INDEX sqlite_autoindex_events_2 (tenant=? AND event_id=?)"}},
+		{"read a stream", selectStreamEvents + ` WHERE tenant = ? AND stream_id = ? AND version >= ? ORDER BY version LIMIT ?`, []any{"t", "s", 1, 10},
+			[]string{"SEARCH events USING INDEX sqlite_autoindex_events_1 (tenant=? AND stream_id=? AND version>?)"}},
+		{"read the log", selectEvents + ` WHERE position >= ? ORDER BY position LIMIT ?`, []any{1, 10},
+			[]string{"SEARCH events USING INTEGER PRIMARY KEY (rowid>?)"}},
+	}
+	for _, tc := range tests {
+		rows, err := s.rdb.QueryContext(ctx, "EXPLAIN QUERY PLAN "+tc.query, tc.args...)
+		if err != nil {
+			t.Fatalf("%s: explain: %v", tc.name, err)
+		}
+		var b strings.Builder
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			b.WriteString(detail + "\n")
+		}
+		if err := rows.Close(); err != nil {
+			t.Fatal(err)
+		}
+		p := b.String()
+		t.Logf("%s:\n%s", tc.name, p)
+		if scansTable(p) {
+			t.Errorf("%s scans a table:\n%s", tc.name, p)
+		}
+		if strings.Contains(p, "USE TEMP B-TREE") {
+			t.Errorf("%s sorts its rows:\n%s", tc.name, p)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(p, w) {
+				t.Errorf("%s: plan lacks %q:\n%s", tc.name, w, p)
+			}
+		}
+	}
+}
+
+// scansTable reports whether a plan scans a table or an index (a scan of
+// an INSERT's own VALUES rows is not one).
+func scansTable(plan string) bool {
+	for _, l := range strings.Split(plan, "\n") {
+		if strings.HasPrefix(l, "SCAN ") && !strings.HasSuffix(l, "-ROW VALUES CLAUSE") {
+			return true
+		}
+	}
+	return false
+}
