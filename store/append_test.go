@@ -190,22 +190,23 @@ func TestIDReuse(t *testing.T) {
 		name   string
 		stream string
 		events func(t *testing.T) []envelope.Event
+		reused string // the id the error must name
 	}{
-		{"different data", "s1", func(t *testing.T) []envelope.Event { return []envelope.Event{evID(t, "c", "t", 99)} }},
-		{"different type", "s1", func(t *testing.T) []envelope.Event { return []envelope.Event{evID(t, "c", "other", 3)} }},
-		{"different stream", "s2", func(t *testing.T) []envelope.Event { return []envelope.Event{evID(t, "c", "t", 3)} }},
+		{"different data", "s1", func(t *testing.T) []envelope.Event { return []envelope.Event{evID(t, "c", "t", 99)} }, "c"},
+		{"different type", "s1", func(t *testing.T) []envelope.Event { return []envelope.Event{evID(t, "c", "other", 3)} }, "c"},
+		{"different stream", "s2", func(t *testing.T) []envelope.Event { return []envelope.Event{evID(t, "c", "t", 3)} }, "c"},
 		{"part of a batch is new", "s1", func(t *testing.T) []envelope.Event {
 			return []envelope.Event{evID(t, "c", "t", 3), evID(t, "d", "t", 4)}
-		}},
+		}, "c"},
 		{"new then stored", "s1", func(t *testing.T) []envelope.Event {
 			return []envelope.Event{evID(t, "d", "t", 4), evID(t, "c", "t", 3)}
-		}},
+		}, "c"},
 		{"not the newest events", "s1", func(t *testing.T) []envelope.Event {
 			return []envelope.Event{evID(t, "a", "t", 1), evID(t, "b", "t", 2)}
-		}},
+		}, "a"},
 		{"same id twice in one batch", "s3", func(t *testing.T) []envelope.Event {
 			return []envelope.Event{evID(t, "x", "t", 1), evID(t, "x", "t", 1)}
-		}},
+		}, "x"},
 	}
 	for _, tc := range tests {
 		for _, exp := range []store.Expected{store.Any, store.Exact(3), store.Exact(1)} {
@@ -217,8 +218,8 @@ func TestIDReuse(t *testing.T) {
 					t.Fatalf("want ErrDuplicate, got %v", err)
 				}
 				var de *store.DuplicateError
-				if !errors.As(err, &de) || de.EventID == "" {
-					t.Errorf("error does not name the id: %v", err)
+				if !errors.As(err, &de) || de.EventID != tc.reused {
+					t.Errorf("error does not name the reused id %q: %v", tc.reused, err)
 				}
 				if !errors.Is(err, store.ErrInvalidEvent) {
 					t.Errorf("a reused id is invalid input: %v", err)
