@@ -433,8 +433,8 @@ func TestEffectDecisionBody(t *testing.T) {
 	long := strings.Repeat("x", 1025)
 	for _, tc := range []struct {
 		name, path, ct, body string
-		status              int
-		problem, field      string
+		status               int
+		problem, field       string
 	}{
 		{"no content type", approve, "", `{"args_hash":"` + h + `","by":"a"}`, 415, "unsupported-media-type", "Content-Type"},
 		{"a form", approve, "application/x-www-form-urlencoded", "args_hash=" + h + "&by=a", 415, "unsupported-media-type", "Content-Type"},
@@ -477,5 +477,29 @@ func TestEffectDecisionBody(t *testing.T) {
 	}
 	if len(c.got()) != 0 {
 		t.Fatal("a refused decision ran the effect")
+	}
+}
+
+// The OpenAPI document's Effect schema names exactly the members sent.
+func TestEffectOpenAPISchema(t *testing.T) {
+	ts := newServer(t, nil)
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]any `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(ts.do("GET", "/openapi.json", nil).body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for name := range doc.Components.Schemas["Effect"].Properties {
+		got = append(got, name)
+	}
+	slices.Sort(got)
+	want := slices.Sorted(slices.Values(effectFields))
+	if !slices.Equal(got, want) {
+		t.Errorf("Effect schema %v, want %v", got, want)
 	}
 }
