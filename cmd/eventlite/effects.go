@@ -44,6 +44,8 @@ the key (Effects.Do) or with Effects.ResumeApproved. Only --tenant's effects.
                    with --reason.
 --by names who decides (default: the OS user name). Names are declared, not
 authenticated: anyone who can write the database file can approve.
+'eventlite serve' offers the same over HTTP (GET /v1/tenants/T/effects, POST
+.../effects/KEY/approve and .../reject; see docs/http.md#effects).
 Exit codes, in the order checked: no database file, or no effect KEY in the
 tenant, 5; an effect in a state other than AWAITING_APPROVAL or APPROVED, 4
 (the message names the state); a hash other than the recorded one, malformed
