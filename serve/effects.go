@@ -11,6 +11,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/effectjson"
+	"github.com/eventlite/eventlite/internal/jcs"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -187,6 +188,11 @@ func decodeDecision(r *http.Request, fields map[string]bool) (map[string]string,
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, invalidBody("", "data after the object", "the body must be one JSON object and nothing after it")
+	}
+	// encoding/json turns an escaped lone surrogate into U+FFFD; refuse
+	// it, as an event's attributes do.
+	if _, err := jcs.Canonicalize(b); err != nil {
+		return nil, invalidBody("", "not I-JSON", "the body is not I-JSON (RFC 7493): %v", err)
 	}
 	for _, name := range []string{"args_hash", "by", "reason"} {
 		required, ok := fields[name]

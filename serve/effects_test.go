@@ -452,6 +452,7 @@ func TestEffectDecisionBody(t *testing.T) {
 		{"by null", approve, "application/json", `{"args_hash":"` + h + `","by":null}`, 400, "invalid-body", "by"},
 		{"by a number", approve, "application/json", `{"args_hash":"` + h + `","by":1}`, 400, "invalid-body", "by"},
 		{"hash a number", approve, "application/json", `{"args_hash":1,"by":"a"}`, 400, "invalid-body", "args_hash"},
+		{"by with a lone surrogate", approve, "application/json", `{"args_hash":"` + h + `","by":"a\ud800"}`, 400, "invalid-body", ""},
 		{"by with a tab", approve, "application/json", `{"args_hash":"` + h + `","by":"a\tb"}`, 400, "invalid-body", "by"},
 		{"by with edge space", approve, "application/json", `{"args_hash":"` + h + `","by":" a"}`, 400, "invalid-body", "by"},
 		{"by too long", approve, "application/json", `{"args_hash":"` + h + `","by":"` + long + `"}`, 413, "too-large", "by"},
