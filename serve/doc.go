@@ -25,4 +25,9 @@
 //     log for all readers; a reader whose bounded queue fills, or that does
 //     not take its data within Options.WriteTimeout, is dropped.
 //   - Tokens are compared in constant time and never logged.
+//   - An effect waiting for a person is approved or rejected with the
+//     store's Effects.Approve and Reject (one transaction each; the
+//     approval names the hash of the exact arguments listed), and each
+//     effect is sent byte for byte as 'eventlite effects list --json'
+//     prints it.
 package serve

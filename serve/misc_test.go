@@ -46,6 +46,9 @@ func TestOpenAPI(t *testing.T) {
 		"/v1/tenants/{tenant}/streams/{stream}/events/{version}": {"get"},
 		"/v1/tenants/{tenant}/events":                            {"get", "post"},
 		"/v1/tenants/{tenant}/dead-letters/{eventId}/retry":      {"post"},
+		"/v1/tenants/{tenant}/effects":                           {"get"},
+		"/v1/tenants/{tenant}/effects/{key}/approve":             {"post"},
+		"/v1/tenants/{tenant}/effects/{key}/reject":              {"post"},
 	}
 	for p, ms := range routes {
 		for _, m := range ms {

@@ -27,6 +27,7 @@ var problemKinds = map[string]struct {
 	"invalid-precondition":      {400, "The precondition header is malformed"},
 	"invalid-parameter":         {400, "A query parameter is invalid"},
 	"invalid-idempotency-key":   {400, "The Idempotency-Key is invalid"},
+	"invalid-body":              {400, "The request body is malformed"},
 	"unauthorized":              {401, "A valid bearer token is needed"},
 	"tenant-forbidden":          {403, "The token does not give access to this tenant"},
 	"read-only":                 {403, "The token is read-only"},
@@ -34,9 +35,12 @@ var problemKinds = map[string]struct {
 	"stream-not-found":          {404, "The stream does not exist"},
 	"event-not-found":           {404, "The event does not exist"},
 	"dead-letter-not-found":     {404, "The dead letter does not exist"},
+	"effect-not-found":          {404, "The effect does not exist"},
 	"method-not-allowed":        {405, "The method is not allowed here"},
 	"duplicate-event-id":        {409, "The event id is already used"},
 	"idempotency-key-in-flight": {409, "A request with this Idempotency-Key is in progress"},
+	"args-hash-mismatch":        {409, "The args_hash is not the hash of the effect's arguments"},
+	"effect-state":              {409, "The effect's state does not allow this decision"},
 	"version-conflict":          {412, "The stream is not at the expected version"},
 	"too-large":                 {413, "The request or an event is too large"},
 	"unsupported-media-type":    {415, "The Content-Type is not supported"},
@@ -60,6 +64,7 @@ type Problem struct {
 	Actual   *int64 `json:"actual,omitempty"`
 	Limit    *int64 `json:"limit,omitempty"`
 	Index    *int   `json:"index,omitempty"`
+	State    string `json:"state,omitempty"` // an effect's state, on effect-state
 
 	header http.Header // extra response headers
 }

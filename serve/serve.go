@@ -122,6 +122,7 @@ type route struct {
 	stream  string
 	version string
 	eventID string
+	effect  string // an effect's key
 }
 
 // parseRoute splits the escaped path into segments and decodes each, so
@@ -163,6 +164,10 @@ func parseRoute(escaped string) (route, bool) {
 		rt.kind, rt.stream, rt.version = "event", seg[4], seg[6]
 	case n == 6 && raw[3] == "dead-letters" && raw[5] == "retry":
 		rt.kind, rt.eventID = "dead-letter-retry", seg[4]
+	case n == 4 && raw[3] == "effects":
+		rt.kind = "effects"
+	case n == 6 && raw[3] == "effects" && (raw[5] == "approve" || raw[5] == "reject"):
+		rt.kind, rt.effect = "effect-"+raw[5], seg[4]
 	default:
 		return route{}, false
 	}
@@ -183,6 +188,9 @@ var methods = map[string][]string{
 	"stream-events":     {"GET", "HEAD", "POST"},
 	"event":             {"GET", "HEAD"},
 	"dead-letter-retry": {"POST"},
+	"effects":           {"GET", "HEAD"},
+	"effect-approve":    {"POST"},
+	"effect-reject":     {"POST"},
 }
 
 // ServeHTTP answers one request. The order of checks: the route, auth,
@@ -233,7 +241,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if rt.tenant != "" || strings.HasPrefix(rt.kind, "stream") || rt.kind == "log" || rt.kind == "event" || rt.kind == "dead-letter-retry" {
+	if rt.tenant != "" || strings.HasPrefix(rt.kind, "stream") || rt.kind == "log" || rt.kind == "event" || rt.kind == "dead-letter-retry" ||
+		strings.HasPrefix(rt.kind, "effect") {
 		if err := envelope.ValidateTenant(rt.tenant); err != nil {
 			p := problemf("invalid-tenant", "%v", err)
 			p.Tenant, p.Field = rt.tenant, "tenant"
@@ -282,6 +291,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.readEvent(w, r, rt.tenant, rt.stream, rt.version)
 	case "dead-letter-retry":
 		h.retryDeadLetter(w, r, rt.tenant, rt.eventID)
+	case "effects":
+		h.listEffects(w, r, rt.tenant)
+	case "effect-approve":
+		h.decideEffect(w, r, rt.tenant, rt.effect, "approve")
+	case "effect-reject":
+		h.decideEffect(w, r, rt.tenant, rt.effect, "reject")
 	}
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/eventlite/eventlite/internal/effectjson"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -44,6 +44,8 @@ the key (Effects.Do) or with Effects.ResumeApproved. Only --tenant's effects.
                    with --reason.
 --by names who decides (default: the OS user name). Names are declared, not
 authenticated: anyone who can write the database file can approve.
+'eventlite serve' offers the same over HTTP (GET /v1/tenants/T/effects, POST
+.../effects/KEY/approve and .../reject; see docs/http.md#effects).
 Exit codes, in the order checked: no database file, or no effect KEY in the
 tenant, 5; an effect in a state other than AWAITING_APPROVAL or APPROVED, 4
 (the message names the state); a hash other than the recorded one, malformed
@@ -76,43 +78,6 @@ func (x *effectsCmd) flags(fs *flag.FlagSet) {
 		x.reason, x.flagsSet["reason"] = v, true
 		return nil
 	})
-}
-
-// effectOutput is one line of effects list --json (and of approve and
-// reject --json).
-type effectOutput struct {
-	Tenant      string          `json:"tenant"`
-	Key         string          `json:"key"`
-	State       string          `json:"state"`
-	Kind        string          `json:"kind"`
-	Resource    string          `json:"resource"`
-	Summary     string          `json:"summary"`
-	Args        json.RawMessage `json:"args"`
-	ArgsHash    string          `json:"args_hash"`
-	RequestedBy string          `json:"requested_by"`
-	RequestedAt string          `json:"requested_at"`
-	DecidedBy   string          `json:"decided_by"`
-	DecidedAt   string          `json:"decided_at"`
-	Reason      string          `json:"reason"`
-	Attempts    int             `json:"attempts"`
-	LastError   string          `json:"last_error"`
-	ProviderRef string          `json:"provider_ref"`
-	Created     string          `json:"created"`
-	Updated     string          `json:"updated"`
-}
-
-func rfc3339(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Format(time.RFC3339Nano)
-}
-
-func toEffectOutput(e store.Effect) effectOutput {
-	return effectOutput{Tenant: e.Tenant, Key: e.Key, State: string(e.State), Kind: string(e.Kind), Resource: e.Resource, Summary: e.Summary,
-		Args: e.ArgsText(), ArgsHash: e.ArgsHash(), RequestedBy: e.RequestedBy, RequestedAt: rfc3339(e.RequestedAt),
-		DecidedBy: e.DecidedBy, DecidedAt: rfc3339(e.DecidedAt), Reason: e.Reason, Attempts: e.Attempts, LastError: e.LastError,
-		ProviderRef: e.ProviderRef, Created: rfc3339(e.CreatedAt), Updated: rfc3339(e.UpdatedAt)}
 }
 
 func (x *effectsCmd) run(ctx context.Context, c *cli, args []string) error {
@@ -194,13 +159,13 @@ func (x *effectsCmd) run(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	if c.global.json {
-		return writeJSON(c.stdout, toEffectOutput(e))
+		return effectjson.Encode(c.stdout, effectjson.From(e))
 	}
 	switch {
 	case action == "reject":
 		_, err = fmt.Fprintf(c.stdout, "rejected %s by %s: it will never run\n", printable(key), printable(e.DecidedBy))
 	case unchanged:
-		_, err = fmt.Fprintf(c.stdout, "%s was already approved by %s at %s; nothing changed\n", printable(key), printable(e.DecidedBy), rfc3339(e.DecidedAt))
+		_, err = fmt.Fprintf(c.stdout, "%s was already approved by %s at %s; nothing changed\n", printable(key), printable(e.DecidedBy), effectjson.Time(e.DecidedAt))
 	default:
 		_, err = fmt.Fprintf(c.stdout, "approved %s (args %s) by %s: it runs on the service's next run of its key, or Effects.ResumeApproved\n",
 			printable(key), e.ArgsHash(), printable(e.DecidedBy))
@@ -211,7 +176,7 @@ func (x *effectsCmd) run(ctx context.Context, c *cli, args []string) error {
 func (x *effectsCmd) print(c *cli, es []store.Effect) error {
 	if c.global.json {
 		for _, e := range es {
-			if err := writeJSON(c.stdout, toEffectOutput(e)); err != nil {
+			if err := effectjson.Encode(c.stdout, effectjson.From(e)); err != nil {
 				return err
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventlite/eventlite/internal/effectjson"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/storetest"
 )
@@ -174,7 +175,7 @@ func TestEffectsCLI(t *testing.T) {
 		t.Fatalf("refused decisions changed %+v", e)
 	}
 	r := code(exitOK, "approve", "refund:o-1", "--args-hash", hash, "--by", "alice", "--json")
-	var approved effectOutput
+	var approved effectjson.Effect
 	if err := json.Unmarshal([]byte(r.stdout), &approved); err != nil || approved.State != "APPROVED" || approved.DecidedBy != "alice" || approved.DecidedAt == "" {
 		t.Errorf("approve --json: %s %v", r.stdout, err)
 	}

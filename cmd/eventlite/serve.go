@@ -20,7 +20,11 @@ var serveCommand = &command{
 	usage:   "eventlite serve [--addr HOST:PORT] [--token SECRET=TENANT[:ro]]... [--tokens-file FILE] [--cors-origin ORIGIN]...",
 	about: `Serves the database over HTTP: append CloudEvents in binary, structured or
 batch mode, read streams and the tenant's log as batches, JSON Lines or live
-(Server-Sent Events), with ETag preconditions and Idempotency-Key. The API,
+(Server-Sent Events), with ETag preconditions and Idempotency-Key; list
+effects (GET /v1/tenants/T/effects[?awaiting=true], as 'eventlite effects
+list --json' prints them) and approve or reject those that wait for a
+person (POST .../effects/KEY/approve {"args_hash","by"}, .../reject
+{"by","reason"}, Content-Type application/json, by required). The API,
 its headers, statuses and problems are in docs/http.md; /openapi.json
 describes it.
 
