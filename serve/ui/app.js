@@ -63,7 +63,7 @@ function card(label, value, id) {
 }
 
 function needsAll(what) {
-  return el("p", { class: "note" }, what + " covers every tenant: it needs a token for tenant *. This token is for " + state.tenant + ".");
+  return el("p", { class: "note" }, what + ": this covers every tenant, so it needs a token for tenant * (this token is for " + state.tenant + ").");
 }
 
 function table(headers, rows, attrs) {
@@ -182,12 +182,12 @@ async function viewStream(main, stream) {
   const info = el("p", { class: "muted" });
   const status = el("span", { class: "badge", id: "stream-status" }, "connecting…");
   const pause = el("button", { type: "button", id: "pause" }, "Pause");
-  const tbody = el("tbody", { id: "stream-events" });
+  const tbody = el("tbody");
   main.append(info,
     el("div", { class: "row" }, status, pause,
       el("a", { href: "#/append?stream=" + encodeURIComponent(stream) }, "Append to this stream")),
     el("p", { class: "direction" }, "Oldest first ↓ (forward, by version)"),
-    el("div", { class: "scroll" }, el("table", {}, el("thead", {}, el("tr", {},
+    el("div", { class: "scroll" }, el("table", { id: "stream-events" }, el("thead", {}, el("tr", {},
       ["version", "type", "time", "id", "data"].map((h) => el("th", {}, h)))), tbody)));
   let from = 1, last = 0;
   try {
@@ -247,7 +247,7 @@ async function viewTail(main, q) {
   const typeIn = el("input", { name: "type", value: type, placeholder: "type (exact)", id: "tail-type" });
   const prefixIn = el("input", { name: "stream_prefix", value: prefix, placeholder: "stream id prefix", id: "tail-stream" });
   const status = el("span", { class: "badge", id: "tail-status" }, "connecting…");
-  const tbody = el("tbody", { id: "tail-events" });
+  const tbody = el("tbody");
   main.append(el("h1", {}, "Live tail"),
     el("form", { class: "row", onsubmit: (ev) => {
       ev.preventDefault();
@@ -257,7 +257,7 @@ async function viewTail(main, q) {
       location.hash = "#/tail?" + p;
     } }, typeIn, prefixIn, el("button", { type: "submit" }, "Filter"), status),
     el("p", { class: "direction" }, "Newest first ↑ (the tenant's log; reconnects resume after the last event seen)"),
-    el("div", { class: "scroll" }, el("table", {}, el("thead", {}, el("tr", {},
+    el("div", { class: "scroll" }, el("table", { id: "tail-events" }, el("thead", {}, el("tr", {},
       ["position", "stream", "type", "time", "id", "data"].map((h) => el("th", {}, h)))), tbody)));
   const p = new URLSearchParams();
   if (type) p.set("type", type);
@@ -405,7 +405,7 @@ async function boot() {
   if (r.status !== 200) { document.getElementById("main").replaceChildren(el("p", { class: "error" }, r.text)); return; }
   state.all = r.json.all; state.readOnly = r.json.read_only; state.tenants = r.json.tenants;
   state.session = r.json.session;
-  const saved = sessionStorage.getItem("tenant");
+  const saved = localStorage.getItem("eventlite.tenant");
   state.tenant = (saved && (state.all || state.tenants.includes(saved))) ? saved : (state.tenants[0] || "default");
   const sel = document.getElementById("tenant");
   const names = [...new Set([state.tenant, ...state.tenants])].sort();
@@ -440,7 +440,7 @@ window.addEventListener("hashchange", () => { if (state.tenant) route(); });
 document.addEventListener("DOMContentLoaded", () => {
   document.getElementById("tenant").addEventListener("change", (ev) => {
     state.tenant = ev.target.value;
-    sessionStorage.setItem("tenant", state.tenant);
+    localStorage.setItem("eventlite.tenant", state.tenant);
     route();
   });
   document.getElementById("logout").addEventListener("click", async () => {
