@@ -46,6 +46,10 @@ func TestOpenAPI(t *testing.T) {
 		"/v1/tenants/{tenant}/streams/{stream}/events/{version}": {"get"},
 		"/v1/tenants/{tenant}/events":                            {"get", "post"},
 		"/v1/tenants/{tenant}/dead-letters/{eventId}/retry":      {"post"},
+		// The web page's routes.
+		"/v1/stats": {"get"}, "/v1/tenants": {"get"}, "/v1/tenants/{tenant}/stats": {"get"},
+		"/v1/tenants/{tenant}/events/{eventId}": {"get"}, "/v1/tenants/{tenant}/dead-letters": {"get"},
+		"/ui/session": {"post", "delete"},
 	}
 	for p, ms := range routes {
 		for _, m := range ms {
