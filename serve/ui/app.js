@@ -202,6 +202,7 @@ async function viewStream(main, stream) {
   const open = () => {
     close = live(base() + "/streams/" + seg(stream) + "/events?from=" + Math.max(from, last + 1), status, (e) => {
       last = e.streamversion;
+      info.textContent = last + " events, the newest appended " + e.time + (from > 1 ? " (showing from version " + from + ")" : "");
       tbody.append(eventRow(e, false));
     });
   };
