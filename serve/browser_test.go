@@ -326,19 +326,34 @@ func TestBrowser(t *testing.T) {
 	mustAppend(t, s, "shop", "order-1", event(t, "delivered-1", "com.shop.order.delivered", `{}`, "corr-1", ""))
 	tail.wait("the other writer's event in the tail", textOf("#tail-events tbody tr")+`.includes("com.shop.order.delivered")`)
 	stream.wait("the other writer's event in the stream", rows("#stream-events")+` === 4`)
+
+	// A dropped connection: the tail and the stream view reconnect on
+	// their own (EventSource sends Last-Event-ID) and resume after the
+	// last event they showed, with no gap and no duplicate.
+	srv.CloseClientConnections()
+	mustAppend(t, s, "shop", "order-1", event(t, "noted-1", "com.shop.order.noted", `{}`, "", ""))
+	tail.wait("the event appended while disconnected", textOf("#tail-events tbody tr")+`.includes("com.shop.order.noted")`)
+	stream.wait("the event appended while disconnected", rows("#stream-events")+` === 5`)
+	if dup := evalJS[string](tail, `(() => { const ps = [...document.querySelectorAll('#tail-events tbody tr td:first-child')].map(td => td.textContent);
+		return ps.filter((p, i) => ps.indexOf(p) !== i).join(","); })()`); dup != "" {
+		t.Fatalf("the tail shows positions %s twice after reconnecting", dup)
+	}
+	if v := evalJS[string](stream, `[...document.querySelectorAll('#stream-events tr td:first-child')].map(td => td.textContent).join(",")`); v != "1,2,3,4,5" {
+		t.Fatalf("versions after reconnecting %q, want 1,2,3,4,5", v)
+	}
 	tail.screenshot("tail")
 
 	// Pause: nothing arrives; resume: what was missed, once.
 	stream.do(chromedp.Click(chromedp.CSS("#pause")))
 	stream.wait("paused", textOf("#stream-status")+` === "paused"`)
 	mustAppend(t, s, "shop", "order-1", event(t, "returned-1", "com.shop.order.returned", `{}`, "", ""))
-	if n := evalJS[int](stream, rows("#stream-events")); n != 4 {
+	if n := evalJS[int](stream, rows("#stream-events")); n != 5 {
 		t.Fatalf("a paused view shows %d events", n)
 	}
 	stream.do(chromedp.Click(chromedp.CSS("#pause")))
-	stream.wait("the missed event after resume", rows("#stream-events")+` === 5 && `+textOf("#stream-status")+` === "live"`)
-	if v := evalJS[string](stream, `[...document.querySelectorAll('#stream-events tr td:first-child')].map(td => td.textContent).join(",")`); v != "1,2,3,4,5" {
-		t.Fatalf("versions after resume %q, want 1,2,3,4,5", v)
+	stream.wait("the missed event after resume", rows("#stream-events")+` === 6 && `+textOf("#stream-status")+` === "live"`)
+	if v := evalJS[string](stream, `[...document.querySelectorAll('#stream-events tr td:first-child')].map(td => td.textContent).join(",")`); v != "1,2,3,4,5,6" {
+		t.Fatalf("versions after resume %q, want 1,2,3,4,5,6", v)
 	}
 	stream.screenshot("stream")
 
@@ -413,7 +428,7 @@ fetch(%q, {method: "POST", mode: "no-cors", credentials: "include"}).finally(() 
 		t.Fatalf("dead letters after a cross-site retry: %v, %v", dls, err)
 	}
 	b.open(ts.url + "/#/")
-	b.wait("the page again", textOf("#ov-events")+` === "59" || `+textOf("#ov-events")+` === "64"`)
+	b.wait("the page again", `/^[0-9]+$/.test(`+textOf("#ov-events")+`)`)
 
 	// Consumers: the stopped projection with its quarantined event, the
 	// relay's backlog, the dead letter and its retry.
@@ -449,7 +464,7 @@ fetch(%q, {method: "POST", mode: "no-cors", credentials: "include"}).finally(() 
 		{"#/streams", rows("#streams-table") + ` === 50`},
 		{"#/append", `document.getElementById('ap-submit')`},
 		{"#/event/evil-1", textOf("#event-data") + `.includes("onerror")`},
-		{"#/stream/order-1", rows("#stream-events") + ` === 5`},
+		{"#/stream/order-1", rows("#stream-events") + ` === 6`},
 	} {
 		b.hash(v.view)
 		b.wait(v.view, v.ready)
