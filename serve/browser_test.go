@@ -468,6 +468,9 @@ fetch(%q, {method: "POST", mode: "no-cors", credentials: "include"}).finally(() 
 	} {
 		b.hash(v.view)
 		b.wait(v.view, v.ready)
+		if stray := evalJS[string](b, `(document.getElementById('main').innerText.match(/\b(null|undefined|NaN|\[object Object\])\b/) || [""])[0]`); stray != "" {
+			t.Fatalf("%s shows %q: %s", v.view, stray, b.mainText())
+		}
 		if !evalJS[bool](b, `document.documentElement.scrollWidth <= window.innerWidth`) {
 			t.Fatalf("%s overflows a narrow window: %v > %v", v.view, evalJS[int](b, `document.documentElement.scrollWidth`), evalJS[int](b, `window.innerWidth`))
 		}

@@ -293,7 +293,7 @@ function viewAppend(main, q) {
   const out = el("div", { id: "ap-out" });
   const field = (label, input) => el("label", { class: "field" }, el("span", {}, label), input);
   main.append(el("h1", {}, "Append an event"),
-    state.readOnly ? el("p", { class: "note" }, "This token is read-only: appends are refused.") : null,
+    ...(state.readOnly ? [el("p", { class: "note" }, "This token is read-only: appends are refused.")] : []),
     el("form", { id: "append-form", class: "form", onsubmit: async (ev) => {
       ev.preventDefault();
       const path = base() + "/streams/" + seg(f.stream.value) + "/events";
