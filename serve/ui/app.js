@@ -107,7 +107,7 @@ async function viewOverview(main) {
     store.append(needsAll("The file and WAL sizes and the head position"));
   }
   const set = (id, v) => { const n = document.getElementById(id); if (n) n.textContent = v; };
-  every(2000, async () => {
+  every(5000, async () => {
     try {
       const t = (await get(base() + "/stats")).json;
       set("ov-events", t.events); set("ov-streams", t.streams); set("ov-last", t.last_position);
