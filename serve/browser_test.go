@@ -347,6 +347,8 @@ func TestBrowser(t *testing.T) {
 	stream.do(chromedp.Click(chromedp.CSS("#pause")))
 	stream.wait("paused", textOf("#stream-status")+` === "paused"`)
 	mustAppend(t, s, "shop", "order-1", event(t, "returned-1", "com.shop.order.returned", `{}`, "", ""))
+	// The live tail got it: a view that was still connected would have too.
+	tail.wait("the event appended while paused, in the tail", textOf("#tail-events tbody tr")+`.includes("com.shop.order.returned")`)
 	if n := evalJS[int](stream, rows("#stream-events")); n != 5 {
 		t.Fatalf("a paused view shows %d events", n)
 	}
