@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
@@ -19,7 +20,9 @@ type liveRead struct {
 	stream string   // "" for the log
 	from   int64    // first version (stream) or position (log), inclusive
 	types  []string // the log's type filter
-	sse    bool
+	// streamPrefix and correlationID are the log's other filters.
+	streamPrefix, correlationID string
+	sse                         bool
 }
 
 // serveLive answers a live read: the history from the cursor (read from
@@ -122,7 +125,9 @@ func (h *Handler) serveLive(w http.ResponseWriter, r *http.Request, lr liveRead)
 		if e.Position < lr.from {
 			return false
 		}
-		return len(lr.types) == 0 || slices.Contains(lr.types, e.Type)
+		return (len(lr.types) == 0 || slices.Contains(lr.types, e.Type)) &&
+			strings.HasPrefix(e.Stream, lr.streamPrefix) &&
+			(lr.correlationID == "" || e.CorrelationID == lr.correlationID)
 	}
 	// frame adds one event; js is its JSON when already encoded.
 	frame := func(e *envelope.Event, js []byte) {
@@ -149,7 +154,8 @@ func (h *Handler) serveLive(w http.ResponseWriter, r *http.Request, lr liveRead)
 	if lr.stream != "" {
 		history = h.s.ReadStream(ctx, lr.tenant, lr.stream, store.ReadStreamOptions{From: next})
 	} else {
-		history = h.s.ReadAll(ctx, store.ReadAllOptions{From: next, Tenant: lr.tenant, Types: lr.types})
+		history = h.s.ReadAll(ctx, store.ReadAllOptions{From: next, Tenant: lr.tenant, Types: lr.types,
+			StreamPrefix: lr.streamPrefix, CorrelationID: lr.correlationID})
 	}
 	n := 0
 	for e, err := range history {

@@ -31,6 +31,7 @@ var problemKinds = map[string]struct {
 	"unauthorized":              {401, "A valid bearer token is needed"},
 	"tenant-forbidden":          {403, "The token does not give access to this tenant"},
 	"read-only":                 {403, "The token is read-only"},
+	"cross-site":                {403, "The request did not come from this server's own page"},
 	"not-found":                 {404, "No such resource"},
 	"stream-not-found":          {404, "The stream does not exist"},
 	"event-not-found":           {404, "The event does not exist"},

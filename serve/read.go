@@ -295,9 +295,28 @@ func (h *Handler) readLogPage(w http.ResponseWriter, r *http.Request, tenant str
 		writeProblem(w, p)
 		return
 	}
-	types := r.URL.Query()["type"]
+	q := r.URL.Query()
+	types := q["type"]
+	prefix, corr := q.Get("stream_prefix"), q.Get("correlationid")
+	backward := false
+	switch d := q.Get("direction"); d {
+	case "", "forward":
+	case "backward":
+		backward = true
+	default:
+		p := problemf("invalid-parameter", "direction=%q: must be forward or backward", d)
+		p.Field, p.Reason = "direction", "must be forward or backward"
+		writeProblem(w, p)
+		return
+	}
+	if backward && (live || wait > 0) {
+		p := problemf("invalid-parameter", "a live read or a long poll goes forward: leave direction=backward out")
+		p.Field, p.Reason = "direction", "live reads and long polls go forward"
+		writeProblem(w, p)
+		return
+	}
 	if live {
-		h.serveLive(w, r, liveRead{tenant: tenant, from: from, types: types, sse: form == formSSE})
+		h.serveLive(w, r, liveRead{tenant: tenant, from: from, types: types, streamPrefix: prefix, correlationID: corr, sse: form == formSSE})
 		return
 	}
 	ctx := r.Context()
@@ -310,7 +329,9 @@ func (h *Handler) readLogPage(w http.ResponseWriter, r *http.Request, tenant str
 	for {
 		changed := h.s.Changed() // before reading: no commit goes unseen
 		evs := make([]envelope.Event, 0, min(limit+1, 128))
-		for e, err := range h.s.ReadAll(ctx, store.ReadAllOptions{From: from, Limit: limit + 1, Tenant: tenant, Types: types}) {
+		opts := store.ReadAllOptions{From: from, Limit: limit + 1, Tenant: tenant, Types: types,
+			StreamPrefix: prefix, CorrelationID: corr, Backward: backward}
+		for e, err := range h.s.ReadAll(ctx, opts) {
 			if err != nil {
 				writeProblem(w, problemFor(err, tenant, "", nil))
 				return
@@ -329,7 +350,11 @@ func (h *Handler) readLogPage(w http.ResponseWriter, r *http.Request, tenant str
 		}
 		if len(evs) > limit {
 			evs = evs[:limit]
-			setNext(w, r, map[string]string{"from": strconv.FormatInt(evs[len(evs)-1].Position+1, 10)})
+			next := evs[len(evs)-1].Position + 1
+			if backward {
+				next = evs[len(evs)-1].Position - 1
+			}
+			setNext(w, r, map[string]string{"from": strconv.FormatInt(next, 10)})
 		}
 		writeEvents(w, form, evs)
 		return

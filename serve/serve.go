@@ -63,6 +63,8 @@ type Handler struct {
 	live    sync.WaitGroup
 	prom    metricsHandler
 	hub     *hub
+
+	sessions sessions // the web page's, by cookie
 }
 
 // New returns the API over s. Close it to end its live readers.
@@ -145,7 +147,7 @@ func parseRoute(escaped string) (route, bool) {
 		return route{kind: "openapi"}, true
 	case n == 1 && raw[0] == "metrics":
 		return route{kind: "metrics"}, true
-	case n == 2 && raw[0] == "v1" && (raw[1] == "info" || raw[1] == "consumers" || raw[1] == "doctor"):
+	case n == 2 && raw[0] == "v1" && (raw[1] == "info" || raw[1] == "consumers" || raw[1] == "doctor" || raw[1] == "stats" || raw[1] == "tenants"):
 		return route{kind: raw[1]}, true
 	case n < 4 || raw[0] != "v1" || raw[1] != "tenants":
 		return route{}, false
@@ -156,6 +158,12 @@ func parseRoute(escaped string) (route, bool) {
 		rt.kind = "streams"
 	case n == 4 && raw[3] == "events":
 		rt.kind = "log"
+	case n == 5 && raw[3] == "events":
+		rt.kind, rt.eventID = "event-by-id", seg[4]
+	case n == 4 && raw[3] == "stats":
+		rt.kind = "tenant-stats"
+	case n == 4 && raw[3] == "dead-letters":
+		rt.kind = "dead-letters"
 	case n == 5 && raw[3] == "streams":
 		rt.kind, rt.stream = "stream", seg[4]
 	case n == 6 && raw[3] == "streams" && raw[5] == "events":
@@ -191,12 +199,17 @@ var methods = map[string][]string{
 	"effects":           {"GET", "HEAD"},
 	"effect-approve":    {"POST"},
 	"effect-reject":     {"POST"},
+	"stats":             {"GET", "HEAD"},
+	"tenants":           {"GET", "HEAD"},
+	"tenant-stats":      {"GET", "HEAD"},
+	"event-by-id":       {"GET", "HEAD"},
+	"dead-letters":      {"GET", "HEAD"},
 }
 
 // ServeHTTP answers one request. The order of checks: the route, auth,
 // the tenant, then each endpoint's own validation.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if h.cors(w, r) {
+	if h.cors(w, r) || h.serveUI(w, r) {
 		return
 	}
 	rt, ok := parseRoute(r.URL.EscapedPath())
@@ -222,12 +235,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "openapi":
 		h.openAPI(w, r)
 		return
-	case "info": // any valid token
+	case "info", "tenants": // any valid token
 		if _, ok := h.lookup(r); !ok {
 			writeProblem(w, h.authorize(r, "", false))
 			return
 		}
-	case "metrics", "consumers", "doctor":
+	case "metrics", "consumers", "doctor", "stats":
 		if p := h.authorize(r, "", false); p != nil {
 			writeProblem(w, p)
 			return
@@ -242,7 +255,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if rt.tenant != "" || strings.HasPrefix(rt.kind, "stream") || rt.kind == "log" || rt.kind == "event" || rt.kind == "dead-letter-retry" ||
-		strings.HasPrefix(rt.kind, "effect") {
+		strings.HasPrefix(rt.kind, "effect") || rt.kind == "event-by-id" || rt.kind == "tenant-stats" || rt.kind == "dead-letters" {
 		if err := envelope.ValidateTenant(rt.tenant); err != nil {
 			p := problemf("invalid-tenant", "%v", err)
 			p.Tenant, p.Field = rt.tenant, "tenant"
@@ -297,6 +310,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.decideEffect(w, r, rt.tenant, rt.effect, "approve")
 	case "effect-reject":
 		h.decideEffect(w, r, rt.tenant, rt.effect, "reject")
+	case "stats", "tenant-stats":
+		h.stats(w, r, rt.tenant)
+	case "tenants":
+		h.listTenants(w, r)
+	case "event-by-id":
+		h.eventByID(w, r, rt.tenant, rt.eventID)
+	case "dead-letters":
+		h.deadLetters(w, r, rt.tenant)
 	}
 }
 

@@ -90,6 +90,7 @@ type access struct {
 	all      bool // no tokens configured: every tenant, writes included
 	tenant   string
 	readOnly bool
+	cookie   bool // authenticated by the web page's session cookie
 }
 
 // lookup finds the request's token. Every configured token is compared,
@@ -100,17 +101,18 @@ func (h *Handler) lookup(r *http.Request) (access, bool) {
 		return access{all: true}, true
 	}
 	auth := r.Header.Get("Authorization")
+	if auth == "" {
+		if i, ok := h.sessions.lookup(r); ok {
+			t := h.tokens[i]
+			return access{tenant: t.tenant, readOnly: t.readOnly, cookie: true}, true
+		}
+		return access{}, false
+	}
 	scheme, secret, ok := strings.Cut(auth, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return access{}, false
 	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(secret)))
-	found := -1
-	for i := range h.tokens {
-		if subtle.ConstantTimeCompare(sum[:], h.tokens[i].hash[:]) == 1 && found < 0 {
-			found = i
-		}
-	}
+	found := h.matchSecret(strings.TrimSpace(secret))
 	if found < 0 {
 		return access{}, false
 	}
@@ -118,10 +120,28 @@ func (h *Handler) lookup(r *http.Request) (access, bool) {
 	return access{tenant: t.tenant, readOnly: t.readOnly}, true
 }
 
+// matchSecret returns the index of the token whose secret is secret, or
+// -1. Every token is compared, in constant time on hashes of equal length.
+func (h *Handler) matchSecret(secret string) int {
+	sum := sha256.Sum256([]byte(secret))
+	found := -1
+	for i := range h.tokens {
+		if subtle.ConstantTimeCompare(sum[:], h.tokens[i].hash[:]) == 1 && found < 0 {
+			found = i
+		}
+	}
+	return found
+}
+
 // authorize checks the request's token for tenant ("" for a store-wide
 // path) and, when write, for writing.
 func (h *Handler) authorize(r *http.Request, tenant string, write bool) *Problem {
 	a, ok := h.lookup(r)
+	if ok && write {
+		if p := h.checkSameOrigin(r, a.cookie); p != nil {
+			return p
+		}
+	}
 	if !ok {
 		return newProblem("unauthorized", "send Authorization: Bearer SECRET with a token the server was started with").
 			with("WWW-Authenticate", `Bearer realm="eventlite"`)

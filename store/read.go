@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"strings"
 	"sync"
 
@@ -308,6 +309,15 @@ type ReadAllOptions struct {
 	Tenant string
 	// Types, when set, reads only events of these types.
 	Types []string
+	// StreamPrefix, when set, reads only events of streams whose id starts
+	// with it.
+	StreamPrefix string
+	// CorrelationID, when set, reads only events with this correlationid.
+	// No index serves it: the read scans the log from From.
+	CorrelationID string
+	// Backward reads from the newest event to the oldest; From is then
+	// the newest position to read (0: the head).
+	Backward bool
 }
 
 // ReadAll returns events of the global log in position order, page by
@@ -318,7 +328,11 @@ func (s *Store) ReadAll(ctx context.Context, opts ReadAllOptions) iter.Seq2[enve
 	return func(yield func(envelope.Event, error) bool) {
 		var where []string
 		var args []any
-		where = append(where, "position >= ?")
+		cmp, order := "position >= ?", " ORDER BY position LIMIT ?"
+		if opts.Backward {
+			cmp, order = "position <= ?", " ORDER BY position DESC LIMIT ?"
+		}
+		where = append(where, cmp)
 		args = append(args, nil) // the position, set per page
 		if opts.Tenant != "" {
 			if err := envelope.ValidateTenant(opts.Tenant); err != nil {
@@ -334,10 +348,19 @@ func (s *Store) ReadAll(ctx context.Context, opts ReadAllOptions) iter.Seq2[enve
 				args = append(args, t)
 			}
 		}
-		q := selectEvents + " WHERE " + strings.Join(where, " AND ") + " ORDER BY position LIMIT ?"
+		if opts.StreamPrefix != "" {
+			// substr and length count characters alike, on valid UTF-8.
+			where = append(where, "substr(stream_id, 1, length(?)) = ?")
+			args = append(args, opts.StreamPrefix, opts.StreamPrefix)
+		}
+		if opts.CorrelationID != "" {
+			where = append(where, "correlation_id = ?")
+			args = append(args, opts.CorrelationID)
+		}
+		q := selectEvents + " WHERE " + strings.Join(where, " AND ") + order
 		var st *sql.Stmt // prepared forms of the common queries
 		switch {
-		case len(opts.Types) > 0:
+		case len(opts.Types) > 0, opts.StreamPrefix != "", opts.CorrelationID != "", opts.Backward:
 		case opts.Tenant != "":
 			st = s.reads.allTenant
 		default:
@@ -345,6 +368,9 @@ func (s *Store) ReadAll(ctx context.Context, opts ReadAllOptions) iter.Seq2[enve
 		}
 		args = append(args, nil) // the page size
 		next := max(opts.From, 1)
+		if opts.Backward && opts.From <= 0 {
+			next = math.MaxInt64
+		}
 		remaining := opts.Limit
 		page := getPage()
 		defer putPage(page)
@@ -372,6 +398,9 @@ func (s *Store) ReadAll(ctx context.Context, opts ReadAllOptions) iter.Seq2[enve
 			}
 			remaining -= len(evs)
 			next = evs[len(evs)-1].Position + 1
+			if opts.Backward {
+				next = evs[len(evs)-1].Position - 1
+			}
 		}
 	}
 }

@@ -37,13 +37,29 @@ live streams and exits 0.
 Without tokens it serves every tenant, on a loopback address only (judged on
 the bound IP): any other address exits 2, asking for a token. With tokens
 (--token, repeatable, or --tokens-file: one SECRET=TENANT[:ro] per line, #
-comments), every path but /healthz and /openapi.json needs
-"Authorization: Bearer SECRET"; TENANT * means every tenant (and the
-store-wide paths /metrics, /v1/consumers, /v1/doctor), :ro read-only.
+comments), every path but /healthz, /openapi.json and the web page's own
+(/, /ui/...) needs "Authorization: Bearer SECRET" (or the page's session
+cookie); TENANT * means every tenant (and the store-wide paths /metrics,
+/v1/consumers, /v1/doctor, /v1/stats), :ro read-only.
 Tokens are compared in constant time and never logged.
 
 CORS is off unless --cors-origin names an allowed origin (repeatable, * for
-any).`,
+any).
+
+The web page: open the printed address in a browser. It is served from the
+binary (no build step, nothing loaded from elsewhere, works offline) and
+uses the API only: overview (counts, sizes, appends per second), streams,
+one stream live with pause and resume, one event with its correlation and
+cause, a live tail of the log with type and stream filters, an append form
+that shows the request, the response and the curl command, consumers
+(projections, relay backlog, dead letters with retry), health (doctor),
+and a tenant switcher for a * token. With tokens it asks for one and
+exchanges it (POST /ui/session) for an HttpOnly, SameSite=Strict session
+cookie; the token never appears in a URL. A change made with the cookie
+must come from the page itself (Sec-Fetch-Site: same-origin, or the
+server's Origin), else 403 cross-site; without tokens, a write that a
+browser marks as cross-site is refused too, unless --cors-origin allows
+its origin.`,
 	new: func() runner { return &serveCmd{} },
 }
 

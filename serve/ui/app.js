@@ -1,0 +1,453 @@
+// eventlite's dev store page. It talks to the HTTP API only (docs/http.md)
+// and builds every element with the DOM API: data from the store is set as
+// text (textContent), never parsed as HTML.
+"use strict";
+
+const state = { tenant: "", tenants: [], all: false, readOnly: false, session: false };
+let cleanup = []; // what the current view must stop when another opens
+
+// el builds an element; strings and numbers among children become text.
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "class") e.className = v;
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null || c === false) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+// seg encodes one path segment; "." and ".." are sent encoded.
+function seg(s) {
+  const e = encodeURIComponent(s);
+  return e === "." || e === ".." ? e.replace(/\./g, "%2E") : e;
+}
+
+const base = () => "/v1/tenants/" + seg(state.tenant);
+
+// api makes a request and returns {status, headers, text, json}.
+async function api(method, path, opts) {
+  const o = opts || {};
+  const res = await fetch(path, { method, headers: o.headers || {}, body: o.body, credentials: "same-origin" });
+  const text = method === "HEAD" ? "" : await res.text();
+  let json = null;
+  try { json = text ? JSON.parse(text) : null; } catch (e) { json = null; }
+  if (res.status === 401 && !o.noLogin) { showLogin(); throw new Error("unauthorized"); }
+  return { status: res.status, headers: res.headers, text, json };
+}
+
+// get reads JSON, throwing with the problem's detail on an error status.
+async function get(path) {
+  const r = await api("GET", path);
+  if (r.status >= 400) throw new Error((r.json && r.json.detail) || r.status + " " + r.text);
+  return r;
+}
+
+function problemText(err) { return String(err && err.message ? err.message : err); }
+
+function fmtBytes(n) {
+  if (n === undefined || n === null) return "–";
+  const u = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }
+  return (i ? n.toFixed(1) : n) + " " + u[i];
+}
+
+function card(label, value, id) {
+  return el("div", { class: "card" }, el("div", { class: "label" }, label), el("div", { class: "value", id }, value));
+}
+
+function needsAll(what) {
+  return el("p", { class: "note" }, what + ": this covers every tenant, so it needs a token for tenant * (this token is for " + state.tenant + ").");
+}
+
+function table(headers, rows, attrs) {
+  return el("div", { class: "scroll" }, el("table", attrs || {},
+    el("thead", {}, el("tr", {}, headers.map((h) => el("th", {}, h)))),
+    el("tbody", {}, rows)));
+}
+
+const streamLink = (s) => el("a", { href: "#/stream/" + seg(s), class: "mono" }, s);
+const eventLink = (id, text) => el("a", { href: "#/event/" + seg(id), class: "mono" }, text || id);
+
+function eventRow(e, withStream) {
+  return el("tr", { "data-id": e.id },
+    el("td", { class: "num" }, withStream ? e.position : e.streamversion),
+    withStream ? el("td", {}, streamLink(e.subject)) : null,
+    el("td", {}, e.type),
+    el("td", { class: "mono small" }, e.time || ""),
+    el("td", {}, eventLink(e.id)),
+    el("td", { class: "data" }, e.data !== undefined ? JSON.stringify(e.data) : (e.data_base64 || "")));
+}
+
+function every(ms, fn) {
+  fn();
+  const t = setInterval(fn, ms);
+  cleanup.push(() => clearInterval(t));
+}
+
+// ---- views ----
+
+async function viewOverview(main) {
+  main.append(el("h1", {}, "Overview of ", el("span", { class: "mono" }, state.tenant)));
+  const cards = el("div", { class: "cards" },
+    card("events", "…", "ov-events"), card("streams", "…", "ov-streams"),
+    card("last position", "…", "ov-last"), card("appends/s (last minute)", "…", "ov-rate"));
+  const store = el("div", { class: "cards" });
+  main.append(cards, el("h2", {}, "Store (every tenant)"), store);
+  if (state.all) {
+    store.append(card("head position", "…", "ov-head"), card("events", "…", "ov-all-events"),
+      card("file size", "…", "ov-file"), card("WAL size", "…", "ov-wal"));
+  } else {
+    store.append(needsAll("The file and WAL sizes and the head position"));
+  }
+  const set = (id, v) => { const n = document.getElementById(id); if (n) n.textContent = v; };
+  every(5000, async () => {
+    try {
+      const t = (await get(base() + "/stats")).json;
+      set("ov-events", t.events); set("ov-streams", t.streams); set("ov-last", t.last_position);
+      set("ov-rate", t.appends_per_second.toFixed(2));
+      if (state.all) {
+        const s = (await get("/v1/stats")).json;
+        set("ov-head", s.last_position); set("ov-all-events", s.events);
+        set("ov-file", fmtBytes(s.file_bytes)); set("ov-wal", fmtBytes(s.wal_bytes));
+      }
+    } catch (err) { set("ov-events", problemText(err)); }
+  });
+}
+
+async function viewStreams(main, q) {
+  const prefix = q.get("prefix") || "", after = q.get("after") || "";
+  const input = el("input", { name: "prefix", value: prefix, placeholder: "stream id prefix", id: "prefix" });
+  main.append(el("h1", {}, "Streams"),
+    el("form", { class: "row", id: "streams-form", onsubmit: (ev) => {
+      ev.preventDefault();
+      location.hash = "#/streams?prefix=" + encodeURIComponent(input.value);
+    } }, input, el("button", { type: "submit" }, "Filter")));
+  const list = el("div", {}, "Loading…");
+  const recent = el("div", {}, "Loading…");
+  main.append(list, el("h2", {}, "Recently updated (from the log's tail)"), recent);
+  const p = new URLSearchParams({ prefix, limit: "50" });
+  if (after) p.set("after", after);
+  try {
+    const r = await get(base() + "/streams?" + p);
+    const rows = r.json.streams.map((s) => el("tr", {},
+      el("td", {}, streamLink(s.stream)), el("td", { class: "num" }, s.version),
+      el("td", { class: "num" }, s.last_position), el("td", { class: "mono small" }, s.updated)));
+    list.replaceChildren(rows.length ? table(["stream", "version", "last position", "updated"], rows, { id: "streams-table" })
+      : el("p", { class: "muted" }, "No streams" + (prefix ? " starting with " + prefix : "") + "."));
+    const link = r.headers.get("Link") || "";
+    const m = /<([^>]*)>;\s*rel="next"/.exec(link);
+    if (m) {
+      const next = new URL(m[1], location.origin).searchParams.get("after");
+      list.append(el("p", {}, el("a", { id: "next-page", href: "#/streams?" + new URLSearchParams({ prefix, after: next }) }, "Next page (after " + next + ") →")));
+    }
+    if (after) list.append(el("p", {}, el("a", { href: "#/streams?" + new URLSearchParams({ prefix }) }, "← First page")));
+  } catch (err) { list.replaceChildren(el("p", { class: "error" }, problemText(err))); }
+  try {
+    const r = await get(base() + "/events?direction=backward&limit=200");
+    const seen = new Map();
+    for (const e of r.json) if (!seen.has(e.subject)) seen.set(e.subject, e);
+    const rows = [...seen.values()].slice(0, 15).map((e) => el("tr", {},
+      el("td", {}, streamLink(e.subject)), el("td", { class: "num" }, e.streamversion), el("td", {}, e.type),
+      el("td", { class: "mono small" }, e.time)));
+    recent.replaceChildren(rows.length ? table(["stream", "version", "last type", "time"], rows, { id: "recent-table" })
+      : el("p", { class: "muted" }, "No events yet."));
+  } catch (err) { recent.replaceChildren(el("p", { class: "error" }, problemText(err))); }
+}
+
+// live opens an EventSource and hands each event to onEvent; it returns
+// a function that closes it. status shows its state.
+function live(url, status, onEvent) {
+  const es = new EventSource(url);
+  es.onopen = () => { status.textContent = "live"; status.className = "badge live"; };
+  es.onerror = () => {
+    status.textContent = es.readyState === EventSource.CLOSED ? "closed" : "reconnecting…";
+    status.className = "badge warn";
+  };
+  es.onmessage = (m) => { try { onEvent(JSON.parse(m.data)); } catch (e) { /* not an event */ } };
+  es.addEventListener("caught-up", () => { status.textContent = "live"; status.className = "badge live"; });
+  const close = () => es.close();
+  cleanup.push(close);
+  return close;
+}
+
+async function viewStream(main, stream) {
+  main.append(el("h1", {}, "Stream ", el("span", { class: "mono" }, stream)));
+  const info = el("p", { class: "muted" });
+  const status = el("span", { class: "badge", id: "stream-status" }, "connecting…");
+  const pause = el("button", { type: "button", id: "pause" }, "Pause");
+  const tbody = el("tbody");
+  main.append(info,
+    el("div", { class: "row" }, status, pause,
+      el("a", { href: "#/append?stream=" + encodeURIComponent(stream) }, "Append to this stream")),
+    el("p", { class: "direction" }, "Oldest first ↓ (forward, by version)"),
+    el("div", { class: "scroll" }, el("table", { id: "stream-events" }, el("thead", {}, el("tr", {},
+      ["version", "type", "time", "id", "data"].map((h) => el("th", {}, h)))), tbody)));
+  let from = 1, last = 0;
+  try {
+    const r = await api("GET", base() + "/streams/" + seg(stream));
+    if (r.status === 200) {
+      from = Math.max(1, r.json.version - 499);
+      info.textContent = r.json.version + " events, updated " + r.json.updated +
+        (from > 1 ? " (showing from version " + from + ")" : "");
+    } else info.textContent = "The stream does not exist yet: its first event will appear here.";
+  } catch (err) { info.textContent = problemText(err); }
+  let close = null;
+  const open = () => {
+    close = live(base() + "/streams/" + seg(stream) + "/events?from=" + Math.max(from, last + 1), status, (e) => {
+      last = e.streamversion;
+      info.textContent = last + " events, the newest appended " + e.time + (from > 1 ? " (showing from version " + from + ")" : "");
+      tbody.append(eventRow(e, false));
+    });
+  };
+  pause.addEventListener("click", () => {
+    if (close) {
+      close(); close = null;
+      pause.textContent = "Resume"; status.textContent = "paused"; status.className = "badge";
+    } else { pause.textContent = "Pause"; open(); }
+  });
+  open();
+}
+
+async function viewEvent(main, id) {
+  main.append(el("h1", {}, "Event ", el("span", { class: "mono" }, id)));
+  let e;
+  try { e = (await get(base() + "/events/" + seg(id))).json; } catch (err) {
+    main.append(el("p", { class: "error" }, problemText(err))); return;
+  }
+  const links = el("ul", { class: "links" },
+    el("li", {}, "Stream: ", streamLink(e.subject), " version " + e.streamversion),
+    e.correlationid ? el("li", {}, "Correlation: ", el("a", { id: "correlation-link", href: "#/correlation/" + seg(e.correlationid), class: "mono" }, e.correlationid), " (every event sharing it)") : null,
+    e.causationid ? el("li", {}, "Cause: ", el("a", { id: "cause-link", href: "#/event/" + seg(e.causationid), class: "mono" }, e.causationid)) : null);
+  const rows = Object.keys(e).filter((k) => k !== "data" && k !== "data_base64").sort()
+    .map((k) => el("tr", {}, el("th", { class: "mono" }, k), el("td", { class: "mono" }, typeof e[k] === "string" ? e[k] : JSON.stringify(e[k]))));
+  let data = "(no data)";
+  if (e.data !== undefined) data = JSON.stringify(e.data, null, 2);
+  else if (e.data_base64 !== undefined) data = e.data_base64 + "\n(base64)";
+  main.append(links, el("h2", {}, "Attributes and extensions"), table(["attribute", "value"], rows, { id: "event-attrs" }),
+    el("h2", {}, "Data"), el("pre", { id: "event-data" }, data));
+}
+
+async function viewCorrelation(main, cid) {
+  main.append(el("h1", {}, "Correlation ", el("span", { class: "mono" }, cid)),
+    el("p", { class: "muted" }, "Every event of the tenant with this correlationid, by position."));
+  try {
+    const r = await get(base() + "/events?limit=500&correlationid=" + encodeURIComponent(cid));
+    main.append(table(["position", "stream", "type", "time", "id", "data"], r.json.map((e) => eventRow(e, true)), { id: "correlation-table" }));
+  } catch (err) { main.append(el("p", { class: "error" }, problemText(err))); }
+}
+
+async function viewTail(main, q) {
+  const type = q.get("type") || "", prefix = q.get("stream_prefix") || "";
+  const typeIn = el("input", { name: "type", value: type, placeholder: "type (exact)", id: "tail-type" });
+  const prefixIn = el("input", { name: "stream_prefix", value: prefix, placeholder: "stream id prefix", id: "tail-stream" });
+  const status = el("span", { class: "badge", id: "tail-status" }, "connecting…");
+  const tbody = el("tbody");
+  main.append(el("h1", {}, "Live tail"),
+    el("form", { class: "row", onsubmit: (ev) => {
+      ev.preventDefault();
+      const p = new URLSearchParams();
+      if (typeIn.value) p.set("type", typeIn.value);
+      if (prefixIn.value) p.set("stream_prefix", prefixIn.value);
+      location.hash = "#/tail?" + p;
+    } }, typeIn, prefixIn, el("button", { type: "submit" }, "Filter"), status),
+    el("p", { class: "direction" }, "Newest first ↑ (the tenant's log; reconnects resume after the last event seen)"),
+    el("div", { class: "scroll" }, el("table", { id: "tail-events" }, el("thead", {}, el("tr", {},
+      ["position", "stream", "type", "time", "id", "data"].map((h) => el("th", {}, h)))), tbody)));
+  const p = new URLSearchParams();
+  if (type) p.set("type", type);
+  if (prefix) p.set("stream_prefix", prefix);
+  let from = 1;
+  try {
+    const r = await get(base() + "/events?direction=backward&limit=20&" + p);
+    for (const e of r.json) tbody.append(eventRow(e, true));
+    from = r.json.length ? Number(r.json[0].position) + 1 : Number((await get(base() + "/stats")).json.last_position) + 1;
+  } catch (err) { main.append(el("p", { class: "error" }, problemText(err))); return; }
+  p.set("from", String(from));
+  live(base() + "/events?" + p, status, (e) => {
+    tbody.prepend(eventRow(e, true));
+    while (tbody.children.length > 500) tbody.lastChild.remove();
+  });
+}
+
+function shellQuote(s) { return "'" + String(s).replace(/'/g, "'\\''") + "'"; }
+
+function viewAppend(main, q) {
+  const f = {
+    stream: el("input", { id: "ap-stream", required: true, value: q.get("stream") || "" }),
+    type: el("input", { id: "ap-type", required: true, placeholder: "com.example.thing.happened" }),
+    data: el("textarea", { id: "ap-data", rows: 6, placeholder: '{"key": "value"}' }),
+    expected: el("select", { id: "ap-expected" },
+      el("option", { value: "any" }, "any version"), el("option", { value: "no-stream" }, "no stream yet (If-None-Match: *)"),
+      el("option", { value: "exists" }, "stream exists (If-Match: *)"), el("option", { value: "version" }, "at version… (If-Match)")),
+    version: el("input", { id: "ap-version", type: "number", min: 1, placeholder: "version" }),
+    key: el("input", { id: "ap-key", placeholder: "optional" }),
+  };
+  f.data.value = "{}";
+  const out = el("div", { id: "ap-out" });
+  const field = (label, input) => el("label", { class: "field" }, el("span", {}, label), input);
+  main.append(el("h1", {}, "Append an event"),
+    ...(state.readOnly ? [el("p", { class: "note" }, "This token is read-only: appends are refused.")] : []),
+    el("form", { id: "append-form", class: "form", onsubmit: async (ev) => {
+      ev.preventDefault();
+      const path = base() + "/streams/" + seg(f.stream.value) + "/events";
+      const headers = { "Content-Type": "application/json", "ce-type": f.type.value };
+      if (f.expected.value === "no-stream") headers["If-None-Match"] = "*";
+      if (f.expected.value === "exists") headers["If-Match"] = "*";
+      if (f.expected.value === "version") headers["If-Match"] = '"' + f.version.value + '"';
+      if (f.key.value) headers["Idempotency-Key"] = f.key.value;
+      const body = f.data.value;
+      const reqText = "POST " + path + "\n" + Object.entries(headers).map(([k, v]) => k + ": " + v).join("\n") + "\n\n" + body;
+      const curl = "curl -i -X POST " + shellQuote(location.origin + path) + " \\\n" +
+        (state.session ? "  -H \"Authorization: Bearer $EVENTLITE_TOKEN\" \\\n" : "") +
+        Object.entries(headers).map(([k, v]) => "  -H " + shellQuote(k + ": " + v) + " \\\n").join("") +
+        "  --data-binary " + shellQuote(body);
+      let resText;
+      try {
+        const r = await api("POST", path, { headers, body });
+        const hs = [];
+        r.headers.forEach((v, k) => hs.push(k + ": " + v));
+        resText = r.status + "\n" + hs.join("\n") + "\n\n" + r.text;
+        out.dataset.status = String(r.status);
+      } catch (err) { resText = problemText(err); out.dataset.status = "error"; }
+      out.replaceChildren(
+        el("h2", {}, "Request"), el("pre", { id: "ap-request" }, reqText),
+        el("h2", {}, "Response"), el("pre", { id: "ap-response" }, resText),
+        el("h2", {}, "The same with curl"), el("pre", { id: "ap-curl" }, curl),
+        el("button", { type: "button", onclick: () => navigator.clipboard && navigator.clipboard.writeText(curl) }, "Copy curl command"));
+    } },
+    field("stream", f.stream), field("type (ce-type)", f.type), field("data (JSON)", f.data),
+    el("div", { class: "row" }, field("expected version", f.expected), field("version", f.version)),
+    field("Idempotency-Key", f.key),
+    el("p", { class: "muted" }, "The server fills id (a ULID), time, specversion and source."),
+    el("button", { type: "submit", id: "ap-submit" }, "Append")),
+    out);
+}
+
+async function viewConsumers(main) {
+  main.append(el("h1", {}, "Consumers"));
+  const box = el("div", {}, "Loading…");
+  main.append(box);
+  const retry = (d) => el("button", { type: "button", class: "small", onclick: async () => {
+    const r = await api("POST", "/v1/tenants/" + seg(d.tenant) + "/dead-letters/" + seg(d.event_id) + "/retry");
+    if (r.status !== 204) alert((r.json && r.json.detail) || r.status);
+    render();
+  } }, "Retry");
+  const dlTable = (dls) => dls.length ? table(["tenant", "event", "stream", "version", "type", "attempts", "error", "dead at", ""],
+    dls.map((d) => el("tr", {}, el("td", {}, d.tenant), el("td", {}, el("a", { href: "#/event/" + seg(d.event_id), class: "mono" }, d.event_id)),
+      el("td", {}, streamLink(d.stream)), el("td", { class: "num" }, d.version), el("td", {}, d.type), el("td", { class: "num" }, d.attempts),
+      el("td", { class: "small" }, d.error), el("td", { class: "mono small" }, d.dead_at), el("td", {}, retry(d)))), { id: "dead-letters" })
+    : el("p", { class: "muted" }, "No dead letters.");
+  async function render() {
+    try {
+      const parts = [];
+      if (state.all) {
+        const c = (await get("/v1/consumers")).json;
+        parts.push(el("h2", {}, "Projections"), c.projections.length ? table(["name", "checkpoint", "head", "lag", "status", "quarantined", "detail"],
+          c.projections.map((p) => el("tr", { class: p.status === "stopped" ? "bad" : "" }, el("td", { class: "mono" }, p.name), el("td", { class: "num" }, p.checkpoint),
+            el("td", { class: "num" }, p.head), el("td", { class: "num" }, p.lag), el("td", {}, p.status), el("td", { class: "num" }, p.quarantined),
+            el("td", { class: "small" }, p.detail || ""))), { id: "projections" }) : el("p", { class: "muted" }, "No projections."),
+        el("h2", {}, "Relay (outbox)"), el("div", { class: "cards" }, card("backlog", c.outbox.pending), card("oldest (s)", c.outbox.oldest_age_seconds.toFixed(1)),
+          card("dead letters", c.outbox.dead_letters), card("parked streams", c.outbox.parked_streams)),
+        el("h2", {}, "Dead letters (every tenant)"), dlTable(c.dead_letters));
+      } else {
+        const d = (await get(base() + "/dead-letters")).json;
+        parts.push(needsAll("Projection lag and the relay's backlog"), el("h2", {}, "Dead letters of " + state.tenant), dlTable(d.dead_letters));
+      }
+      box.replaceChildren(...parts);
+    } catch (err) { box.replaceChildren(el("p", { class: "error" }, problemText(err))); }
+  }
+  await render();
+}
+
+async function viewHealth(main) {
+  main.append(el("h1", {}, "Health"),
+    el("ul", { class: "links" },
+      el("li", {}, el("a", { href: "/metrics" }, "/metrics"), " (Prometheus)"),
+      el("li", {}, el("a", { href: "/openapi.json" }, "/openapi.json"), " (OpenAPI 3.1)"),
+      el("li", {}, el("a", { href: "https://github.com/eventlite/eventlite/blob/main/docs/http.md", rel: "noreferrer" }, "HTTP reference"))));
+  if (!state.all) { main.append(needsAll("Doctor")); return; }
+  try {
+    const d = (await get("/v1/doctor")).json;
+    main.append(el("p", { id: "doctor-verdict", class: d.healthy ? "ok" : "error" }, d.healthy ? "Healthy" : "Problems found"),
+      d.findings.length ? table(["kind", "severity", "count", "oldest (s)", "ids"], d.findings.map((x) => el("tr", {},
+        el("td", {}, x.kind), el("td", {}, x.severity), el("td", { class: "num" }, x.count), el("td", { class: "num" }, x.oldest_age_seconds.toFixed(1)),
+        el("td", { class: "mono small" }, (x.ids || []).join(" "))))) : el("p", { class: "muted" }, "No findings."));
+  } catch (err) { main.append(el("p", { class: "error" }, problemText(err))); }
+}
+
+// ---- login, tenants, routing ----
+
+function showLogin(message) {
+  for (const f of cleanup) f();
+  cleanup = [];
+  const input = el("input", { type: "password", id: "token", autocomplete: "off", required: true });
+  const msg = el("p", { class: "error", id: "login-error" }, message || "");
+  document.getElementById("main").replaceChildren(el("h1", {}, "Sign in"),
+    el("p", {}, "This server needs a token. It is exchanged for a session cookie and never put in a URL."),
+    el("form", { id: "login", class: "row", onsubmit: async (ev) => {
+      ev.preventDefault();
+      const r = await api("POST", "/ui/session", { headers: { "Content-Type": "application/json" }, body: JSON.stringify({ token: input.value }), noLogin: true });
+      if (r.status !== 200) { msg.textContent = (r.json && r.json.detail) || "refused"; return; }
+      state.session = true;
+      boot();
+    } }, el("label", {}, "token ", input), el("button", { type: "submit" }, "Sign in")), msg);
+}
+
+async function boot() {
+  const r = await api("GET", "/v1/tenants", { noLogin: true });
+  if (r.status === 401) { showLogin(); return; }
+  if (r.status !== 200) { document.getElementById("main").replaceChildren(el("p", { class: "error" }, r.text)); return; }
+  state.all = r.json.all; state.readOnly = r.json.read_only; state.tenants = r.json.tenants;
+  state.session = r.json.session;
+  const saved = localStorage.getItem("eventlite.tenant");
+  state.tenant = (saved && (state.all || state.tenants.includes(saved))) ? saved : (state.tenants[0] || "default");
+  const sel = document.getElementById("tenant");
+  const names = [...new Set([state.tenant, ...state.tenants])].sort();
+  sel.replaceChildren(...names.map((t) => el("option", { value: t, selected: t === state.tenant }, t)));
+  document.getElementById("tenant-box").hidden = !(state.all || state.tenants.length > 1);
+  document.getElementById("who").textContent = state.all ? "" : "tenant " + state.tenant + (state.readOnly ? " (read-only)" : "");
+  document.getElementById("logout").hidden = !state.session;
+  route();
+}
+
+function route() {
+  for (const f of cleanup) f();
+  cleanup = [];
+  const hash = location.hash.replace(/^#\/?/, "");
+  const [path, query] = hash.split("?");
+  const q = new URLSearchParams(query || "");
+  const parts = path.split("/");
+  const main = document.getElementById("main");
+  main.replaceChildren();
+  const name = parts[0] || "overview";
+  for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("active", a.dataset.view === name);
+  const arg = decodeURIComponent(parts.slice(1).join("/"));
+  const views = {
+    overview: () => viewOverview(main), streams: () => viewStreams(main, q), stream: () => viewStream(main, arg),
+    event: () => viewEvent(main, arg), correlation: () => viewCorrelation(main, arg), tail: () => viewTail(main, q),
+    append: () => viewAppend(main, q), consumers: () => viewConsumers(main), health: () => viewHealth(main),
+  };
+  (views[name] || views.overview)();
+}
+
+window.addEventListener("hashchange", () => { if (state.tenant) route(); });
+document.addEventListener("DOMContentLoaded", () => {
+  document.getElementById("tenant").addEventListener("change", (ev) => {
+    state.tenant = ev.target.value;
+    localStorage.setItem("eventlite.tenant", state.tenant);
+    route();
+  });
+  document.getElementById("logout").addEventListener("click", async () => {
+    await api("DELETE", "/ui/session", { noLogin: true });
+    state.session = false; state.tenant = "";
+    showLogin("Signed out.");
+  });
+  boot();
+});
