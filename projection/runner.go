@@ -7,9 +7,12 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/leasing"
+	"github.com/eventlite/eventlite/internal/tracing"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -69,6 +72,14 @@ type RunnerOptions struct {
 	OnError OnError
 	// Logger receives structured logs. Default: none.
 	Logger hclog.Logger
+	// TracerProvider starts a span per batch, in a trace of its own,
+	// linked to at most 128 of the batch's event origins. Default: otel's
+	// global provider, looked up at each batch.
+	TracerProvider trace.TracerProvider
+	// Propagator is kept for symmetry with the other components: a
+	// runner reads the log, not a transport. Default: otel's global
+	// propagator.
+	Propagator propagation.TextMapPropagator
 }
 
 // Runner applies a projection's events from its checkpoint on, holding the
@@ -78,6 +89,7 @@ type Runner struct {
 	p     Projection
 	opts  RunnerOptions
 	log   hclog.Logger
+	trace tracing.Config
 	names map[string]string
 	// stopped: the store records the projection as stopped on a
 	// quarantined event. Read at setup, kept in step by this runner (it
@@ -112,7 +124,8 @@ func NewRunner(s *store.Store, p Projection, opts *RunnerOptions) (*Runner, erro
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
-	return &Runner{s: s, p: p, opts: o, log: o.Logger.Named("projection." + p.Name), names: p.liveTables()}, nil
+	return &Runner{s: s, p: p, opts: o, log: o.Logger.Named("projection." + p.Name), names: p.liveTables(),
+		trace: tracing.Config{TP: o.TracerProvider, Prop: o.Propagator}}, nil
 }
 
 // Run waits for the projection's lease (standing by while another runner
@@ -218,7 +231,7 @@ func (r *Runner) follow(ctx context.Context, h *leasing.Holder, live bool) error
 			}
 			return err
 		}
-		n, err := r.batch(ctx, lease)
+		n, err := r.tracedBatch(ctx, lease)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -273,6 +286,7 @@ func (r *Runner) batch(ctx context.Context, lease store.Lease) (int64, error) {
 	if next == cp {
 		return 0, nil
 	}
+	ctx = r.startBatchSpan(ctx, cp, next, events)
 	holes, err := r.s.Projections().HolesBetween(ctx, cp, next)
 	if err != nil {
 		return 0, err
