@@ -80,6 +80,10 @@ type RunnerOptions struct {
 	// runner reads the log, not a transport. Default: otel's global
 	// propagator.
 	Propagator propagation.TextMapPropagator
+	// Latency, when set, observes how long each batch that had work took
+	// (operation "projection_batch"), with the batch's span in its
+	// context. Default: none.
+	Latency store.LatencyObserver
 }
 
 // Runner applies a projection's events from its checkpoint on, holding the

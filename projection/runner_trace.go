@@ -3,6 +3,7 @@ package projection
 import (
 	"context"
 	"errors"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -24,8 +25,10 @@ const (
 // batchTrace carries a batch's span from tracedBatch, which ends it, to
 // the point in batch where the events are known and it starts.
 type batchTrace struct {
-	tracer trace.Tracer
-	span   trace.Span
+	tracer  trace.Tracer // nil when only the latency is observed
+	span    trace.Span
+	started bool
+	start   time.Time
 }
 
 type batchTraceKey struct{}
@@ -35,11 +38,18 @@ type batchTraceKey struct{}
 // startBatchSpan). An idle pass at the head records nothing.
 func (r *Runner) tracedBatch(ctx context.Context, lease store.Lease) (int64, error) {
 	tracer := r.trace.Tracer()
-	if tracer == nil {
+	if tracer == nil && r.opts.Latency == nil {
 		return r.batch(ctx, lease)
 	}
 	bt := &batchTrace{tracer: tracer}
 	n, err := r.batch(context.WithValue(ctx, batchTraceKey{}, bt), lease)
+	if bt.started && r.opts.Latency != nil {
+		sctx := ctx
+		if bt.span != nil {
+			sctx = trace.ContextWithSpan(ctx, bt.span)
+		}
+		r.opts.Latency.ObserveLatency(sctx, "projection_batch", time.Since(bt.start))
+	}
 	if bt.span != nil {
 		bt.span.SetAttributes(attrMoved.Int64(n))
 		if err != nil {
@@ -62,6 +72,10 @@ func (r *Runner) tracedBatch(ctx context.Context, lease store.Lease) (int64, err
 func (r *Runner) startBatchSpan(ctx context.Context, cp, next int64, events []envelope.Event) context.Context {
 	bt, _ := ctx.Value(batchTraceKey{}).(*batchTrace)
 	if bt == nil {
+		return ctx
+	}
+	bt.started, bt.start = true, time.Now()
+	if bt.tracer == nil {
 		return ctx
 	}
 	var links []trace.Link

@@ -67,6 +67,10 @@ type Options struct {
 	// propagator (set it to propagation.TraceContext{} for the W3C
 	// traceparent and tracestate headers).
 	Propagator propagation.TextMapPropagator
+	// Latency, when set, observes how long each round's publish took
+	// (operation "publish"), with the round's span in its context.
+	// Default: none.
+	Latency store.LatencyObserver
 	// OnBatch, when set, is called after each batch is settled (or
 	// refused), on the relay's goroutine: for progress and tests.
 	OnBatch func(BatchReport)

@@ -2,6 +2,7 @@ package publish
 
 import (
 	"context"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/tracing"
+	"github.com/eventlite/eventlite/store"
 )
 
 type hopKey struct{}
@@ -47,8 +49,11 @@ const (
 // round is the tracing of one Publish call; its zero value is tracing
 // off, which costs nothing.
 type round struct {
-	span trace.Span
-	msgs []trace.Span
+	span  trace.Span
+	msgs  []trace.Span
+	ctx   context.Context // with the round's span, for the latency's exemplar
+	obs   store.LatencyObserver
+	start time.Time
 }
 
 // startRound starts the round's send span (kind CLIENT, a trace of its
@@ -59,6 +64,9 @@ type round struct {
 func (r *Relay) startRound(ctx context.Context, events []envelope.Event) (context.Context, round) {
 	tracer := r.trace.Tracer()
 	if tracer == nil {
+		if r.opts.Latency != nil {
+			return ctx, round{ctx: ctx, obs: r.opts.Latency, start: time.Now()}
+		}
 		return ctx, round{}
 	}
 	prop := r.trace.Propagator()
@@ -88,7 +96,10 @@ func (r *Relay) startRound(ctx context.Context, events []envelope.Event) (contex
 			semconv.MessagingOperationName("send"),
 			semconv.MessagingBatchMessageCount(len(events)),
 		))
-	rd.span = span
+	rd.span, rd.ctx = span, rctx
+	if rd.obs = r.opts.Latency; rd.obs != nil {
+		rd.start = time.Now()
+	}
 	rd.msgs = make([]trace.Span, len(events))
 	hops := make([]map[string]string, len(events))
 	for i := range events {
@@ -116,6 +127,9 @@ func (r *Relay) startRound(ctx context.Context, events []envelope.Event) (contex
 
 // end records each message's result and ends the spans.
 func (rd round) end(results []Result) {
+	if rd.obs != nil {
+		rd.obs.ObserveLatency(rd.ctx, "publish", time.Since(rd.start))
+	}
 	if rd.span == nil {
 		return
 	}

@@ -79,6 +79,10 @@ type Options struct {
 	// built on this store. Default: otel's global propagator. The stored
 	// extension is W3C whatever it is.
 	Propagator propagation.TextMapPropagator
+	// Latency, when set, observes the latency of every Append and
+	// tx.Append (operation "append"), with the append span in its
+	// context. Default: none.
+	Latency LatencyObserver
 }
 
 func (o *Options) withDefaults() (Options, error) {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"maps"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -23,10 +24,21 @@ const (
 	attrLastPosition  = attribute.Key("eventlite.position.last")
 )
 
-// appendSpan is the span of one Append call; its zero value (tracing off
-// and no span in the caller's context) costs nothing.
+// LatencyObserver observes how long an operation took; ctx carries the
+// operation's span, for an exemplar. Package metrics's Histograms is one.
+// Operations: "append" (store), "publish" (a relay's round),
+// "projection_batch" (a runner's batch).
+type LatencyObserver interface {
+	ObserveLatency(ctx context.Context, op string, d time.Duration)
+}
+
+// appendSpan is the span of one Append call; its zero value (tracing off,
+// no span in the caller's context and no Options.Latency) costs nothing.
 type appendSpan struct {
-	span trace.Span
+	span  trace.Span
+	ctx   context.Context
+	obs   LatencyObserver
+	start time.Time
 }
 
 // startAppend begins an Append's tracing: it starts the append span
@@ -42,6 +54,9 @@ type appendSpan struct {
 func (s *Store) startAppend(ctx context.Context, tenant, stream string, events []envelope.Event) (context.Context, appendSpan, []envelope.Event) {
 	tracer := s.trace.Tracer()
 	if tracer == nil && !trace.SpanContextFromContext(ctx).IsValid() {
+		if s.opts.Latency != nil {
+			return ctx, appendSpan{ctx: ctx, obs: s.opts.Latency, start: time.Now()}, events
+		}
 		return ctx, appendSpan{}, events
 	}
 	var links []trace.Link
@@ -55,7 +70,10 @@ func (s *Store) startAppend(ctx context.Context, tenant, stream string, events [
 				"tenant", tenant, "stream", stream, "index", i, "traceparent", events[i].Extensions[tracing.ExtTraceParent])
 		}
 	}
-	var sp appendSpan
+	sp := appendSpan{obs: s.opts.Latency}
+	if sp.obs != nil {
+		sp.start = time.Now()
+	}
 	origin := trace.SpanContextFromContext(ctx)
 	if tracer != nil {
 		ctx, sp.span = tracer.Start(ctx, "append",
@@ -71,6 +89,7 @@ func (s *Store) startAppend(ctx context.Context, tenant, stream string, events [
 			))
 		origin = sp.span.SpanContext()
 	}
+	sp.ctx = ctx
 	return ctx, sp, stampOrigin(events, origin)
 }
 
@@ -104,6 +123,9 @@ func stampOrigin(events []envelope.Event, origin trace.SpanContext) []envelope.E
 
 // end records the outcome and ends the span.
 func (sp appendSpan) end(res AppendResult, err error) {
+	if sp.obs != nil {
+		sp.obs.ObserveLatency(sp.ctx, "append", time.Since(sp.start))
+	}
 	if sp.span == nil {
 		return
 	}
