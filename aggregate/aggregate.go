@@ -253,7 +253,7 @@ func (h *Handler[S]) handle(ctx context.Context, cmd Command) (Result, error) {
 			return res, err
 		}
 		lastErr = err
-		h.log.Debug("version conflict; loading and deciding again", "stream", cmd.Stream, "attempt", attempt, "error", err)
+		tracing.Logger(ctx, h.log).Debug("version conflict; loading and deciding again", "stream", cmd.Stream, "attempt", attempt, "error", err)
 	}
 	return Result{}, fmt.Errorf("%s %q: gave up after %d attempts: %w", h.def.Name, cmd.Stream, h.opts.MaxAttempts, lastErr)
 }

@@ -183,7 +183,7 @@ func (c *Consumer) handle(ctx context.Context, e envelope.Event) (HandleResult, 
 	if err != nil {
 		return HandleResult{}, fmt.Errorf("consumer %s: event %s: %w", c.opts.Name, e.ID, err)
 	}
-	c.log.Debug("handled", "id", e.ID, "stream", e.Stream, "version", e.StreamVersion, "outcome", res.Outcome.String(), "drained", res.Drained)
+	tracing.Logger(ctx, c.log).Debug("handled", "id", e.ID, "stream", e.Stream, "version", e.StreamVersion, "outcome", res.Outcome.String(), "drained", res.Drained)
 	return res, nil
 }
 
@@ -197,7 +197,7 @@ func (c *Consumer) applyTx(ctx context.Context, tx *store.Tx, e envelope.Event) 
 	if cause != nil {
 		if errors.Is(cause, ErrUninterpretable) || errors.Is(cause, envelope.ErrInvalidEvent) {
 			b, _ := e.MarshalJSON()
-			c.log.Warn("quarantining an event this consumer cannot interpret", "id", e.ID, "type", e.Type, "error", cause,
+			tracing.Logger(ctx, c.log).Warn("quarantining an event this consumer cannot interpret", "id", e.ID, "type", e.Type, "error", cause,
 				"next", advice(c.opts.Name, e.ID, cause, false))
 			return Quarantined, tx.Quarantine(ctx, store.Quarantined{
 				Consumer: c.opts.Name, Reason: store.ReasonUninterpretable, Tenant: tenantOf(e), Subject: e.Stream,
@@ -270,7 +270,7 @@ func (c *Consumer) drainTx(ctx context.Context, tx *store.Tx, tenant, subject st
 
 func (c *Consumer) conflictTx(ctx context.Context, tx *store.Tx, e envelope.Event, keptID string) error {
 	b, _ := e.MarshalJSON()
-	c.log.Warn("version conflict: another event holds this version; the read model is unchanged",
+	tracing.Logger(ctx, c.log).Warn("version conflict: another event holds this version; the read model is unchanged",
 		"stream", e.Stream, "version", e.StreamVersion, "kept", keptID, "conflicting", e.ID)
 	return tx.RecordConflict(ctx, store.VersionConflict{
 		Consumer: c.opts.Name, Tenant: tenantOf(e), Subject: e.Stream, Version: e.StreamVersion,
@@ -339,7 +339,7 @@ func (c *Consumer) QuarantineMessage(ctx context.Context, reason store.Quarantin
 		span.RecordError(cause)
 		defer span.End()
 	}
-	c.log.Warn("quarantining a message", "reason", reason, "id", id, "error", cause, "next", advice(c.opts.Name, id, cause, false))
+	tracing.Logger(ctx, c.log).Warn("quarantining a message", "reason", reason, "id", id, "error", cause, "next", advice(c.opts.Name, id, cause, false))
 	return c.s.Update(ctx, func(tx *store.Tx) error {
 		return tx.Quarantine(ctx, store.Quarantined{
 			Consumer: c.opts.Name, Reason: reason, EventID: id, Event: raw, Error: cause.Error(), Attempts: attempts,

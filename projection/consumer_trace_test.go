@@ -1,8 +1,14 @@
 package projection_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/hashicorp/go-hclog"
 
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -73,6 +79,44 @@ func TestConsumerProcessSpans(t *testing.T) {
 		}
 		if sp.Status().Code != codes.Unset {
 			t.Errorf("step %d: status %v, want unset", i, sp.Status())
+		}
+	}
+}
+
+// While a span is active, log lines carry its trace and span ids.
+func TestConsumerLogsCarryTraceIDs(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	var logs bytes.Buffer
+	s := storetest.MustOpen(t, nil)
+	c, err := projection.NewConsumer(s, projection.ConsumerOptions{Name: "c", TracerProvider: tp,
+		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Debug, JSONFormat: true}),
+		Apply: func(context.Context, *store.Tx, envelope.Event) error {
+			return fmt.Errorf("%w: never", projection.ErrUninterpretable)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := envelope.Event{ID: "e1", Source: "/a", Type: "t", Tenant: "default", Stream: "s", StreamVersion: 1}
+	if _, err := c.Handle(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+	sp := rec.Ended()[0]
+	if sp.Status().Code != codes.Error {
+		t.Errorf("quarantine: status %v, want Error", sp.Status())
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) < 2 {
+		t.Fatalf("want a warning and a debug line, got:\n%s", logs.String())
+	}
+	for _, line := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatal(err)
+		}
+		if m["trace_id"] != sp.SpanContext().TraceID().String() || m["span_id"] != sp.SpanContext().SpanID().String() {
+			t.Errorf("log line without the process span's ids: %s", line)
 		}
 	}
 }

@@ -342,7 +342,7 @@ func (r *Runner) batch(ctx context.Context, lease store.Lease) (int64, error) {
 				return err
 			}
 			if r.opts.OnError == Skip {
-				r.log.Error("skipping an event the handler keeps failing on; it is quarantined", "position", e.Position, "id", e.ID, "error", err,
+				tracing.Logger(ctx, r.log).Error("skipping an event the handler keeps failing on; it is quarantined", "position", e.Position, "id", e.ID, "error", err,
 					"next", advice(r.p.Name, e.ID, err, false))
 				continue
 			}
@@ -361,7 +361,7 @@ func (r *Runner) batch(ctx context.Context, lease store.Lease) (int64, error) {
 	}
 	r.settled(cp, to, stopped)
 	if stopped != nil {
-		r.log.Error("projection stopped", "position", stopped.Position, "error", stopped.Err)
+		tracing.Logger(ctx, r.log).Error("projection stopped", "position", stopped.Position, "error", stopped.Err)
 		return 0, stopped
 	}
 	return next - cp, nil
@@ -491,7 +491,7 @@ func (r *Runner) deliver(ctx context.Context, lease store.Lease, cp, next int64,
 	}
 	r.settled(cp, to, stopped)
 	if stopped != nil {
-		r.log.Error("projection stopped", "position", stopped.Position, "error", stopped.Err)
+		tracing.Logger(ctx, r.log).Error("projection stopped", "position", stopped.Position, "error", stopped.Err)
 		return 0, stopped
 	}
 	return to - cp, nil

@@ -12,6 +12,8 @@ import (
 	"context"
 	"reflect"
 
+	"github.com/hashicorp/go-hclog"
+
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
@@ -165,4 +167,14 @@ func Inject(p propagation.TextMapPropagator, sc trace.SpanContext) map[string]st
 		return nil
 	}
 	return c
+}
+
+// Logger returns log with the trace_id and span_id of the span in ctx,
+// so that a log line leads to its trace; log itself when ctx has none.
+func Logger(ctx context.Context, log hclog.Logger) hclog.Logger {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return log
+	}
+	return log.With("trace_id", sc.TraceID().String(), "span_id", sc.SpanID().String())
 }
