@@ -5,9 +5,13 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/hashicorp/go-hclog"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/tracing"
 )
 
 // With no TracerProvider set (otel's default global, or a noop provider)
@@ -44,3 +48,36 @@ func TestAppendTracingOffAllocatesNothing(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkAppendSpan measures the tracing around one Append alone (span,
+// extension, outcome), without SQLite: "off" with no provider, "on" with
+// an SDK provider sampling every span into a batch processor.
+func BenchmarkAppendSpan(b *testing.B) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithBatcher(discard{}))
+	defer tp.Shutdown(context.Background())
+	e, err := envelope.New("t", map[string]int{"n": 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	events := []envelope.Event{e}
+	res := AppendResult{Version: 1, Events: events}
+	for _, c := range []struct {
+		name string
+		tp   trace.TracerProvider
+	}{{"off", nil}, {"on", tp}} {
+		b.Run(c.name, func(b *testing.B) {
+			s := &Store{trace: tracing.Config{TP: c.tp}, log: hclog.NewNullLogger()}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				_, sp, _ := s.startAppend(ctx, "t", "s", events)
+				sp.end(res, nil)
+			}
+		})
+	}
+}
+
+type discard struct{}
+
+func (discard) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discard) Shutdown(context.Context) error                             { return nil }

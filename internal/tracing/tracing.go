@@ -10,6 +10,7 @@ package tracing
 
 import (
 	"context"
+	"encoding/hex"
 	"reflect"
 
 	"github.com/hashicorp/go-hclog"
@@ -119,9 +120,17 @@ func Format(sc trace.SpanContext) (traceparent, tracestate string) {
 	if !sc.IsValid() {
 		return "", ""
 	}
-	var c extCarrier
-	w3c.Inject(trace.ContextWithSpanContext(context.Background(), sc), &c)
-	return c.traceparent, c.tracestate
+	// version 00, as propagation.TraceContext writes it, without its
+	// context and carrier.
+	var b [55]byte
+	tid, sid := sc.TraceID(), sc.SpanID()
+	copy(b[:], "00-")
+	hex.Encode(b[3:35], tid[:])
+	b[35] = '-'
+	hex.Encode(b[36:52], sid[:])
+	b[52] = '-'
+	hex.Encode(b[53:55], []byte{byte(sc.TraceFlags() & (trace.FlagsSampled | trace.FlagsRandom))})
+	return string(b[:]), sc.TraceState().String()
 }
 
 // Parse reads W3C traceparent and tracestate values. It returns an
