@@ -69,7 +69,7 @@ func TestConsumerProcessSpans(t *testing.T) {
 		}
 		got := map[string]string{}
 		for _, kv := range sp.Attributes() {
-			got[string(kv.Key)] = kv.Value.Emit()
+			got[string(kv.Key)] = kv.Value.String()
 		}
 		if got["eventlite.inbox.decision"] != st.want {
 			t.Errorf("step %d: decision %q, want %q", i, got["eventlite.inbox.decision"], st.want)
