@@ -265,6 +265,7 @@ func (c *Consumer) drainTx(ctx context.Context, tx *store.Tx, tenant, subject st
 		}
 		n++
 		version++
+		spanReleased(ctx, e)
 	}
 }
 

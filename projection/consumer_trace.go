@@ -112,3 +112,12 @@ func (c *Consumer) quarantineSpan(ctx context.Context, reason store.QuarantineRe
 	span.SetStatus(codes.Error, "quarantined: "+string(reason))
 	return ctx, span
 }
+
+// spanReleased records on the process span an event it released from
+// deferral and applied.
+func spanReleased(ctx context.Context, e envelope.Event) {
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.AddEvent("released from deferral", trace.WithAttributes(
+			semconv.MessagingMessageID(e.ID), attrVersion.Int64(e.StreamVersion)))
+	}
+}

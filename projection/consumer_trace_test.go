@@ -74,8 +74,13 @@ func TestConsumerProcessSpans(t *testing.T) {
 		if got["eventlite.inbox.decision"] != st.want {
 			t.Errorf("step %d: decision %q, want %q", i, got["eventlite.inbox.decision"], st.want)
 		}
-		if st.want == "applied" && got["eventlite.inbox.released"] != "1" {
-			t.Errorf("step %d: released %q, want 1 (the deferred e2)", i, got["eventlite.inbox.released"])
+		if st.want == "applied" {
+			if got["eventlite.inbox.released"] != "1" {
+				t.Errorf("step %d: released %q, want 1 (the deferred e2)", i, got["eventlite.inbox.released"])
+			}
+			if ev := sp.Events(); len(ev) != 1 || ev[0].Name != "released from deferral" || ev[0].Attributes[0].Value.AsString() != "e2" {
+				t.Errorf("step %d: span events %v, want e2 released from deferral", i, ev)
+			}
 		}
 		if sp.Status().Code != codes.Unset {
 			t.Errorf("step %d: status %v, want unset", i, sp.Status())
