@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
 	"github.com/nats-io/nats.go/jetstream"
@@ -132,6 +133,7 @@ func TestTraceTreeAcrossServices(t *testing.T) {
 		t.Fatal(err)
 	}
 	rctx, stop := context.WithCancel(ctx)
+	defer stop()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -140,9 +142,15 @@ func TestTraceTreeAcrossServices(t *testing.T) {
 			t.Error(err)
 		}
 	}()
+	timeout := time.After(time.Minute) // a failure, not a timing assumption
 	for processed := 0; processed < 3; {
-		if sp := <-b.end; sp.Name() == "process" {
-			processed++
+		select {
+		case sp := <-b.end:
+			if sp.Name() == "process" {
+				processed++
+			}
+		case <-timeout:
+			t.Fatalf("B processed %d of 3 messages", processed)
 		}
 	}
 	stop()
