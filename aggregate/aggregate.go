@@ -9,8 +9,11 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/oklog/ulid/v2"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/tracing"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -94,6 +97,12 @@ type Options struct {
 	MaxAttempts int
 	// Logger receives structured logs. Default: none.
 	Logger hclog.Logger
+	// TracerProvider starts the command and attempt spans. Default:
+	// otel's global provider, looked up at each command.
+	TracerProvider trace.TracerProvider
+	// Propagator is kept for symmetry with the other components; a
+	// command crosses no transport. Default: otel's global propagator.
+	Propagator propagation.TextMapPropagator
 }
 
 // Result is the outcome of a handled command.
@@ -129,6 +138,7 @@ type Handler[S any] struct {
 	def   Definition[S]
 	opts  Options
 	log   hclog.Logger
+	trace tracing.Config
 }
 
 // New returns a handler for def on s. It checks def up front.
@@ -164,7 +174,8 @@ func New[S any](s *store.Store, def Definition[S], opts *Options) (*Handler[S], 
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
-	return &Handler[S]{store: s, def: def, opts: o, log: o.Logger.Named("aggregate." + def.Name)}, nil
+	return &Handler[S]{store: s, def: def, opts: o, log: o.Logger.Named("aggregate." + def.Name),
+		trace: tracing.Config{TP: o.TracerProvider, Prop: o.Propagator}}, nil
 }
 
 func (h *Handler[S]) initial() S {
@@ -215,13 +226,8 @@ func (h *Handler[S]) Load(ctx context.Context, tenant, stream string) (S, int64,
 	return state, version, nil
 }
 
-// Handle loads the aggregate, runs Decide, and appends the new events with
-// the loaded version as the expected one. On a version conflict it loads
-// and decides again, up to MaxAttempts; a stale decision is never
-// appended. A command whose Expected does not hold for the loaded version
-// gets the *store.ConflictError at once. Decide's errors come back
-// unchanged.
-func (h *Handler[S]) Handle(ctx context.Context, cmd Command) (Result, error) {
+// handle is Handle without its span.
+func (h *Handler[S]) handle(ctx context.Context, cmd Command) (Result, error) {
 	if cmd.Tenant == "" {
 		cmd.Tenant = "default"
 	}
@@ -259,7 +265,7 @@ func (h *Handler[S]) Handle(ctx context.Context, cmd Command) (Result, error) {
 	}
 	var lastErr error
 	for attempt := 1; attempt <= h.opts.MaxAttempts; attempt++ {
-		res, err := h.attempt(ctx, cmd, op)
+		res, err := h.tracedAttempt(ctx, cmd, op, attempt)
 		var stale *staleCommand
 		if errors.As(err, &stale) {
 			return Result{}, stale.ConflictError
@@ -268,7 +274,7 @@ func (h *Handler[S]) Handle(ctx context.Context, cmd Command) (Result, error) {
 			return res, err
 		}
 		lastErr = err
-		h.log.Debug("version conflict; loading and deciding again", "stream", cmd.Stream, "attempt", attempt, "error", err)
+		tracing.Logger(ctx, h.log).Debug("version conflict; loading and deciding again", "stream", cmd.Stream, "attempt", attempt, "error", err)
 	}
 	return Result{}, fmt.Errorf("%s %q: gave up after %d attempts: %w", h.def.Name, cmd.Stream, h.opts.MaxAttempts, lastErr)
 }

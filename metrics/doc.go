@@ -63,4 +63,13 @@
 //	eventlite_version_conflicts                         gauge   unresolved version conflicts
 //	eventlite_effects{state,kind}                       gauge   effect ledger rows by state (AWAITING_APPROVAL, APPROVED, REJECTED, RESERVED, EXECUTING, COMPLETED, FAILED, UNKNOWN, COMPENSATED) and kind (derived, analytics, external, permission, irreversible)
 //	eventlite_effects_awaiting_approval_oldest_age_seconds  gauge   how long the oldest request for a person's approval has waited, 0 when none waits
+//
+// Latency, in process (NewHistograms, passed as the Latency option of the
+// store, the relay and the runner, and registered beside the collector),
+// each observation with its trace as an exemplar when its span is sampled;
+// serve them with Handler, whose OpenMetrics format carries exemplars:
+//
+//	eventlite_append_duration_seconds                   histogram Append and tx.Append calls
+//	eventlite_publish_duration_seconds                  histogram a relay round's publish, acks included
+//	eventlite_projection_batch_duration_seconds         histogram a runner's batch that had work
 package metrics

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/eventlite/eventlite/envelope"
@@ -154,6 +155,7 @@ func RunJetStream(ctx context.Context, js jetstream.JetStream, c *projection.Con
 
 func handleMsg(ctx context.Context, c *projection.Consumer, parts consumerhook.Parts, m jetstream.Msg, opts JetStreamOptions) error {
 	meta, _ := m.Metadata()
+	ctx = c.Extract(ctx, headerCarrier(m.Headers()))
 	e, err := DecodeMessage(m, opts.MaxData)
 	if err != nil {
 		id := m.Headers().Get(jetstream.MsgIDHeader)
@@ -183,4 +185,26 @@ func handleMsg(ctx context.Context, c *projection.Consumer, parts consumerhook.P
 		return m.NakWithDelay(opts.NakDelay)
 	}
 	return m.Ack()
+}
+
+// headerCarrier reads and writes NATS headers for a propagator. NATS
+// headers are case-sensitive: keys are used as the propagator gives them
+// (lowercase for W3C's traceparent and tracestate).
+type headerCarrier nats.Header
+
+func (h headerCarrier) Get(key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+func (h headerCarrier) Set(key, value string) { h[key] = []string{value} }
+
+func (h headerCarrier) Keys() []string {
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	return keys
 }

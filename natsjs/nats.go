@@ -308,7 +308,7 @@ send:
 			res[i].Err = publish.ErrNotAttempted
 			continue
 		}
-		msg, err := p.message(e, maxPayload)
+		msg, err := p.message(e, publish.HopHeaders(ctx, i), maxPayload)
 		if err == nil {
 			futures[i], err = p.js.PublishMsgAsync(msg, jetstream.WithMsgID(MessageID(e)), expect, stall)
 			err = p.classify(err)
@@ -367,11 +367,18 @@ func MessageID(e *envelope.Event) string { return e.Tenant + ":" + e.ID }
 
 // message encodes an event as a NATS message in CloudEvents binary mode
 // and checks its size against the server's limit, counting the headers
-// that the publish adds.
-func (p *NATS) message(e *envelope.Event, maxPayload int64) (*nats.Msg, error) {
+// that the publish adds. hop holds the per-hop trace headers (lowercase
+// keys, as set: NATS headers are case-sensitive); none replaces a ce-
+// header.
+func (p *NATS) message(e *envelope.Event, hop map[string]string, maxPayload int64) (*nats.Msg, error) {
 	h, err := binaryHeaders(e)
 	if err != nil {
 		return nil, classed(publish.Permanent, fmt.Errorf("event %s cannot be encoded for NATS: %w", e.ID, err))
+	}
+	for k, v := range hop {
+		if _, taken := h[k]; !taken {
+			h[k] = []string{v}
+		}
 	}
 	msg := &nats.Msg{Subject: p.subject.render(e), Header: h, Data: e.Data}
 	hdr := int64(headerSize(h)) +

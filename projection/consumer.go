@@ -8,9 +8,12 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/consumerhook"
+	"github.com/eventlite/eventlite/internal/tracing"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -40,6 +43,12 @@ type ConsumerOptions struct {
 	Now func() time.Time
 	// Logger receives structured logs. Default: none.
 	Logger hclog.Logger
+	// TracerProvider starts a "process" span per Handle (see Handle).
+	// Default: otel's global provider, looked up at each event.
+	TracerProvider trace.TracerProvider
+	// Propagator reads a message's per-hop headers (Extract). Default:
+	// otel's global propagator.
+	Propagator propagation.TextMapPropagator
 }
 
 // Outcome is what a consumer did with one delivered event.
@@ -69,9 +78,10 @@ type HandleResult struct {
 // version order: an inbox dedupes, a version ledger orders, a durable
 // deferral buffer holds early events.
 type Consumer struct {
-	s    *store.Store
-	opts ConsumerOptions
-	log  hclog.Logger
+	s     *store.Store
+	opts  ConsumerOptions
+	log   hclog.Logger
+	trace tracing.Config
 }
 
 // NewConsumer checks opts and returns the consumer.
@@ -91,7 +101,8 @@ func NewConsumer(s *store.Store, opts ConsumerOptions) (*Consumer, error) {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
-	return &Consumer{s: s, opts: opts, log: opts.Logger.Named("consumer." + opts.Name)}, nil
+	return &Consumer{s: s, opts: opts, log: opts.Logger.Named("consumer." + opts.Name),
+		trace: tracing.Config{TP: opts.TracerProvider, Prop: opts.Propagator}}, nil
 }
 
 // Name is the consumer's name.
@@ -111,11 +122,8 @@ func tenantOf(e envelope.Event) string {
 	return e.Tenant
 }
 
-// Handle takes one delivered event. It commits its decision (and the read
-// model's writes) in one transaction before it returns: acknowledge the
-// message only after Handle returned nil. An error means nothing changed
-// and the message should come again later.
-func (c *Consumer) Handle(ctx context.Context, e envelope.Event) (HandleResult, error) {
+// handle is Handle without its span.
+func (c *Consumer) handle(ctx context.Context, e envelope.Event) (HandleResult, error) {
 	var res HandleResult
 	err := c.s.Update(ctx, func(tx *store.Tx) error {
 		res = HandleResult{}
@@ -175,7 +183,7 @@ func (c *Consumer) Handle(ctx context.Context, e envelope.Event) (HandleResult, 
 	if err != nil {
 		return HandleResult{}, fmt.Errorf("consumer %s: event %s: %w", c.opts.Name, e.ID, err)
 	}
-	c.log.Debug("handled", "id", e.ID, "stream", e.Stream, "version", e.StreamVersion, "outcome", res.Outcome.String(), "drained", res.Drained)
+	tracing.Logger(ctx, c.log).Debug("handled", "id", e.ID, "stream", e.Stream, "version", e.StreamVersion, "outcome", res.Outcome.String(), "drained", res.Drained)
 	return res, nil
 }
 
@@ -189,7 +197,7 @@ func (c *Consumer) applyTx(ctx context.Context, tx *store.Tx, e envelope.Event) 
 	if cause != nil {
 		if errors.Is(cause, ErrUninterpretable) || errors.Is(cause, envelope.ErrInvalidEvent) {
 			b, _ := e.MarshalJSON()
-			c.log.Warn("quarantining an event this consumer cannot interpret", "id", e.ID, "type", e.Type, "error", cause,
+			tracing.Logger(ctx, c.log).Warn("quarantining an event this consumer cannot interpret", "id", e.ID, "type", e.Type, "error", cause,
 				"next", advice(c.opts.Name, e.ID, cause, false))
 			return Quarantined, tx.Quarantine(ctx, store.Quarantined{
 				Consumer: c.opts.Name, Reason: store.ReasonUninterpretable, Tenant: tenantOf(e), Subject: e.Stream,
@@ -257,12 +265,13 @@ func (c *Consumer) drainTx(ctx context.Context, tx *store.Tx, tenant, subject st
 		}
 		n++
 		version++
+		spanReleased(ctx, e)
 	}
 }
 
 func (c *Consumer) conflictTx(ctx context.Context, tx *store.Tx, e envelope.Event, keptID string) error {
 	b, _ := e.MarshalJSON()
-	c.log.Warn("version conflict: another event holds this version; the read model is unchanged",
+	tracing.Logger(ctx, c.log).Warn("version conflict: another event holds this version; the read model is unchanged",
 		"stream", e.Stream, "version", e.StreamVersion, "kept", keptID, "conflicting", e.ID)
 	return tx.RecordConflict(ctx, store.VersionConflict{
 		Consumer: c.opts.Name, Tenant: tenantOf(e), Subject: e.Stream, Version: e.StreamVersion,
@@ -326,7 +335,12 @@ func (c *Consumer) Stats(ctx context.Context) (store.ConsumerStats, error) {
 // raw bytes under id, with the error and the deliveries it took; a
 // broker's consumer loop (natsjs.RunJetStream) calls it.
 func (c *Consumer) QuarantineMessage(ctx context.Context, reason store.QuarantineReason, id string, raw []byte, cause error, attempts int) error {
-	c.log.Warn("quarantining a message", "reason", reason, "id", id, "error", cause, "next", advice(c.opts.Name, id, cause, false))
+	ctx, span := c.quarantineSpan(ctx, reason, id)
+	if span != nil {
+		span.RecordError(cause)
+		defer span.End()
+	}
+	tracing.Logger(ctx, c.log).Warn("quarantining a message", "reason", reason, "id", id, "error", cause, "next", advice(c.opts.Name, id, cause, false))
 	return c.s.Update(ctx, func(tx *store.Tx) error {
 		return tx.Quarantine(ctx, store.Quarantined{
 			Consumer: c.opts.Name, Reason: reason, EventID: id, Event: raw, Error: cause.Error(), Attempts: attempts,

@@ -7,9 +7,12 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/leasing"
+	"github.com/eventlite/eventlite/internal/tracing"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -69,6 +72,18 @@ type RunnerOptions struct {
 	OnError OnError
 	// Logger receives structured logs. Default: none.
 	Logger hclog.Logger
+	// TracerProvider starts a span per batch, in a trace of its own,
+	// linked to at most 128 of the batch's event origins. Default: otel's
+	// global provider, looked up at each batch.
+	TracerProvider trace.TracerProvider
+	// Propagator is kept for symmetry with the other components: a
+	// runner reads the log, not a transport. Default: otel's global
+	// propagator.
+	Propagator propagation.TextMapPropagator
+	// Latency, when set, observes how long each batch that had work took
+	// (operation "projection_batch"), with the batch's span in its
+	// context. Default: none.
+	Latency store.LatencyObserver
 }
 
 // Runner applies a projection's events from its checkpoint on, holding the
@@ -78,6 +93,7 @@ type Runner struct {
 	p     Projection
 	opts  RunnerOptions
 	log   hclog.Logger
+	trace tracing.Config
 	names map[string]string
 	types []string // the event types read: p.EventTypes()
 	// stopped: the store records the projection as stopped on a
@@ -113,7 +129,8 @@ func NewRunner(s *store.Store, p Projection, opts *RunnerOptions) (*Runner, erro
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
-	return &Runner{s: s, p: p, opts: o, log: o.Logger.Named("projection." + p.Name), names: p.liveTables(), types: p.EventTypes()}, nil
+	return &Runner{s: s, p: p, opts: o, log: o.Logger.Named("projection." + p.Name), names: p.liveTables(), types: p.EventTypes(),
+		trace: tracing.Config{TP: o.TracerProvider, Prop: o.Propagator}}, nil
 }
 
 // Run waits for the projection's lease (standing by while another runner
@@ -219,7 +236,7 @@ func (r *Runner) follow(ctx context.Context, h *leasing.Holder, live bool) error
 			}
 			return err
 		}
-		n, err := r.batch(ctx, lease)
+		n, err := r.tracedBatch(ctx, lease)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -274,6 +291,7 @@ func (r *Runner) batch(ctx context.Context, lease store.Lease) (int64, error) {
 	if next == cp {
 		return 0, nil
 	}
+	ctx = r.startBatchSpan(ctx, cp, next, events)
 	holes, err := r.s.Projections().HolesBetween(ctx, cp, next)
 	if err != nil {
 		return 0, err
@@ -325,7 +343,7 @@ func (r *Runner) batch(ctx context.Context, lease store.Lease) (int64, error) {
 				return err
 			}
 			if r.opts.OnError == Skip {
-				r.log.Error("skipping an event the handler keeps failing on; it is quarantined", "position", e.Position, "id", e.ID, "error", err,
+				tracing.Logger(ctx, r.log).Error("skipping an event the handler keeps failing on; it is quarantined", "position", e.Position, "id", e.ID, "error", err,
 					"next", advice(r.p.Name, e.ID, err, false))
 				continue
 			}
@@ -344,7 +362,7 @@ func (r *Runner) batch(ctx context.Context, lease store.Lease) (int64, error) {
 	}
 	r.settled(cp, to, stopped)
 	if stopped != nil {
-		r.log.Error("projection stopped", "position", stopped.Position, "error", stopped.Err)
+		tracing.Logger(ctx, r.log).Error("projection stopped", "position", stopped.Position, "error", stopped.Err)
 		return 0, stopped
 	}
 	return next - cp, nil
@@ -493,7 +511,7 @@ func (r *Runner) deliver(ctx context.Context, lease store.Lease, cp, next int64,
 	}
 	r.settled(cp, to, stopped)
 	if stopped != nil {
-		r.log.Error("projection stopped", "position", stopped.Position, "error", stopped.Err)
+		tracing.Logger(ctx, r.log).Error("projection stopped", "position", stopped.Position, "error", stopped.Err)
 		return 0, stopped
 	}
 	return to - cp, nil

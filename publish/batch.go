@@ -274,7 +274,9 @@ func (r *Relay) publishBatch(ctx context.Context, lease store.Lease, rows []stor
 	for i := range rows {
 		events[i] = rows[i].Event
 	}
-	results := r.pub.Publish(ctx, events)
+	pctx, rd := r.startRound(ctx, events)
+	results := r.pub.Publish(pctx, events)
+	rd.end(results)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -16,6 +16,12 @@
 //     destination acknowledged its event (a JetStream publish ack; a 2xx
 //     response; a flushed write). A crash anywhere in between leaves the
 //     row pending, and the event is published again.
+//   - Tracing: the relay starts a send span per round (its own trace,
+//     linked to the events' origins) and one per message, parented on the
+//     event's stored traceparent; NATS and HTTP messages carry that span's
+//     context as per-hop traceparent/tracestate headers (HopHeaders), while
+//     ce-traceparent keeps the origin unchanged. With no TracerProvider set,
+//     no span starts and no header is added.
 //   - Repeats are harmless: every copy of an event carries the same id.
 //     NATS messages carry Nats-Msg-Id = "<tenant>:<event id>" (unique
 //     across tenants) and JetStream stores one copy per id, but only within

@@ -144,7 +144,7 @@ func (p *HTTP) Publish(ctx context.Context, events []envelope.Event) []Result {
 					}
 					break
 				}
-				err := p.send(ctx, &events[i])
+				err := p.send(ctx, &events[i], HopHeaders(ctx, i))
 				res[i].Err = err
 				if err == nil {
 					continue
@@ -174,8 +174,9 @@ func (p *HTTP) Publish(ctx context.Context, events []envelope.Event) []Result {
 	return res
 }
 
-// send posts one event and classifies the outcome.
-func (p *HTTP) send(ctx context.Context, e *envelope.Event) error {
+// send posts one event, with the per-hop trace headers hop, and
+// classifies the outcome.
+func (p *HTTP) send(ctx context.Context, e *envelope.Event, hop map[string]string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -192,6 +193,13 @@ func (p *HTTP) send(ctx context.Context, e *envelope.Event) error {
 	}
 	if err := check(e); err != nil {
 		return classed(Permanent, err)
+	}
+	if len(hop) > 0 {
+		h := make(http.Header, len(hop))
+		for k, v := range hop {
+			h.Set(k, v)
+		}
+		rctx = cehttp.WithCustomHeader(rctx, h)
 	}
 	ce := e.ToCloudEvent()
 	r := p.client.Send(rctx, ce)

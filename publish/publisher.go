@@ -18,7 +18,9 @@ type Publisher interface {
 	// once an event of a stream fails before it was sent, the stream's
 	// later events in the call are not sent (their Err is ErrNotAttempted).
 	// When ctx ends, Publish returns at once; the events it had not heard
-	// back about get ctx's error.
+	// back about get ctx's error. A publisher whose transport has headers
+	// adds HopHeaders(ctx, i) to the message of events[i] (the relay's
+	// per-message trace context) and counts them in its size checks.
 	Publish(ctx context.Context, events []envelope.Event) []Result
 	// Ping checks that the destination is up and answering, for a relay
 	// that must tell a broken destination from a broken event.

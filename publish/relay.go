@@ -9,8 +9,11 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventlite/eventlite/internal/leasing"
+	"github.com/eventlite/eventlite/internal/tracing"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -53,6 +56,21 @@ type Options struct {
 	Once bool
 	// Logger receives structured logs. Default: none.
 	Logger hclog.Logger
+	// TracerProvider starts the relay's send spans: one per round (its
+	// own trace, linked to the events' origins) and one per message,
+	// parented on the event's stored traceparent. Default: otel's global
+	// provider, looked up at each round; while none is set, tracing costs
+	// nothing.
+	TracerProvider trace.TracerProvider
+	// Propagator writes each message's per-hop context into the headers
+	// that HopHeaders returns to the Publisher. Default: otel's global
+	// propagator (set it to propagation.TraceContext{} for the W3C
+	// traceparent and tracestate headers).
+	Propagator propagation.TextMapPropagator
+	// Latency, when set, observes how long each round's publish took
+	// (operation "publish"), with the round's span in its context.
+	// Default: none.
+	Latency store.LatencyObserver
 	// OnBatch, when set, is called after each batch is settled (or
 	// refused), on the relay's goroutine: for progress and tests.
 	OnBatch func(BatchReport)
@@ -117,12 +135,13 @@ func (e *IncompleteError) Unwrap() error { return e.Err }
 // Relay publishes the store's outbox to a destination: every event at
 // least once, each stream in order. See the package documentation.
 type Relay struct {
-	opts Options
-	st   *store.Store
-	pub  Publisher
-	log  hclog.Logger
-	rnd  *rand.Rand
-	h    *leasing.Holder // used by Run's goroutine and its renewer, in turn
+	opts  Options
+	st    *store.Store
+	pub   Publisher
+	log   hclog.Logger
+	rnd   *rand.Rand
+	trace tracing.Config
+	h     *leasing.Holder // used by Run's goroutine and its renewer, in turn
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -201,12 +220,13 @@ func New(opts Options) (*Relay, error) {
 	}
 	log := opts.Logger.Named("relay").With("owner", opts.Owner)
 	return &Relay{
-		opts: opts,
-		st:   opts.Store,
-		pub:  opts.Publisher,
-		log:  log,
-		rnd:  rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		h:    &leasing.Holder{Leases: opts.Store.Leases(), Resource: opts.Lease, Owner: opts.Owner, TTL: opts.LeaseTTL, Name: "relay lease", Log: log},
+		opts:  opts,
+		st:    opts.Store,
+		pub:   opts.Publisher,
+		log:   log,
+		trace: tracing.Config{TP: opts.TracerProvider, Prop: opts.Propagator},
+		rnd:   rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		h:     &leasing.Holder{Leases: opts.Store.Leases(), Resource: opts.Lease, Owner: opts.Owner, TTL: opts.LeaseTTL, Name: "relay lease", Log: log},
 	}, nil
 }
 

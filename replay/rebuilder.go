@@ -10,10 +10,12 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/leasing"
 	"github.com/eventlite/eventlite/internal/projapply"
+	"github.com/eventlite/eventlite/internal/tracing"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 )
@@ -60,6 +62,9 @@ type rebuilder struct {
 	now      int64             // events applied by this run
 	phase    Phase
 	target   int64
+
+	trace tracing.Config
+	span  trace.Span // the rebuild's span; nil when tracing is off
 }
 
 func (r *rebuilder) release() {
@@ -67,6 +72,7 @@ func (r *rebuilder) release() {
 }
 
 func (r *rebuilder) progress() {
+	r.spanProgress()
 	if r.o.Progress == nil {
 		return
 	}

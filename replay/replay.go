@@ -7,9 +7,12 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventlite/eventlite/internal/leasing"
 	"github.com/eventlite/eventlite/internal/projapply"
+	"github.com/eventlite/eventlite/internal/tracing"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 )
@@ -39,6 +42,12 @@ type Options struct {
 	Progress func(Progress)
 	// Logger receives structured logs. Default: none.
 	Logger hclog.Logger
+	// TracerProvider starts a "rebuild" span, a trace of its own with the
+	// progress as span events. Default: otel's global provider.
+	TracerProvider trace.TracerProvider
+	// Propagator is kept for symmetry with the other components. Default:
+	// otel's global propagator.
+	Propagator propagation.TextMapPropagator
 }
 
 // Phase is a stage of a rebuild.
@@ -200,14 +209,16 @@ func Rebuild(ctx context.Context, s *store.Store, p projection.Projection, opts 
 		}
 		return Result{}, fmt.Errorf("replay %s: %w", p.Name, err)
 	}
-	r := &rebuilder{s: s, p: p, o: o, log: log, lease: lease, h: h, start: time.Now()}
+	r := &rebuilder{s: s, p: p, o: o, log: log, lease: lease, h: h, start: time.Now(),
+		trace: tracing.Config{TP: o.TracerProvider, Prop: o.Propagator}}
 	r.ops = projapply.For(&r.p)
 	r.size.Store(firstBatch)
 	if o.BatchSize > 0 {
 		r.size.Store(int64(o.BatchSize))
 	}
 	defer r.release()
-	res, err := r.run(ctx)
+	res, err := r.run(r.startSpan(ctx))
+	r.endSpan(err)
 	res.Elapsed = time.Since(r.start)
 	if cause := ctx.Err(); err != nil && cause != nil {
 		const msg = "replay %s interrupted with the shadow at position %d: the live read model is untouched; run the replay again to resume: %w"

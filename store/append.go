@@ -142,6 +142,13 @@ type appendReq struct {
 // The events are validated before any transaction starts. The caller's
 // slice is not modified.
 func (s *Store) Append(ctx context.Context, tenant, stream string, expected Expected, events ...envelope.Event) (AppendResult, error) {
+	ctx, sp, events := s.startAppend(ctx, tenant, stream, events)
+	res, err := s.append(ctx, tenant, stream, expected, events)
+	sp.end(res, err)
+	return res, err
+}
+
+func (s *Store) append(ctx context.Context, tenant, stream string, expected Expected, events []envelope.Event) (AppendResult, error) {
 	a, err := s.prepareAppend(tenant, stream, expected, events)
 	if err != nil {
 		return AppendResult{}, err
@@ -168,6 +175,16 @@ func wrapAppendErr(stream string, err error) error {
 // and the events commit together. It behaves like Append; a failed append
 // writes nothing and leaves the transaction usable.
 func (tx *Tx) Append(ctx context.Context, tenant, stream string, expected Expected, events ...envelope.Event) (AppendResult, error) {
+	if err := tx.check(); err != nil {
+		return AppendResult{}, err
+	}
+	ctx, sp, events := tx.s.startAppend(ctx, tenant, stream, events)
+	res, err := tx.append(ctx, tenant, stream, expected, events)
+	sp.end(res, err)
+	return res, err
+}
+
+func (tx *Tx) append(ctx context.Context, tenant, stream string, expected Expected, events []envelope.Event) (AppendResult, error) {
 	if err := tx.check(); err != nil {
 		return AppendResult{}, err
 	}

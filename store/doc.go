@@ -57,6 +57,7 @@
 //	conn.go         the read connections
 //	tx.go, view.go  Update and *Tx, View and *ReadTx
 //	append.go       Append, tx.Append, Expected
+//	trace.go        the append span, the traceparent/tracestate extension, LatencyObserver
 //	read.go         ReadStream, ReadAll, Head, StreamVersion
 //	streaminfo.go   Streams (by prefix, after, limit) and StreamInfo
 //	checkpoint.go   Checkpoint, tx.Checkpoint, tx.SetCheckpoint

@@ -13,10 +13,13 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/tracing"
 )
 
 // Options configures Open. The zero value (or nil) means the defaults
@@ -67,6 +70,19 @@ type Options struct {
 	// would create let the owner write them (a group that owns the file,
 	// with write permission); otherwise Open refuses with a *SharingError.
 	ReadOnly bool
+	// TracerProvider starts the append span of every Append, whose
+	// context each appended event stores as its traceparent/tracestate
+	// extension (W3C format). Default: otel's global provider, looked up
+	// at each append; while none is set, tracing costs nothing.
+	TracerProvider trace.TracerProvider
+	// Propagator carries trace context through the headers of transports
+	// built on this store. Default: otel's global propagator. The stored
+	// extension is W3C whatever it is.
+	Propagator propagation.TextMapPropagator
+	// Latency, when set, observes the latency of every Append and
+	// tx.Append (operation "append"), with the append span in its
+	// context. Default: none.
+	Latency LatencyObserver
 }
 
 func (o *Options) withDefaults() (Options, error) {
@@ -124,9 +140,10 @@ func (o *Options) withDefaults() (Options, error) {
 // or, when nothing else is pending, the caller itself (see submit). Reads
 // use a pool.
 type Store struct {
-	path string
-	opts Options
-	log  hclog.Logger
+	path  string
+	opts  Options
+	log   hclog.Logger
+	trace tracing.Config
 
 	plan         accessPlan // how this process may open the file (checkAccess)
 	schemaAtOpen int        // the file's schema version before Open migrated it
@@ -178,6 +195,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		path:       abs,
 		opts:       o,
 		log:        o.Logger.Named("store"),
+		trace:      tracing.Config{TP: o.TracerProvider, Prop: o.Propagator},
 		queue:      make(chan *request, 1024),
 		writerDone: make(chan struct{}),
 		notifyCh:   make(chan struct{}),

@@ -1,0 +1,73 @@
+package aggregate
+
+import (
+	"cmp"
+	"context"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/eventlite/eventlite/store"
+)
+
+// Span attributes of the command and attempt spans.
+const (
+	attrAggregate = attribute.Key("eventlite.aggregate")
+	attrCommand   = attribute.Key("eventlite.command")
+	attrCommandID = attribute.Key("eventlite.command.id")
+	attrTenant    = attribute.Key("eventlite.tenant")
+	attrStream    = attribute.Key("eventlite.stream")
+	attrAttempt   = attribute.Key("eventlite.attempt")
+	attrVersion   = attribute.Key("eventlite.stream.version")
+	attrReplayed  = attribute.Key("eventlite.replayed")
+)
+
+// Handle loads the aggregate, runs Decide, and appends the new events with
+// the loaded version as the expected one. On a version conflict it loads
+// and decides again, up to MaxAttempts; a stale decision is never
+// appended. A command whose Expected does not hold for the loaded version
+// gets the *store.ConflictError at once. Decide's errors come back
+// unchanged.
+//
+// Traced as a "command" span with one child "attempt" span per attempt
+// (load, decide, append); the append span of the store is the attempt's
+// child. An attempt that met a version conflict ends with status Error and
+// the next attempt follows.
+func (h *Handler[S]) Handle(ctx context.Context, cmd Command) (Result, error) {
+	tracer := h.trace.Tracer()
+	if tracer == nil {
+		return h.handle(ctx, cmd)
+	}
+	ctx, span := tracer.Start(ctx, "command", trace.WithAttributes(
+		attrAggregate.String(h.def.Name),
+		attrCommand.String(typeName(cmd.Payload)),
+		attrTenant.String(cmp.Or(cmd.Tenant, "default")),
+		attrStream.String(cmd.Stream),
+	))
+	defer span.End()
+	res, err := h.handle(ctx, cmd)
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		return res, err
+	}
+	span.SetAttributes(attrVersion.Int64(res.Version), attrReplayed.Bool(res.Replayed))
+	return res, nil
+}
+
+// tracedAttempt runs one attempt in its own span when tracing is on.
+func (h *Handler[S]) tracedAttempt(ctx context.Context, cmd Command, op *store.Operation, n int) (Result, error) {
+	tracer := h.trace.Tracer()
+	if tracer == nil {
+		return h.attempt(ctx, cmd, op)
+	}
+	ctx, span := tracer.Start(ctx, "attempt", trace.WithAttributes(attrAttempt.Int(n), attrCommandID.String(cmd.ID)))
+	defer span.End()
+	res, err := h.attempt(ctx, cmd, op)
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	return res, err
+}
