@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
@@ -46,6 +48,12 @@ type Options struct {
 	// Logger receives structured logs. Tokens are never logged. Default:
 	// none.
 	Logger hclog.Logger
+	// Propagator reads a request's per-hop trace context (the
+	// `traceparent` and `tracestate` headers under W3C TraceContext), on
+	// which an append's span is parented; the events' stored origin is
+	// that span's context, or the request's own when tracing is off.
+	// Default otel's global propagator; the CLI sets W3C TraceContext.
+	Propagator propagation.TextMapPropagator
 }
 
 // Handler is the HTTP API over one store. It is safe for concurrent use.
@@ -228,6 +236,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	write := r.Method == http.MethodPost
+	if write && (r.Header.Get("traceparent") != "" || r.Header.Get("tracestate") != "") {
+		prop := h.opts.Propagator
+		if prop == nil {
+			prop = otel.GetTextMapPropagator()
+		}
+		r = r.WithContext(prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header)))
+	}
 	switch rt.kind {
 	case "healthz":
 		h.healthz(w, r)

@@ -10,6 +10,8 @@ import (
 	"os"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/eventlite/eventlite/serve"
 	"github.com/eventlite/eventlite/store"
 )
@@ -112,7 +114,7 @@ func (s *serveCmd) run(ctx context.Context, c *cli, _ []string) error {
 		}
 	}
 	return c.withStore(ctx, true, func(st *store.Store) error {
-		h, err := serve.New(st, &serve.Options{Tokens: tokens, CORSOrigins: s.origins, Logger: c.log.Named("serve")})
+		h, err := serve.New(st, &serve.Options{Tokens: tokens, CORSOrigins: s.origins, Logger: c.log.Named("serve"), Propagator: propagation.TraceContext{}})
 		if err != nil {
 			return err
 		}
