@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -169,14 +170,8 @@ func (h *Handler) readStream(w http.ResponseWriter, r *http.Request, tenant, str
 		writeProblem(w, p)
 		return
 	}
-	backward := false
-	switch d := q.Get("direction"); d {
-	case "", "forward":
-	case "backward":
-		backward = true
-	default:
-		p := problemf("invalid-parameter", "direction=%q: must be forward or backward", d)
-		p.Field, p.Reason = "direction", "must be forward or backward"
+	backward, p := queryDirection(q)
+	if p != nil {
 		writeProblem(w, p)
 		return
 	}
@@ -298,14 +293,8 @@ func (h *Handler) readLogPage(w http.ResponseWriter, r *http.Request, tenant str
 	q := r.URL.Query()
 	types := q["type"]
 	prefix, corr := q.Get("stream_prefix"), q.Get("correlationid")
-	backward := false
-	switch d := q.Get("direction"); d {
-	case "", "forward":
-	case "backward":
-		backward = true
-	default:
-		p := problemf("invalid-parameter", "direction=%q: must be forward or backward", d)
-		p.Field, p.Reason = "direction", "must be forward or backward"
+	backward, p := queryDirection(q)
+	if p != nil {
 		writeProblem(w, p)
 		return
 	}
@@ -384,4 +373,18 @@ func (h *Handler) listStreams(w http.ResponseWriter, r *http.Request, tenant str
 		setNext(w, r, map[string]string{"after": out.Streams[limit-1].Stream})
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// queryDirection reads direction=forward|backward (default forward).
+func queryDirection(q url.Values) (backward bool, p *Problem) {
+	switch d := q.Get("direction"); d {
+	case "", "forward":
+		return false, nil
+	case "backward":
+		return true, nil
+	default:
+		p := problemf("invalid-parameter", "direction=%q: must be forward or backward", d)
+		p.Field, p.Reason = "direction", "must be forward or backward"
+		return false, p
+	}
 }
