@@ -194,8 +194,16 @@ func ownOrigin(r *http.Request) string {
 // a lookup takes depends on that hash only, which tells a guesser nothing
 // about a valid value.
 type sessions struct {
-	mu sync.Mutex
-	m  map[[sha256.Size]byte]session
+	mu  sync.Mutex
+	m   map[[sha256.Size]byte]session
+	now func() time.Time // the clock; nil is time.Now (tests set it)
+}
+
+func (ss *sessions) clock() time.Time {
+	if ss.now != nil {
+		return ss.now()
+	}
+	return time.Now()
 }
 
 type session struct {
@@ -208,7 +216,7 @@ func (ss *sessions) create(token int) (string, error) {
 	if _, err := rand.Read(raw[:]); err != nil {
 		return "", err
 	}
-	now := time.Now()
+	now := ss.clock()
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.m == nil {
@@ -254,7 +262,7 @@ func (ss *sessions) lookup(r *http.Request) (int, bool) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	s, ok := ss.m[k]
-	if !ok || !time.Now().Before(s.expires) {
+	if !ok || !ss.clock().Before(s.expires) {
 		return 0, false
 	}
 	return s.token, true

@@ -3,6 +3,7 @@ package serve
 import (
 	"net/http"
 	"testing"
+	"time"
 )
 
 // The sessions kept are bounded: past maxSessions the oldest is dropped,
@@ -35,5 +36,53 @@ func TestSessionsBounded(t *testing.T) {
 	ss.remove(r)
 	if _, ok := ss.lookup(r); ok {
 		t.Fatal("a removed session still works")
+	}
+}
+
+// A session lasts SessionTTL from its creation and not a moment longer,
+// and when the bound is reached every expired session is pruned before a
+// live one would be dropped.
+func TestSessionExpires(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	ss := sessions{now: func() time.Time { return now }}
+	id, err := ss.create(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ss.create(3); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := http.NewRequest("GET", "/", nil)
+	r.AddCookie(&http.Cookie{Name: SessionCookie, Value: id})
+	now = now.Add(SessionTTL - time.Nanosecond)
+	if i, ok := ss.lookup(r); !ok || i != 3 {
+		t.Fatalf("just before its expiry the session answers %d, %v", i, ok)
+	}
+	now = now.Add(time.Nanosecond)
+	if _, ok := ss.lookup(r); ok {
+		t.Fatal("the session still works at its expiry")
+	}
+	// Two expired sessions and maxSessions-2 live ones fill the bound; the
+	// next session prunes both expired ones and drops no live one.
+	var live []string
+	for range maxSessions - 2 {
+		id, err := ss.create(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		live = append(live, id)
+	}
+	if _, err := ss.create(1); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(ss.m); n != maxSessions-1 {
+		t.Fatalf("%d sessions kept, want %d: the expired ones were not pruned", n, maxSessions-1)
+	}
+	for _, id := range live {
+		r, _ := http.NewRequest("GET", "/", nil)
+		r.AddCookie(&http.Cookie{Name: SessionCookie, Value: id})
+		if _, ok := ss.lookup(r); !ok {
+			t.Fatal("a live session was dropped")
+		}
 	}
 }
