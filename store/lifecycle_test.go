@@ -236,3 +236,31 @@ func isInvalid(field string) func(error) bool {
 		return errors.As(err, &ie) && ie.Field == field
 	}
 }
+
+func TestStreamsListsNoDeletedStream(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.MustOpen(t, nil)
+	fillStream(t, s, "a", 3)
+	fillStream(t, s, "b", 1)
+	fillStream(t, s, "c", 1)
+	if _, err := s.Lifecycle().Truncate(ctx, "default", "a", 3, store.Any); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Lifecycle().Delete(ctx, "default", "b", store.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Lifecycle().Delete(ctx, "default", "c", store.DeleteOptions{Hard: true}); err != nil {
+		t.Fatal(err)
+	}
+	var got []store.StreamInfo
+	for si, err := range s.Streams(ctx, "default") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, si)
+	}
+	// a's first retained event is version 3, at position 3.
+	if len(got) != 1 || got[0].Stream != "a" || got[0].FirstPosition != 3 || got[0].Version != 4 {
+		t.Fatalf("streams = %+v, want only a, first position 3, version 4", got)
+	}
+}
