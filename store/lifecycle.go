@@ -91,10 +91,11 @@ func (l *Lifecycle) Delete(ctx context.Context, tenant, stream string, opts Dele
 }
 
 // Truncate truncates a tenant's stream before version before (2 <= before
-// <= the stream's version): it appends eventlite.stream.truncated
-// {"before":before} as its next version, and reads then start at before.
+// <= the stream's version, and not before the version its reads start at
+// already): it appends eventlite.stream.truncated {"before":before} as its
+// next version, and reads then start at before.
 // expected is the condition on the stream's version (Any still needs the
-// stream to exist). A before outside 2..version is an *envelope.InvalidError
+// stream to exist). Another before is an *envelope.InvalidError
 // (field "before"); a stream that does not exist or is soft-deleted is
 // ErrNotFound, a hard-deleted one ErrStreamDeleted. Any error writes
 // nothing.
@@ -110,7 +111,7 @@ func (l *Lifecycle) Truncate(ctx context.Context, tenant, stream string, before 
 		return AppendResult{}, err
 	}
 	return l.apply(ctx, tenant, stream, expected, ev, before, func(tx *Tx, res AppendResult) error {
-		_, err := tx.ExecContext(ctx, `UPDATE streams SET first_version = max(first_version, ?3)
+		_, err := tx.ExecContext(ctx, `UPDATE streams SET first_version = ?3
 			WHERE tenant = ?1 AND stream_id = ?2`, tenant, stream, before)
 		return err
 	})
@@ -132,8 +133,8 @@ func (l *Lifecycle) apply(ctx context.Context, tenant, stream string, expected E
 	}
 	var res AppendResult
 	err = s.Update(ctx, func(tx *Tx) error {
-		var version, deleted int64
-		err := tx.QueryRowContext(ctx, `SELECT version, deleted FROM streams WHERE tenant = ? AND stream_id = ?`, tenant, stream).Scan(&version, &deleted)
+		var version, deleted, first int64
+		err := tx.QueryRowContext(ctx, `SELECT version, deleted, first_version FROM streams WHERE tenant = ? AND stream_id = ?`, tenant, stream).Scan(&version, &deleted, &first)
 		switch {
 		case errors.Is(err, sql.ErrNoRows), err == nil && deleted == deletedSoft:
 			return fmt.Errorf("stream %q (tenant %s): %w", stream, tenant, ErrNotFound)
@@ -144,6 +145,9 @@ func (l *Lifecycle) apply(ctx context.Context, tenant, stream string, expected E
 		}
 		if before > version {
 			return &envelope.InvalidError{Index: -1, Field: "before", Reason: fmt.Sprintf("%d is beyond the stream's version %d: truncate before a version it has", before, version)}
+		}
+		if before > 0 && before < first {
+			return &envelope.InvalidError{Index: -1, Field: "before", Reason: fmt.Sprintf("%d is before version %d, where reads of the stream start already: truncate before a version from %d to %d", before, first, first, version)}
 		}
 		r, err := tx.appendPrepared(ctx, a)
 		if err != nil {
@@ -159,4 +163,32 @@ func (l *Lifecycle) apply(ctx context.Context, tenant, stream string, expected E
 		return AppendResult{}, err
 	}
 	return res, nil
+}
+
+// StreamEvents calls fn for each event of a tenant's stream with a version
+// from from to to (inclusive), in version order, as the transaction sees
+// the log: a truncate or a delete does not hide them. A read model that
+// handles eventlite.stream.truncated recounts what the stream retains
+// with it. fn's error stops the reading and is returned.
+func (tx *Tx) StreamEvents(ctx context.Context, tenant, stream string, from, to int64, fn func(envelope.Event) error) error {
+	if err := tx.check(); err != nil {
+		return err
+	}
+	rows, err := tx.s.wconn.QueryContext(ctx, selectStreamEvents+` WHERE tenant = ? AND stream_id = ? AND version BETWEEN ? AND ? ORDER BY version`,
+		tenant, stream, from, to)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer rows.Close()
+	sc := newStreamEventScanner(tenant, stream)
+	for rows.Next() {
+		e, err := sc.scan(rows)
+		if err != nil {
+			return err
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return mapErr(rows.Err())
 }

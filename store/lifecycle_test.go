@@ -173,6 +173,10 @@ func TestTruncate(t *testing.T) {
 	if v, _ := s.StreamVersion(ctx, "default", "a"); v != 6 {
 		t.Fatalf("version after truncate = %d, want 6", v)
 	}
+	// Before a version reads already skip: refused, nothing written.
+	if _, err := s.Lifecycle().Truncate(ctx, "default", "a", 3, store.Any); !isInvalid("before")(err) {
+		t.Fatalf("truncate before 3 after a truncate before 4: %v, want an invalid before", err)
+	}
 	// The log keeps every event.
 	if h, _ := s.Head(ctx); h != 6 {
 		t.Fatalf("head = %d, want 6", h)
