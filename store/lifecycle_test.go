@@ -77,6 +77,11 @@ func TestSoftDelete(t *testing.T) {
 	if len(types) != 5 || types[4] != store.TypeStreamDeleted {
 		t.Fatalf("log after delete: %v", types)
 	}
+	// The relay publishes the tombstone like any other event.
+	rows, err := s.Outbox().Read(ctx, store.OutboxReadOptions{})
+	if err != nil || len(rows) != 5 || rows[4].Event.Type != store.TypeStreamDeleted {
+		t.Fatalf("outbox after delete: %d rows, %v", len(rows), err)
+	}
 	// Deleting it again: it is absent.
 	if _, err := s.Lifecycle().Delete(ctx, "default", "order-1", store.DeleteOptions{}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("second delete: %v, want ErrNotFound", err)
