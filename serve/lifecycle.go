@@ -49,6 +49,10 @@ func (h *Handler) deleteStream(w http.ResponseWriter, r *http.Request, tenant, s
 // truncateStream answers POST .../streams/{stream}/truncate with
 // {"before":N}.
 func (h *Handler) truncateStream(w http.ResponseWriter, r *http.Request, tenant, stream string) {
+	if len(r.Header.Values("If-None-Match")) > 0 {
+		writeProblem(w, invalidPrecondition("If-None-Match", "a truncate takes If-Match (the stream's ETag, or *), not If-None-Match: a stream that does not exist cannot be truncated"))
+		return
+	}
 	pc, p := parsePostPreconditions(r.Header)
 	if p != nil {
 		writeProblem(w, p)

@@ -33,6 +33,7 @@ func TestLifecycleBadInput(t *testing.T) {
 		{"POST", streamPath + "s/truncate", `{"before":2,"x":1}`, ct, 400, "invalid-body"},
 		{"POST", streamPath + "s/truncate", `{"before":2}`, nil, 415, "unsupported-media-type"},
 		{"POST", streamPath + "s/truncate", `{"before":2}`, append([]string{"If-Match", `"2"`}, ct...), 412, "version-conflict"},
+		{"POST", streamPath + "s/truncate", `{"before":2}`, append([]string{"If-None-Match", "*"}, ct...), 400, "invalid-precondition"},
 		{"DELETE", streamPath + "s?hard=yes", "", nil, 400, "invalid-parameter"},
 		{"DELETE", streamPath + "s", "", []string{"If-Match", `"2"`}, 412, "version-conflict"},
 		{"DELETE", streamPath + "s", "", []string{"If-None-Match", "*"}, 400, "invalid-precondition"},

@@ -123,7 +123,10 @@ func (l *Lifecycle) Truncate(ctx context.Context, tenant, stream string, before 
 func (l *Lifecycle) apply(ctx context.Context, tenant, stream string, expected Expected, ev envelope.Event, before int64, then func(*Tx, AppendResult) error) (AppendResult, error) {
 	s := l.s
 	ev.Source = "eventlite"
-	if expected.kind == expectAny || expected.kind == expectNoStream {
+	switch expected.kind {
+	case expectNoStream:
+		return AppendResult{}, &envelope.InvalidError{Index: -1, Field: "expected", Reason: "no stream never holds: a delete or truncate needs the stream to exist; pass Any, StreamExists or its version"}
+	case expectAny:
 		// The stream must exist: a lifecycle event never creates one.
 		expected = StreamExists
 	}

@@ -208,6 +208,10 @@ func TestLifecycleBadInputChangesNothing(t *testing.T) {
 		{"truncate unknown stream", func() error { _, err := s.Lifecycle().Truncate(ctx, "default", "b", 2, store.Any); return err }, isErr(store.ErrNotFound)},
 		{"delete unknown stream", func() error { _, err := s.Lifecycle().Delete(ctx, "default", "b", store.DeleteOptions{}); return err }, isErr(store.ErrNotFound)},
 		{"delete bad stream id", func() error { _, err := s.Lifecycle().Delete(ctx, "default", "", store.DeleteOptions{}); return err }, isErr(store.ErrInvalidEvent)},
+		{"delete of no stream", func() error {
+			_, err := s.Lifecycle().Delete(ctx, "default", "a", store.DeleteOptions{Expected: store.NoStream})
+			return err
+		}, isInvalid("expected")},
 		{"delete at a stale version", func() error {
 			_, err := s.Lifecycle().Delete(ctx, "default", "a", store.DeleteOptions{Expected: store.Exact(2)})
 			return err
