@@ -61,8 +61,9 @@ var truncateCommand = &command{
 	usage:   "eventlite truncate STREAM --before N",
 	about: `Appends eventlite.stream.truncated {"before":N} to the stream as its next
 version (so its version moves); reads of the stream then start at version
-N. N is at least 2 and at most the stream's version: another N exits 4,
-a missing --before exits 2. The events stay in the log: tail, projections
+N. N is at least 2 (and at least the version reads start at already) and
+at most the stream's version: another N exits 4, a missing --before
+exits 2. The events stay in the log: tail, projections
 and the relay see them.
 
 Prints the lifecycle event's append result, as append does. A stream that
