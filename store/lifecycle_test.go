@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"testing"
 
 	"github.com/eventlite/eventlite/envelope"
@@ -123,9 +124,17 @@ func TestSoftDeleteThenAny(t *testing.T) {
 
 func TestHardDelete(t *testing.T) {
 	ctx := context.Background()
-	s := storetest.MustOpen(t, nil)
+	path := filepath.Join(t.TempDir(), "eventlite.db")
+	s, err := store.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
 	fillStream(t, s, "a", 2)
 	res, err := s.Lifecycle().Delete(ctx, "default", "a", store.DeleteOptions{Hard: true, By: "bob"})
+	if err == nil {
+		err = s.CheckInvariants(ctx)
+	}
 	if err != nil || res.Version != 3 {
 		t.Fatalf("hard delete: %d, %v", res.Version, err)
 	}
@@ -150,6 +159,14 @@ func TestHardDelete(t *testing.T) {
 	}
 	if h, _ := s.Head(ctx); h != 3 {
 		t.Fatalf("head = %d after refused writes, want 3", h)
+	}
+	// Never writable again: also after a restart.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = storetest.MustOpenPath(t, path, nil)
+	if _, err := s.Append(ctx, "default", "a", store.Any, ev(t, "t", nil)); !errors.Is(err, store.ErrStreamDeleted) {
+		t.Fatalf("append after a restart: %v, want ErrStreamDeleted", err)
 	}
 }
 
