@@ -147,3 +147,21 @@ func TestCORSAllowsDelete(t *testing.T) {
 		t.Fatalf("preflight: %d %v", r.status, r.header)
 	}
 }
+
+// A read-only token or another tenant's cannot delete or truncate.
+func TestLifecycleNeedsAWriteToken(t *testing.T) {
+	ts := newServer(t, &serve.Options{Tokens: []serve.Token{{Secret: "ro", Tenant: "default", ReadOnly: true}, {Secret: "other", Tenant: "acme"}}})
+	e, _ := envelope.New("t", nil)
+	e.Source = "/test"
+	if _, err := ts.s.Append(context.Background(), "default", "s", store.Any, e, func() envelopeEvent { x := e; x.ID = "second"; return x }()); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ secret, name string }{{"ro", "read-only"}, {"other", "tenant-forbidden"}} {
+		auth := []string{"Authorization", "Bearer " + tc.secret}
+		ts.do("DELETE", streamPath+"s", nil, auth...).wantProblem(t, 403, tc.name)
+		ts.do("POST", streamPath+"s/truncate", []byte(`{"before":2}`), append([]string{"Content-Type", "application/json"}, auth...)...).wantProblem(t, 403, tc.name)
+	}
+	if ts.head() != 2 || len(ts.events("default", "s")) != 2 {
+		t.Fatal("a refused request changed the stream")
+	}
+}
