@@ -22,7 +22,9 @@ const catalogTable = "catalog"
 
 // Catalog returns the built-in catalog projection: per tenant and stream,
 // the stream's version, its events counted by type, and the times of its
-// first and newest events. It reads every event type.
+// first and newest events. It reads every event type. A deleted stream
+// has no row; a truncated one counts the events it retains (from the
+// truncate's "before" on).
 //
 // The counts by type are a JSON object in one column, read, added to and
 // written back whole by Go's encoding/json (its keys sorted): an event
@@ -61,6 +63,9 @@ func catalogUpsert(table string, rows int) string {
 }
 
 func applyCatalog(ctx context.Context, tx *Tx, e envelope.Event) error {
+	if e.Type == store.TypeStreamDeleted || e.Type == store.TypeStreamTruncated {
+		return applyCatalogLifecycle(ctx, tx, e)
+	}
 	table := tx.Table(catalogTable)
 	var stored string
 	err := tx.QueryRowContext(ctx, `SELECT events_by_type FROM `+table+` WHERE tenant = ? AND stream = ?`, e.Tenant, e.Stream).Scan(&stored)
@@ -104,10 +109,67 @@ type catalogRow struct {
 	counts      map[string]int64
 }
 
+// applyCatalogLifecycle applies a stream's lifecycle event: a delete
+// removes the stream's row (it reads as not found; an append that revives
+// it starts a new one), a truncate before N recounts the row over the
+// versions N up to the truncate's own, which is what the stream retains.
+func applyCatalogLifecycle(ctx context.Context, tx *Tx, e envelope.Event) error {
+	table := tx.Table(catalogTable)
+	if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE tenant = ? AND stream = ?`, e.Tenant, e.Stream); err != nil {
+		return err
+	}
+	if e.Type == store.TypeStreamDeleted {
+		return nil
+	}
+	var t store.StreamTruncated
+	if err := json.Unmarshal(e.Data, &t); err != nil {
+		return fmt.Errorf("catalog: %s at position %d: %w", e.Type, e.Position, err)
+	}
+	var r *catalogRow
+	err := tx.StreamEvents(ctx, e.Tenant, e.Stream, t.Before, e.StreamVersion, func(x envelope.Event) error {
+		tv := timecol.Value(x.Time)
+		if r == nil {
+			r = &catalogRow{first: tv, counts: map[string]int64{}}
+		}
+		r.version, r.last = x.StreamVersion, tv
+		r.counts[x.Type]++
+		return nil
+	})
+	if err != nil || r == nil {
+		return err
+	}
+	b, err := json.Marshal(r.counts)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, catalogUpsert(table, 1), e.Tenant, e.Stream, r.version, string(b), r.first, r.last)
+	return err
+}
+
 // applyCatalogBatch does what applyCatalog does for each event, with one
-// read and one write per stream of the batch: the counts are added up in
-// memory first.
+// read and one write per stream of each run of the batch between
+// lifecycle events: the counts are added up in memory first.
 func applyCatalogBatch(ctx context.Context, tx *Tx, events []envelope.Event) error {
+	start := 0
+	for i := range events {
+		if t := events[i].Type; t == store.TypeStreamDeleted || t == store.TypeStreamTruncated {
+			if err := applyCatalogRun(ctx, tx, events[start:i]); err != nil {
+				return err
+			}
+			if err := applyCatalogLifecycle(ctx, tx, events[i]); err != nil {
+				return err
+			}
+			start = i + 1
+		}
+	}
+	return applyCatalogRun(ctx, tx, events[start:])
+}
+
+// applyCatalogRun applies events that hold no lifecycle event.
+func applyCatalogRun(ctx context.Context, tx *Tx, events []envelope.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
 	rows := make(map[catalogKey]*catalogRow)
 	var order []catalogKey
 	for i := range events {

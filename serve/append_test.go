@@ -250,7 +250,7 @@ func TestPreconditions(t *testing.T) {
 	// Absent stream.
 	r := post("If-Match", "*")
 	p := r.wantProblem(t, 412, "version-conflict")
-	if p["expected"] != "exists" || p["actual"] != float64(0) || r.header.Get("ETag") != `"0"` {
+	if p["expected"] != "exists" || p["actual"] != float64(0) || r.header.Get("ETag") != "" {
 		t.Errorf("If-Match * on no stream: %s %v", r.body, r.header)
 	}
 	r = post("If-Match", `"1"`)

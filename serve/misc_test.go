@@ -41,7 +41,8 @@ func TestOpenAPI(t *testing.T) {
 	routes := map[string][]string{
 		"/healthz": {"get"}, "/openapi.json": {"get"}, "/metrics": {"get"}, "/v1/info": {"get"}, "/v1/consumers": {"get"}, "/v1/doctor": {"get"},
 		"/v1/tenants/{tenant}/streams":                           {"get"},
-		"/v1/tenants/{tenant}/streams/{stream}":                  {"get"},
+		"/v1/tenants/{tenant}/streams/{stream}":                  {"get", "delete"},
+		"/v1/tenants/{tenant}/streams/{stream}/truncate":         {"post"},
 		"/v1/tenants/{tenant}/streams/{stream}/events":           {"get", "post"},
 		"/v1/tenants/{tenant}/streams/{stream}/events/{version}": {"get"},
 		"/v1/tenants/{tenant}/events":                            {"get", "post"},

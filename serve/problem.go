@@ -38,6 +38,7 @@ var problemKinds = map[string]struct {
 	"dead-letter-not-found":     {404, "The dead letter does not exist"},
 	"effect-not-found":          {404, "The effect does not exist"},
 	"method-not-allowed":        {405, "The method is not allowed here"},
+	"stream-deleted":            {410, "The stream was hard-deleted"},
 	"duplicate-event-id":        {409, "The event id is already used"},
 	"idempotency-key-in-flight": {409, "A request with this Idempotency-Key is in progress"},
 	"args-hash-mismatch":        {409, "The args_hash is not the hash of the effect's arguments"},
@@ -126,6 +127,9 @@ func problemFor(err error, tenant, stream string, index func(id string) int) *Pr
 			ce.Stream, ce.Actual, ce.Expected, etag(ce.Actual))
 		p.Tenant, p.Stream, p.Actual = ce.Tenant, ce.Stream, ptr(ce.Actual)
 		p.Expected = expectedJSON(ce.Expected)
+		if ce.Actual == 0 {
+			return p // a stream that does not exist (or was deleted) has no ETag
+		}
 		return p.with("ETag", etag(ce.Actual))
 	case errors.As(err, &de):
 		p := problemf("duplicate-event-id", "%v: give the event a new id (a retry must send the same events as the first request)", de)
@@ -152,6 +156,10 @@ func problemFor(err error, tenant, stream string, index func(id string) int) *Pr
 		return p
 	case errors.Is(err, store.ErrInvalidEvent), errors.Is(err, store.ErrIdempotencyMismatch):
 		p := problemf("invalid-event", "%v", err)
+		p.Tenant, p.Stream = tenant, stream
+		return p
+	case errors.Is(err, store.ErrStreamDeleted):
+		p := problemf("stream-deleted", "stream %q of tenant %q was hard-deleted: it is never written or read again; use another stream id", stream, tenant)
 		p.Tenant, p.Stream = tenant, stream
 		return p
 	case errors.Is(err, store.ErrBusy):

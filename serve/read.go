@@ -146,6 +146,12 @@ func (h *Handler) streamInfo(w http.ResponseWriter, r *http.Request, tenant, str
 		}
 	}
 	if found == nil {
+		// A hard-deleted stream is listed no more than a missing one, but
+		// answers 410.
+		if _, err := h.s.StreamVersion(r.Context(), tenant, stream); err != nil {
+			writeProblem(w, problemFor(err, tenant, stream, nil))
+			return
+		}
 		writeProblem(w, streamNotFound(tenant, stream))
 		return
 	}

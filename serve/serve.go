@@ -176,6 +176,8 @@ func parseRoute(escaped string) (route, bool) {
 		rt.kind, rt.stream = "stream", seg[4]
 	case n == 6 && raw[3] == "streams" && raw[5] == "events":
 		rt.kind, rt.stream = "stream-events", seg[4]
+	case n == 6 && raw[3] == "streams" && raw[5] == "truncate":
+		rt.kind, rt.stream = "stream-truncate", seg[4]
 	case n == 7 && raw[3] == "streams" && raw[5] == "events":
 		rt.kind, rt.stream, rt.version = "event", seg[4], seg[6]
 	case n == 6 && raw[3] == "dead-letters" && raw[5] == "retry":
@@ -200,7 +202,8 @@ var methods = map[string][]string{
 	"doctor":            {"GET", "HEAD"},
 	"streams":           {"GET", "HEAD"},
 	"log":               {"GET", "HEAD", "POST"},
-	"stream":            {"GET", "HEAD"},
+	"stream":            {"GET", "HEAD", "DELETE"},
+	"stream-truncate":   {"POST"},
 	"stream-events":     {"GET", "HEAD", "POST"},
 	"event":             {"GET", "HEAD"},
 	"dead-letter-retry": {"POST"},
@@ -235,7 +238,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			with("Allow", strings.Join(allowed, ", ")))
 		return
 	}
-	write := r.Method == http.MethodPost
+	write := r.Method == http.MethodPost || r.Method == http.MethodDelete
 	if write && (r.Header.Get("traceparent") != "" || r.Header.Get("tracestate") != "") {
 		prop := h.opts.Propagator
 		if prop == nil {
@@ -308,7 +311,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.readLog(w, r, rt.tenant)
 		}
 	case "stream":
-		h.streamInfo(w, r, rt.tenant, rt.stream)
+		if write {
+			h.deleteStream(w, r, rt.tenant, rt.stream)
+		} else {
+			h.streamInfo(w, r, rt.tenant, rt.stream)
+		}
+	case "stream-truncate":
+		h.truncateStream(w, r, rt.tenant, rt.stream)
 	case "stream-events":
 		if write {
 			h.appendStream(w, r, rt.tenant, rt.stream)
@@ -361,7 +370,7 @@ func (h *Handler) cors(w http.ResponseWriter, r *http.Request) bool {
 	hd.Add("Vary", "Origin")
 	hd.Set("Access-Control-Expose-Headers", corsExposeHeaders)
 	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
-		hd.Set("Access-Control-Allow-Methods", "GET, HEAD, POST")
+		hd.Set("Access-Control-Allow-Methods", "GET, HEAD, POST, DELETE")
 		// Browsers do not expand ce-*: name the request's own ce- headers.
 		allow := corsAllowHeaders
 		for _, name := range strings.Split(r.Header.Get("Access-Control-Request-Headers"), ",") {

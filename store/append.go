@@ -188,11 +188,16 @@ func (tx *Tx) append(ctx context.Context, tenant, stream string, expected Expect
 	if err := tx.check(); err != nil {
 		return AppendResult{}, err
 	}
-	s := tx.s
-	a, err := s.prepareAppend(tenant, stream, expected, events)
+	a, err := tx.s.prepareAppend(tenant, stream, expected, events)
 	if err != nil {
 		return AppendResult{}, err
 	}
+	return tx.appendPrepared(ctx, a)
+}
+
+// appendPrepared is tx.append of a prepared request.
+func (tx *Tx) appendPrepared(ctx context.Context, a *appendReq) (AppendResult, error) {
+	s, stream := tx.s, a.stream
 	if err := ctx.Err(); err != nil {
 		return AppendResult{}, wrapAppendErr(stream, err)
 	}
@@ -329,10 +334,13 @@ func (s *Store) appendLocked(a *appendReq, now int64) (AppendResult, error) {
 	err := move.QueryRowContext(bg, a.tenant, a.stream, n, now, lo, hi).Scan(&version)
 	if errors.Is(err, sql.ErrNoRows) {
 		// expected does not hold: nothing was written.
-		var current int64
-		err := st.streamVersion.QueryRowContext(bg, a.tenant, a.stream).Scan(&current)
+		var current, deleted int64
+		err := st.streamVersion.QueryRowContext(bg, a.tenant, a.stream).Scan(&current, &deleted)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return AppendResult{}, mapErr(err)
+		}
+		if deleted == deletedHard {
+			return AppendResult{}, fmt.Errorf("tenant %s: it was hard-deleted: %w", a.tenant, ErrStreamDeleted)
 		}
 		res, retry, err := s.retryResult(a, current)
 		if err != nil {
@@ -340,6 +348,9 @@ func (s *Store) appendLocked(a *appendReq, now int64) (AppendResult, error) {
 		}
 		if retry {
 			return res, errRetried
+		}
+		if deleted == deletedSoft {
+			current = 0 // a soft-deleted stream counts as absent
 		}
 		return AppendResult{}, &ConflictError{Tenant: a.tenant, Stream: a.stream, Expected: a.expected, Actual: current}
 	}

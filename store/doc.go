@@ -62,6 +62,7 @@
 //	streaminfo.go   Streams (by prefix, after, limit) and StreamInfo
 //	checkpoint.go   Checkpoint, tx.Checkpoint, tx.SetCheckpoint
 //	snapshots.go    LoadSnapshot, tx.SaveSnapshot
+//	lifecycle.go    s.Lifecycle(): delete and truncate a stream; tx.StreamEvents
 //	operations.go   the operations ledger: Operation, tx.Operation, tx.RecordOperation
 //	outbox.go       s.Outbox(): the outbox rows, dead letters, parked streams;
 //	                tx.MarkPublished, tx.RecordFailure, tx.DeadLetter

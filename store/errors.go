@@ -19,6 +19,9 @@ var (
 	ErrDuplicate = errors.New("duplicate event id")
 	// ErrNotFound: the stream (or other named thing) does not exist.
 	ErrNotFound = errors.New("not found")
+	// ErrStreamDeleted: the stream was hard-deleted: it is never written
+	// or read again. Permanent.
+	ErrStreamDeleted = errors.New("stream deleted")
 	// ErrBusy: the database stayed locked by another process past the busy
 	// timeout. Retryable.
 	ErrBusy = errors.New("database busy")

@@ -196,12 +196,15 @@ func (s *Store) streamExists(ctx context.Context, tenant, stream string) error {
 	if err := s.rdb.check(); err != nil {
 		return err
 	}
-	var v int64
-	err := s.reads.streamVersion.QueryRowContext(ctx, tenant, stream).Scan(&v)
-	if errors.Is(err, sql.ErrNoRows) {
+	var v, deleted int64
+	err := s.reads.streamVersion.QueryRowContext(ctx, tenant, stream).Scan(&v, &deleted)
+	switch {
+	case errors.Is(err, sql.ErrNoRows), err == nil && deleted == deletedSoft:
 		return fmt.Errorf("stream %q (tenant %s): %w", stream, tenant, ErrNotFound)
+	case err == nil && deleted == deletedHard:
+		return fmt.Errorf("stream %q (tenant %s): it was hard-deleted: %w", stream, tenant, ErrStreamDeleted)
 	}
-	return err
+	return mapErr(err)
 }
 
 // queryEvents runs a page query, the prepared st or else q, and returns
@@ -285,11 +288,15 @@ func (s *Store) prepareReads(ctx context.Context) error {
 		return st
 	}
 	s.reads = readStmts{
-		streamForward:  prep(selectStreamEvents + ` WHERE tenant = ? AND stream_id = ? AND version >= ? ORDER BY version LIMIT ?`),
-		streamBackward: prep(selectStreamEvents + ` WHERE tenant = ? AND stream_id = ? AND version <= ? ORDER BY version DESC LIMIT ?`),
-		all:            prep(selectEvents + ` WHERE position >= ? ORDER BY position LIMIT ?`),
-		allTenant:      prep(selectEvents + ` WHERE position >= ? AND tenant = ? ORDER BY position LIMIT ?`),
-		streamVersion:  prep(`SELECT version FROM streams WHERE tenant = ? AND stream_id = ?`),
+		// Reads start at the stream's first retained version (a truncate
+		// or a delete moved it); a stream without a row has none.
+		streamForward: prep(selectStreamEvents + ` WHERE tenant = ?1 AND stream_id = ?2
+			AND version >= max(?3, (SELECT first_version FROM streams WHERE tenant = ?1 AND stream_id = ?2)) ORDER BY version LIMIT ?4`),
+		streamBackward: prep(selectStreamEvents + ` WHERE tenant = ?1 AND stream_id = ?2 AND version <= ?3
+			AND version >= (SELECT first_version FROM streams WHERE tenant = ?1 AND stream_id = ?2) ORDER BY version DESC LIMIT ?4`),
+		all:           prep(selectEvents + ` WHERE position >= ? ORDER BY position LIMIT ?`),
+		allTenant:     prep(selectEvents + ` WHERE position >= ? AND tenant = ? ORDER BY position LIMIT ?`),
+		streamVersion: prep(`SELECT version, deleted FROM streams WHERE tenant = ? AND stream_id = ?`),
 	}
 	if err != nil {
 		return fmt.Errorf("store: prepare reads: %w", err)
@@ -412,15 +419,20 @@ func (s *Store) Head(ctx context.Context) (int64, error) {
 	return h, mapErr(err)
 }
 
-// StreamVersion returns a stream's version, 0 when it does not exist.
+// StreamVersion returns a stream's version, 0 when it does not exist or
+// was soft-deleted (it counts as absent), and an error matching
+// ErrStreamDeleted when it was hard-deleted.
 func (s *Store) StreamVersion(ctx context.Context, tenant, stream string) (int64, error) {
 	if err := s.rdb.check(); err != nil {
 		return 0, err
 	}
-	var v int64
-	err := s.reads.streamVersion.QueryRowContext(ctx, tenant, stream).Scan(&v)
-	if errors.Is(err, sql.ErrNoRows) {
+	var v, deleted int64
+	err := s.reads.streamVersion.QueryRowContext(ctx, tenant, stream).Scan(&v, &deleted)
+	switch {
+	case errors.Is(err, sql.ErrNoRows), err == nil && deleted == deletedSoft:
 		return 0, nil
+	case err == nil && deleted == deletedHard:
+		return 0, fmt.Errorf("stream %q (tenant %s): it was hard-deleted: %w", stream, tenant, ErrStreamDeleted)
 	}
 	return v, mapErr(err)
 }

@@ -16,7 +16,7 @@ type StreamInfo struct {
 	Stream  string
 	Version int64 // also its number of events: versions are gap free from 1
 	// FirstPosition and LastPosition are the global positions of the
-	// stream's first and newest events.
+	// stream's first retained (after a truncate) and newest events.
 	FirstPosition int64
 	LastPosition  int64
 	CreatedAt     time.Time
@@ -37,7 +37,7 @@ type StreamsOptions struct {
 }
 
 // Streams lists a tenant's streams in stream id order (byte order), page
-// by page as the caller iterates. At most one StreamsOptions is read.
+// by page as the caller iterates. Deleted streams are not listed. At most one StreamsOptions is read.
 func (s *Store) Streams(ctx context.Context, tenant string, opts ...StreamsOptions) iter.Seq2[StreamInfo, error] {
 	var o StreamsOptions
 	if len(opts) > 0 {
@@ -97,9 +97,9 @@ func (s *Store) streamsPage(ctx context.Context, tenant, from string, inclusive 
 	// The positions come from the UNIQUE(tenant, stream_id, version) index:
 	// two lookups per stream.
 	rows, err := s.rdb.QueryContext(ctx, `SELECT s.stream_id, s.version, s.created_at, s.updated_at,
-		COALESCE((SELECT position FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id AND e.version = 1), 0),
+		COALESCE((SELECT position FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id AND e.version = s.first_version), 0),
 		COALESCE((SELECT position FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id AND e.version = s.version), 0)
-		FROM streams s WHERE s.tenant = ? AND s.stream_id `+op+` ? ORDER BY s.stream_id LIMIT ?`, tenant, from, n)
+		FROM streams s WHERE s.tenant = ? AND s.stream_id `+op+` ? AND s.deleted = 0 ORDER BY s.stream_id LIMIT ?`, tenant, from, n)
 	if err != nil {
 		return nil, mapErr(err)
 	}

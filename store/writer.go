@@ -46,15 +46,18 @@ const (
 // ?5..?6, and the statement returns the new version; no row means the
 // expectation failed and nothing was written. createStream also creates
 // the stream (expectations that admit a new stream: any, no stream);
-// moveStream only moves an existing one (exists, an exact version).
+// moveStream only moves an existing one (exists, an exact version). A
+// soft-deleted stream counts as absent (version 0 for the check) and the
+// append revives it, continuing after the tombstone's version; a
+// hard-deleted one is never moved.
 const (
 	createStreamSQL = `INSERT INTO streams (tenant, stream_id, version, created_at, updated_at)
 	VALUES (?1, ?2, ?3, ?4, ?4)
-	ON CONFLICT (tenant, stream_id) DO UPDATE SET version = version + ?3, updated_at = ?4
-		WHERE version BETWEEN ?5 AND ?6
+	ON CONFLICT (tenant, stream_id) DO UPDATE SET version = version + ?3, updated_at = ?4, deleted = 0
+		WHERE deleted != 2 AND (CASE deleted WHEN 0 THEN version ELSE 0 END) BETWEEN ?5 AND ?6
 	RETURNING version`
 	moveStreamSQL = `UPDATE streams SET version = version + ?3, updated_at = ?4
-	WHERE tenant = ?1 AND stream_id = ?2 AND version BETWEEN ?5 AND ?6
+	WHERE tenant = ?1 AND stream_id = ?2 AND deleted = 0 AND version BETWEEN ?5 AND ?6
 	RETURNING version`
 )
 
@@ -87,7 +90,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		return st
 	}
 	s.stmts = writeStmts{
-		streamVersion: prep(`SELECT version FROM streams WHERE tenant = ? AND stream_id = ?`),
+		streamVersion: prep(`SELECT version, deleted FROM streams WHERE tenant = ? AND stream_id = ?`),
 		createStream:  prep(createStreamSQL),
 		moveStream:    prep(moveStreamSQL),
 		// The events of one append have consecutive positions.

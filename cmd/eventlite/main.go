@@ -92,8 +92,8 @@ var exitCodes = []struct {
 	{exitInternal, "internal error"},
 	{exitUsage, "usage: unknown command or flag, malformed flag value, wrong arguments"},
 	{exitConflict, "version conflict: the stream is not at the --expected version"},
-	{exitInvalid, "invalid input: a malformed event, data or stream id, or a reused event id; or a database file\n     eventlite will not use as it is: not an eventlite database, a newer schema, an older schema\n     for a command that only reads (run 'eventlite migrate'), another user's file it would lock out;\n     backup: DEST exists (without --force); restore: the database has events (without --force),\n     or SRC is not an eventlite database or fails its checks; effects approve/reject: the effect's\n     state does not allow it, or --args-hash is not the hash of its arguments"},
-	{exitNotFound, "not found: the stream (or the JetStream stream, the dead letter, the quarantined event or its projection or consumer, the effect, or the database file) does not exist"},
+	{exitInvalid, "invalid input: a malformed event, data or stream id, or a reused event id; a hard-deleted\n     stream; truncate beyond the stream's version; or a database file\n     eventlite will not use as it is: not an eventlite database, a newer schema, an older schema\n     for a command that only reads (run 'eventlite migrate'), another user's file it would lock out;\n     backup: DEST exists (without --force); restore: the database has events (without --force),\n     or SRC is not an eventlite database or fails its checks; effects approve/reject: the effect's\n     state does not allow it, or --args-hash is not the hash of its arguments"},
+	{exitNotFound, "not found: the stream, or a deleted one (or the JetStream stream, the dead letter, the quarantined event or its projection or consumer, the effect, or the database file) does not exist"},
 	{exitIncomplete, "work remains or needs a person: the job was interrupted before it finished"},
 	{exitBusy, "busy: the database stayed locked past the timeout; retry"},
 }
@@ -117,7 +117,7 @@ type runner interface {
 	run(ctx context.Context, c *cli, args []string) error
 }
 
-var commands = []*command{appendCommand, readCommand, tailCommand, streamsCommand, projectionsCommand, replayCommand, catalogCommand, relayCommand, serveCommand, dlqCommand, quarantineCommand, effectsCommand, doctorCommand, backupCommand, restoreCommand, migrateCommand, demoCommand, versionCommand}
+var commands = []*command{appendCommand, readCommand, deleteCommand, truncateCommand, tailCommand, streamsCommand, projectionsCommand, replayCommand, catalogCommand, relayCommand, serveCommand, dlqCommand, quarantineCommand, effectsCommand, doctorCommand, backupCommand, restoreCommand, migrateCommand, demoCommand, versionCommand}
 
 func lookup(name string) *command {
 	for _, cmd := range commands {
@@ -344,6 +344,8 @@ func classify(err error) (code int, msg string) {
 		// The *ConflictError's own text names the stream, expected and
 		// actual; the store's wrapping would repeat the stream.
 		return exitConflict, fmt.Sprintf("%v: read the stream and decide again, then append with --expected %s", ce, next)
+	case errors.Is(err, store.ErrStreamDeleted):
+		return exitInvalid, err.Error() + ": a hard-deleted stream is never written or read again; use another stream id"
 	case errors.Is(err, store.ErrInvalidEvent), errors.Is(err, store.ErrTooLarge), errors.Is(err, store.ErrDuplicate),
 		errors.Is(err, store.ErrIdempotencyMismatch):
 		return exitInvalid, err.Error()

@@ -1,0 +1,167 @@
+package serve_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/serve"
+	"github.com/eventlite/eventlite/store"
+)
+
+const streamPath = "/v1/tenants/default/streams/"
+
+// Bad input to DELETE and truncate answers a problem and changes nothing.
+func TestLifecycleBadInput(t *testing.T) {
+	ts := newServer(t, nil)
+	ts.appendN("default", "s", 3, "t")
+	ct := []string{"Content-Type", "application/json"}
+	for _, tc := range []struct {
+		method, path, body string
+		header             []string
+		status             int
+		name               string
+	}{
+		{"DELETE", streamPath + "nope", "", nil, 404, "stream-not-found"},
+		{"POST", streamPath + "nope/truncate", `{"before":2}`, ct, 404, "stream-not-found"},
+		{"POST", streamPath + "s/truncate", `{"before":4}`, ct, 400, "invalid-parameter"},
+		{"POST", streamPath + "s/truncate", `{"before":1}`, ct, 400, "invalid-parameter"},
+		{"POST", streamPath + "s/truncate", `{"before":2.5}`, ct, 400, "invalid-parameter"},
+		{"POST", streamPath + "s/truncate", `{}`, ct, 400, "invalid-body"},
+		{"POST", streamPath + "s/truncate", `{"before":2,"x":1}`, ct, 400, "invalid-body"},
+		{"POST", streamPath + "s/truncate", `{"before":2}`, nil, 415, "unsupported-media-type"},
+		{"POST", streamPath + "s/truncate", `{"before":2}`, append([]string{"If-Match", `"2"`}, ct...), 412, "version-conflict"},
+		{"POST", streamPath + "s/truncate", `{"before":2}`, append([]string{"If-None-Match", "*"}, ct...), 400, "invalid-precondition"},
+		{"DELETE", streamPath + "s?hard=yes", "", nil, 400, "invalid-parameter"},
+		{"DELETE", streamPath + "s", "", []string{"If-Match", `"2"`}, 412, "version-conflict"},
+		{"DELETE", streamPath + "s", "", []string{"If-None-Match", "*"}, 400, "invalid-precondition"},
+		{"DELETE", streamPath + "s", "", []string{"If-Match", "3"}, 400, "invalid-precondition"},
+		{"DELETE", "/v1/tenants/default/streams/s/events", "", nil, 405, "method-not-allowed"},
+	} {
+		var body []byte
+		if tc.body != "" {
+			body = []byte(tc.body)
+		}
+		r := ts.do(tc.method, tc.path, body, tc.header...)
+		p := r.wantProblem(t, tc.status, tc.name)
+		if tc.name == "invalid-parameter" && strings.Contains(tc.path, "truncate") && p["field"] != "before" {
+			t.Errorf("%s %s: field %v, want before", tc.method, tc.path, p["field"])
+		}
+		if ts.head() != 3 || len(ts.events("default", "s")) != 3 {
+			t.Fatalf("%s %s %s changed the store", tc.method, tc.path, tc.body)
+		}
+	}
+}
+
+func TestDeleteOverHTTP(t *testing.T) {
+	ts := newServer(t, &serve.Options{Tokens: []serve.Token{{Secret: "s3cret", Tenant: "default"}}})
+	auth := []string{"Authorization", "Bearer s3cret"}
+	for range 2 {
+		e, _ := envelope.New("t", nil)
+		e.Source = "/test"
+		if _, err := ts.s.Append(context.Background(), "default", "s", store.Any, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := ts.do("DELETE", streamPath+"s?reason=gdpr", nil, append([]string{"If-Match", `"2"`}, auth...)...)
+	if r.status != 200 || r.header.Get("ETag") != `"3"` || r.header.Get("Location") != streamPath+"s/events/3" {
+		t.Fatalf("delete: %d %v %s", r.status, r.header, r.body)
+	}
+	if m := r.json(t); m["version"] != 3.0 || m["first_position"] != "3" {
+		t.Fatalf("delete body %s", r.body)
+	}
+	var tomb store.StreamDeleted
+	var found bool
+	for e, err := range ts.s.ReadAll(context.Background(), store.ReadAllOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Type == store.TypeStreamDeleted {
+			found = json.Unmarshal(e.Data, &tomb) == nil
+		}
+	}
+	if !found || tomb.Reason != "gdpr" || tomb.Hard || strings.Contains(tomb.By, "s3cret") || tomb.By == "" {
+		t.Fatalf("tombstone %+v (found %v)", tomb, found)
+	}
+	ts.do("GET", streamPath+"s", nil, auth...).wantProblem(t, 404, "stream-not-found")
+	ts.do("GET", streamPath+"s/events", nil, auth...).wantProblem(t, 404, "stream-not-found")
+	ts.do("DELETE", streamPath+"s", nil, auth...).wantProblem(t, 404, "stream-not-found")
+	// exists or N conflict with actual 0, without an ETag.
+	post := func(id string, header ...string) response {
+		return ts.do("POST", streamEvents("default", "s"), structured(id, "t", ""), append(append([]string{"Content-Type", ctStructured}, auth...), header...)...)
+	}
+	r = post("x1", "If-Match", "*")
+	if p := r.wantProblem(t, 412, "version-conflict"); p["actual"] != 0.0 || r.header.Get("ETag") != "" {
+		t.Fatalf("If-Match * after a delete: %s %v", r.body, r.header)
+	}
+	r = post("x2", "If-None-Match", "*")
+	if r.status != 201 || r.header.Get("ETag") != `"4"` {
+		t.Fatalf("If-None-Match * after a tombstone at 3: %d %v %s", r.status, r.header, r.body)
+	}
+	// Hard.
+	r = ts.do("DELETE", streamPath+"s?hard=true", nil, auth...)
+	if r.status != 200 || r.header.Get("ETag") != `"5"` {
+		t.Fatalf("hard delete: %d %s", r.status, r.body)
+	}
+	ts.do("GET", streamPath+"s", nil, auth...).wantProblem(t, 410, "stream-deleted")
+	ts.do("GET", streamPath+"s/events", nil, auth...).wantProblem(t, 410, "stream-deleted")
+	ts.do("GET", streamPath+"s/events/1", nil, auth...).wantProblem(t, 410, "stream-deleted")
+	post("x3").wantProblem(t, 410, "stream-deleted")
+	ts.do("DELETE", streamPath+"s", nil, auth...).wantProblem(t, 410, "stream-deleted")
+	ts.do("POST", streamPath+"s/truncate", []byte(`{"before":2}`), append([]string{"Content-Type", "application/json"}, auth...)...).wantProblem(t, 410, "stream-deleted")
+	if ts.head() != 5 {
+		t.Fatalf("head %d, want 5: the log keeps the events and tombstones", ts.head())
+	}
+}
+
+func TestTruncateOverHTTP(t *testing.T) {
+	ts := newServer(t, nil)
+	ts.appendN("default", "s", 4, "t")
+	r := ts.do("POST", streamPath+"s/truncate", []byte(`{"before":3}`), "Content-Type", "application/json", "If-Match", `"4"`)
+	if r.status != 200 || r.header.Get("ETag") != `"5"` {
+		t.Fatalf("truncate: %d %v %s", r.status, r.header, r.body)
+	}
+	evs := ts.events("default", "s")
+	if len(evs) != 3 || evs[0].StreamVersion != 3 || evs[2].Type != store.TypeStreamTruncated || string(evs[2].Data) != `{"before":3}` {
+		t.Fatalf("stream after truncate: %d events", len(evs))
+	}
+	if m := ts.do("GET", streamPath+"s", nil).json(t); m["first_position"] != "3" || m["version"] != 5.0 {
+		t.Fatalf("stream after truncate: %v", m)
+	}
+	var got []envelopeEvent
+	if err := json.Unmarshal(ts.do("GET", streamPath+"s/events", nil).body, &got); err != nil || len(got) != 3 || got[0].StreamVersion != 3 {
+		t.Fatalf("read after truncate: %d events (%v)", len(got), err)
+	}
+	// The log keeps every event.
+	if ts.head() != 5 {
+		t.Fatalf("head %d, want 5", ts.head())
+	}
+}
+
+func TestCORSAllowsDelete(t *testing.T) {
+	ts := newServer(t, &serve.Options{CORSOrigins: []string{"http://app.test"}})
+	r := ts.do("OPTIONS", streamPath+"s", nil, "Origin", "http://app.test", "Access-Control-Request-Method", "DELETE")
+	if r.status != 204 || !strings.Contains(r.header.Get("Access-Control-Allow-Methods"), "DELETE") {
+		t.Fatalf("preflight: %d %v", r.status, r.header)
+	}
+}
+
+// A read-only token or another tenant's cannot delete or truncate.
+func TestLifecycleNeedsAWriteToken(t *testing.T) {
+	ts := newServer(t, &serve.Options{Tokens: []serve.Token{{Secret: "ro", Tenant: "default", ReadOnly: true}, {Secret: "other", Tenant: "acme"}}})
+	e, _ := envelope.New("t", nil)
+	e.Source = "/test"
+	if _, err := ts.s.Append(context.Background(), "default", "s", store.Any, e, func() envelopeEvent { x := e; x.ID = "second"; return x }()); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ secret, name string }{{"ro", "read-only"}, {"other", "tenant-forbidden"}} {
+		auth := []string{"Authorization", "Bearer " + tc.secret}
+		ts.do("DELETE", streamPath+"s", nil, auth...).wantProblem(t, 403, tc.name)
+		ts.do("POST", streamPath+"s/truncate", []byte(`{"before":2}`), append([]string{"Content-Type", "application/json"}, auth...)...).wantProblem(t, 403, tc.name)
+	}
+	if ts.head() != 2 || len(ts.events("default", "s")) != 2 {
+		t.Fatal("a refused request changed the stream")
+	}
+}

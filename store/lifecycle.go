@@ -1,0 +1,197 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/eventlite/eventlite/envelope"
+)
+
+// Lifecycle deletes and truncates streams, reached with Store.Lifecycle.
+// Each call appends a lifecycle event as the stream's next version, in one
+// transaction with what it changes (migration 0011), and returns that
+// append's result: the version and the ETag move. The stream's events and
+// the lifecycle events stay in the log: ReadAll, projections and the
+// relay see them.
+type Lifecycle struct{ s *Store }
+
+// Lifecycle returns the store's stream handle for deletes and truncates.
+func (s *Store) Lifecycle() *Lifecycle { return &Lifecycle{s: s} }
+
+// The lifecycle events' types.
+const (
+	// TypeStreamDeleted is the tombstone a delete appends; its data is
+	// StreamDeleted.
+	TypeStreamDeleted = envelope.ReservedTypePrefix + "stream.deleted"
+	// TypeStreamTruncated is the event a truncate appends; its data is
+	// StreamTruncated.
+	TypeStreamTruncated = envelope.ReservedTypePrefix + "stream.truncated"
+)
+
+// StreamDeleted is the data of an eventlite.stream.deleted event.
+type StreamDeleted struct {
+	Reason string `json:"reason"`
+	By     string `json:"by"`   // who deleted: the OS user or the token's tenant, never a secret
+	Hard   bool   `json:"hard"` // never writable again
+}
+
+// StreamTruncated is the data of an eventlite.stream.truncated event.
+type StreamTruncated struct {
+	Before int64 `json:"before"` // reads start at this version
+}
+
+// The streams.deleted column (migration 0011).
+const (
+	deletedSoft = 1
+	deletedHard = 2
+)
+
+// DeleteOptions say how to delete a stream.
+type DeleteOptions struct {
+	// Hard marks the stream as never writable (nor readable) again.
+	Hard bool
+	// Reason and By go into the tombstone; By names who deleted (the OS
+	// user, or the token's tenant), never a secret.
+	Reason, By string
+	// Expected is the condition on the stream's version; the zero value
+	// is Any, which still needs the stream to exist.
+	Expected Expected
+}
+
+// Delete deletes a tenant's stream: it appends an eventlite.stream.deleted
+// tombstone as its next version and drops its snapshots. The stream then
+// reads as not found (ErrNotFound) and counts as absent: an append with
+// NoStream or Any continues after the tombstone's version, one with
+// StreamExists or a version conflicts with actual 0. With Hard the
+// stream is never written or read again (ErrStreamDeleted).
+//
+// A stream that does not exist, or is already soft-deleted, is
+// ErrNotFound; a hard-deleted one ErrStreamDeleted; a failed expectation
+// a *ConflictError. Any error writes nothing.
+func (l *Lifecycle) Delete(ctx context.Context, tenant, stream string, opts DeleteOptions) (AppendResult, error) {
+	mark := int64(deletedSoft)
+	if opts.Hard {
+		mark = deletedHard
+	}
+	ev, err := envelope.New(TypeStreamDeleted, StreamDeleted{Reason: opts.Reason, By: opts.By, Hard: opts.Hard})
+	if err != nil {
+		return AppendResult{}, err
+	}
+	return l.apply(ctx, tenant, stream, opts.Expected, ev, 0, func(tx *Tx, res AppendResult) error {
+		_, err := tx.ExecContext(ctx, `UPDATE streams SET deleted = ?3, first_version = ?4
+			WHERE tenant = ?1 AND stream_id = ?2`, tenant, stream, mark, res.Version+1)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM snapshots WHERE tenant = ? AND stream_id = ?`, tenant, stream)
+		return err
+	})
+}
+
+// Truncate truncates a tenant's stream before version before (2 <= before
+// <= the stream's version, and not before the version its reads start at
+// already): it appends eventlite.stream.truncated {"before":before} as its
+// next version, and reads then start at before.
+// expected is the condition on the stream's version (Any still needs the
+// stream to exist). Another before is an *envelope.InvalidError
+// (field "before"); a stream that does not exist or is soft-deleted is
+// ErrNotFound, a hard-deleted one ErrStreamDeleted. Any error writes
+// nothing.
+func (l *Lifecycle) Truncate(ctx context.Context, tenant, stream string, before int64, expected Expected) (AppendResult, error) {
+	if err := l.s.rdb.check(); err != nil {
+		return AppendResult{}, err
+	}
+	if before < 2 {
+		return AppendResult{}, &envelope.InvalidError{Index: -1, Field: "before", Reason: fmt.Sprintf("%d is below 2: a truncate keeps versions from before on, and version 1 is the first already", before)}
+	}
+	ev, err := envelope.New(TypeStreamTruncated, StreamTruncated{Before: before})
+	if err != nil {
+		return AppendResult{}, err
+	}
+	return l.apply(ctx, tenant, stream, expected, ev, before, func(tx *Tx, res AppendResult) error {
+		_, err := tx.ExecContext(ctx, `UPDATE streams SET first_version = ?3
+			WHERE tenant = ?1 AND stream_id = ?2`, tenant, stream, before)
+		return err
+	})
+}
+
+// apply checks that the stream exists (and, with before > 0, that before
+// is at most its version), then appends ev and runs then in the same
+// transaction.
+func (l *Lifecycle) apply(ctx context.Context, tenant, stream string, expected Expected, ev envelope.Event, before int64, then func(*Tx, AppendResult) error) (AppendResult, error) {
+	s := l.s
+	ev.Source = "eventlite"
+	switch expected.kind {
+	case expectNoStream:
+		return AppendResult{}, &envelope.InvalidError{Index: -1, Field: "expected", Reason: "no stream never holds: a delete or truncate needs the stream to exist; pass Any, StreamExists or its version"}
+	case expectAny:
+		// The stream must exist: a lifecycle event never creates one.
+		expected = StreamExists
+	}
+	a, err := s.prepareAppendAs(true, tenant, stream, expected, []envelope.Event{ev})
+	if err != nil {
+		return AppendResult{}, err
+	}
+	var res AppendResult
+	err = s.Update(ctx, func(tx *Tx) error {
+		var version, deleted, first int64
+		err := tx.QueryRowContext(ctx, `SELECT version, deleted, first_version FROM streams WHERE tenant = ? AND stream_id = ?`, tenant, stream).Scan(&version, &deleted, &first)
+		switch {
+		case errors.Is(err, sql.ErrNoRows), err == nil && deleted == deletedSoft:
+			return fmt.Errorf("stream %q (tenant %s): %w", stream, tenant, ErrNotFound)
+		case err == nil && deleted == deletedHard:
+			return fmt.Errorf("stream %q (tenant %s): it was hard-deleted: %w", stream, tenant, ErrStreamDeleted)
+		case err != nil:
+			return mapErr(err)
+		}
+		if before > version {
+			return &envelope.InvalidError{Index: -1, Field: "before", Reason: fmt.Sprintf("%d is beyond the stream's version %d: truncate before a version it has", before, version)}
+		}
+		if before > 0 && before < first {
+			return &envelope.InvalidError{Index: -1, Field: "before", Reason: fmt.Sprintf("%d is before version %d, where reads of the stream start already: truncate before a version from %d to %d", before, first, first, version)}
+		}
+		r, err := tx.appendPrepared(ctx, a)
+		if err != nil {
+			return err
+		}
+		if err := then(tx, r); err != nil {
+			return err
+		}
+		res = r
+		return nil
+	})
+	if err != nil {
+		return AppendResult{}, err
+	}
+	return res, nil
+}
+
+// StreamEvents calls fn for each event of a tenant's stream with a version
+// from from to to (inclusive), in version order, as the transaction sees
+// the log: a truncate or a delete does not hide them. A read model that
+// handles eventlite.stream.truncated recounts what the stream retains
+// with it. fn's error stops the reading and is returned.
+func (tx *Tx) StreamEvents(ctx context.Context, tenant, stream string, from, to int64, fn func(envelope.Event) error) error {
+	if err := tx.check(); err != nil {
+		return err
+	}
+	rows, err := tx.s.wconn.QueryContext(ctx, selectStreamEvents+` WHERE tenant = ? AND stream_id = ? AND version BETWEEN ? AND ? ORDER BY version`,
+		tenant, stream, from, to)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer rows.Close()
+	sc := newStreamEventScanner(tenant, stream)
+	for rows.Next() {
+		e, err := sc.scan(rows)
+		if err != nil {
+			return err
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return mapErr(rows.Err())
+}
