@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/eventlite/eventlite/internal/tracing"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -16,10 +17,10 @@ const (
 	attrAggregate = attribute.Key("eventlite.aggregate")
 	attrCommand   = attribute.Key("eventlite.command")
 	attrCommandID = attribute.Key("eventlite.command.id")
-	attrTenant    = attribute.Key("eventlite.tenant")
-	attrStream    = attribute.Key("eventlite.stream")
+	attrTenant    = tracing.AttrTenant
+	attrStream    = tracing.AttrStream
 	attrAttempt   = attribute.Key("eventlite.attempt")
-	attrVersion   = attribute.Key("eventlite.stream.version")
+	attrVersion   = tracing.AttrVersion
 	attrReplayed  = attribute.Key("eventlite.replayed")
 )
 

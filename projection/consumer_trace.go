@@ -16,9 +16,9 @@ import (
 
 // Span attributes of the consumer's and the runner's spans.
 const (
-	attrTenant   = attribute.Key("eventlite.tenant")
-	attrStream   = attribute.Key("eventlite.stream")
-	attrVersion  = attribute.Key("eventlite.stream.version")
+	attrTenant   = tracing.AttrTenant
+	attrStream   = tracing.AttrStream
+	attrVersion  = tracing.AttrVersion
 	attrDecision = attribute.Key("eventlite.inbox.decision")
 	attrDrained  = attribute.Key("eventlite.inbox.released")
 	attrReason   = attribute.Key("eventlite.quarantine.reason")

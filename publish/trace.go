@@ -39,8 +39,8 @@ func WithHopHeaders(ctx context.Context, h []map[string]string) context.Context 
 
 // Span attributes of the relay's spans.
 const (
-	attrTenant   = attribute.Key("eventlite.tenant")
-	attrStream   = attribute.Key("eventlite.stream")
+	attrTenant   = tracing.AttrTenant
+	attrStream   = tracing.AttrStream
 	attrPosition = attribute.Key("eventlite.position")
 	attrSequence = attribute.Key("eventlite.broker.sequence")
 	attrDup      = attribute.Key("eventlite.duplicate")

@@ -17,9 +17,9 @@ import (
 // Span attributes eventlite sets beside the OpenTelemetry messaging
 // conventions.
 const (
-	attrTenant        = attribute.Key("eventlite.tenant")
-	attrStream        = attribute.Key("eventlite.stream")
-	attrVersion       = attribute.Key("eventlite.stream.version")
+	attrTenant        = tracing.AttrTenant
+	attrStream        = tracing.AttrStream
+	attrVersion       = tracing.AttrVersion
 	attrFirstPosition = attribute.Key("eventlite.position.first")
 	attrLastPosition  = attribute.Key("eventlite.position.last")
 )

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -23,6 +24,14 @@ import (
 
 // ScopeName is the instrumentation scope of every eventlite span.
 const ScopeName = "github.com/eventlite/eventlite"
+
+// Span attributes that several packages set, named once so that a trace
+// query over one works for all.
+const (
+	AttrTenant  = attribute.Key("eventlite.tenant")
+	AttrStream  = attribute.Key("eventlite.stream")
+	AttrVersion = attribute.Key("eventlite.stream.version")
+)
 
 // Names of the CloudEvents distributed-tracing extension attributes, which
 // are also the per-hop W3C headers.
