@@ -120,3 +120,31 @@ func BenchmarkBinaryHeaders(b *testing.B) {
 		}
 	})
 }
+
+// The ce-time header keeps any instant RFC 3339 can write, to the
+// nanosecond, an explicit 0001-01-01T00:00:00Z (Event.TimeSet) included;
+// an event without a time has no ce-time header.
+func TestBinaryHeadersKeepFarTimes(t *testing.T) {
+	for _, ts := range []string{"0001-01-01T00:00:00Z", "0001-01-01T00:00:00.000000001Z", "1677-09-21T00:00:00Z",
+		"2262-04-12T00:00:00Z", "9999-12-31T23:59:59.999999999Z"} {
+		at, err := time.Parse(time.RFC3339Nano, ts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := envelope.Event{ID: "x", Source: "urn:a", Type: "t", Time: at, TimeSet: true}
+		h, err := binaryHeaders(&e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := h.Get("ce-time"); got != ts {
+			t.Errorf("time %s: ce-time %q, want %q", ts, got, ts)
+		}
+	}
+	h, err := binaryHeaders(&envelope.Event{ID: "x", Source: "urn:a", Type: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := h["ce-time"]; ok {
+		t.Errorf("an event without a time has ce-time %q", v)
+	}
+}
