@@ -26,6 +26,7 @@ var readCommands = [][]string{
 	{"projections"},
 	{"dlq", "list"},
 	{"quarantine", "list"},
+	{"effects", "list"},
 	{"doctor"},
 }
 
