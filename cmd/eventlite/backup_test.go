@@ -80,8 +80,11 @@ func TestBackupCommand(t *testing.T) {
 		t.Fatalf("the refused DEST changed")
 	}
 	r = mustRun(t, "", "backup", dest, "--db", db, "--force")
-	if !strings.Contains(r.stdout, "45 events") || !strings.Contains(r.stdout, "head position 45") {
-		t.Errorf("backup --force printed %q", r.stdout)
+	// What it holds: events, streams, head position, size, time taken.
+	for _, want := range []string{"45 events", "in 10 streams", "head position 45", " KiB, in ", "MB/s"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("backup --force printed %q, without %q", r.stdout, want)
+		}
 	}
 
 	// No database: exit 5, nothing created.
