@@ -382,6 +382,7 @@ func TestLitestreamRecipe(t *testing.T) {
 		t.Logf("Litestream's tables in the replica: %v", tables)
 	}
 	mustRun(t, "", "doctor", "--db", final.path)
+	mustRun(t, "", "backup", filepath.Join(t.TempDir(), "backup.db"), "--db", final.path)
 	r := mustRun(t, "", "restore", final.path, "--db", live, "--force", "--json")
 	var out map[string]any
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
