@@ -142,8 +142,10 @@ type replicaFacts struct {
 	head   int64
 }
 
+// TestLitestreamRecipe is not parallel: Litestream and four writers load
+// the machine, and the package's parallel tests have timing bounds of
+// their own (relay's --timeout runs).
 func TestLitestreamRecipe(t *testing.T) {
-	t.Parallel()
 	ls := litestreamPath(t)
 	ctx := t.Context()
 	seed := time.Now().UnixNano()
