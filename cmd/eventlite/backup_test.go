@@ -80,8 +80,11 @@ func TestBackupCommand(t *testing.T) {
 		t.Fatalf("the refused DEST changed")
 	}
 	r = mustRun(t, "", "backup", dest, "--db", db, "--force")
-	if !strings.Contains(r.stdout, "45 events") || !strings.Contains(r.stdout, "head position 45") {
-		t.Errorf("backup --force printed %q", r.stdout)
+	// What it holds: events, streams, head position, size, time taken.
+	for _, want := range []string{"45 events", "in 10 streams", "head position 45", " KiB, in ", "MB/s"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("backup --force printed %q, without %q", r.stdout, want)
+		}
 	}
 
 	// No database: exit 5, nothing created.
@@ -251,5 +254,38 @@ func TestBackupHelp(t *testing.T) {
 	r = mustRun(t, "", "help", "restore")
 	if !strings.Contains(r.stdout, "Usage: eventlite restore SRC [--force]") {
 		t.Errorf("help restore:\n%s", r.stdout)
+	}
+}
+
+// TestCopyReporter checks the progress a backup or restore shows on
+// stderr: a bar on a terminal that names the phase and reaches the total,
+// nothing between the few-seconds lines otherwise.
+func TestCopyReporter(t *testing.T) {
+	t.Parallel()
+	steps := []store.BackupProgress{
+		{Phase: store.PhaseCopy, Pages: 0, TotalPages: 256, PageSize: 4096},
+		{Phase: store.PhaseCopy, Pages: 128, TotalPages: 256, PageSize: 4096},
+		{Phase: store.PhaseCopy, Pages: 256, TotalPages: 256, PageSize: 4096},
+		{Phase: store.PhaseVerify, Pages: 256, TotalPages: 256, PageSize: 4096},
+	}
+	var tty strings.Builder
+	r := &copyReporter{c: &cli{stderr: &tty}, name: "backup", tty: true}
+	for _, p := range steps {
+		r.progress(p)
+	}
+	r.finish()
+	for _, want := range []string{"backup: copy", "backup: verify", "100%"} {
+		if !strings.Contains(tty.String(), want) {
+			t.Errorf("the bar on a terminal lacks %q:\n%q", want, tty.String())
+		}
+	}
+	var plain strings.Builder
+	r = newCopyReporter(&cli{stderr: &plain}, "restore")
+	for _, p := range steps {
+		r.progress(p)
+	}
+	r.finish()
+	if plain.Len() != 0 {
+		t.Errorf("not a terminal: a progress line within the first seconds: %q", plain.String())
 	}
 }
