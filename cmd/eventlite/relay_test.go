@@ -113,9 +113,9 @@ func TestRelayCommandBrokerDown(t *testing.T) {
 	srv.Shutdown()
 	db := newDB(t)
 	appendN(t, db, "s", 2)
-	r := run(t, "", "relay", "--to", url, "--once", "--timeout", "700ms", "--db", db)
+	r := run(t, "", "relay", "--to", url, "--once", "--timeout", "3s", "--db", db)
 	if r.code != exitIncomplete || !strings.Contains(r.stderr, "2 outbox row(s) still pending") || !strings.Contains(r.stderr, "unreachable") ||
-		!strings.Contains(r.stderr, "--timeout 700ms") {
+		!strings.Contains(r.stderr, "--timeout 3s") {
 		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 	// Nothing was counted against the events.
