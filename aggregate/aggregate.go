@@ -196,7 +196,7 @@ func (h *Handler[S]) Load(ctx context.Context, tenant, stream string) (S, int64,
 	}
 	state, version := h.initial(), int64(0)
 	if h.def.SnapshotEvery > 0 {
-		snap, ok, err := h.store.LoadSnapshot(ctx, tenant, stream, h.def.SnapshotSchema)
+		snap, ok, err := h.store.Aggregates().LoadSnapshot(ctx, tenant, stream, h.def.SnapshotSchema)
 		if err != nil {
 			return state, 0, err
 		}
@@ -257,7 +257,7 @@ func (h *Handler[S]) handle(ctx context.Context, cmd Command) (Result, error) {
 		}
 		op = &store.Operation{Tenant: cmd.Tenant, ID: cmd.OperationID, Type: h.def.Name + "." + typeName(cmd.Payload), InputHash: hash}
 		// Fast path for a retry: the ledger already has the answer.
-		if stored, ok, err := h.store.Operation(ctx, cmd.Tenant, cmd.OperationID); err != nil {
+		if stored, ok, err := h.store.Aggregates().Operation(ctx, cmd.Tenant, cmd.OperationID); err != nil {
 			return Result{}, err
 		} else if ok {
 			return replay(stored, *op)
@@ -295,7 +295,7 @@ func (h *Handler[S]) attempt(ctx context.Context, cmd Command, op *store.Operati
 		if op != nil {
 			// The same operation may have just been carried out by a
 			// concurrent call: its result is the answer, not a conflict.
-			if stored, ok, err := h.store.Operation(ctx, cmd.Tenant, cmd.OperationID); err != nil {
+			if stored, ok, err := h.store.Aggregates().Operation(ctx, cmd.Tenant, cmd.OperationID); err != nil {
 				return Result{}, err
 			} else if ok {
 				return replay(stored, *op)

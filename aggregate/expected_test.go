@@ -121,7 +121,7 @@ func TestCommandExpectedWithOperationID(t *testing.T) {
 	if calls != 0 || streamLen(t, s, "default", "c") != 2 {
 		t.Fatalf("Decide ran %d times, stream has %d events; want 0 and 2", calls, streamLen(t, s, "default", "c"))
 	}
-	if _, ok, err := s.Operation(ctx, "default", "op-1"); err != nil || ok {
+	if _, ok, err := s.Aggregates().Operation(ctx, "default", "op-1"); err != nil || ok {
 		t.Fatalf("operation recorded = %v, %v; want nothing recorded", ok, err)
 	}
 	cmd.Expected = store.Exact(2)

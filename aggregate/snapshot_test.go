@@ -80,7 +80,7 @@ func TestSnapshotIsUsedAndSchemaChecked(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	snap, ok, err := s.LoadSnapshot(ctx, "default", "c", 1)
+	snap, ok, err := s.Aggregates().LoadSnapshot(ctx, "default", "c", 1)
 	if err != nil || !ok || snap.Version != 5 {
 		t.Fatalf("snapshot after 7 events with every 5: %+v %v %v", snap, ok, err)
 	}

@@ -203,7 +203,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 
 	// Counting queries, one read transaction: a scrape lists no row.
-	if n, err := c.s.Counts(ctx); err != nil {
+	if n, err := c.s.Inventory().Counts(ctx); err != nil {
 		fail(mQuarantined, "counts", err)
 	} else {
 		emit(mQuarantined, float64(n.Quarantined))

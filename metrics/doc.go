@@ -13,10 +13,10 @@
 //
 // The collector adds only eventlite's own metrics: the Go runtime's and
 // the process's are the service's to register (the CLI registers both).
-// A scrape runs a fixed number of counting queries (store.Counts,
-// store.OutboxStats, projection.AllStats): it lists no dead letter,
-// quarantined or deferred event, conflict or effect, so its cost hardly
-// grows with their number.
+// A scrape runs a fixed number of counting queries (the store's
+// Inventory().Counts and Outbox().Stats, projection.AllStats): it lists
+// no dead letter, quarantined or deferred event, conflict or effect, so
+// its cost hardly grows with their number.
 //
 // The log:
 //

@@ -48,7 +48,7 @@ func (r *Runner) retryPass(ctx context.Context, lease store.Lease) error {
 	if err != nil || len(qs) == 0 {
 		return err
 	}
-	cp, err := r.s.Checkpoint(ctx, r.p.Name)
+	cp, err := r.s.Projections().Checkpoint(ctx, r.p.Name)
 	if err != nil {
 		return err
 	}

@@ -163,7 +163,7 @@ func (r *Runner) CatchUp(ctx context.Context) (int64, error) {
 	if err := r.follow(ctx, h, false); err != nil {
 		return 0, err
 	}
-	return r.s.Checkpoint(ctx, r.p.Name)
+	return r.s.Projections().Checkpoint(ctx, r.p.Name)
 }
 
 // releaseTimeout bounds the release on exit, which runs after ctx ended.
@@ -265,7 +265,7 @@ func (r *Runner) follow(ctx context.Context, h *leasing.Holder, live bool) error
 // transaction, then applies them and moves the checkpoint in one fenced
 // transaction. It returns how far the checkpoint moved (0 at the head).
 func (r *Runner) batch(ctx context.Context, lease store.Lease) (int64, error) {
-	cp, err := r.s.Checkpoint(ctx, r.p.Name)
+	cp, err := r.s.Projections().Checkpoint(ctx, r.p.Name)
 	if err != nil {
 		return 0, err
 	}

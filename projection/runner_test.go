@@ -183,7 +183,7 @@ func TestHandlerFailureStopsThenResumes(t *testing.T) {
 	if calls != 3 {
 		t.Errorf("handler tried %d times, want 3 (bounded)", calls)
 	}
-	if cp, _ := s.Checkpoint(ctx, "fragile"); cp != 6 {
+	if cp, _ := s.Projections().Checkpoint(ctx, "fragile"); cp != 6 {
 		t.Errorf("checkpoint %d, want 6 (just before the failing event)", cp)
 	}
 	st, _ := projection.StatsFor(ctx, s, "fragile")
@@ -380,7 +380,7 @@ func TestHandlerFailureSingleAttempt(t *testing.T) {
 	if calls != 1 {
 		t.Errorf("handler tried %d times, want 1", calls)
 	}
-	if cp, _ := s.Checkpoint(ctx, "once"); cp != 2 {
+	if cp, _ := s.Projections().Checkpoint(ctx, "once"); cp != 2 {
 		t.Errorf("checkpoint %d, want 2", cp)
 	}
 }

@@ -31,7 +31,7 @@ func WaitFor(ctx context.Context, s *store.Store, projection string, position in
 	}
 	for {
 		changed := s.Changed()
-		cp, err := s.Checkpoint(ctx, projection)
+		cp, err := s.Projections().Checkpoint(ctx, projection)
 		if err != nil {
 			return err
 		}

@@ -328,7 +328,7 @@ func TestTypedUndecodableData(t *testing.T) {
 			if !strings.Contains(err.Error(), "the event's data is at fault") {
 				t.Errorf("message %q does not say the data is at fault", err)
 			}
-			if cp, _ := s.Checkpoint(ctx, "accounts"); cp != bad.Position-1 {
+			if cp, _ := s.Projections().Checkpoint(ctx, "accounts"); cp != bad.Position-1 {
 				t.Errorf("checkpoint %d; want %d, just before the event", cp, bad.Position-1)
 			}
 			if got := readAccounts(t, s, "accounts"); len(got) != 1 || got[0].Cents != 500 {

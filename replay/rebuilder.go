@@ -93,7 +93,7 @@ func (r *rebuilder) run(ctx context.Context) (Result, error) {
 	if r.o.DryRun {
 		// Compare at the live checkpoint: a live read model that lags is
 		// behind, not drifted.
-		live, err := r.s.Checkpoint(ctx, r.p.Name)
+		live, err := r.s.Projections().Checkpoint(ctx, r.p.Name)
 		if err != nil {
 			return res, err
 		}
@@ -558,7 +558,7 @@ func (r *rebuilder) settleTx(ctx context.Context, tx *store.Tx, cp int64) error 
 // one transaction, brings it exactly there and compares every table with
 // its live twin, then drops the shadow.
 func (r *rebuilder) compare(ctx context.Context, watermark int64, res *Result) error {
-	live := func() (int64, error) { return r.s.Checkpoint(ctx, r.p.Name) }
+	live := func() (int64, error) { return r.s.Projections().Checkpoint(ctx, r.p.Name) }
 	for attempt := 1; ; attempt++ {
 		r.phase = PhaseCatchUp
 		if err := r.catchUp(ctx, watermark, live); err != nil {

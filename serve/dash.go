@@ -26,7 +26,7 @@ type statsJSON struct {
 
 // stats answers GET /v1/stats (tenant "") and GET .../stats.
 func (h *Handler) stats(w http.ResponseWriter, r *http.Request, tenant string) {
-	st, err := h.s.Stats(r.Context(), tenant)
+	st, err := h.s.Inventory().Stats(r.Context(), tenant)
 	if err != nil {
 		writeProblem(w, problemFor(err, tenant, "", nil))
 		return
@@ -51,7 +51,7 @@ func (h *Handler) listTenants(w http.ResponseWriter, r *http.Request) {
 		Session  bool     `json:"session"`
 	}{All: a.all || a.tenant == AllTenants, ReadOnly: a.readOnly, Session: a.cookie}
 	if out.All {
-		ts, err := h.s.Tenants(r.Context())
+		ts, err := h.s.Inventory().Tenants(r.Context())
 		if err != nil {
 			writeProblem(w, problemFor(err, "", "", nil))
 			return

@@ -33,7 +33,7 @@ func TestIdempotencyKey(t *testing.T) {
 	if n := len(ts.events("default", "s")); n != 1 {
 		t.Fatalf("%d events after a retry, want 1", n)
 	}
-	op, ok, err := ts.s.Operation(ctx, "default", "http:k1")
+	op, ok, err := ts.s.Aggregates().Operation(ctx, "default", "http:k1")
 	if err != nil || !ok || op.Type != "http.append" {
 		t.Errorf("ledger: %+v %v %v", op, ok, err)
 	}
@@ -42,7 +42,7 @@ func TestIdempotencyKey(t *testing.T) {
 
 	// A 4xx is not recorded: the same request is evaluated again.
 	post("k2", []byte(`{"n":3}`), "If-Match", `"2"`).wantProblem(t, 412, "version-conflict")
-	if _, ok, _ := ts.s.Operation(ctx, "default", "http:k2"); ok {
+	if _, ok, _ := ts.s.Aggregates().Operation(ctx, "default", "http:k2"); ok {
 		t.Error("a 412 was recorded")
 	}
 	post("k3", []byte(`{"n":4}`))
@@ -120,7 +120,7 @@ func TestIdempotencyKeyManyAndLong(t *testing.T) {
 		t.Fatalf("long key: %d %s", r.status, r.body)
 	}
 	sum := sha256.Sum256([]byte(long))
-	if _, ok, err := ts.s.Operation(ctx, "default", "http:sha256:"+hex.EncodeToString(sum[:])); !ok || err != nil {
+	if _, ok, err := ts.s.Aggregates().Operation(ctx, "default", "http:sha256:"+hex.EncodeToString(sum[:])); !ok || err != nil {
 		t.Errorf("long key not recorded by its hash: %v", err)
 	}
 	if r := ts.do("POST", streamEvents("default", "c"), structured("l1", "t", ""), "Content-Type", ctStructured, "Idempotency-Key", long); r.header.Get("Idempotent-Replayed") != "true" {

@@ -15,7 +15,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// BackupOptions configures Backup and Store.Backup. nil means the
+// BackupOptions configures Backup. nil means the
 // defaults.
 type BackupOptions struct {
 	// Force replaces a file at the destination. Default false: an
@@ -82,15 +82,6 @@ func stepDefaults(pages int, busy time.Duration) (int, time.Duration) {
 	return pages, busy
 }
 
-// Backup writes a consistent copy of the store's file to dest while
-// appends go on; see the package function Backup.
-func (s *Store) Backup(ctx context.Context, dest string, opts *BackupOptions) (BackupResult, error) {
-	if err := s.rdb.check(); err != nil {
-		return BackupResult{}, err
-	}
-	return Backup(ctx, s.path, dest, opts)
-}
-
 // Backup writes a consistent copy of the eventlite database at src to
 // dest, while other connections and processes go on appending to src.
 //
@@ -105,6 +96,10 @@ func (s *Store) Backup(ctx context.Context, dest string, opts *BackupOptions) (B
 // snapshot's head position, event count and position sequence — and only
 // then renamed to dest. A backup that fails or is killed leaves no file at
 // dest (a killed one may leave its temporary file: delete it).
+//
+// A service backs up the store it has open with Backup(ctx, s.Path(),
+// dest, opts): the copy is made on connections of its own, beside the
+// store's.
 //
 // src is opened without migrating or otherwise changing it. A missing src
 // is ErrNotFound; one that is not an eventlite database ErrNotEventlite;

@@ -7,15 +7,17 @@ import (
 	"fmt"
 )
 
-// Checkpoint returns the position a named reader has applied up to, 0 when
-// it has none.
-func (s *Store) Checkpoint(ctx context.Context, name string) (int64, error) {
-	var p int64
-	err := s.rdb.QueryRowContext(ctx, `SELECT position FROM checkpoints WHERE name = ?`, name).Scan(&p)
+// Checkpoint returns the position the named projection has applied up
+// to, 0 when it has none. It reads the read pool: inside an Update
+// closure, read tx.Checkpoint.
+func (p *Projections) Checkpoint(ctx context.Context, name string) (int64, error) {
+	s := p.s
+	var pos int64
+	err := s.rdb.QueryRowContext(ctx, `SELECT position FROM checkpoints WHERE name = ?`, name).Scan(&pos)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}
-	return p, mapErr(err)
+	return pos, mapErr(err)
 }
 
 // Checkpoint reads a checkpoint inside an Update closure.

@@ -32,7 +32,8 @@ type Counts struct {
 // Counts counts the open quarantine entries, deferred events, unresolved
 // version conflicts, effects by state and kind, and the oldest request
 // for approval.
-func (s *Store) Counts(ctx context.Context) (Counts, error) {
+func (inv *Inventory) Counts(ctx context.Context) (Counts, error) {
+	s := inv.s
 	c := Counts{Effects: map[EffectState]int64{}, EffectsByKind: map[EffectKind]map[EffectState]int64{}}
 	wrap := func(err error) error { return fmt.Errorf("counts: %w", mapErr(err)) }
 	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})

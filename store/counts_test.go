@@ -21,7 +21,7 @@ func TestCounts(t *testing.T) {
 	ctx := context.Background()
 	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	s := storetest.MustOpen(t, &store.Options{Now: clock.Now})
-	got, err := s.Counts(ctx)
+	got, err := s.Inventory().Counts(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestCounts(t *testing.T) {
 		}
 		clock.Advance(90 * time.Second)
 	}
-	got, err = s.Counts(ctx)
+	got, err = s.Inventory().Counts(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	closed.Close()
-	if _, err := closed.Counts(ctx); !errors.Is(err, store.ErrClosed) {
+	if _, err := closed.Inventory().Counts(ctx); !errors.Is(err, store.ErrClosed) {
 		t.Errorf("Counts on a closed store: %v, want ErrClosed", err)
 	}
 }

@@ -47,8 +47,10 @@
 // Update closure.
 //
 // The package, file by file. *Store (store.go) keeps what a service
-// calls: Open, Close, Append, the reads, Update, View, Changed, Diagnose,
-// CheckInvariants; the rest sits in small handles reached from it, and
+// calls: Open, Close, Append, the reads, Update, View, Changed, Done,
+// Path, Diagnose, CheckInvariants; the rest sits in small handles reached
+// from it (Outbox, Effects, Consumers, Leases, Projections, Rebuilds,
+// Lifecycle, Aggregates, Inventory), and
 // operations that only make sense inside a write transaction are methods
 // of *Tx (tx.go). New features add handles, not Store methods.
 //
@@ -58,12 +60,14 @@
 //	tx.go, view.go  Update and *Tx, View and *ReadTx
 //	append.go       Append, tx.Append, Expected
 //	trace.go        the append span, the traceparent/tracestate extension, LatencyObserver
-//	read.go         ReadStream, ReadAll, Head, StreamVersion
+//	read.go         ReadStream, ReadAll, Head, StreamVersion, EventByID
 //	streaminfo.go   Streams (by prefix, after, limit) and StreamInfo
-//	checkpoint.go   Checkpoint, tx.Checkpoint, tx.SetCheckpoint
-//	snapshots.go    LoadSnapshot, tx.SaveSnapshot
+//	checkpoint.go   Projections.Checkpoint(s), tx.Checkpoint, tx.SetCheckpoint
+//	aggregates.go   s.Aggregates(): what package aggregate keeps beside the
+//	                events; snapshots.go: LoadSnapshot, tx.SaveSnapshot;
+//	                operations.go, the operation ledger: Operation,
+//	                tx.Operation, tx.RecordOperation
 //	lifecycle.go    s.Lifecycle(): delete and truncate a stream; tx.StreamEvents
-//	operations.go   the operations ledger: Operation, tx.Operation, tx.RecordOperation
 //	outbox.go       s.Outbox(): the outbox rows, dead letters, parked streams;
 //	                tx.MarkPublished, tx.RecordFailure, tx.DeadLetter
 //	effects.go      s.Effects(): the effect ledger (reserve, begin, complete...)
@@ -79,13 +83,19 @@
 //	rebuild.go      s.Rebuilds(): rebuild bookkeeping (tx.SaveRebuild...)
 //	tables.go       read-model tables: tx.TableExists, tx.DropTable,
 //	                tx.RenameTable, tx.CompareTables
+//	inventory.go    s.Inventory(): what the file holds, counted, as a
+//	                dashboard and a metrics scrape read it: Stats (the
+//	                store's or a tenant's), Tenants; counts.go: Counts of
+//	                the consumer and effect queues
 //	doctor.go       Diagnose; invariants.go CheckInvariants
 //	backup.go, restore.go, inspect.go, migrate.go, readonly.go, access.go
 //	                the file: backup, restore, inspect, schema, modes, owner
 //	errors.go       the sentinel and typed errors
 //
 // Backup copies a live file consistently (SQLite's backup API in one read
-// transaction), verifies the copy and only then renames it into place;
+// transaction; a service backs up its open store with Backup(ctx,
+// s.Path(), dest, opts)), verifies the copy and only then renames it into
+// place;
 // Restore copies a checked backup into a file in place, under its write
 // lock, keeping the position sequence above every position the old file
 // handed out (backup.go).

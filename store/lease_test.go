@@ -58,7 +58,7 @@ func TestLeaseFencing(t *testing.T) {
 	if _, err := s.Leases().Renew(ctx, a); !errors.Is(err, store.ErrStaleFence) {
 		t.Fatalf("stale holder renewed: %v", err)
 	}
-	if p, _ := s.Checkpoint(ctx, "p"); p != 5 {
+	if p, _ := s.Projections().Checkpoint(ctx, "p"); p != 5 {
 		t.Errorf("checkpoint %d after a refused write, want 5", p)
 	}
 	// A stale release leaves b's lease alone; b's release frees it at once.

@@ -64,7 +64,7 @@ func TestSoftDelete(t *testing.T) {
 	if v, err := s.StreamVersion(ctx, "default", "order-1"); v != 0 || err != nil {
 		t.Fatalf("StreamVersion after soft delete = %d, %v; want 0", v, err)
 	}
-	if _, ok, err := s.LoadSnapshot(ctx, "default", "order-1", 1); ok || err != nil {
+	if _, ok, err := s.Aggregates().LoadSnapshot(ctx, "default", "order-1", 1); ok || err != nil {
 		t.Fatalf("snapshot survived the delete (%v)", err)
 	}
 	// The events and the tombstone stay in the log.

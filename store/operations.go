@@ -76,7 +76,8 @@ func scanOperation(row *sql.Row, tenant, id string) (Operation, bool, error) {
 
 // Operation reads a ledger row from the read pool. It may be stale by the
 // time the caller acts: decide inside Update with tx.Operation.
-func (s *Store) Operation(ctx context.Context, tenant, id string) (Operation, bool, error) {
+func (a *Aggregates) Operation(ctx context.Context, tenant, id string) (Operation, bool, error) {
+	s := a.s
 	if err := validateOperation(tenant, id); err != nil {
 		return Operation{}, false, err
 	}

@@ -436,3 +436,22 @@ func (s *Store) StreamVersion(ctx context.Context, tenant, stream string) (int64
 	}
 	return v, mapErr(err)
 }
+
+// EventByID reads the tenant's event with this CloudEvents id. An unknown
+// id is ErrNotFound.
+func (s *Store) EventByID(ctx context.Context, tenant, id string) (envelope.Event, error) {
+	if err := envelope.ValidateTenant(tenant); err != nil {
+		return envelope.Event{}, err
+	}
+	if err := s.rdb.check(); err != nil {
+		return envelope.Event{}, err
+	}
+	e, err := scanEvent(s.rdb.QueryRowContext(ctx, selectEvents+` WHERE tenant = ? AND event_id = ?`, tenant, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return envelope.Event{}, fmt.Errorf("event %q of tenant %q: %w", id, tenant, ErrNotFound)
+	}
+	if err != nil {
+		return envelope.Event{}, fmt.Errorf("event %q of tenant %q: %w", id, tenant, mapErr(err))
+	}
+	return e, nil
+}

@@ -22,7 +22,8 @@ type Snapshot struct {
 // LoadSnapshot returns the stream's snapshot of the given state schema
 // version, if there is one. Snapshots of other schema versions are never
 // returned: the caller cannot trust them.
-func (s *Store) LoadSnapshot(ctx context.Context, tenant, stream string, schemaVersion int) (Snapshot, bool, error) {
+func (a *Aggregates) LoadSnapshot(ctx context.Context, tenant, stream string, schemaVersion int) (Snapshot, bool, error) {
+	s := a.s
 	snap := Snapshot{Tenant: tenant, Stream: stream, SchemaVersion: schemaVersion}
 	var created int64
 	err := s.rdb.QueryRowContext(ctx, `SELECT version, state, created_at FROM snapshots
