@@ -28,7 +28,7 @@ func TestHelperProcess(t *testing.T) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	r, err := projection.NewRunner(s, countingProjection("crashy", nil), &projection.RunnerOptions{BatchSize: 37, LeaseTTL: 400 * time.Millisecond})
+	r, err := projection.NewRunner(s, countingProjection("crashy", nil), &projection.RunnerOptions{BatchSize: 37, LeaseTTL: 2 * time.Second})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -235,7 +235,7 @@ func TestOneActiveRunner(t *testing.T) {
 	s := storetest.MustOpen(t, nil)
 	appendN(t, s, "a", 50)
 	p := countingProjection("shared", nil)
-	opts := &projection.RunnerOptions{LeaseTTL: 300 * time.Millisecond}
+	opts := &projection.RunnerOptions{LeaseTTL: 2 * time.Second}
 	ctx1, stop1 := context.WithCancel(ctx)
 	r1, _ := projection.NewRunner(s, p, &projection.RunnerOptions{LeaseTTL: opts.LeaseTTL, Owner: "one"})
 	r2, _ := projection.NewRunner(s, p, &projection.RunnerOptions{LeaseTTL: opts.LeaseTTL, Owner: "two"})
