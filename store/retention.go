@@ -51,6 +51,9 @@ func (p RetentionPolicy) validate() error {
 // limit p leaves at zero is no limit. A negative limit, or none at all,
 // is an *envelope.InvalidError and stores nothing.
 func (l *Lifecycle) SetRetention(ctx context.Context, p RetentionPolicy) error {
+	if err := l.s.rdb.check(); err != nil {
+		return err
+	}
 	if err := p.validate(); err != nil {
 		return err
 	}
