@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/serve"
@@ -163,5 +164,39 @@ func TestLifecycleNeedsAWriteToken(t *testing.T) {
 	}
 	if ts.head() != 2 || len(ts.events("default", "s")) != 2 {
 		t.Fatal("a refused request changed the stream")
+	}
+}
+
+// After a scavenge removed an event, appending its id again is 409, as
+// before the removal (guarantee 5).
+func TestRemovedEventIDIsAConflict(t *testing.T) {
+	ctx := context.Background()
+	ts := newServer(t, nil)
+	ts.appendN("default", "s", 3, "t") // ids s-t-0 .. s-t-2
+	if r := ts.do("POST", streamPath+"s/truncate", []byte(`{"before":3}`), "Content-Type", "application/json"); r.status != 200 {
+		t.Fatalf("truncate: %d %s", r.status, r.body)
+	}
+	lease, err := ts.s.Leases().Acquire(ctx, "relay", "test", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := ts.s.Outbox().Read(ctx, store.OutboxReadOptions{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pub []store.Published
+	for _, r := range rows {
+		pub = append(pub, store.Published{Position: r.Event.Position})
+	}
+	if err := ts.s.Update(ctx, func(tx *store.Tx) error { _, err := tx.MarkPublished(ctx, lease, pub); return err }); err != nil {
+		t.Fatal(err)
+	}
+	res, err := ts.s.Lifecycle().Scavenge(ctx, store.ScavengeOptions{})
+	if err != nil || res.Removed != 2 {
+		t.Fatalf("scavenge: removed %d (%v)", res.Removed, err)
+	}
+	for _, stream := range []string{"s", "other"} {
+		r := ts.do("POST", "/v1/tenants/default/streams/"+stream+"/events", structured("s-t-0", "t", "0"), "Content-Type", "application/cloudevents+json")
+		r.wantProblem(t, 409, "duplicate-event-id")
 	}
 }

@@ -63,6 +63,10 @@
 //	checkpoint.go   Checkpoint, tx.Checkpoint, tx.SetCheckpoint
 //	snapshots.go    LoadSnapshot, tx.SaveSnapshot
 //	lifecycle.go    s.Lifecycle(): delete and truncate a stream; tx.StreamEvents
+//	retention.go    retention policies by stream-id prefix (Lifecycle().SetRetention)
+//	scavenge.go     Lifecycle().Scavenge: options, result, retention applied, the plan
+//	scavenge_batch.go  the batches: what holds events back, the scrub steps
+//	scavenge_space.go  secure_delete, incremental vacuum or VACUUM, WAL checkpoint
 //	operations.go   the operations ledger: Operation, tx.Operation, tx.RecordOperation
 //	outbox.go       s.Outbox(): the outbox rows, dead letters, parked streams;
 //	                tx.MarkPublished, tx.RecordFailure, tx.DeadLetter
