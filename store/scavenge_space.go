@@ -43,13 +43,19 @@ func (s *Store) secureDelete(ctx context.Context, on bool) error {
 	})
 }
 
+// vacuumChunk is how many free pages one incremental_vacuum gives back
+// while it holds the writer: 1,024 (4 MiB of 4 KiB pages). Measured: one
+// incremental_vacuum of 250 MB held a concurrent writer for 6 s.
+const vacuumChunk = 1024
+
 // reclaim gives the freed pages back to the file system (an incremental
-// vacuum, or a full VACUUM) and checkpoints the WAL with TRUNCATE, so
-// that the bytes removed are neither in the file nor in its WAL. A
-// checkpoint a reader kept from finishing returns ErrCheckpointBlocked.
+// vacuum in chunks, releasing the writer between them, or a full VACUUM)
+// and checkpoints the WAL with TRUNCATE, so that the bytes removed are
+// neither in the file nor in its WAL. A checkpoint a reader kept from
+// finishing returns ErrCheckpointBlocked.
 func (s *Store) reclaim(ctx context.Context, full bool, res *ScavengeResult) error {
-	return s.withWriter(ctx, func(c *sql.Conn) error {
-		if full {
+	if full {
+		err := s.withWriter(ctx, func(c *sql.Conn) error {
 			// VACUUM converts a file created before auto_vacuum was set.
 			if _, err := c.ExecContext(ctx, "PRAGMA auto_vacuum = INCREMENTAL"); err != nil {
 				return fmt.Errorf("scavenge: auto_vacuum: %w", mapErr(err))
@@ -57,9 +63,23 @@ func (s *Store) reclaim(ctx context.Context, full bool, res *ScavengeResult) err
 			if _, err := c.ExecContext(ctx, "VACUUM"); err != nil {
 				return fmt.Errorf("scavenge: vacuum: %w", mapErr(err))
 			}
-		} else {
-			// Each step of the pragma frees pages: read it to the end.
-			rows, err := c.QueryContext(ctx, "PRAGMA incremental_vacuum")
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for prev := int64(-1); !full; {
+		var free, mode int64
+		err := s.withWriter(ctx, func(c *sql.Conn) error {
+			if err := c.QueryRowContext(ctx, "PRAGMA auto_vacuum").Scan(&mode); err != nil {
+				return fmt.Errorf("scavenge: auto_vacuum: %w", mapErr(err))
+			}
+			if mode != 2 { // not INCREMENTAL: nothing to give back
+				return nil
+			}
+			// Each step of the pragma frees a page: read it to the end.
+			rows, err := c.QueryContext(ctx, fmt.Sprintf("PRAGMA incremental_vacuum(%d)", vacuumChunk))
 			if err != nil {
 				return fmt.Errorf("scavenge: incremental_vacuum: %w", mapErr(err))
 			}
@@ -71,7 +91,17 @@ func (s *Store) reclaim(ctx context.Context, full bool, res *ScavengeResult) err
 			if err := rows.Err(); err != nil {
 				return fmt.Errorf("scavenge: incremental_vacuum: %w", mapErr(err))
 			}
+			return c.QueryRowContext(ctx, "PRAGMA freelist_count").Scan(&free)
+		})
+		if err != nil {
+			return err
 		}
+		if mode != 2 || free == 0 || free == prev {
+			break
+		}
+		prev = free
+	}
+	return s.withWriter(ctx, func(c *sql.Conn) error {
 		var busy, logFrames, done int64
 		if err := c.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &done); err != nil {
 			return fmt.Errorf("scavenge: wal_checkpoint: %w", mapErr(err))

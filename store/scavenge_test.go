@@ -3,6 +3,7 @@ package store_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
@@ -369,3 +370,35 @@ func TestScavengeKeepsTheOperationLedger(t *testing.T) {
 }
 
 var _ = envelope.New
+
+func TestScavengeCheckpointBlockedByAReader(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "eventlite.db")
+	s := storetest.MustOpenPath(t, path, &store.Options{BusyTimeout: 50 * time.Millisecond})
+	lifecycleFixture(t, s)
+	publishAll(t, s)
+	// A reader in another connection holds a snapshot of the WAL.
+	db, err := sql.Open("sqlite", "file:"+filepath.ToSlash(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM events`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Lifecycle().Scavenge(ctx, store.ScavengeOptions{})
+	if !errors.Is(err, store.ErrCheckpointBlocked) || res.Removed != 10 {
+		t.Fatalf("scavenge with a reader: removed %d, %v; want 10 and ErrCheckpointBlocked", res.Removed, err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if res := scavenge(t, s, store.ScavengeOptions{}); res.Removed != 0 {
+		t.Fatalf("again: removed %d", res.Removed)
+	}
+}
