@@ -24,7 +24,7 @@ tenant; the longest matching prefix wins) only so long, so many, or both.
 'eventlite scavenge' applies them: it truncates each stream a policy trims
 (appending eventlite.stream.truncated, so projections see it), then removes
 what lies before. A policy never trims a stream to nothing: its newest
-event stays.
+event that is not eventlite's own stays.
   list (the default) a table of PREFIX, MAX_AGE, MAX_COUNT and UPDATED; with
                      --json one object per line:
   {"prefix":"cart-","max_age":"720h0m0s","max_age_seconds":2592000,"max_count":100,"updated":"2025-01-02T03:04:05Z"}
