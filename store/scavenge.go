@@ -170,9 +170,14 @@ func (l *Lifecycle) Scavenge(ctx context.Context, opts ScavengeOptions) (Scaveng
 	return res, err
 }
 
+// retentionChunk is how many streams retention truncates per
+// transaction: one fsync for them all, and the writer free for appends
+// between two chunks.
+const retentionChunk = 25
+
 // applyRetention truncates the streams the policies trim (or, in a dry
 // run, only computes them). A stream that moved since the trim was
-// computed conflicts and is left for the next scavenge.
+// computed is left for the next scavenge.
 func (l *Lifecycle) applyRetention(ctx context.Context, dry bool) ([]RetentionTrim, error) {
 	s := l.s
 	trims, err := s.retentionTrims(ctx, s.opts.Now())
@@ -180,22 +185,40 @@ func (l *Lifecycle) applyRetention(ctx context.Context, dry bool) ([]RetentionTr
 		return nil, err
 	}
 	var out []RetentionTrim
-	for _, t := range trims {
-		rt := RetentionTrim{Tenant: t.Tenant, Stream: t.Stream, Prefix: t.Prefix, Before: t.Before}
-		if !dry {
-			r, err := l.Truncate(ctx, t.Tenant, t.Stream, t.Before, Exact(t.Version))
-			var ce *ConflictError
-			switch {
-			case errors.As(err, &ce), errors.Is(err, ErrNotFound), errors.Is(err, ErrStreamDeleted):
-				s.log.Debug("retention: the stream changed meanwhile; the next scavenge trims it", "tenant", t.Tenant, "stream", t.Stream, "error", err)
-				continue
-			case err != nil:
-				return out, fmt.Errorf("retention: truncate %q before %d: %w", t.Stream, t.Before, err)
+	for start := 0; start < len(trims); start += retentionChunk {
+		chunk := trims[start:min(start+retentionChunk, len(trims))]
+		var done []RetentionTrim
+		apply := func(tx *Tx) error {
+			done = done[:0]
+			for _, t := range chunk {
+				rt := RetentionTrim{Tenant: t.Tenant, Stream: t.Stream, Prefix: t.Prefix, Before: t.Before}
+				if tx != nil {
+					r, err := l.truncateTx(ctx, tx, t.Tenant, t.Stream, t.Before, Exact(t.Version))
+					var ce *ConflictError
+					switch {
+					case errors.As(err, &ce), errors.Is(err, ErrNotFound), errors.Is(err, ErrStreamDeleted):
+						s.log.Debug("retention: the stream changed meanwhile; the next scavenge trims it", "tenant", t.Tenant, "stream", t.Stream, "error", err)
+						continue
+					case err != nil:
+						return fmt.Errorf("retention: truncate %q before %d: %w", t.Stream, t.Before, err)
+					}
+					rt.Version = r.Version
+				}
+				done = append(done, rt)
 			}
-			rt.Version = r.Version
-			s.log.Info("retention truncated a stream", "tenant", t.Tenant, "stream", t.Stream, "before", t.Before, "policy", t.Prefix)
+			return nil
 		}
-		out = append(out, rt)
+		if dry {
+			_ = apply(nil)
+		} else if err := s.Update(ctx, apply); err != nil {
+			return out, err
+		}
+		for _, rt := range done {
+			if !dry {
+				s.log.Info("retention truncated a stream", "tenant", rt.Tenant, "stream", rt.Stream, "before", rt.Before, "policy", rt.Prefix)
+			}
+		}
+		out = append(out, done...)
 	}
 	return out, nil
 }
