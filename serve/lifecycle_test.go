@@ -200,3 +200,44 @@ func TestRemovedEventIDIsAConflict(t *testing.T) {
 		r.wantProblem(t, 409, "duplicate-event-id")
 	}
 }
+
+// DELETE and truncate take an Idempotency-Key: a retry answers the first
+// answer and appends nothing; the key on another request is a mismatch.
+func TestLifecycleIdempotencyKey(t *testing.T) {
+	ts := newServer(t, nil)
+	ts.appendN("default", "s", 4, "t")
+	ts.appendN("default", "d", 2, "t")
+	ct := []string{"Content-Type", "application/json"}
+	trunc := func(key, body string) response {
+		return ts.do("POST", streamPath+"s/truncate", []byte(body), append([]string{"Idempotency-Key", key}, ct...)...)
+	}
+	first := trunc("k-trunc", `{"before":3}`)
+	if first.status != 200 {
+		t.Fatalf("truncate: %d %s", first.status, first.body)
+	}
+	again := trunc("k-trunc", `{"before":3}`)
+	if again.status != 200 || string(again.body) != string(first.body) || again.header.Get("Idempotent-Replayed") != "true" || again.header.Get("ETag") != first.header.Get("ETag") {
+		t.Fatalf("retried truncate: %d %s %v, first %s", again.status, again.body, again.header, first.body)
+	}
+	trunc("k-trunc", `{"before":4}`).wantProblem(t, 422, "idempotency-key-mismatch")
+	if v, _ := ts.s.StreamVersion(context.Background(), "default", "s"); v != 5 {
+		t.Fatalf("version after a retried truncate: %d, want 5 (one truncate event)", v)
+	}
+
+	del := ts.do("DELETE", streamPath+"d?reason=x", nil, "Idempotency-Key", "k-del")
+	if del.status != 200 {
+		t.Fatalf("delete: %d %s", del.status, del.body)
+	}
+	// Without the key a second delete is 404; with it, the first answer.
+	if r := ts.do("DELETE", streamPath+"d?reason=x", nil, "Idempotency-Key", "k-del"); r.status != 200 || string(r.body) != string(del.body) {
+		t.Fatalf("retried delete: %d %s", r.status, r.body)
+	}
+	ts.do("DELETE", streamPath+"d?reason=y", nil, "Idempotency-Key", "k-del").wantProblem(t, 422, "idempotency-key-mismatch")
+	ts.do("DELETE", streamPath+"d", nil).wantProblem(t, 404, "stream-not-found")
+	// A refused request records nothing: the key stays free.
+	ts.do("DELETE", streamPath+"nope", nil, "Idempotency-Key", "k-free").wantProblem(t, 404, "stream-not-found")
+	ts.appendN("default", "nope", 1, "t")
+	if r := ts.do("DELETE", streamPath+"nope", nil, "Idempotency-Key", "k-free"); r.status != 200 {
+		t.Fatalf("delete after a refused one with the same key: %d %s", r.status, r.body)
+	}
+}

@@ -79,7 +79,13 @@ func (l *Lifecycle) Delete(ctx context.Context, tenant, stream string, opts Dele
 	if err != nil {
 		return AppendResult{}, err
 	}
-	return l.apply(ctx, tenant, stream, opts.Expected, ev, 0, func(tx *Tx, res AppendResult) error {
+	return l.apply(ctx, tenant, stream, opts.Expected, ev, 0, markDeleted(ctx, tenant, stream, mark))
+}
+
+// markDeleted marks a stream deleted after its tombstone was appended,
+// and drops its snapshots.
+func markDeleted(ctx context.Context, tenant, stream string, mark int64) func(*Tx, AppendResult) error {
+	return func(tx *Tx, res AppendResult) error {
 		_, err := tx.ExecContext(ctx, `UPDATE streams SET deleted = ?3, first_version = ?4
 			WHERE tenant = ?1 AND stream_id = ?2`, tenant, stream, mark, res.Version+1)
 		if err != nil {
@@ -87,7 +93,43 @@ func (l *Lifecycle) Delete(ctx context.Context, tenant, stream string, opts Dele
 		}
 		_, err = tx.ExecContext(ctx, `DELETE FROM snapshots WHERE tenant = ? AND stream_id = ?`, tenant, stream)
 		return err
-	})
+	}
+}
+
+// DeleteStream is Lifecycle.Delete inside an Update closure, so that the
+// caller's own writes (an operation ledger row) commit with it. A refused
+// delete (not found, hard-deleted, a failed expectation) writes nothing
+// and leaves the transaction usable.
+func (tx *Tx) DeleteStream(ctx context.Context, tenant, stream string, opts DeleteOptions) (AppendResult, error) {
+	if err := tx.check(); err != nil {
+		return AppendResult{}, err
+	}
+	mark := int64(deletedSoft)
+	if opts.Hard {
+		mark = deletedHard
+	}
+	ev, err := envelope.New(TypeStreamDeleted, StreamDeleted{Reason: opts.Reason, By: opts.By, Hard: opts.Hard})
+	if err != nil {
+		return AppendResult{}, err
+	}
+	l := tx.s.Lifecycle()
+	a, err := l.prepare(tenant, stream, opts.Expected, ev)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	return l.applyTx(ctx, tx, a, 0, markDeleted(ctx, tenant, stream, mark))
+}
+
+// TruncateStream is Lifecycle.Truncate inside an Update closure. A
+// refused truncate writes nothing and leaves the transaction usable.
+func (tx *Tx) TruncateStream(ctx context.Context, tenant, stream string, before int64, expected Expected) (AppendResult, error) {
+	if err := tx.check(); err != nil {
+		return AppendResult{}, err
+	}
+	if before < 2 {
+		return AppendResult{}, &envelope.InvalidError{Index: -1, Field: "before", Reason: fmt.Sprintf("%d is below 2: a truncate keeps versions from before on, and version 1 is the first already", before)}
+	}
+	return tx.s.Lifecycle().truncateTx(ctx, tx, tenant, stream, before, expected)
 }
 
 // Truncate truncates a tenant's stream before version before (2 <= before
