@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -400,5 +401,89 @@ func TestScavengeCheckpointBlockedByAReader(t *testing.T) {
 	}
 	if res := scavenge(t, s, store.ScavengeOptions{}); res.Removed != 0 {
 		t.Fatalf("again: removed %d", res.Removed)
+	}
+}
+
+// Positions come from AUTOINCREMENT (sqlite_sequence), not from the
+// highest stored row: even with the newest rows gone (which a scavenge
+// never does: it keeps each stream's newest event) and after a full
+// VACUUM and a restart, the next position is above every one handed out.
+func TestPositionsNeverGoBack(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "eventlite.db")
+	s, err := store.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fillStream(t, s, "a", 5)
+	fillStream(t, s, "b", 5)
+	head, _ := s.Head(ctx)
+	publishAll(t, s)
+	if _, err := s.Lifecycle().Scavenge(ctx, store.ScavengeOptions{Vacuum: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Remove stream b's events, the newest of the log, behind the
+	// store's back.
+	storetest.RawExec(t, path,
+		`DELETE FROM outbox WHERE position IN (SELECT position FROM events WHERE stream_id = 'b')`,
+		`DELETE FROM events WHERE stream_id = 'b'`,
+		`DELETE FROM streams WHERE stream_id = 'b'`)
+	s, err = store.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r, err := s.Append(ctx, "default", "c", store.NoStream, ev(t, "t", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := r.Events[0].Position; p != head+1 {
+		t.Fatalf("position after the newest rows were removed: %d, want %d", p, head+1)
+	}
+}
+
+// A file created before eventlite set auto_vacuum keeps its free pages
+// after a scavenge, says so (FreePages), and a scavenge with Vacuum gives
+// them back and converts the file, so that later scavenges shrink it.
+func TestScavengeVacuumConvertsAnOlderFile(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "eventlite.db")
+	s, err := store.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	storetest.RawExec(t, path, "PRAGMA auto_vacuum = NONE", "VACUUM")
+	s = storetest.MustOpenPath(t, path, nil)
+	for i := range 20 {
+		fillStream(t, s, fmt.Sprintf("old-%d", i), 30)
+		if _, err := s.Lifecycle().Delete(ctx, "default", fmt.Sprintf("old-%d", i), store.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publishAll(t, s)
+	res := scavenge(t, s, store.ScavengeOptions{})
+	if res.Removed != 20*30 || res.FreePages == 0 {
+		t.Fatalf("older file: removed %d, %d free pages; want 600 and free pages kept", res.Removed, res.FreePages)
+	}
+	res = scavenge(t, s, store.ScavengeOptions{Vacuum: true})
+	if res.FreePages != 0 || res.BytesReclaimed <= 0 {
+		t.Fatalf("with Vacuum: %d free pages, %d bytes reclaimed", res.FreePages, res.BytesReclaimed)
+	}
+	// Converted: the next scavenge gives its pages back by itself.
+	for i := range 20 {
+		fillStream(t, s, fmt.Sprintf("new-%d", i), 30)
+		if _, err := s.Lifecycle().Delete(ctx, "default", fmt.Sprintf("new-%d", i), store.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publishAll(t, s)
+	if res := scavenge(t, s, store.ScavengeOptions{}); res.Removed != 600 || res.FreePages != 0 {
+		t.Fatalf("after the conversion: removed %d, %d free pages left", res.Removed, res.FreePages)
 	}
 }
