@@ -2,8 +2,10 @@ package serve
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -42,8 +44,13 @@ func (h *Handler) deleteStream(w http.ResponseWriter, r *http.Request, tenant, s
 		return
 	}
 	opts := store.DeleteOptions{Hard: hard, Reason: q.Get("reason"), By: h.who(r), Expected: pc.exp}
-	res, err := h.s.Lifecycle().Delete(r.Context(), tenant, stream, opts)
-	h.lifecycleAnswer(w, tenant, stream, res, err)
+	h.lifecycle(w, r, tenant, stream, "http.delete", fmt.Sprintf("hard=%t\nreason=%q\n", hard, opts.Reason),
+		func(ctx context.Context, tx *store.Tx) (store.AppendResult, error) {
+			if tx == nil {
+				return h.s.Lifecycle().Delete(ctx, tenant, stream, opts)
+			}
+			return tx.DeleteStream(ctx, tenant, stream, opts)
+		})
 }
 
 // truncateStream answers POST .../streams/{stream}/truncate with
@@ -64,8 +71,85 @@ func (h *Handler) truncateStream(w http.ResponseWriter, r *http.Request, tenant,
 		writeProblem(w, p)
 		return
 	}
-	res, err := h.s.Lifecycle().Truncate(r.Context(), tenant, stream, before, pc.exp)
-	h.lifecycleAnswer(w, tenant, stream, res, err)
+	h.lifecycle(w, r, tenant, stream, "http.truncate", fmt.Sprintf("before=%d\n", before),
+		func(ctx context.Context, tx *store.Tx) (store.AppendResult, error) {
+			if tx == nil {
+				return h.s.Lifecycle().Truncate(ctx, tenant, stream, before, pc.exp)
+			}
+			return tx.TruncateStream(ctx, tenant, stream, before, pc.exp)
+		})
+}
+
+// lifecycle runs a delete or truncate (op, on its own, or inside a
+// transaction with the operation ledger when the request has an
+// Idempotency-Key: a retry with the same key and request answers the
+// first answer, as appends do) and answers. input is what, besides the
+// method, path and If- headers, the request asks.
+func (h *Handler) lifecycle(w http.ResponseWriter, r *http.Request, tenant, stream, opType, input string,
+	op func(ctx context.Context, tx *store.Tx) (store.AppendResult, error)) {
+	ctx := r.Context()
+	key, p := idempotencyKey(r.Header)
+	if p != nil {
+		p.Tenant = tenant
+		writeProblem(w, p)
+		return
+	}
+	if key == "" {
+		res, err := op(ctx, nil)
+		if err != nil {
+			writeProblem(w, lifecycleProblem(err, tenant, stream))
+			return
+		}
+		lifecycleAnswer(tenant, stream, res).write(w, false)
+		return
+	}
+	if !h.enter(tenant, key) {
+		p := problemf("idempotency-key-in-flight", "a request with Idempotency-Key %q is still being answered: retry after a second", key)
+		p.Tenant = tenant
+		writeProblem(w, p.with("Retry-After", "1"))
+		return
+	}
+	defer h.leave(tenant, key)
+	fp := requestFingerprint(r, []byte(input))
+	var ans *answer
+	replayed := false
+	opID := operationID(key)
+	err := h.s.Update(ctx, func(tx *store.Tx) error {
+		stored, ok, err := tx.Operation(ctx, tenant, opID)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if stored.InputHash != fp || stored.Type != opType {
+				p := problemf("idempotency-key-mismatch", "Idempotency-Key %q was used for another request: use a new key for a new request", key)
+				p.Tenant, p.Field = tenant, "Idempotency-Key"
+				return p
+			}
+			ans, replayed = new(answer), true
+			return json.Unmarshal(stored.Result, ans)
+		}
+		res, err := op(ctx, tx)
+		if err != nil {
+			return err
+		}
+		ans = lifecycleAnswer(tenant, stream, res)
+		rec, err := json.Marshal(ans)
+		if err != nil {
+			return err
+		}
+		_, err = tx.RecordOperation(ctx, store.Operation{Tenant: tenant, ID: opID, Type: opType, InputHash: fp, Result: rec})
+		return err
+	})
+	if err != nil {
+		var pe *Problem
+		if errors.As(err, &pe) {
+			writeProblem(w, pe)
+			return
+		}
+		writeProblem(w, lifecycleProblem(err, tenant, stream))
+		return
+	}
+	ans.write(w, replayed)
 }
 
 // decodeTruncate reads {"before":N}, N a whole number.
@@ -118,33 +202,27 @@ func (h *Handler) who(r *http.Request) string {
 	}
 }
 
-// lifecycleAnswer writes a delete's or truncate's answer: 200 with the
-// lifecycle event's append result and the new ETag, or the problem.
-func (h *Handler) lifecycleAnswer(w http.ResponseWriter, tenant, stream string, res store.AppendResult, err error) {
+// lifecycleProblem is the problem of a refused delete or truncate.
+func lifecycleProblem(err error, tenant, stream string) *Problem {
 	var ie *envelope.InvalidError
 	switch {
-	case err == nil:
 	case errors.Is(err, store.ErrNotFound):
-		writeProblem(w, streamNotFound(tenant, stream))
-		return
+		return streamNotFound(tenant, stream)
 	case errors.As(err, &ie) && ie.Field == "before":
 		p := problemf("invalid-parameter", "before: %s", ie.Reason)
 		p.Tenant, p.Stream, p.Field, p.Reason = tenant, stream, "before", ie.Reason
-		writeProblem(w, p)
-		return
-	default:
-		writeProblem(w, problemFor(err, tenant, stream, nil))
-		return
+		return p
 	}
-	body, _ := json.Marshal(appendOutput{Tenant: tenant, Stream: stream, Version: res.Version,
-		FirstPosition: ptr(res.FirstPosition()), LastPosition: ptr(res.LastPosition())})
-	w.Header().Set("ETag", etag(res.Version))
-	w.Header().Set("Location", eventPath(tenant, stream, res.Events[0].StreamVersion))
-	writeJSONBytes(w, http.StatusOK, append(body, '\n'))
+	return problemFor(err, tenant, stream, nil)
 }
 
-func writeJSONBytes(w http.ResponseWriter, status int, b []byte) {
-	w.Header().Set("Content-Type", ctJSON)
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
+// lifecycleAnswer is a delete's or truncate's answer: 200 with the
+// lifecycle event's append result and the new ETag.
+func lifecycleAnswer(tenant, stream string, res store.AppendResult) *answer {
+	body, _ := json.Marshal(appendOutput{Tenant: tenant, Stream: stream, Version: res.Version,
+		FirstPosition: ptr(res.FirstPosition()), LastPosition: ptr(res.LastPosition())})
+	return &answer{Status: http.StatusOK, Body: append(body, '\n'), Header: map[string]string{
+		"ETag":     etag(res.Version),
+		"Location": eventPath(tenant, stream, res.Events[0].StreamVersion),
+	}}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/serve"
@@ -163,5 +164,80 @@ func TestLifecycleNeedsAWriteToken(t *testing.T) {
 	}
 	if ts.head() != 2 || len(ts.events("default", "s")) != 2 {
 		t.Fatal("a refused request changed the stream")
+	}
+}
+
+// After a scavenge removed an event, appending its id again is 409, as
+// before the removal (guarantee 5).
+func TestRemovedEventIDIsAConflict(t *testing.T) {
+	ctx := context.Background()
+	ts := newServer(t, nil)
+	ts.appendN("default", "s", 3, "t") // ids s-t-0 .. s-t-2
+	if r := ts.do("POST", streamPath+"s/truncate", []byte(`{"before":3}`), "Content-Type", "application/json"); r.status != 200 {
+		t.Fatalf("truncate: %d %s", r.status, r.body)
+	}
+	lease, err := ts.s.Leases().Acquire(ctx, "relay", "test", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := ts.s.Outbox().Read(ctx, store.OutboxReadOptions{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pub []store.Published
+	for _, r := range rows {
+		pub = append(pub, store.Published{Position: r.Event.Position})
+	}
+	if err := ts.s.Update(ctx, func(tx *store.Tx) error { _, err := tx.MarkPublished(ctx, lease, pub); return err }); err != nil {
+		t.Fatal(err)
+	}
+	res, err := ts.s.Lifecycle().Scavenge(ctx, store.ScavengeOptions{})
+	if err != nil || res.Removed != 2 {
+		t.Fatalf("scavenge: removed %d (%v)", res.Removed, err)
+	}
+	for _, stream := range []string{"s", "other"} {
+		r := ts.do("POST", "/v1/tenants/default/streams/"+stream+"/events", structured("s-t-0", "t", "0"), "Content-Type", "application/cloudevents+json")
+		r.wantProblem(t, 409, "duplicate-event-id")
+	}
+}
+
+// DELETE and truncate take an Idempotency-Key: a retry answers the first
+// answer and appends nothing; the key on another request is a mismatch.
+func TestLifecycleIdempotencyKey(t *testing.T) {
+	ts := newServer(t, nil)
+	ts.appendN("default", "s", 4, "t")
+	ts.appendN("default", "d", 2, "t")
+	ct := []string{"Content-Type", "application/json"}
+	trunc := func(key, body string) response {
+		return ts.do("POST", streamPath+"s/truncate", []byte(body), append([]string{"Idempotency-Key", key}, ct...)...)
+	}
+	first := trunc("k-trunc", `{"before":3}`)
+	if first.status != 200 {
+		t.Fatalf("truncate: %d %s", first.status, first.body)
+	}
+	again := trunc("k-trunc", `{"before":3}`)
+	if again.status != 200 || string(again.body) != string(first.body) || again.header.Get("Idempotent-Replayed") != "true" || again.header.Get("ETag") != first.header.Get("ETag") {
+		t.Fatalf("retried truncate: %d %s %v, first %s", again.status, again.body, again.header, first.body)
+	}
+	trunc("k-trunc", `{"before":4}`).wantProblem(t, 422, "idempotency-key-mismatch")
+	if v, _ := ts.s.StreamVersion(context.Background(), "default", "s"); v != 5 {
+		t.Fatalf("version after a retried truncate: %d, want 5 (one truncate event)", v)
+	}
+
+	del := ts.do("DELETE", streamPath+"d?reason=x", nil, "Idempotency-Key", "k-del")
+	if del.status != 200 {
+		t.Fatalf("delete: %d %s", del.status, del.body)
+	}
+	// Without the key a second delete is 404; with it, the first answer.
+	if r := ts.do("DELETE", streamPath+"d?reason=x", nil, "Idempotency-Key", "k-del"); r.status != 200 || string(r.body) != string(del.body) {
+		t.Fatalf("retried delete: %d %s", r.status, r.body)
+	}
+	ts.do("DELETE", streamPath+"d?reason=y", nil, "Idempotency-Key", "k-del").wantProblem(t, 422, "idempotency-key-mismatch")
+	ts.do("DELETE", streamPath+"d", nil).wantProblem(t, 404, "stream-not-found")
+	// A refused request records nothing: the key stays free.
+	ts.do("DELETE", streamPath+"nope", nil, "Idempotency-Key", "k-free").wantProblem(t, 404, "stream-not-found")
+	ts.appendN("default", "nope", 1, "t")
+	if r := ts.do("DELETE", streamPath+"nope", nil, "Idempotency-Key", "k-free"); r.status != 200 {
+		t.Fatalf("delete after a refused one with the same key: %d %s", r.status, r.body)
 	}
 }

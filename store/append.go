@@ -448,6 +448,11 @@ func (s *Store) retryResult(a *appendReq, current int64) (AppendResult, bool, er
 		)
 		err := s.stmts.eventByID.QueryRowContext(bg, a.tenant, e.ID).Scan(&stream, &version, &typ, &data)
 		if errors.Is(err, sql.ErrNoRows) {
+			if removed, rerr := s.idRemoved(a.tenant, e.ID); rerr != nil {
+				return AppendResult{}, false, rerr
+			} else if removed {
+				return AppendResult{}, false, &DuplicateError{Tenant: a.tenant, EventID: e.ID, Reason: "a scavenge removed the event that had it; an event id is never used twice"}
+			}
 			if found > 0 {
 				return AppendResult{}, false, &DuplicateError{Tenant: a.tenant, EventID: a.events[0].ID, Reason: "only part of this batch is stored: a batch is appended whole or not at all"}
 			}

@@ -68,6 +68,10 @@
 //	                operations.go, the operation ledger: Operation,
 //	                tx.Operation, tx.RecordOperation
 //	lifecycle.go    s.Lifecycle(): delete and truncate a stream; tx.StreamEvents
+//	retention.go    retention policies by stream-id prefix (Lifecycle().SetRetention)
+//	scavenge.go     Lifecycle().Scavenge: options, result, retention applied, the plan
+//	scavenge_batch.go  the batches: what holds events back, the scrub steps
+//	scavenge_space.go  secure_delete, incremental vacuum or VACUUM, WAL checkpoint
 //	outbox.go       s.Outbox(): the outbox rows, dead letters, parked streams;
 //	                tx.MarkPublished, tx.RecordFailure, tx.DeadLetter
 //	effects.go      s.Effects(): the effect ledger (reserve, begin, complete...)

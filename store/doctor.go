@@ -385,7 +385,7 @@ func (s *Store) diagnoseLog(ctx context.Context, o DiagnoseOptions, emit func(*f
 			hf.add(id, time.Time{})
 		}
 	}
-	emit(hf, "global positions missing between stored events: nothing in eventlite deletes events, so the file was changed behind its back; restore it from a backup")
+	emit(hf, "global positions missing between stored events that no scavenge removed: the file was changed behind eventlite's back; restore it from a backup")
 	emit(rf, "positions the file had handed out before it was restored from an older backup: they are never used again")
 	gaps := newFinding("stream_version_gaps", SeverityProblem, o.MaxIDs)
 	err = s.eachRow(ctx, func(r *sql.Rows) error {
@@ -395,12 +395,14 @@ func (s *Store) diagnoseLog(ctx context.Context, o DiagnoseOptions, emit func(*f
 		}
 		gaps.add(tenant+"/"+stream, time.Time{})
 		return nil
-	}, `SELECT tenant, stream_id FROM events GROUP BY tenant, stream_id HAVING MIN(version) != 1 OR MAX(version) != count(*)
+	}, `SELECT e.tenant, e.stream_id FROM events e JOIN streams s ON s.tenant = e.tenant AND s.stream_id = e.stream_id
+		GROUP BY e.tenant, e.stream_id
+		HAVING MAX(e.version) - MIN(e.version) + 1 != count(*) OR (MIN(e.version) != 1 AND MIN(e.version) > MIN(MAX(s.first_version), MAX(s.version)))
 		UNION SELECT s.tenant, s.stream_id FROM streams s
 		WHERE s.version != (SELECT COALESCE(MAX(version), 0) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id)`)
 	if err != nil {
 		return err
 	}
-	emit(gaps, "streams whose versions are not 1..n: events were removed or changed behind eventlite's back; restore from a backup")
+	emit(gaps, "streams whose versions are not 1..n (but for the versions a scavenge removed before where their reads start): events were removed or changed behind eventlite's back; restore from a backup")
 	return nil
 }

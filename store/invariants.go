@@ -56,6 +56,18 @@ func invariantProblems(ctx context.Context, q queryer) ([]string, error) {
 			WHERE a.position > (SELECT MIN(position) FROM events)
 			AND NOT EXISTS (SELECT 1 FROM events b WHERE b.position = a.position - 1)` + restoreGapClause},
 	}
+	// From schema 12 on a scavenge removes events: a stream's versions run
+	// without gap from the lowest retained one, which is at most where its
+	// reads start, and removed positions are recorded, not holes.
+	var removedTable int
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'removed_ranges'`).Scan(&removedTable); err != nil {
+		return nil, fmt.Errorf("check invariants: %w", mapErr(err))
+	}
+	if removedTable > 0 {
+		checks[0].query = scavengedVersionsQuery
+		checks[len(checks)-1].query += removedRangeClause
+		checks = append(checks, lifecycleChecks...)
+	}
 	// A file older than the position_holes table has no restore gaps.
 	var holesTable int
 	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'position_holes'`).Scan(&holesTable); err != nil {
@@ -92,4 +104,34 @@ func invariantProblems(ctx context.Context, q queryer) ([]string, error) {
 		return nil, mapErr(err)
 	}
 	return problems, nil
+}
+
+// scavengedVersionsQuery counts the streams whose versions are not
+// first..n without gap, first being at most where their reads start
+// (a scavenge removes versions below it, never the newest).
+const scavengedVersionsQuery = `SELECT COUNT(*) FROM (SELECT e.tenant, e.stream_id FROM events e
+	JOIN streams s ON s.tenant = e.tenant AND s.stream_id = e.stream_id
+	GROUP BY e.tenant, e.stream_id
+	HAVING MAX(e.version) - MIN(e.version) + 1 != COUNT(*) OR (MIN(e.version) != 1 AND MIN(e.version) > MIN(MAX(s.first_version), MAX(s.version))))`
+
+// removedRangeClause excludes from the hole count the events just after
+// a range a scavenge removed.
+const removedRangeClause = `
+			AND NOT EXISTS (SELECT 1 FROM removed_ranges r WHERE r.to_position = a.position - 1)`
+
+// lifecycleChecks check the lifecycle columns (migration 0011) against
+// the events present.
+var lifecycleChecks = []struct {
+	what  string
+	query string
+}{
+	{"deleted streams whose newest event is not their tombstone", `SELECT COUNT(*) FROM streams s
+		WHERE s.deleted != 0 AND NOT EXISTS (SELECT 1 FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id
+			AND e.version = s.version AND e.type = '` + TypeStreamDeleted + `')`},
+	{"streams whose reads start past their version plus one", `SELECT COUNT(*) FROM streams s
+		WHERE s.first_version < 1 OR s.first_version > s.version + 1`},
+	{"removed event ids still in the log", `SELECT COUNT(*) FROM removed_event_ids r
+		WHERE EXISTS (SELECT 1 FROM events e WHERE e.tenant = r.tenant AND e.event_id = r.event_id)`},
+	{"removed positions still in the log", `SELECT COUNT(*) FROM removed_ranges r
+		WHERE EXISTS (SELECT 1 FROM events e WHERE e.position BETWEEN r.from_position AND r.to_position)`},
 }

@@ -79,7 +79,13 @@ func (l *Lifecycle) Delete(ctx context.Context, tenant, stream string, opts Dele
 	if err != nil {
 		return AppendResult{}, err
 	}
-	return l.apply(ctx, tenant, stream, opts.Expected, ev, 0, func(tx *Tx, res AppendResult) error {
+	return l.apply(ctx, tenant, stream, opts.Expected, ev, 0, markDeleted(ctx, tenant, stream, mark))
+}
+
+// markDeleted marks a stream deleted after its tombstone was appended,
+// and drops its snapshots.
+func markDeleted(ctx context.Context, tenant, stream string, mark int64) func(*Tx, AppendResult) error {
+	return func(tx *Tx, res AppendResult) error {
 		_, err := tx.ExecContext(ctx, `UPDATE streams SET deleted = ?3, first_version = ?4
 			WHERE tenant = ?1 AND stream_id = ?2`, tenant, stream, mark, res.Version+1)
 		if err != nil {
@@ -87,7 +93,43 @@ func (l *Lifecycle) Delete(ctx context.Context, tenant, stream string, opts Dele
 		}
 		_, err = tx.ExecContext(ctx, `DELETE FROM snapshots WHERE tenant = ? AND stream_id = ?`, tenant, stream)
 		return err
-	})
+	}
+}
+
+// DeleteStream is Lifecycle.Delete inside an Update closure, so that the
+// caller's own writes (an operation ledger row) commit with it. A refused
+// delete (not found, hard-deleted, a failed expectation) writes nothing
+// and leaves the transaction usable.
+func (tx *Tx) DeleteStream(ctx context.Context, tenant, stream string, opts DeleteOptions) (AppendResult, error) {
+	if err := tx.check(); err != nil {
+		return AppendResult{}, err
+	}
+	mark := int64(deletedSoft)
+	if opts.Hard {
+		mark = deletedHard
+	}
+	ev, err := envelope.New(TypeStreamDeleted, StreamDeleted{Reason: opts.Reason, By: opts.By, Hard: opts.Hard})
+	if err != nil {
+		return AppendResult{}, err
+	}
+	l := tx.s.Lifecycle()
+	a, err := l.prepare(tenant, stream, opts.Expected, ev)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	return l.applyTx(ctx, tx, a, 0, markDeleted(ctx, tenant, stream, mark))
+}
+
+// TruncateStream is Lifecycle.Truncate inside an Update closure. A
+// refused truncate writes nothing and leaves the transaction usable.
+func (tx *Tx) TruncateStream(ctx context.Context, tenant, stream string, before int64, expected Expected) (AppendResult, error) {
+	if err := tx.check(); err != nil {
+		return AppendResult{}, err
+	}
+	if before < 2 {
+		return AppendResult{}, &envelope.InvalidError{Index: -1, Field: "before", Reason: fmt.Sprintf("%d is below 2: a truncate keeps versions from before on, and version 1 is the first already", before)}
+	}
+	return tx.s.Lifecycle().truncateTx(ctx, tx, tenant, stream, before, expected)
 }
 
 // Truncate truncates a tenant's stream before version before (2 <= before
@@ -110,62 +152,95 @@ func (l *Lifecycle) Truncate(ctx context.Context, tenant, stream string, before 
 	if err != nil {
 		return AppendResult{}, err
 	}
-	return l.apply(ctx, tenant, stream, expected, ev, before, func(tx *Tx, res AppendResult) error {
-		_, err := tx.ExecContext(ctx, `UPDATE streams SET first_version = ?3
-			WHERE tenant = ?1 AND stream_id = ?2`, tenant, stream, before)
-		return err
-	})
+	return l.apply(ctx, tenant, stream, expected, ev, before, setFirstVersion(ctx, tenant, stream, before))
 }
 
 // apply checks that the stream exists (and, with before > 0, that before
 // is at most its version), then appends ev and runs then in the same
 // transaction.
 func (l *Lifecycle) apply(ctx context.Context, tenant, stream string, expected Expected, ev envelope.Event, before int64, then func(*Tx, AppendResult) error) (AppendResult, error) {
-	s := l.s
-	ev.Source = "eventlite"
-	switch expected.kind {
-	case expectNoStream:
-		return AppendResult{}, &envelope.InvalidError{Index: -1, Field: "expected", Reason: "no stream never holds: a delete or truncate needs the stream to exist; pass Any, StreamExists or its version"}
-	case expectAny:
-		// The stream must exist: a lifecycle event never creates one.
-		expected = StreamExists
-	}
-	a, err := s.prepareAppendAs(true, tenant, stream, expected, []envelope.Event{ev})
+	a, err := l.prepare(tenant, stream, expected, ev)
 	if err != nil {
 		return AppendResult{}, err
 	}
 	var res AppendResult
-	err = s.Update(ctx, func(tx *Tx) error {
-		var version, deleted, first int64
-		err := tx.QueryRowContext(ctx, `SELECT version, deleted, first_version FROM streams WHERE tenant = ? AND stream_id = ?`, tenant, stream).Scan(&version, &deleted, &first)
-		switch {
-		case errors.Is(err, sql.ErrNoRows), err == nil && deleted == deletedSoft:
-			return fmt.Errorf("stream %q (tenant %s): %w", stream, tenant, ErrNotFound)
-		case err == nil && deleted == deletedHard:
-			return fmt.Errorf("stream %q (tenant %s): it was hard-deleted: %w", stream, tenant, ErrStreamDeleted)
-		case err != nil:
-			return mapErr(err)
-		}
-		if before > version {
-			return &envelope.InvalidError{Index: -1, Field: "before", Reason: fmt.Sprintf("%d is beyond the stream's version %d: truncate before a version it has", before, version)}
-		}
-		if before > 0 && before < first {
-			return &envelope.InvalidError{Index: -1, Field: "before", Reason: fmt.Sprintf("%d is before version %d, where reads of the stream start already: truncate before a version from %d to %d", before, first, first, version)}
-		}
-		r, err := tx.appendPrepared(ctx, a)
-		if err != nil {
-			return err
-		}
-		if err := then(tx, r); err != nil {
-			return err
-		}
+	err = l.s.Update(ctx, func(tx *Tx) error {
+		r, err := l.applyTx(ctx, tx, a, before, then)
 		res = r
-		return nil
+		return err
 	})
 	if err != nil {
 		return AppendResult{}, err
 	}
 	return res, nil
+}
+
+// prepare validates a lifecycle event's append outside any transaction.
+func (l *Lifecycle) prepare(tenant, stream string, expected Expected, ev envelope.Event) (*appendReq, error) {
+	ev.Source = "eventlite"
+	switch expected.kind {
+	case expectNoStream:
+		return nil, &envelope.InvalidError{Index: -1, Field: "expected", Reason: "no stream never holds: a delete or truncate needs the stream to exist; pass Any, StreamExists or its version"}
+	case expectAny:
+		// The stream must exist: a lifecycle event never creates one.
+		expected = StreamExists
+	}
+	return l.s.prepareAppendAs(true, tenant, stream, expected, []envelope.Event{ev})
+}
+
+// applyTx is apply's part inside the transaction. An error leaves the
+// transaction as it found it.
+func (l *Lifecycle) applyTx(ctx context.Context, tx *Tx, a *appendReq, before int64, then func(*Tx, AppendResult) error) (AppendResult, error) {
+	tenant, stream := a.tenant, a.stream
+	var version, deleted, first int64
+	err := tx.QueryRowContext(ctx, `SELECT version, deleted, first_version FROM streams WHERE tenant = ? AND stream_id = ?`, tenant, stream).Scan(&version, &deleted, &first)
+	switch {
+	case errors.Is(err, sql.ErrNoRows), err == nil && deleted == deletedSoft:
+		return AppendResult{}, fmt.Errorf("stream %q (tenant %s): %w", stream, tenant, ErrNotFound)
+	case err == nil && deleted == deletedHard:
+		return AppendResult{}, fmt.Errorf("stream %q (tenant %s): it was hard-deleted: %w", stream, tenant, ErrStreamDeleted)
+	case err != nil:
+		return AppendResult{}, mapErr(err)
+	}
+	if before > version {
+		return AppendResult{}, &envelope.InvalidError{Index: -1, Field: "before", Reason: fmt.Sprintf("%d is beyond the stream's version %d: truncate before a version it has", before, version)}
+	}
+	if before > 0 && before < first {
+		return AppendResult{}, &envelope.InvalidError{Index: -1, Field: "before", Reason: fmt.Sprintf("%d is before version %d, where reads of the stream start already: truncate before a version from %d to %d", before, first, first, version)}
+	}
+	r, err := tx.appendPrepared(ctx, a)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	if err := then(tx, r); err != nil {
+		return AppendResult{}, err
+	}
+	return r, nil
+}
+
+// truncateTx truncates a stream inside tx as Truncate does; it is how
+// retention truncates many streams in one transaction. A failed
+// expectation writes nothing and returns a *ConflictError; a failure of
+// then (which cannot be undone here) fails the transaction.
+func (l *Lifecycle) truncateTx(ctx context.Context, tx *Tx, tenant, stream string, before int64, expected Expected) (AppendResult, error) {
+	ev, err := envelope.New(TypeStreamTruncated, StreamTruncated{Before: before})
+	if err != nil {
+		return AppendResult{}, err
+	}
+	a, err := l.prepare(tenant, stream, expected, ev)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	return l.applyTx(ctx, tx, a, before, setFirstVersion(ctx, tenant, stream, before))
+}
+
+// setFirstVersion moves where a stream's reads start, after a truncate.
+func setFirstVersion(ctx context.Context, tenant, stream string, before int64) func(*Tx, AppendResult) error {
+	return func(tx *Tx, _ AppendResult) error {
+		_, err := tx.ExecContext(ctx, `UPDATE streams SET first_version = ?3
+			WHERE tenant = ?1 AND stream_id = ?2`, tenant, stream, before)
+		return err
+	}
 }
 
 // StreamEvents calls fn for each event of a tenant's stream with a version

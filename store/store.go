@@ -245,6 +245,10 @@ func (s *Store) dsn(write bool) string {
 		// transaction that reads and then writes fails with SQLITE_BUSY
 		// under contention, and busy_timeout cannot help it.
 		q = append(q, "_txlock=immediate")
+		// Overwrite deleted content where that costs no extra I/O, so
+		// that a scavenge (which sets ON) leaves no removed bytes behind
+		// in pages that earlier writes rearranged.
+		q = append(q, "_pragma=secure_delete(FAST)")
 	}
 	return "file:" + p + "?" + strings.Join(q, "&")
 }
@@ -332,6 +336,16 @@ func (s *Store) open(ctx context.Context) error {
 		return err
 	}
 	if !s.opts.ReadOnly {
+		if s.schemaAtOpen == 0 {
+			// A new file: let a scavenge give freed pages back to the
+			// file system (incremental_vacuum). SQLite takes this only
+			// before the first table is created; on a file with tables
+			// it does nothing (a full VACUUM converts one: scavenge
+			// --vacuum).
+			if _, err := s.wconn.ExecContext(ctx, "PRAGMA auto_vacuum = INCREMENTAL"); err != nil {
+				return fmt.Errorf("store: set auto_vacuum on %s: %w", s.path, mapErr(err))
+			}
+		}
 		if err := s.enableWAL(ctx); err != nil {
 			return err
 		}

@@ -93,8 +93,8 @@ var exitCodes = []struct {
 	{exitUsage, "usage: unknown command or flag, malformed flag value, wrong arguments"},
 	{exitConflict, "version conflict: the stream is not at the --expected version"},
 	{exitInvalid, "invalid input: a malformed event, data or stream id, or a reused event id; a hard-deleted\n     stream; truncate beyond the stream's version; or a database file\n     eventlite will not use as it is: not an eventlite database, a newer schema, an older schema\n     for a command that only reads (run 'eventlite migrate'), another user's file it would lock out;\n     backup: DEST exists (without --force); restore: the database has events (without --force),\n     or SRC is not an eventlite database or fails its checks; effects approve/reject: the effect's\n     state does not allow it, or --args-hash is not the hash of its arguments"},
-	{exitNotFound, "not found: the stream, or a deleted one (or the JetStream stream, the dead letter, the quarantined event or its projection or consumer, the effect, or the database file) does not exist"},
-	{exitIncomplete, "work remains or needs a person: the job was interrupted before it finished"},
+	{exitNotFound, "not found: the stream, or a deleted one (or the JetStream stream, the dead letter, the quarantined event or its projection or consumer, the effect, the retention policy, or the database file) does not exist"},
+	{exitIncomplete, "work remains or needs a person: the job was interrupted before it finished; scavenge: a reader kept\n     the WAL checkpoint from finishing (run it again once readers are done)"},
 	{exitBusy, "busy: the database stayed locked past the timeout; retry"},
 }
 
@@ -117,7 +117,7 @@ type runner interface {
 	run(ctx context.Context, c *cli, args []string) error
 }
 
-var commands = []*command{appendCommand, readCommand, deleteCommand, truncateCommand, tailCommand, streamsCommand, projectionsCommand, replayCommand, catalogCommand, relayCommand, serveCommand, dlqCommand, quarantineCommand, effectsCommand, doctorCommand, backupCommand, restoreCommand, migrateCommand, demoCommand, versionCommand}
+var commands = []*command{appendCommand, readCommand, deleteCommand, truncateCommand, retentionCommand, scavengeCommand, tailCommand, streamsCommand, projectionsCommand, replayCommand, catalogCommand, relayCommand, serveCommand, dlqCommand, quarantineCommand, effectsCommand, doctorCommand, backupCommand, restoreCommand, migrateCommand, demoCommand, versionCommand}
 
 func lookup(name string) *command {
 	for _, cmd := range commands {
@@ -389,7 +389,8 @@ func writeHelp(w io.Writer) error {
 	writeGlobalFlags(&b)
 	b.WriteString("Flags and arguments may come in any order; use -- before an argument\nthat starts with -.\n\n")
 	b.WriteString("Commands that only read (read, tail without --follow, streams, projections,\n" +
-		"dlq list, quarantine list, effects list, doctor without --deep, version) never\n" +
+		"dlq list, quarantine list, effects list, retention list, scavenge --dry-run,\n" +
+		"doctor without --deep, version) never\n" +
 		"create, migrate or convert the database file; 'eventlite migrate' or a command\n" +
 		"that writes upgrades it. A file that is not an eventlite database is refused by\n" +
 		"every command and left as it is.\n\n")

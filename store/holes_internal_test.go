@@ -1,0 +1,33 @@
+package store
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestSubtractRanges(t *testing.T) {
+	h := Hole{From: 5, To: 20, DetectedBy: "x"}
+	for _, tc := range []struct {
+		rs   []PositionRange
+		want []Hole
+	}{
+		{nil, []Hole{h}},
+		{[]PositionRange{{1, 30}}, nil},
+		{[]PositionRange{{5, 20}}, nil},
+		{[]PositionRange{{1, 4}, {21, 25}}, []Hole{h}},
+		{[]PositionRange{{3, 6}}, []Hole{{From: 7, To: 20, DetectedBy: "x"}}},
+		{[]PositionRange{{8, 9}, {12, 12}, {19, 40}}, []Hole{{From: 5, To: 7, DetectedBy: "x"}, {From: 10, To: 11, DetectedBy: "x"}, {From: 13, To: 18, DetectedBy: "x"}}},
+	} {
+		if diff := cmp.Diff(tc.want, subtractRanges(h, tc.rs)); diff != "" {
+			t.Errorf("subtract %v (-want +got)\n%s", tc.rs, diff)
+		}
+		var covered int64
+		for _, r := range tc.rs {
+			covered += max(0, min(r.To, h.To)-max(r.From, h.From)+1)
+		}
+		if got := removedCount(tc.rs, h.From, h.To); got != covered {
+			t.Errorf("removedCount %v = %d, want %d", tc.rs, got, covered)
+		}
+	}
+}

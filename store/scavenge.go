@@ -1,0 +1,287 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// MaxScavengeBatch is the most events a scavenge removes in one
+// transaction.
+const MaxScavengeBatch = 1000
+
+// ScavengeOptions configure Lifecycle.Scavenge. The zero value removes
+// what it may, reclaims space incrementally, and reports no progress.
+type ScavengeOptions struct {
+	// DryRun computes and lists what a scavenge would remove (and the
+	// truncations retention would make) and changes nothing.
+	DryRun bool
+	// Vacuum runs a full VACUUM after the removal, which also converts a
+	// file created before auto_vacuum=INCREMENTAL (older eventlite) so
+	// that later scavenges give space back by themselves. It rewrites the
+	// whole file and holds the writer while it runs.
+	Vacuum bool
+	// BatchSize is the most events removed per transaction, 1 to
+	// MaxScavengeBatch. Default MaxScavengeBatch.
+	BatchSize int
+	// Progress, when set, is called after each batch with the events
+	// removed so far and the most the scavenge may remove.
+	Progress func(removed, total int64)
+}
+
+// ScavengeResult reports a scavenge (or, with DryRun, what it would do).
+type ScavengeResult struct {
+	DryRun bool
+	// Trims are the truncations retention policies made (or would make).
+	Trims []RetentionTrim
+	// Streams lists, per stream, the events removed (or that would be).
+	Streams []ScavengedStream
+	// Removed counts the events removed (or that would be).
+	Removed int64
+	// Ranges are the global positions removed, merged with the ranges
+	// removed by earlier scavenges they touch. Empty in a dry run.
+	Ranges []PositionRange
+	// HeldBack says which projection, rebuild or outbox row kept events
+	// from being removed, and how many.
+	HeldBack []HoldBack
+	// Batches counts the transactions that removed events.
+	Batches int
+	// BytesBefore and BytesAfter are the sizes of the database file plus
+	// its WAL before and after; BytesReclaimed their difference.
+	BytesBefore, BytesAfter, BytesReclaimed int64
+	// FreePages counts the pages left free inside the file afterwards: a
+	// file created before eventlite set auto_vacuum keeps them until a
+	// scavenge with Vacuum.
+	FreePages int64
+	// Duration is how long the scavenge took.
+	Duration time.Duration
+}
+
+// RetentionTrim is a truncation a retention policy makes: the stream's
+// reads start at Before, and the scavenge removes the events before it.
+type RetentionTrim struct {
+	Tenant, Stream string
+	Prefix         string // the policy's prefix
+	Before         int64
+	// Version is the version of the eventlite.stream.truncated event
+	// appended (0 in a dry run, or when the stream moved meanwhile and
+	// the next scavenge will trim it).
+	Version int64
+}
+
+// ScavengedStream is what a scavenge removed from one stream: the
+// versions From to To, Count events.
+type ScavengedStream struct {
+	Tenant, Stream string
+	From, To       int64
+	Count          int64
+}
+
+// PositionRange is a run of global positions, inclusive.
+type PositionRange struct{ From, To int64 }
+
+// HoldBack is a reader that kept events from being removed: By is
+// "projection" (its checkpoint has not passed them), "rebuild" (a running
+// rebuild has not), or "outbox" (Position's row is neither published nor
+// discarded). Position is the checkpoint, or the outbox row's position;
+// Events counts the events it held back.
+type HoldBack struct {
+	By       string
+	Name     string
+	Position int64
+	Events   int64
+}
+
+// ErrCheckpointBlocked: a scavenge removed what it could, but a reader
+// kept the WAL checkpoint from finishing, so removed bytes may stay in
+// the WAL file until the next checkpoint. Run the scavenge again once
+// the readers are done.
+var ErrCheckpointBlocked = errors.New("a reader kept the WAL checkpoint from finishing")
+
+// Scavenge removes the events that deletions, truncations and retention
+// policies allow, and gives the space back to the file system. It first
+// applies the retention policies (each trimmed stream gets an
+// eventlite.stream.truncated event, so projections see it), then removes
+// events in transactions of at most MaxScavengeBatch. It never removes a
+// stream's newest event (so a hard delete's tombstone stays), an event
+// whose outbox row is neither published nor discarded, or one a
+// projection's checkpoint or a running rebuild has not passed; it reports
+// what held events back. The transaction that removes events records
+// their positions as removed ranges (they are not holes, and are never
+// handed out again) and their ids (reusing one is a duplicate); the
+// operation ledger keeps its rows.
+//
+// Then, with secure_delete on for the removal, it runs incremental_vacuum
+// (or a full VACUUM with opts.Vacuum) and a WAL checkpoint(TRUNCATE), so
+// removed bytes are in neither the file nor its WAL. When a reader keeps
+// the checkpoint from finishing it returns the result with an error
+// matching ErrCheckpointBlocked.
+func (l *Lifecycle) Scavenge(ctx context.Context, opts ScavengeOptions) (ScavengeResult, error) {
+	s := l.s
+	start := time.Now()
+	res := ScavengeResult{DryRun: opts.DryRun}
+	if opts.BatchSize < 0 || opts.BatchSize > MaxScavengeBatch {
+		return res, fmt.Errorf("scavenge: batch size %d: want 1 to %d", opts.BatchSize, MaxScavengeBatch)
+	}
+	if opts.BatchSize == 0 {
+		opts.BatchSize = MaxScavengeBatch
+	}
+	if opts.DryRun && opts.Vacuum {
+		return res, errors.New("scavenge: a dry run does not vacuum: drop one of DryRun and Vacuum")
+	}
+	if err := s.rdb.check(); err != nil {
+		return res, err
+	}
+	res.BytesBefore = s.fileBytes()
+	trims, err := l.applyRetention(ctx, opts.DryRun)
+	if err != nil {
+		return res, err
+	}
+	res.Trims = trims
+	cands, err := s.scavengeCandidates(ctx, trims, opts.DryRun)
+	if err != nil {
+		return res, err
+	}
+	var total int64
+	for _, c := range cands {
+		total += c.hi - c.lo
+	}
+	holds := newHoldTally()
+	if opts.DryRun {
+		err = s.scavengeDry(ctx, cands, holds, &res)
+	} else {
+		err = s.scavengeBatches(ctx, cands, holds, opts, total, &res)
+	}
+	res.HeldBack = holds.list()
+	if err != nil {
+		return res, err
+	}
+	if !opts.DryRun {
+		err = s.reclaim(ctx, opts.Vacuum, &res)
+	}
+	res.BytesAfter = s.fileBytes()
+	if opts.DryRun {
+		res.BytesAfter = res.BytesBefore
+	}
+	res.BytesReclaimed = res.BytesBefore - res.BytesAfter
+	res.Duration = time.Since(start)
+	return res, err
+}
+
+// retentionChunk is how many streams retention truncates per
+// transaction: one fsync for them all, and the writer free for appends
+// between two chunks.
+const retentionChunk = 25
+
+// applyRetention truncates the streams the policies trim (or, in a dry
+// run, only computes them). A stream that moved since the trim was
+// computed is left for the next scavenge.
+func (l *Lifecycle) applyRetention(ctx context.Context, dry bool) ([]RetentionTrim, error) {
+	s := l.s
+	trims, err := s.retentionTrims(ctx, s.opts.Now())
+	if err != nil {
+		return nil, err
+	}
+	var out []RetentionTrim
+	for start := 0; start < len(trims); start += retentionChunk {
+		chunk := trims[start:min(start+retentionChunk, len(trims))]
+		var done []RetentionTrim
+		apply := func(tx *Tx) error {
+			done = done[:0]
+			for _, t := range chunk {
+				rt := RetentionTrim{Tenant: t.Tenant, Stream: t.Stream, Prefix: t.Prefix, Before: t.Before}
+				if tx != nil {
+					r, err := l.truncateTx(ctx, tx, t.Tenant, t.Stream, t.Before, Exact(t.Version))
+					var ce *ConflictError
+					switch {
+					case errors.As(err, &ce), errors.Is(err, ErrNotFound), errors.Is(err, ErrStreamDeleted):
+						s.log.Debug("retention: the stream changed meanwhile; the next scavenge trims it", "tenant", t.Tenant, "stream", t.Stream, "error", err)
+						continue
+					case err != nil:
+						return fmt.Errorf("retention: truncate %q before %d: %w", t.Stream, t.Before, err)
+					}
+					rt.Version = r.Version
+				}
+				done = append(done, rt)
+			}
+			return nil
+		}
+		if dry {
+			_ = apply(nil)
+		} else if err := s.Update(ctx, apply); err != nil {
+			return out, err
+		}
+		for _, rt := range done {
+			if !dry {
+				s.log.Info("retention truncated a stream", "tenant", rt.Tenant, "stream", rt.Stream, "before", rt.Before, "policy", rt.Prefix)
+			}
+		}
+		out = append(out, done...)
+	}
+	return out, nil
+}
+
+// candidate is a stream with events a scavenge may remove: versions lo
+// to hi-1 (as planned; each batch checks the stream again).
+type candidate struct {
+	tenant, stream string
+	lo, hi         int64
+}
+
+// scavengeCandidates lists the streams with events before the version
+// their reads start at, but for their newest event. In a dry run the
+// trims count as made.
+func (s *Store) scavengeCandidates(ctx context.Context, trims []RetentionTrim, dry bool) ([]candidate, error) {
+	var out []candidate
+	seen := map[[2]string]int{}
+	err := s.eachRow(ctx, func(r *sql.Rows) error {
+		var c candidate
+		var lo sql.NullInt64
+		if err := r.Scan(&c.tenant, &c.stream, &lo, &c.hi); err != nil {
+			return err
+		}
+		if lo.Valid && lo.Int64 < c.hi {
+			c.lo = lo.Int64
+			seen[[2]string{c.tenant, c.stream}] = len(out)
+			out = append(out, c)
+		}
+		return nil
+	}, `SELECT s.tenant, s.stream_id,
+		(SELECT MIN(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id),
+		MIN(s.first_version, s.version)
+		FROM streams s WHERE s.first_version > 1 ORDER BY s.tenant, s.stream_id`)
+	if err != nil {
+		return nil, fmt.Errorf("scavenge: list streams: %w", err)
+	}
+	if !dry {
+		return out, nil
+	}
+	for _, t := range trims {
+		k := [2]string{t.Tenant, t.Stream}
+		if i, ok := seen[k]; ok {
+			out[i].hi = max(out[i].hi, t.Before)
+			continue
+		}
+		var lo int64
+		if err := s.rdb.QueryRowContext(ctx, `SELECT MIN(version) FROM events WHERE tenant = ? AND stream_id = ?`, t.Tenant, t.Stream).Scan(&lo); err != nil {
+			return nil, fmt.Errorf("scavenge: stream %q: %w", t.Stream, mapErr(err))
+		}
+		if lo < t.Before {
+			out = append(out, candidate{tenant: t.Tenant, stream: t.Stream, lo: lo, hi: t.Before})
+		}
+	}
+	return out, nil
+}
+
+// fileBytes is the size of the database file plus its WAL.
+func (s *Store) fileBytes() int64 {
+	var n int64
+	for _, p := range []string{s.path, s.path + "-wal"} {
+		if n2, ok := fileSize(p); ok {
+			n += n2
+		}
+	}
+	return n
+}

@@ -1,0 +1,397 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+)
+
+// horizon is the position up to which every reader has applied the log:
+// events above it are held back by By/Name. ok is false when no reader
+// has a checkpoint (nothing holds).
+type horizon struct {
+	pos      int64
+	by, name string
+	ok       bool
+}
+
+// readHorizon reads the lowest checkpoint of the projections (a
+// registered projection without one holds everything) and of the
+// running rebuilds.
+func readHorizon(ctx context.Context, q queryer) (horizon, error) {
+	var h horizon
+	err := q.QueryRowContext(ctx, `SELECT by, name, position FROM (
+		SELECT 'projection' AS by, name, position FROM checkpoints
+		UNION ALL SELECT 'projection', p.name, 0 FROM projections p WHERE NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.name = p.name)
+		UNION ALL SELECT 'rebuild', projection, checkpoint FROM rebuilds)
+		ORDER BY position, by, name LIMIT 1`).Scan(&h.by, &h.name, &h.pos)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return horizon{}, nil
+	case err != nil:
+		return horizon{}, fmt.Errorf("scavenge: read checkpoints: %w", mapErr(err))
+	}
+	h.ok = true
+	return h, nil
+}
+
+// streamStep is what one batch does to one candidate stream: it removes
+// versions from..to (n events, none when n is 0) and, when held is set,
+// stops there for this scavenge.
+type streamStep struct {
+	idx      int
+	from, to int64
+	n        int64
+	held     *HoldBack
+	done     bool
+}
+
+// walkStream reads up to limit removable events of c from version lo on,
+// in version order, and stops at the first one held back. hi is the
+// version the removal stops before.
+func walkStream(ctx context.Context, q queryer, c candidate, hi int64, hz horizon, limit int, positions []int64) ([]int64, streamStep, error) {
+	st := streamStep{}
+	rows, err := q.QueryContext(ctx, `SELECT e.position, e.version, o.position IS NOT NULL AND o.published_at IS NULL AND o.discarded_at IS NULL
+		FROM events e LEFT JOIN outbox o ON o.position = e.position
+		WHERE e.tenant = ? AND e.stream_id = ? AND e.version >= ? AND e.version < ?
+		ORDER BY e.version LIMIT ?`, c.tenant, c.stream, c.lo, hi, limit)
+	if err != nil {
+		return positions, st, fmt.Errorf("scavenge: stream %q: %w", c.stream, mapErr(err))
+	}
+	defer rows.Close()
+	read := 0
+	for rows.Next() {
+		read++
+		var pos, version int64
+		var pending bool
+		if err := rows.Scan(&pos, &version, &pending); err != nil {
+			return positions, st, err
+		}
+		switch {
+		case hz.ok && pos > hz.pos:
+			st.held = &HoldBack{By: hz.by, Name: hz.name, Position: hz.pos, Events: hi - version}
+		case pending:
+			st.held = &HoldBack{By: "outbox", Position: pos, Events: hi - version}
+		}
+		if st.held != nil {
+			st.done = true
+			break
+		}
+		if st.n == 0 {
+			st.from = version
+		}
+		st.to = version
+		st.n++
+		positions = append(positions, pos)
+	}
+	if err := rows.Err(); err != nil {
+		return positions, st, mapErr(err)
+	}
+	if read < limit {
+		st.done = true
+	}
+	return positions, st, nil
+}
+
+// holdTally adds up what held events back, per reader or outbox row.
+type holdTally struct {
+	m     map[[3]string]*HoldBack
+	order [][3]string
+}
+
+func newHoldTally() *holdTally { return &holdTally{m: map[[3]string]*HoldBack{}} }
+
+func (t *holdTally) add(h HoldBack) {
+	k := [3]string{h.By, h.Name, fmt.Sprint(h.Position)}
+	if p, ok := t.m[k]; ok {
+		p.Events += h.Events
+		return
+	}
+	t.m[k] = &h
+	t.order = append(t.order, k)
+}
+
+func (t *holdTally) list() []HoldBack {
+	out := make([]HoldBack, 0, len(t.order))
+	for _, k := range t.order {
+		out = append(out, *t.m[k])
+	}
+	return out
+}
+
+// scavengeDry walks the candidates on the read pool and counts what a
+// scavenge would remove, changing nothing.
+func (s *Store) scavengeDry(ctx context.Context, cands []candidate, holds *holdTally, res *ScavengeResult) error {
+	hz, err := readHorizon(ctx, s.rdb)
+	if err != nil {
+		return err
+	}
+	for _, c := range cands {
+		_, st, err := walkStream(ctx, s.rdb, c, c.hi, hz, int(c.hi-c.lo)+1, nil)
+		if err != nil {
+			return err
+		}
+		if st.held != nil {
+			holds.add(*st.held)
+		}
+		if st.n > 0 {
+			res.Streams = append(res.Streams, ScavengedStream{Tenant: c.tenant, Stream: c.stream, From: st.from, To: st.to, Count: st.n})
+			res.Removed += st.n
+		}
+	}
+	return nil
+}
+
+// scavengeBatches removes the candidates' events, at most
+// opts.BatchSize per transaction.
+func (s *Store) scavengeBatches(ctx context.Context, cands []candidate, holds *holdTally, opts ScavengeOptions, total int64, res *ScavengeResult) (err error) {
+	if err := s.secureDelete(ctx, true); err != nil {
+		return err
+	}
+	defer func() {
+		// Back to FAST for the appends that follow.
+		if e := s.secureDelete(context.WithoutCancel(ctx), false); err == nil {
+			err = e
+		}
+	}()
+	streams := map[int]int{} // candidate -> index in res.Streams
+	ranges := map[int64]PositionRange{}
+	next := 0
+	for next < len(cands) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var steps []streamStep
+		var merged []PositionRange
+		err := s.Update(ctx, func(tx *Tx) error {
+			steps, merged = steps[:0], merged[:0]
+			hz, err := readHorizon(ctx, tx)
+			if err != nil {
+				return err
+			}
+			var positions []int64
+			for i := next; i < len(cands) && len(positions) < opts.BatchSize; i++ {
+				c := cands[i]
+				// The stream may have moved since the plan: never past
+				// where its reads start, never its newest event.
+				var now int64
+				if err := tx.QueryRowContext(ctx, `SELECT MIN(first_version, version) FROM streams WHERE tenant = ? AND stream_id = ?`, c.tenant, c.stream).Scan(&now); err != nil {
+					return fmt.Errorf("scavenge: stream %q: %w", c.stream, mapErr(err))
+				}
+				var st streamStep
+				positions, st, err = walkStream(ctx, tx, c, min(c.hi, now), hz, opts.BatchSize-len(positions), positions)
+				if err != nil {
+					return err
+				}
+				st.idx = i
+				steps = append(steps, st)
+			}
+			if len(positions) == 0 {
+				return nil
+			}
+			b := &scavengeBatch{positions: positions}
+			if err := b.load(ctx, tx); err != nil {
+				return err
+			}
+			for _, step := range scrubSteps {
+				if err := step.run(ctx, tx, b); err != nil {
+					return fmt.Errorf("scavenge: %s: %w", step.name, err)
+				}
+			}
+			merged = b.ranges
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		removed := int64(0)
+		for _, st := range steps {
+			c := &cands[st.idx]
+			if st.n > 0 {
+				removed += st.n
+				c.lo = st.to + 1
+				j, ok := streams[st.idx]
+				if !ok {
+					j = len(res.Streams)
+					streams[st.idx] = j
+					res.Streams = append(res.Streams, ScavengedStream{Tenant: c.tenant, Stream: c.stream, From: st.from})
+				}
+				res.Streams[j].To = st.to
+				res.Streams[j].Count += st.n
+			}
+			if st.held != nil {
+				holds.add(*st.held)
+			}
+			if st.done || c.lo >= c.hi {
+				next = st.idx + 1
+			}
+		}
+		if len(steps) == 0 {
+			break
+		}
+		if removed > 0 {
+			res.Batches++
+			res.Removed += removed
+			for _, r := range merged {
+				ranges[r.From] = r
+			}
+			if opts.Progress != nil {
+				opts.Progress(res.Removed, total)
+			}
+		}
+	}
+	for _, r := range ranges {
+		res.Ranges = append(res.Ranges, r)
+	}
+	slices.SortFunc(res.Ranges, func(a, b PositionRange) int { return int(a.From - b.From) })
+	// A later merge may have swallowed an earlier run: keep the widest.
+	out := res.Ranges[:0]
+	for _, r := range res.Ranges {
+		if n := len(out); n > 0 && r.From <= out[n-1].To {
+			out[n-1].To = max(out[n-1].To, r.To)
+			continue
+		}
+		out = append(out, r)
+	}
+	res.Ranges = out
+	return nil
+}
+
+// scavengeBatch is the events one transaction removes. While the scrub
+// steps run, their positions are in the temporary table
+// temp.scavenge_batch and the events are still in the log.
+type scavengeBatch struct {
+	positions []int64
+	ranges    []PositionRange // the removed ranges as recorded, merged
+}
+
+// load puts the batch's positions in temp.scavenge_batch.
+func (b *scavengeBatch) load(ctx context.Context, tx *Tx) error {
+	if _, err := tx.ExecContext(ctx, `CREATE TEMP TABLE IF NOT EXISTS scavenge_batch (position INTEGER PRIMARY KEY)`); err != nil {
+		return fmt.Errorf("scavenge: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM temp.scavenge_batch`); err != nil {
+		return fmt.Errorf("scavenge: %w", err)
+	}
+	args := make([]any, len(b.positions))
+	for i, p := range b.positions {
+		args[i] = p
+	}
+	q := `INSERT INTO temp.scavenge_batch (position) VALUES (?)` + strings.Repeat(`, (?)`, len(args)-1)
+	if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+		return fmt.Errorf("scavenge: %w", err)
+	}
+	return nil
+}
+
+// scrubStep is one thing a batch's transaction does with the events it
+// removes. The steps run in order, in the transaction that removes the
+// events, while the events are still in the log and their positions in
+// temp.scavenge_batch.
+type scrubStep struct {
+	name string
+	run  func(ctx context.Context, tx *Tx, b *scavengeBatch) error
+}
+
+// scrubSteps are the batch's steps. A step that removes what else goes
+// with removed events (erased ciphertext, destroyed keys) goes before
+// "delete the events", so that it can still read them.
+var scrubSteps = []scrubStep{
+	{"record the removed event ids", recordRemovedIDs},
+	{"record the removed positions", recordRemovedRanges},
+	{"delete the outbox rows", deleteBatchOutbox},
+	{"delete the events", deleteBatchEvents},
+}
+
+func recordRemovedIDs(ctx context.Context, tx *Tx, b *scavengeBatch) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO removed_event_ids (tenant, event_id)
+		SELECT tenant, event_id FROM events WHERE position IN (SELECT position FROM temp.scavenge_batch)`)
+	return err
+}
+
+// recordRemovedRanges records the batch's runs of consecutive positions,
+// each merged with a removed range it touches.
+func recordRemovedRanges(ctx context.Context, tx *Tx, b *scavengeBatch) error {
+	ps := slices.Clone(b.positions)
+	slices.Sort(ps)
+	for i := 0; i < len(ps); {
+		j := i
+		for j+1 < len(ps) && ps[j+1] == ps[j]+1 {
+			j++
+		}
+		r, err := mergeRange(ctx, tx, PositionRange{From: ps[i], To: ps[j]})
+		if err != nil {
+			return err
+		}
+		b.ranges = append(b.ranges, r)
+		i = j + 1
+	}
+	return nil
+}
+
+// mergeRange records r, joined with the removed ranges just before and
+// just after it, and returns the range recorded.
+func mergeRange(ctx context.Context, tx *Tx, r PositionRange) (PositionRange, error) {
+	var from, to int64
+	err := tx.QueryRowContext(ctx, `SELECT from_position, to_position FROM removed_ranges WHERE from_position < ? ORDER BY from_position DESC LIMIT 1`, r.From).Scan(&from, &to)
+	switch {
+	case err == nil && to >= r.From-1:
+		r.From = from
+		r.To = max(r.To, to)
+	case err != nil && !errors.Is(err, sql.ErrNoRows):
+		return r, mapErr(err)
+	}
+	err = tx.QueryRowContext(ctx, `SELECT to_position FROM removed_ranges WHERE from_position = ?`, r.To+1).Scan(&to)
+	switch {
+	case err == nil:
+		r.To = to
+	case !errors.Is(err, sql.ErrNoRows):
+		return r, mapErr(err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM removed_ranges WHERE from_position BETWEEN ? AND ?`, r.From, r.To); err != nil {
+		return r, err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO removed_ranges (from_position, to_position, removed_at) VALUES (?, ?, ?)`, r.From, r.To, tx.now)
+	return r, err
+}
+
+func deleteBatchOutbox(ctx context.Context, tx *Tx, b *scavengeBatch) error {
+	_, err := tx.ExecContext(ctx, `DELETE FROM outbox WHERE position IN (SELECT position FROM temp.scavenge_batch)`)
+	return err
+}
+
+func deleteBatchEvents(ctx context.Context, tx *Tx, b *scavengeBatch) error {
+	res, err := tx.ExecContext(ctx, `DELETE FROM events WHERE position IN (SELECT position FROM temp.scavenge_batch)`)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n != int64(len(b.positions)) {
+		return fmt.Errorf("deleted %d events for %d positions", n, len(b.positions))
+	}
+	return nil
+}
+
+// idRemoved reports whether a scavenge removed the event that had id, on
+// the writer's connection (inside its transaction).
+func (s *Store) idRemoved(tenant, id string) (bool, error) {
+	var one int
+	err := s.wconn.QueryRowContext(bg, `SELECT 1 FROM removed_event_ids WHERE tenant = ? AND event_id = ?`, tenant, id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, mapErr(err)
+}
+
+func fileSize(path string) (int64, bool) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0, false
+	}
+	return fi.Size(), true
+}

@@ -1,0 +1,117 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// withWriter runs fn on the writer's connection outside any transaction
+// (for the statements SQLite refuses inside one: VACUUM, a WAL
+// checkpoint), holding the writer meanwhile: appends wait for it.
+func (s *Store) withWriter(ctx context.Context, fn func(c *sql.Conn) error) error {
+	if s.opts.ReadOnly {
+		return s.errReadOnly()
+	}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return ErrClosed
+	}
+	s.inflight.Add(1)
+	s.mu.RUnlock()
+	defer s.inflight.Done()
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	return fn(s.wconn.Conn)
+}
+
+// secureDelete turns SQLite's secure_delete on, or back to FAST, on the
+// writer's connection: on, deleted content and freed pages are
+// overwritten with zeros; FAST overwrites deleted content only where that
+// costs no extra I/O.
+func (s *Store) secureDelete(ctx context.Context, on bool) error {
+	v := "FAST" // the writer's setting (see dsn)
+	if on {
+		v = "ON"
+	}
+	return s.withWriter(ctx, func(c *sql.Conn) error {
+		if _, err := c.ExecContext(ctx, "PRAGMA secure_delete = "+v); err != nil {
+			return fmt.Errorf("scavenge: secure_delete: %w", mapErr(err))
+		}
+		return nil
+	})
+}
+
+// vacuumChunk is how many free pages one incremental_vacuum gives back
+// while it holds the writer: 1,024 (4 MiB of 4 KiB pages). Measured: one
+// incremental_vacuum of 250 MB held a concurrent writer for 6 s.
+const vacuumChunk = 1024
+
+// reclaim gives the freed pages back to the file system (an incremental
+// vacuum in chunks, releasing the writer between them, or a full VACUUM)
+// and checkpoints the WAL with TRUNCATE, so that the bytes removed are
+// neither in the file nor in its WAL. A checkpoint a reader kept from
+// finishing returns ErrCheckpointBlocked.
+func (s *Store) reclaim(ctx context.Context, full bool, res *ScavengeResult) error {
+	if full {
+		err := s.withWriter(ctx, func(c *sql.Conn) error {
+			// VACUUM converts a file created before auto_vacuum was set.
+			if _, err := c.ExecContext(ctx, "PRAGMA auto_vacuum = INCREMENTAL"); err != nil {
+				return fmt.Errorf("scavenge: auto_vacuum: %w", mapErr(err))
+			}
+			if _, err := c.ExecContext(ctx, "VACUUM"); err != nil {
+				return fmt.Errorf("scavenge: vacuum: %w", mapErr(err))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for prev := int64(-1); !full; {
+		var free, mode int64
+		err := s.withWriter(ctx, func(c *sql.Conn) error {
+			if err := c.QueryRowContext(ctx, "PRAGMA auto_vacuum").Scan(&mode); err != nil {
+				return fmt.Errorf("scavenge: auto_vacuum: %w", mapErr(err))
+			}
+			if mode != 2 { // not INCREMENTAL: nothing to give back
+				return nil
+			}
+			// Each step of the pragma frees a page: read it to the end.
+			rows, err := c.QueryContext(ctx, fmt.Sprintf("PRAGMA incremental_vacuum(%d)", vacuumChunk))
+			if err != nil {
+				return fmt.Errorf("scavenge: incremental_vacuum: %w", mapErr(err))
+			}
+			for rows.Next() {
+			}
+			if err := rows.Close(); err != nil {
+				return fmt.Errorf("scavenge: incremental_vacuum: %w", mapErr(err))
+			}
+			if err := rows.Err(); err != nil {
+				return fmt.Errorf("scavenge: incremental_vacuum: %w", mapErr(err))
+			}
+			return c.QueryRowContext(ctx, "PRAGMA freelist_count").Scan(&free)
+		})
+		if err != nil {
+			return err
+		}
+		if mode != 2 || free == 0 || free == prev {
+			break
+		}
+		prev = free
+	}
+	return s.withWriter(ctx, func(c *sql.Conn) error {
+		var busy, logFrames, done int64
+		if err := c.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &done); err != nil {
+			return fmt.Errorf("scavenge: wal_checkpoint: %w", mapErr(err))
+		}
+		if err := c.QueryRowContext(ctx, "PRAGMA freelist_count").Scan(&res.FreePages); err != nil {
+			return fmt.Errorf("scavenge: freelist_count: %w", mapErr(err))
+		}
+		if busy != 0 {
+			return fmt.Errorf("scavenge: %d of %d WAL frames checkpointed: %w; run the scavenge again once readers are done", done, logFrames, ErrCheckpointBlocked)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,489 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/storetest"
+)
+
+// publishAll marks every pending outbox row published, as a relay would.
+func publishAll(t testing.TB, s *store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	lease, err := s.Leases().Acquire(ctx, "relay", "test", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Leases().Release(ctx, lease) }()
+	for {
+		rows, err := s.Outbox().Read(ctx, store.OutboxReadOptions{Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) == 0 {
+			return
+		}
+		pub := make([]store.Published, len(rows))
+		for i, r := range rows {
+			pub[i] = store.Published{Position: r.Event.Position}
+		}
+		if err := s.Update(ctx, func(tx *store.Tx) error {
+			_, err := tx.MarkPublished(ctx, lease, pub)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func countEvents(t testing.TB, s *store.Store) int {
+	t.Helper()
+	n := 0
+	for _, err := range s.ReadAll(context.Background(), store.ReadAllOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	return n
+}
+
+func scavenge(t testing.TB, s *store.Store, opts store.ScavengeOptions) store.ScavengeResult {
+	t.Helper()
+	res, err := s.Lifecycle().Scavenge(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("scavenge: %v", err)
+	}
+	return res
+}
+
+// lifecycleFixture: order-1 truncated before 4 (of 6, then 7 with the
+// truncate), order-2 soft-deleted (4 events and the tombstone), order-3
+// hard-deleted (3 and the tombstone), order-4 live (2): 10 events a
+// scavenge may remove.
+func lifecycleFixture(t *testing.T, s *store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	fillStream(t, s, "order-1", 6)
+	fillStream(t, s, "order-2", 4)
+	fillStream(t, s, "order-3", 3)
+	fillStream(t, s, "order-4", 2)
+	if _, err := s.Lifecycle().Truncate(ctx, "default", "order-1", 4, store.Any); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Lifecycle().Delete(ctx, "default", "order-2", store.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Lifecycle().Delete(ctx, "default", "order-3", store.DeleteOptions{Hard: true}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestScavengeRemovesWhatLifecycleAllows(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.MustOpen(t, nil)
+	lifecycleFixture(t, s)
+	publishAll(t, s)
+	head, _ := s.Head(ctx)
+	before := countEvents(t, s)
+	res := scavenge(t, s, store.ScavengeOptions{BatchSize: 3})
+	if res.Removed != 10 {
+		t.Fatalf("removed %d events, want 10 (%+v)", res.Removed, res.Streams)
+	}
+	if got := countEvents(t, s); got != before-10 {
+		t.Fatalf("%d events left, want %d", got, before-10)
+	}
+	if res.Batches != 4 {
+		t.Errorf("%d batches of at most 3 for 10 events, want 4", res.Batches)
+	}
+	// Truncated: reads still start at 4; deleted: the tombstones stay.
+	evs, err := readErr(s, "order-1")
+	if err != nil || len(evs) != 4 || evs[0].StreamVersion != 4 {
+		t.Fatalf("order-1 after scavenge: %d events (%v)", len(evs), err)
+	}
+	if _, err := readErr(s, "order-3"); !errors.Is(err, store.ErrStreamDeleted) {
+		t.Fatalf("hard-deleted read after scavenge: %v", err)
+	}
+	var tombstones int
+	for e, err := range s.ReadAll(ctx, store.ReadAllOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Type == store.TypeStreamDeleted {
+			tombstones++
+		}
+	}
+	if tombstones != 2 {
+		t.Fatalf("%d tombstones after scavenge, want 2 (a hard delete's is never scavenged)", tombstones)
+	}
+	// Removed positions are recorded, not holes.
+	holes, err := s.Projections().HolesBetween(ctx, 0, head)
+	if err != nil || len(holes) != 0 {
+		t.Fatalf("holes after scavenge: %v (%v)", holes, err)
+	}
+	if len(res.Ranges) == 0 {
+		t.Fatal("no removed ranges reported")
+	}
+	findings, err := s.Diagnose(ctx, store.DiagnoseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range findings {
+		if f.Severity == store.SeverityProblem {
+			t.Errorf("doctor after scavenge: %+v", f)
+		}
+	}
+	// A second scavenge finds nothing more.
+	if res := scavenge(t, s, store.ScavengeOptions{}); res.Removed != 0 {
+		t.Fatalf("second scavenge removed %d", res.Removed)
+	}
+}
+
+func TestScavengeHoldsBackUnpublishedAndUnpassed(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.MustOpen(t, nil)
+	lifecycleFixture(t, s)
+	// Nothing published: the outbox holds every event back.
+	res := scavenge(t, s, store.ScavengeOptions{})
+	if res.Removed != 0 || len(res.HeldBack) == 0 || res.HeldBack[0].By != "outbox" {
+		t.Fatalf("unpublished: removed %d, held %+v", res.Removed, res.HeldBack)
+	}
+	publishAll(t, s)
+	// A projection that has passed position 3 only.
+	if err := s.Update(ctx, func(tx *store.Tx) error { return tx.SetCheckpoint(ctx, "slow", 3, nil) }); err != nil {
+		t.Fatal(err)
+	}
+	res = scavenge(t, s, store.ScavengeOptions{})
+	if res.Removed != 3 {
+		t.Fatalf("removed %d with a checkpoint at 3, want 3 (order-1's first three)", res.Removed)
+	}
+	var held *store.HoldBack
+	for i, h := range res.HeldBack {
+		if h.By == "projection" && h.Name == "slow" {
+			held = &res.HeldBack[i]
+		}
+	}
+	if held == nil || held.Position != 3 || held.Events != 7 {
+		t.Fatalf("held back: %+v, want projection slow at 3 holding 7", res.HeldBack)
+	}
+	head, _ := s.Head(ctx)
+	if err := s.Update(ctx, func(tx *store.Tx) error { return tx.SetCheckpoint(ctx, "slow", head, nil) }); err != nil {
+		t.Fatal(err)
+	}
+	if res := scavenge(t, s, store.ScavengeOptions{}); res.Removed != 7 {
+		t.Fatalf("removed %d once the projection passed, want 7", res.Removed)
+	}
+}
+
+func TestScavengeDryRunChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "eventlite.db")
+	s, err := store.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lifecycleFixture(t, s)
+	publishAll(t, s)
+	if err := s.Lifecycle().SetRetention(ctx, store.RetentionPolicy{Prefix: "order-4", MaxCount: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := storetest.DirDigest(t, dir)
+	s, err = store.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := scavenge(t, s, store.ScavengeOptions{DryRun: true})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if res.Removed != 11 || len(res.Trims) != 1 || res.Trims[0].Before != 2 {
+		t.Fatalf("dry run: would remove %d, trims %+v; want 11 and order-4 before 2", res.Removed, res.Trims)
+	}
+	after := storetest.DirDigest(t, dir)
+	for name, d := range before {
+		if after[name] != d {
+			t.Errorf("dry run changed %s", name)
+		}
+	}
+	if len(after) != len(before) {
+		t.Errorf("dry run left files %v, had %v", after, before)
+	}
+}
+
+func TestScavengeRemovedIDIsDuplicate(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.MustOpen(t, nil)
+	first := evID(t, "evt-removed", "t", map[string]int{"i": 0})
+	if _, err := s.Append(ctx, "default", "cart-1", store.NoStream, first); err != nil {
+		t.Fatal(err)
+	}
+	fillStream(t, s, "cart-1", 2)
+	if _, err := s.Lifecycle().Truncate(ctx, "default", "cart-1", 2, store.Any); err != nil {
+		t.Fatal(err)
+	}
+	publishAll(t, s)
+	if res := scavenge(t, s, store.ScavengeOptions{}); res.Removed != 1 {
+		t.Fatalf("removed %d, want 1", res.Removed)
+	}
+	for _, stream := range []string{"cart-1", "cart-2"} {
+		_, err := s.Append(ctx, "default", stream, store.Any, evID(t, "evt-removed", "t", map[string]int{"i": 0}))
+		var de *store.DuplicateError
+		if !errors.As(err, &de) || !errors.Is(err, store.ErrDuplicate) {
+			t.Fatalf("append to %s with a removed event's id: %v, want a *DuplicateError", stream, err)
+		}
+	}
+	// Another tenant may use it: ids are unique per tenant.
+	if _, err := s.Append(ctx, "other", "cart-1", store.Any, evID(t, "evt-removed", "t", nil)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestScavengePositionsNeverReusedAfterRestart(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "eventlite.db")
+	s, err := store.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lifecycleFixture(t, s)
+	publishAll(t, s)
+	head, _ := s.Head(ctx)
+	res := scavenge(t, s, store.ScavengeOptions{})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = storetest.MustOpenPath(t, path, nil)
+	r, err := s.Append(ctx, "default", "order-9", store.Any, ev(t, "t", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := r.Events[0].Position; p != head+1 {
+		t.Fatalf("first append after scavenge and restart got position %d, want %d (head was %d)", p, head+1, head)
+	}
+	for _, rg := range res.Ranges {
+		for e, err := range s.ReadAll(ctx, store.ReadAllOptions{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Position >= rg.From && e.Position <= rg.To {
+				t.Fatalf("position %d is in removed range %+v", e.Position, rg)
+			}
+		}
+	}
+}
+
+func TestScavengeOverwritesRemovedBytes(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "eventlite.db")
+	s := storetest.MustOpenPath(t, path, nil)
+	marker := "MARKER-7f3a9c-secret-value"
+	if _, err := s.Append(ctx, "default", "user-1", store.NoStream, ev(t, "t", map[string]string{"ssn": marker})); err != nil {
+		t.Fatal(err)
+	}
+	fillStream(t, s, "user-1", 3)
+	fillStream(t, s, "other", 50)
+	if _, err := s.Lifecycle().Delete(ctx, "default", "user-1", store.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	publishAll(t, s)
+	if !fileContains(t, path, marker) {
+		t.Fatal("the marker is not in the file or its WAL before the scavenge: the test proves nothing")
+	}
+	res := scavenge(t, s, store.ScavengeOptions{})
+	if res.Removed != 4 {
+		t.Fatalf("removed %d, want 4", res.Removed)
+	}
+	if fileContains(t, path, marker) {
+		for _, p := range []string{path, path + "-wal"} {
+			b, _ := os.ReadFile(p)
+			i := bytes.Index(b, []byte(marker))
+			t.Logf("%s: size %d, marker at %d (page %d)", p, len(b), i, i/4096+1)
+			if i > 0 {
+				pg := b[(i/4096)*4096 : (i/4096+1)*4096]
+				t.Logf("page header %x", pg[:16])
+				t.Logf("around %q", b[max(0, i-300):min(len(b), i+60)])
+			}
+		}
+		t.Logf("%+v", res)
+		t.Fatal("the removed event's data is still in the file or its WAL after the scavenge")
+	}
+}
+
+// fileContains reports whether the database file or its WAL holds s.
+// It reads them with os.ReadFile while the store is open: SQLite's
+// locks are POSIX locks, so closing this descriptor drops them, but the
+// scavenge is done by then and the test only closes the store after.
+func fileContains(t *testing.T, path, s string) bool {
+	t.Helper()
+	found := false
+	for _, p := range []string{path, path + "-wal"} {
+		b, err := os.ReadFile(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		found = found || bytes.Contains(b, []byte(s))
+	}
+	return found
+}
+
+func TestScavengeKeepsTheOperationLedger(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.MustOpen(t, nil)
+	op := store.Operation{Tenant: "default", ID: "op-1", Type: "AddItem", InputHash: "h", Result: []byte(`{"version":1}`)}
+	if err := s.Update(ctx, func(tx *store.Tx) error {
+		if _, err := tx.Append(ctx, "default", "cart-9", store.NoStream, ev(t, "t", nil)); err != nil {
+			return err
+		}
+		_, err := tx.RecordOperation(ctx, op)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	fillStream(t, s, "cart-9", 1)
+	if _, err := s.Lifecycle().Delete(ctx, "default", "cart-9", store.DeleteOptions{Hard: true}); err != nil {
+		t.Fatal(err)
+	}
+	publishAll(t, s)
+	if res := scavenge(t, s, store.ScavengeOptions{}); res.Removed != 2 {
+		t.Fatalf("removed %d, want 2", res.Removed)
+	}
+	got, ok, err := s.Aggregates().Operation(ctx, "default", "op-1")
+	if err != nil || !ok || string(got.Result) != `{"version":1}` {
+		t.Fatalf("ledger row after scavenge: %+v %v %v", got, ok, err)
+	}
+}
+
+var _ = envelope.New
+
+func TestScavengeCheckpointBlockedByAReader(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "eventlite.db")
+	s := storetest.MustOpenPath(t, path, &store.Options{BusyTimeout: 50 * time.Millisecond})
+	lifecycleFixture(t, s)
+	publishAll(t, s)
+	// A reader in another connection holds a snapshot of the WAL.
+	db, err := sql.Open("sqlite", "file:"+filepath.ToSlash(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM events`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Lifecycle().Scavenge(ctx, store.ScavengeOptions{})
+	if !errors.Is(err, store.ErrCheckpointBlocked) || res.Removed != 10 {
+		t.Fatalf("scavenge with a reader: removed %d, %v; want 10 and ErrCheckpointBlocked", res.Removed, err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if res := scavenge(t, s, store.ScavengeOptions{}); res.Removed != 0 {
+		t.Fatalf("again: removed %d", res.Removed)
+	}
+}
+
+// Positions come from AUTOINCREMENT (sqlite_sequence), not from the
+// highest stored row: even with the newest rows gone (which a scavenge
+// never does: it keeps each stream's newest event) and after a full
+// VACUUM and a restart, the next position is above every one handed out.
+func TestPositionsNeverGoBack(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "eventlite.db")
+	s, err := store.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fillStream(t, s, "a", 5)
+	fillStream(t, s, "b", 5)
+	head, _ := s.Head(ctx)
+	publishAll(t, s)
+	if _, err := s.Lifecycle().Scavenge(ctx, store.ScavengeOptions{Vacuum: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Remove stream b's events, the newest of the log, behind the
+	// store's back.
+	storetest.RawExec(t, path,
+		`DELETE FROM outbox WHERE position IN (SELECT position FROM events WHERE stream_id = 'b')`,
+		`DELETE FROM events WHERE stream_id = 'b'`,
+		`DELETE FROM streams WHERE stream_id = 'b'`)
+	s, err = store.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r, err := s.Append(ctx, "default", "c", store.NoStream, ev(t, "t", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := r.Events[0].Position; p != head+1 {
+		t.Fatalf("position after the newest rows were removed: %d, want %d", p, head+1)
+	}
+}
+
+// A file created before eventlite set auto_vacuum keeps its free pages
+// after a scavenge, says so (FreePages), and a scavenge with Vacuum gives
+// them back and converts the file, so that later scavenges shrink it.
+func TestScavengeVacuumConvertsAnOlderFile(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "eventlite.db")
+	s, err := store.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	storetest.RawExec(t, path, "PRAGMA auto_vacuum = NONE", "VACUUM")
+	s = storetest.MustOpenPath(t, path, nil)
+	for i := range 20 {
+		fillStream(t, s, fmt.Sprintf("old-%d", i), 30)
+		if _, err := s.Lifecycle().Delete(ctx, "default", fmt.Sprintf("old-%d", i), store.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publishAll(t, s)
+	res := scavenge(t, s, store.ScavengeOptions{})
+	if res.Removed != 20*30 || res.FreePages == 0 {
+		t.Fatalf("older file: removed %d, %d free pages; want 600 and free pages kept", res.Removed, res.FreePages)
+	}
+	res = scavenge(t, s, store.ScavengeOptions{Vacuum: true})
+	if res.FreePages != 0 || res.BytesReclaimed <= 0 {
+		t.Fatalf("with Vacuum: %d free pages, %d bytes reclaimed", res.FreePages, res.BytesReclaimed)
+	}
+	// Converted: the next scavenge gives its pages back by itself.
+	for i := range 20 {
+		fillStream(t, s, fmt.Sprintf("new-%d", i), 30)
+		if _, err := s.Lifecycle().Delete(ctx, "default", fmt.Sprintf("new-%d", i), store.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publishAll(t, s)
+	if res := scavenge(t, s, store.ScavengeOptions{}); res.Removed != 600 || res.FreePages != 0 {
+		t.Fatalf("after the conversion: removed %d, %d free pages left", res.Removed, res.FreePages)
+	}
+}
