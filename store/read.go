@@ -247,6 +247,10 @@ func (s *Store) queryEventsWith(ctx context.Context, page *[]envelope.Event, sc 
 	if err := rows.Err(); err != nil {
 		return nil, mapErr(err)
 	}
+	rows.Close() // before the keys are looked up, on the same pool
+	if err := s.keys.openEvents(ctx, s.rdb, true, out); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 

@@ -131,5 +131,8 @@ func (s *Store) EventByID(ctx context.Context, tenant, id string) (envelope.Even
 	if err != nil {
 		return envelope.Event{}, fmt.Errorf("event %q of tenant %q: %w", id, tenant, mapErr(err))
 	}
+	if err := s.keys.openEvents(ctx, s.rdb, true, []envelope.Event{e}); err != nil {
+		return envelope.Event{}, fmt.Errorf("event %q of tenant %q: %w", id, tenant, err)
+	}
 	return e, nil
 }

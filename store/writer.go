@@ -95,7 +95,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		moveStream:    prep(moveStreamSQL),
 		// The events of one append have consecutive positions.
 		insertOutbox: prep(`INSERT INTO outbox (position) SELECT position FROM events WHERE position BETWEEN ? AND ?`),
-		eventByID:    prep(`SELECT stream_id, version, type, data FROM events WHERE tenant = ? AND event_id = ?`),
+		eventByID:    prep(`SELECT stream_id, version, type, data, extensions FROM events WHERE tenant = ? AND event_id = ?`),
 		begin:        prep(`BEGIN IMMEDIATE`),
 		commit:       prep(`COMMIT`),
 		savepoint:    prep(`SAVEPOINT a`),

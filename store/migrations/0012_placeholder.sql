@@ -1,0 +1,2 @@
+-- Reserved for the retention migration of issue 17, built on another
+-- branch; this file keeps the numbering gap-free until it lands.
