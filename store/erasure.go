@@ -166,14 +166,13 @@ func subjectStreams(ctx context.Context, tx *Tx, tenant, subject string) ([]stri
 	return out, mapErr(rows.Err())
 }
 
-// erasedCopy is the SQL expression of a structured-JSON event copy %s
-// without its data, marked dataerased: true.
-const erasedCopy = `CAST(json_set(json_remove(CAST(%[1]s AS TEXT), '$.data', '$.data_base64'), '$.dataerased', json('true')) AS BLOB)`
-
-// copyOfSubject is the condition on a structured-JSON event copy %s that
-// it is one of subject's (?2) events of tenant ?1.
-const copyOfSubject = `tenant = ?1 AND %[1]s IS NOT NULL AND json_valid(CAST(%[1]s AS TEXT))
-	AND json_extract(CAST(%[1]s AS TEXT), '$.erasurekey') = ?2`
+// eraseCopyQuery sets a structured-JSON event copy (column %[2]s of
+// table %[1]s) of subject ?2's events of tenant ?1 to the copy without
+// its data, marked dataerased: true.
+const eraseCopyQuery = `UPDATE %[1]s
+	SET %[2]s = CAST(json_set(json_remove(CAST(%[2]s AS TEXT), '$.data', '$.data_base64'), '$.dataerased', json('true')) AS BLOB)
+	WHERE tenant = ?1 AND %[2]s IS NOT NULL AND json_valid(CAST(%[2]s AS TEXT))
+	AND json_extract(CAST(%[2]s AS TEXT), '$.erasurekey') = ?2`
 
 // eraseCopies removes the data from the copies of the subject's events
 // that quarantine, deferral and version conflicts keep, and returns how
@@ -183,9 +182,7 @@ func eraseCopies(ctx context.Context, tx *Tx, tenant, subject string) (int64, er
 	for _, c := range []struct{ table, col string }{
 		{"quarantine", "event"}, {"deferred", "event"}, {"version_conflicts", "conflicting_event"},
 	} {
-		q := fmt.Sprintf(`UPDATE %s SET %s = `+erasedCopy+` WHERE `+copyOfSubject, c.table, c.col)
-		q = fmt.Sprintf(q, c.col)
-		res, err := tx.ExecContext(ctx, q, tenant, subject)
+		res, err := tx.ExecContext(ctx, fmt.Sprintf(eraseCopyQuery, c.table, c.col), tenant, subject)
 		if err != nil {
 			return 0, fmt.Errorf("erase copies in %s: %w", c.table, mapErr(err))
 		}

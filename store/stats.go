@@ -131,8 +131,9 @@ func (s *Store) EventByID(ctx context.Context, tenant, id string) (envelope.Even
 	if err != nil {
 		return envelope.Event{}, fmt.Errorf("event %q of tenant %q: %w", id, tenant, mapErr(err))
 	}
-	if err := s.keys.openEvents(ctx, s.rdb, true, []envelope.Event{e}); err != nil {
+	evs := []envelope.Event{e}
+	if err := s.keys.openEvents(ctx, s.rdb, true, evs); err != nil {
 		return envelope.Event{}, fmt.Errorf("event %q of tenant %q: %w", id, tenant, err)
 	}
-	return e, nil
+	return evs[0], nil
 }
