@@ -6,4 +6,6 @@ import "context"
 func Pragmas(ctx context.Context, s *Store) (map[string]string, error) { return s.pragmas(ctx) }
 
 // CheckpointTruncate runs wal_checkpoint(TRUNCATE) through the store.
-func CheckpointTruncate(ctx context.Context, s *Store) (bool, error) { return s.checkpointTruncate(ctx) }
+func CheckpointTruncate(ctx context.Context, s *Store) (bool, error) {
+	return s.checkpointTruncate(ctx)
+}
