@@ -117,7 +117,7 @@ type runner interface {
 	run(ctx context.Context, c *cli, args []string) error
 }
 
-var commands = []*command{appendCommand, readCommand, deleteCommand, truncateCommand, tailCommand, streamsCommand, projectionsCommand, replayCommand, catalogCommand, relayCommand, serveCommand, dlqCommand, quarantineCommand, effectsCommand, doctorCommand, backupCommand, restoreCommand, migrateCommand, demoCommand, versionCommand}
+var commands = []*command{appendCommand, readCommand, deleteCommand, truncateCommand, forgetCommand, tailCommand, streamsCommand, projectionsCommand, replayCommand, catalogCommand, relayCommand, serveCommand, dlqCommand, quarantineCommand, effectsCommand, doctorCommand, backupCommand, restoreCommand, migrateCommand, demoCommand, versionCommand}
 
 func lookup(name string) *command {
 	for _, cmd := range commands {
@@ -145,6 +145,9 @@ type globals struct {
 	json    bool
 	tenant  tenantFlag
 	verbose bool
+	// masterKeyFile holds the master key of erasure (--master-key-file,
+	// default $EVENTLITE_MASTER_KEY_FILE).
+	masterKeyFile string
 }
 
 // register adds the global flags to fs, with their current values as
@@ -157,10 +160,11 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.BoolVar(&g.json, "json", g.json, "print JSON instead of text")
 	fs.Var(&g.tenant, "tenant", "append to and read from tenant `T` (default \"default\")")
 	fs.BoolVar(&g.verbose, "verbose", g.verbose, "log debug messages to stderr (as EVENTLITE_LOG=debug does)")
+	fs.StringVar(&g.masterKeyFile, "master-key-file", g.masterKeyFile, "the master key of erasure, in `FILE` (32 raw bytes or 64 hex digits; default $EVENTLITE_MASTER_KEY_FILE)")
 }
 
 func (c *cli) run(ctx context.Context, args []string) error {
-	c.global = globals{db: c.getenv("EVENTLITE_DB"), tenant: "default"}
+	c.global = globals{db: c.getenv("EVENTLITE_DB"), tenant: "default", masterKeyFile: c.getenv("EVENTLITE_MASTER_KEY_FILE")}
 	if c.global.db == "" {
 		c.global.db = "eventlite.db"
 	}
@@ -275,6 +279,7 @@ func (c *cli) withOptions(ctx context.Context, create bool, opts store.Options, 
 			return fmt.Errorf("%s: %w", c.global.db, errNoDatabase)
 		}
 	}
+	opts.MasterKeyFile = c.global.masterKeyFile
 	s, err := store.Open(ctx, c.global.db, &opts)
 	if err != nil {
 		return err
@@ -350,6 +355,8 @@ func classify(err error) (code int, msg string) {
 		errors.Is(err, store.ErrIdempotencyMismatch):
 		return exitInvalid, err.Error()
 	case fileRefused(err):
+		return exitInvalid, err.Error()
+	case errors.Is(err, store.ErrMasterKey):
 		return exitInvalid, err.Error()
 	case errors.Is(err, errNoDatabase):
 		return exitNotFound, err.Error() + ": check --db (or $EVENTLITE_DB); a command that writes, such as append, or 'eventlite migrate' creates it"
