@@ -49,7 +49,7 @@ func olderSchema(t *testing.T, path string) int {
 	}
 	old := len(files) - 1
 	stmts = append(stmts, fmt.Sprintf("PRAGMA user_version=%d", old),
-		`INSERT INTO streams VALUES ('default', 's', 1, 1, 1)`,
+		`INSERT INTO streams (tenant, stream_id, version, created_at, updated_at) VALUES ('default', 's', 1, 1, 1)`,
 		`INSERT INTO events (tenant, stream_id, version, event_id, type, source, time, content_type, data, recorded_at)
 		 VALUES ('default', 's', 1, 'e-1', 't', '/x', 1, 'application/json', '{}', 1)`,
 		`INSERT INTO outbox (position) VALUES (1)`)
