@@ -1,7 +1,10 @@
 package replay_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -116,5 +119,73 @@ func TestErasedEventsInProjections(t *testing.T) {
 	}
 	if len(got) != 3 || erasedSeen != 2 {
 		t.Fatalf("untyped projection got %d events, %d erased; want 3 and 2", len(got), erasedSeen)
+	}
+}
+
+// rawData is an untyped read model of every user.registered event's data.
+func rawData() projection.Projection {
+	return projection.Projection{Name: "rawdata", Types: []string{"user.registered"},
+		Tables: []projection.Table{{Name: "rawdata", Schema: `CREATE TABLE {table} (position INTEGER PRIMARY KEY, data BLOB)`}},
+		Apply: func(ctx context.Context, tx *projection.Tx, e envelope.Event) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO `+tx.Table("rawdata")+` VALUES (?, ?)`, e.Position, []byte(e.Data))
+			return err
+		}}
+}
+
+// TestRebuildRefusesEncryptedWithoutKey: a rebuild on a store opened
+// without the master key (or with a wrong one) stops with an error naming
+// what to set instead of rebuilding read models from encrypted events
+// without their data; the live read model is untouched.
+func TestRebuildRefusesEncryptedWithoutKey(t *testing.T) {
+	ctx := context.Background()
+	key := make([]byte, store.MasterKeySize)
+	path := filepath.Join(t.TempDir(), "eventlite.db")
+	var typed, erased []string
+	projections := []projection.Projection{emails(&typed, &erased), rawData()}
+	func() {
+		s := storetest.MustOpenPath(t, path, &store.Options{MasterKey: key})
+		for _, subject := range []string{"alice", "bob"} {
+			e, err := envelope.New("user.registered", registered{Email: subject + "@x"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.Source = "/test"
+			if _, err := s.Append(ctx, "default", subject, store.Any, e.WithErasureKey(subject)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, p := range projections {
+			catchUp(t, s, p)
+		}
+	}()
+	for _, c := range []struct {
+		name  string
+		opts  store.Options
+		check func(t *testing.T, err error)
+	}{
+		{"no master key", store.Options{}, func(t *testing.T, err error) {
+			var ee *store.EncryptedError
+			if !errors.Is(err, store.ErrNoMasterKey) || !errors.As(err, &ee) || ee.Subject != "alice" {
+				t.Fatalf("Rebuild: %v; want a *store.EncryptedError on subject alice, matching store.ErrNoMasterKey", err)
+			}
+		}},
+		{"wrong master key", store.Options{MasterKey: bytes.Repeat([]byte{9}, store.MasterKeySize)}, func(t *testing.T, err error) {
+			var me *store.MasterKeyError
+			if !errors.As(err, &me) {
+				t.Fatalf("Rebuild: %v; want a *store.MasterKeyError", err)
+			}
+		}},
+	} {
+		for _, p := range projections {
+			t.Run(c.name+"/"+p.Name, func(t *testing.T) {
+				s := storetest.MustOpenPath(t, path, &c.opts)
+				before := snapshot(t, s, p)
+				_, err := replay.Rebuild(ctx, s, p, &replay.Options{FromScratch: true})
+				c.check(t, err)
+				if diff := cmp.Diff(before, snapshot(t, s, p)); diff != "" {
+					t.Fatalf("live read model changed (-before +after):\n%s", diff)
+				}
+			})
+		}
 	}
 }
