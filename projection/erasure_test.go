@@ -73,7 +73,7 @@ func catchUp(t *testing.T, s *store.Store, p projection.Projection) {
 // TestRunnerRefusesEncryptedWithoutKey: a runner on a store opened
 // without the master key (or with a wrong one) stops with an error
 // naming what to set instead of applying encrypted events without their
-// data, untyped or typed: it applies nothing of the batch, quarantines
+// data, untyped, typed or delivering: it applies nothing of the batch, quarantines
 // nothing and leaves the checkpoint where it was.
 func TestRunnerRefusesEncryptedWithoutKey(t *testing.T) {
 	key := bytes.Repeat([]byte{3}, store.MasterKeySize)
@@ -100,7 +100,11 @@ func TestRunnerRefusesEncryptedWithoutKey(t *testing.T) {
 			}
 		}},
 	} {
-		for _, p := range []projection.Projection{countingProjection("counting", nil), typedUsers(&got)} {
+		deliver := projection.Projection{Name: "deliver", Deliver: func(ctx context.Context, e envelope.Event) error {
+			got = append(got, e.ID) // a read model outside the store
+			return nil
+		}}
+		for _, p := range []projection.Projection{countingProjection("counting", nil), typedUsers(&got), deliver} {
 			t.Run(c.name+"/"+p.Name, func(t *testing.T) {
 				s, err := store.Open(context.Background(), path, &c.opts)
 				if err != nil {
@@ -132,7 +136,7 @@ func TestRunnerRefusesEncryptedWithoutKey(t *testing.T) {
 					}
 				}
 				if len(got) != 0 {
-					t.Fatalf("typed handlers received %v; want nothing", got)
+					t.Fatalf("typed handlers or Deliver received %v; want nothing", got)
 				}
 			})
 		}
