@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // masterKeyFiles writes two master key files (hex) and a malformed one.
@@ -70,6 +72,14 @@ func TestForgetCommand(t *testing.T) {
 		if r.code != exitUsage || !strings.Contains(r.stderr, "--master-key-file") {
 			t.Errorf("%v without a master key: exit %d, stderr %s; want 2 naming --master-key-file", args, r.code, r.stderr)
 		}
+	}
+	// A wrong master key stops the relay (exit 4), nothing published; the
+	// deadline only ends a relay that would retry forever.
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	if r := runWith(t, ctx, nil, "", "relay", "--to", "stdout", "--once", "--master-key-file", other, "--db", db); r.code != exitInvalid ||
+		!strings.Contains(r.stderr, "wrong master key") || r.stdout != "" {
+		t.Errorf("relay with another master key: exit %d, stdout %q, stderr %s; want 4, wrong master key, nothing published", r.code, r.stdout, r.stderr)
 	}
 	if r := run(t, "", "relay", "--to", "stdout", "--once", "--master-key-file", key, "--db", db); r.code != exitOK || !strings.Contains(r.stdout, "alice.77") {
 		t.Errorf("relay with the key: exit %d, %s %s; want the plaintext published", r.code, r.stdout, r.stderr)
