@@ -34,6 +34,13 @@ type Definition[S any] struct {
 	// Required. It must be deterministic and must not fail: validation
 	// belongs in Decide.
 	Evolve func(state S, ev Event) S
+	// Erased folds an erased event: one whose subject was forgotten (see
+	// store.Erasure), read with its attributes and no data
+	// (envelope.Erased). Evolve never receives one. Default: the state is
+	// unchanged (the version still moves past the event). Forgetting drops
+	// the stream's snapshots, so the state is folded again from the
+	// events, erased ones through this hook.
+	Erased func(state S, ev envelope.Event) S
 	// Decide turns a command into new events: values of registered Go
 	// types, appended in order. Required. An error is a business rule
 	// violation: Handle returns it unchanged and appends nothing. No
@@ -83,6 +90,11 @@ type Command struct {
 	// *store.ConflictError at once, without retrying, appending or
 	// recording anything (the user must look again).
 	Expected store.Expected
+	// ErasureKey, when set, is the erasurekey extension of every event
+	// the command appends: their data is encrypted with the subject's key
+	// and erased when the subject is forgotten (see store.Erasure; the
+	// store needs a master key).
+	ErasureKey string
 	// Payload is the command itself. Its Go type names the operation and,
 	// with its JSON encoding, makes the input hash. Top-level struct fields
 	// tagged `idem:"-"` (timestamps the caller fills in, say) are left out
@@ -216,6 +228,13 @@ func (h *Handler[S]) Load(ctx context.Context, tenant, stream string) (S, int64,
 		if err != nil {
 			return state, 0, fmt.Errorf("load %s %q: %w", h.def.Name, stream, err)
 		}
+		if envelope.Erased(e) {
+			if h.def.Erased != nil {
+				state = h.def.Erased(state, e)
+			}
+			version = e.StreamVersion
+			continue
+		}
 		p, err := h.def.Registry.Decode(e)
 		if err != nil {
 			return state, 0, fmt.Errorf("load %s %q: event %d (%s): %w", h.def.Name, stream, e.StreamVersion, e.ID, err)
@@ -320,6 +339,9 @@ func (h *Handler[S]) attempt(ctx context.Context, cmd Command, op *store.Operati
 		e.Source = h.def.Source
 		e.CorrelationID = cmd.CorrelationID
 		e.CausationID = cmd.ID
+		if cmd.ErasureKey != "" {
+			e = e.WithErasureKey(cmd.ErasureKey)
+		}
 		events = append(events, e)
 	}
 	res := Result{Tenant: cmd.Tenant, Stream: cmd.Stream, Version: version}

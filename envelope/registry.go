@@ -227,7 +227,15 @@ func (r *Registry) Upcast(e Event) (Event, error) {
 // A registered type at a schema version with neither an upcaster nor a
 // registered Go type is an error naming both, never a silent zero value.
 // Decode never panics on bad data: it returns an *InvalidError.
+// An erased event (its subject was forgotten) returns an error matching
+// ErrErased, an encrypted one read without the master key ErrEncrypted.
 func (r *Registry) Decode(e Event) (any, error) {
+	switch {
+	case Erased(e):
+		return nil, fmt.Errorf("%s event %s: %w", e.Type, e.ID, ErrErased)
+	case Encrypted(e):
+		return nil, fmt.Errorf("%s event %s: %w", e.Type, e.ID, ErrEncrypted)
+	}
 	e, err := r.Upcast(e)
 	if err != nil {
 		return nil, err

@@ -137,7 +137,12 @@ func NewRunner(s *store.Store, p Projection, opts *RunnerOptions) (*Runner, erro
 // holds it), catches up from the checkpoint, then follows new commits
 // until ctx ends. It returns nil when ctx ends, a *StoppedError when the
 // projection halts on a quarantined event, ErrStaleFence when it lost its
-// lease. A clean stop releases the lease.
+// lease. A clean stop releases the lease. An event to apply that cannot
+// be decrypted stops it with an error matching store.ErrMasterKey, having
+// applied nothing of the batch, quarantined nothing and left the
+// checkpoint: a *store.EncryptedError (store.ErrNoMasterKey) when the
+// store was opened without the master key, a *store.MasterKeyError for a
+// wrong one.
 func (r *Runner) Run(ctx context.Context) error {
 	h, err := r.acquire(ctx, true)
 	if err != nil {
@@ -279,6 +284,12 @@ func (r *Runner) batch(ctx context.Context, lease store.Lease) (int64, error) {
 			return 0, err
 		}
 		events = append(events, e)
+	}
+	// An encrypted event read without the master key has no data: applied,
+	// the read model would silently lack it. Stop, applying nothing.
+	if err := store.RequireData("projection "+r.p.Name, events...); err != nil {
+		r.log.Error("refusing to apply an encrypted event without its data", "error", err)
+		return 0, err
 	}
 	next := cp
 	if len(events) > 0 {

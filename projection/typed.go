@@ -18,9 +18,10 @@ import (
 // Register every handler before the projection's runner starts: Handlers
 // are not safe for concurrent registration.
 type Handlers struct {
-	reg   *envelope.Registry
-	types []string
-	byGo  map[reflect.Type]typedHandler
+	reg    *envelope.Registry
+	types  []string
+	byGo   map[reflect.Type]typedHandler
+	erased func(ctx context.Context, tx *Tx, e envelope.Event) error
 }
 
 type typedHandler func(ctx context.Context, tx *Tx, e envelope.Event, data any) error
@@ -90,15 +91,35 @@ func On[T any](h *Handlers, fn func(ctx context.Context, tx *Tx, e Event[T]) err
 	}
 }
 
+// OnErased registers fn as the hook for erased events of the handlers'
+// types: events whose subject was forgotten (see store.Erasure), read
+// with their attributes and no data (envelope.Erased). Typed handlers are
+// never called for them, and without a hook they are passed: nothing
+// quarantines or stops on them. A projection that derived anything from
+// a subject's events purges it on eventlite.subject.forgotten (register
+// store.SubjectForgotten under store.TypeSubjectForgotten and handle it
+// with On), so that a rebuild, which sees the events erased, equals the
+// live read model.
+func (h *Handlers) OnErased(fn func(ctx context.Context, tx *Tx, e envelope.Event) error) {
+	h.erased = fn
+}
+
 // Types returns the event types the handlers read, in the order their
 // handlers were registered.
 func (h *Handlers) Types() []string { return slices.Clone(h.types) }
 
-// apply decodes e and calls the handler of its Go type. An event that
+// apply decodes e and calls the handler of its Go type; an erased event
+// goes to the erased hook, if any, instead. An event that
 // decodes into a Go type with no handler (an old type listed in
 // Projection.Types whose upcaster turns it into an unhandled one, say) is
 // passed.
 func (h *Handlers) apply(ctx context.Context, tx *Tx, e envelope.Event) error {
+	if envelope.Erased(e) {
+		if h.erased == nil {
+			return nil
+		}
+		return h.erased(ctx, tx, e)
+	}
 	data, err := h.reg.Decode(e)
 	if err != nil {
 		return fmt.Errorf("the data of event %s (type %s, position %d) does not decode: %w", e.ID, e.Type, e.Position, err)

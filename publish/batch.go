@@ -49,8 +49,8 @@ func (r *Relay) work(ctx context.Context, lease store.Lease) (err error) {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				if errors.Is(err, store.ErrClosed) {
-					return err
+				if errors.Is(err, store.ErrClosed) || errors.Is(err, store.ErrMasterKey) {
+					return err // a wrong master key does not get better by waiting
 				}
 				r.log.Warn("cannot read the outbox; trying again", "error", err)
 				if err := r.sleep(ctx, r.opts.PollInterval); err != nil {
@@ -60,6 +60,10 @@ func (r *Relay) work(ctx context.Context, lease store.Lease) (err error) {
 			}
 		}
 		next, fetched = nil, false
+		if err := requireData(rows); err != nil {
+			r.log.Error("refusing to publish an encrypted event without its data", "error", err)
+			return err // nothing of the batch published, its rows left as they are
+		}
 		if len(rows) == 0 {
 			if err := join(); err != nil {
 				if errors.Is(err, errSettle) {
@@ -112,6 +116,18 @@ func (r *Relay) work(ctx context.Context, lease store.Lease) (err error) {
 			return err
 		}
 	}
+}
+
+// requireData refuses a batch holding an event read without the master
+// key that decrypts it: published, it would reach the broker without its
+// data (see store.RequireData).
+func requireData(rows []store.OutboxRow) error {
+	for i := range rows {
+		if err := store.RequireData("relay", rows[i].Event); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // prefetched is the next batch, read while one is published.

@@ -241,7 +241,11 @@ func (r *Relay) Stats() Stats {
 // and returns nil; the batch in flight is abandoned (its rows stay
 // pending). It returns an error when the destination is misconfigured
 // (Fatal), and an error matching store.ErrClosed when the store is
-// closed. With Options.Once it returns nil once every row is published
+// closed. It returns an error matching store.ErrMasterKey, having
+// published nothing of the batch and left its rows pending, when an event
+// to publish cannot be decrypted: a *store.EncryptedError (also
+// store.ErrNoMasterKey) when the store was opened without the master
+// key, a *store.MasterKeyError for a wrong one. With Options.Once it returns nil once every row is published
 // or dead-lettered, and an *IncompleteError when rows remain: ctx ended
 // first, or they wait behind dead letters. While another relay holds the
 // lease, Run stands by and takes over when that lease is released or

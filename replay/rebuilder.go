@@ -237,6 +237,9 @@ func (r *rebuilder) read(ctx context.Context, from, target int64, limit int, buf
 		}
 		events = append(events, e)
 	}
+	if err := store.RequireData("rebuild of "+r.p.Name, events...); err != nil {
+		return nil, 0, err // applied without its data, the shadow would lack it
+	}
 	next = target
 	if len(events) == limit {
 		next = events[len(events)-1].Position
@@ -449,6 +452,9 @@ func (r *rebuilder) finalTx(ctx context.Context, tx *store.Tx, watermark, target
 			return store.Rebuild{}, errTooFarBehind
 		}
 		events = append(events, e)
+	}
+	if err := store.RequireData("rebuild of "+r.p.Name, events...); err != nil {
+		return store.Rebuild{}, err
 	}
 	row, err := r.applyTx(ctx, tx, events, target)
 	if err != nil {

@@ -176,7 +176,11 @@ var ErrNotRebuildable = errors.New("projection cannot be rebuilt")
 // the same projection fails with an error matching store.ErrLeaseHeld.
 //
 // When ctx ends, Rebuild stops and returns an error matching ctx.Err();
-// the next run resumes from the shadow's checkpoint.
+// the next run resumes from the shadow's checkpoint. An event to apply
+// that cannot be decrypted stops it the same way, the live read model
+// untouched, with an error matching store.ErrMasterKey: a
+// *store.EncryptedError (store.ErrNoMasterKey) when the store was opened
+// without the master key, a *store.MasterKeyError for a wrong one.
 func Rebuild(ctx context.Context, s *store.Store, p projection.Projection, opts *Options) (Result, error) {
 	if err := p.Validate(); err != nil {
 		return Result{}, err

@@ -154,6 +154,12 @@ func problemFor(err error, tenant, stream string, index func(id string) int) *Pr
 			p.Index = ptr(ie.Index)
 		}
 		return p
+	case errors.Is(err, store.ErrMasterKey):
+		// An erasurekey without the server's master key (or one that does
+		// not unwrap the subject's key): never stored in clear.
+		p := problemf("invalid-event", "%v", err)
+		p.Tenant, p.Stream, p.Field = tenant, stream, store.ExtErasureKey
+		return p
 	case errors.Is(err, store.ErrInvalidEvent), errors.Is(err, store.ErrIdempotencyMismatch):
 		p := problemf("invalid-event", "%v", err)
 		p.Tenant, p.Stream = tenant, stream

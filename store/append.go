@@ -1,8 +1,8 @@
 package store
 
 import (
-	"bytes"
 	"context"
+	"crypto/cipher"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -127,6 +127,11 @@ type appendReq struct {
 	tenant, stream string
 	expected       Expected
 	events         []envelope.Event
+	// sealed holds, for the events that carry erasurekey, their encrypted
+	// data (what insertEvents stores) and aeads their data keys; both are
+	// nil when no event does (see sealAppend).
+	sealed [][]byte
+	aeads  []cipher.AEAD
 }
 
 // Append appends events to a tenant's stream if expected holds, in one
@@ -152,6 +157,9 @@ func (s *Store) append(ctx context.Context, tenant, stream string, expected Expe
 	a, err := s.prepareAppend(tenant, stream, expected, events)
 	if err != nil {
 		return AppendResult{}, err
+	}
+	if err := s.sealAppend(ctx, a, nil); err != nil {
+		return AppendResult{}, wrapAppendErr(stream, err)
 	}
 	r := &request{ctx: ctx, a: a, done: make(chan struct{})}
 	if err := s.submit(ctx, r); err != nil {
@@ -191,6 +199,9 @@ func (tx *Tx) append(ctx context.Context, tenant, stream string, expected Expect
 	a, err := tx.s.prepareAppend(tenant, stream, expected, events)
 	if err != nil {
 		return AppendResult{}, err
+	}
+	if err := tx.s.sealAppend(ctx, a, tx); err != nil {
+		return AppendResult{}, wrapAppendErr(stream, err)
 	}
 	return tx.appendPrepared(ctx, a)
 }
@@ -255,6 +266,9 @@ func (s *Store) prepareAppendAs(own bool, tenant, stream string, expected Expect
 		e.Stream, e.Tenant = stream, tenant
 		e.Position, e.StreamVersion = 0, 0 // the store assigns them
 		err := s.prepareEvent(&e, now)
+		if err == nil && !own {
+			err = checkErasureExtensions(i, &e)
+		}
 		if err == nil && !own && strings.HasPrefix(e.Type, envelope.ReservedTypePrefix) {
 			err = &envelope.InvalidError{Index: -1, Field: "type", Reason: fmt.Sprintf("%q starts with %q, which is kept for the store's own events: choose another type", e.Type, envelope.ReservedTypePrefix)}
 		}
@@ -411,8 +425,12 @@ func (s *Store) insertEvents(a *appendReq, current, now int64) (first, last int6
 				}
 				ext = string(b)
 			}
+			data := e.Data
+			if a.sealed != nil && a.sealed[start+i] != nil {
+				data = a.sealed[start+i] // never the plaintext
+			}
 			args = append(args, a.tenant, a.stream, e.StreamVersion, e.ID, e.Type, e.Source,
-				timecol.Value(e.Time), e.DataContentType, e.DataSchema, e.Data, e.CorrelationID, e.CausationID, ext, now)
+				timecol.Value(e.Time), e.DataContentType, e.DataSchema, data, e.CorrelationID, e.CausationID, ext, now)
 		}
 		st, err := s.insertEventsStmt(len(chunk))
 		if err != nil {
@@ -444,9 +462,9 @@ func (s *Store) retryResult(a *appendReq, current int64) (AppendResult, bool, er
 		var (
 			version     int64
 			stream, typ string
-			data        []byte
+			data, ext   []byte
 		)
-		err := s.stmts.eventByID.QueryRowContext(bg, a.tenant, e.ID).Scan(&stream, &version, &typ, &data)
+		err := s.stmts.eventByID.QueryRowContext(bg, a.tenant, e.ID).Scan(&stream, &version, &typ, &data, &ext)
 		if errors.Is(err, sql.ErrNoRows) {
 			if removed, rerr := s.idRemoved(a.tenant, e.ID); rerr != nil {
 				return AppendResult{}, false, rerr
@@ -468,7 +486,7 @@ func (s *Store) retryResult(a *appendReq, current int64) (AppendResult, bool, er
 		switch {
 		case stream != a.stream:
 			return AppendResult{}, false, &DuplicateError{Tenant: a.tenant, EventID: e.ID, Reason: fmt.Sprintf("it belongs to stream %q", stream)}
-		case typ != e.Type || !bytes.Equal(data, e.Data):
+		case typ != e.Type || !s.sameStoredData(a, i, data, ext):
 			return AppendResult{}, false, &DuplicateError{Tenant: a.tenant, EventID: e.ID, Reason: "the stored event has a different type or data"}
 		}
 		want := current - int64(len(a.events)) + int64(i) + 1
@@ -504,5 +522,9 @@ func (s *Store) newestEvents(tenant, stream string, current int64, n int) ([]env
 		}
 		out = append(out, e)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	return out, s.keys.openEvents(bg, s.wconn, false, out)
 }

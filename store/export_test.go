@@ -4,3 +4,8 @@ import "context"
 
 // Pragmas lets the tests ask every connection for its settings.
 func Pragmas(ctx context.Context, s *Store) (map[string]string, error) { return s.pragmas(ctx) }
+
+// CheckpointTruncate runs wal_checkpoint(TRUNCATE) through the store.
+func CheckpointTruncate(ctx context.Context, s *Store) (bool, error) {
+	return s.checkpointTruncate(ctx)
+}

@@ -264,6 +264,11 @@ func (tx *Tx) StreamEvents(ctx context.Context, tenant, stream string, from, to 
 		if err != nil {
 			return err
 		}
+		if subject := erasureKeyOf(&e); subject != "" {
+			if err := tx.s.keys.openEvent(ctx, tx.s.wconn, false, &e, subject); err != nil {
+				return err
+			}
+		}
 		if err := fn(e); err != nil {
 			return err
 		}

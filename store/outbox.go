@@ -110,6 +110,14 @@ func (o *Outbox) Read(ctx context.Context, opts OutboxReadOptions) ([]OutboxRow,
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read outbox: %w", mapErr(err))
 	}
+	rows.Close()
+	for i := range out {
+		if subject := erasureKeyOf(&out[i].Event); subject != "" {
+			if err := s.keys.openEvent(ctx, s.rdb, true, &out[i].Event, subject); err != nil {
+				return nil, fmt.Errorf("read outbox: %w", err)
+			}
+		}
+	}
 	return out, nil
 }
 

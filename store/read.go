@@ -247,6 +247,10 @@ func (s *Store) queryEventsWith(ctx context.Context, page *[]envelope.Event, sc 
 	if err := rows.Err(); err != nil {
 		return nil, mapErr(err)
 	}
+	rows.Close() // before the keys are looked up, on the same pool
+	if err := s.keys.openEvents(ctx, s.rdb, true, out); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -453,5 +457,9 @@ func (s *Store) EventByID(ctx context.Context, tenant, id string) (envelope.Even
 	if err != nil {
 		return envelope.Event{}, fmt.Errorf("event %q of tenant %q: %w", id, tenant, mapErr(err))
 	}
-	return e, nil
+	evs := []envelope.Event{e}
+	if err := s.keys.openEvents(ctx, s.rdb, true, evs); err != nil {
+		return envelope.Event{}, fmt.Errorf("event %q of tenant %q: %w", id, tenant, err)
+	}
+	return evs[0], nil
 }

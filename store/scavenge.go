@@ -48,6 +48,9 @@ type ScavengeResult struct {
 	HeldBack []HoldBack
 	// Batches counts the transactions that removed events.
 	Batches int
+	// Erased counts the events of forgotten subjects whose ciphertext was
+	// removed (see Erasure.Forget); they keep their attributes.
+	Erased int64
 	// BytesBefore and BytesAfter are the sizes of the database file plus
 	// its WAL before and after; BytesReclaimed their difference.
 	BytesBefore, BytesAfter, BytesReclaimed int64
@@ -159,6 +162,11 @@ func (l *Lifecycle) Scavenge(ctx context.Context, opts ScavengeOptions) (Scaveng
 		return res, err
 	}
 	if !opts.DryRun {
+		// The ciphertext of forgotten subjects' events goes too (their
+		// keys went with Forget), before the space is given back.
+		res.Erased, err = s.scrubErased(ctx)
+	}
+	if err == nil && !opts.DryRun {
 		err = s.reclaim(ctx, opts.Vacuum, &res)
 	}
 	res.BytesAfter = s.fileBytes()

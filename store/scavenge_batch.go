@@ -148,16 +148,14 @@ func (s *Store) scavengeDry(ctx context.Context, cands []candidate, holds *holdT
 
 // scavengeBatches removes the candidates' events, at most
 // opts.BatchSize per transaction.
-func (s *Store) scavengeBatches(ctx context.Context, cands []candidate, holds *holdTally, opts ScavengeOptions, total int64, res *ScavengeResult) (err error) {
-	if err := s.secureDelete(ctx, true); err != nil {
-		return err
-	}
-	defer func() {
-		// Back to FAST for the appends that follow.
-		if e := s.secureDelete(context.WithoutCancel(ctx), false); err == nil {
-			err = e
-		}
-	}()
+func (s *Store) scavengeBatches(ctx context.Context, cands []candidate, holds *holdTally, opts ScavengeOptions, total int64, res *ScavengeResult) error {
+	return s.withSecureDelete(ctx, func() error {
+		return s.removeBatches(ctx, cands, holds, opts, total, res)
+	})
+}
+
+// removeBatches is scavengeBatches with secure_delete on.
+func (s *Store) removeBatches(ctx context.Context, cands []candidate, holds *holdTally, opts ScavengeOptions, total int64, res *ScavengeResult) error {
 	streams := map[int]int{} // candidate -> index in res.Streams
 	ranges := map[int64]PositionRange{}
 	next := 0

@@ -29,18 +29,43 @@ func (s *Store) withWriter(ctx context.Context, fn func(c *sql.Conn) error) erro
 // secureDelete turns SQLite's secure_delete on, or back to FAST, on the
 // writer's connection: on, deleted content and freed pages are
 // overwritten with zeros; FAST overwrites deleted content only where that
-// costs no extra I/O.
+// costs no extra I/O. Calls nest (a scavenge and a Forget may overlap):
+// it stays on until every caller that turned it on has turned it off.
 func (s *Store) secureDelete(ctx context.Context, on bool) error {
-	v := "FAST" // the writer's setting (see dsn)
-	if on {
-		v = "ON"
-	}
 	return s.withWriter(ctx, func(c *sql.Conn) error {
+		was := s.w.secureRefs
+		if on {
+			s.w.secureRefs++
+		} else if s.w.secureRefs > 0 {
+			s.w.secureRefs--
+		}
+		if (was == 0) == (s.w.secureRefs == 0) {
+			return nil // already in the state asked for
+		}
+		v := "FAST" // the writer's setting (see dsn)
+		if s.w.secureRefs > 0 {
+			v = "ON"
+		}
 		if _, err := c.ExecContext(ctx, "PRAGMA secure_delete = "+v); err != nil {
-			return fmt.Errorf("scavenge: secure_delete: %w", mapErr(err))
+			s.w.secureRefs = was
+			return fmt.Errorf("secure_delete: %w", mapErr(err))
 		}
 		return nil
 	})
+}
+
+// withSecureDelete runs fn with secure_delete on (see secureDelete).
+func (s *Store) withSecureDelete(ctx context.Context, fn func() error) (err error) {
+	if err := s.secureDelete(ctx, true); err != nil {
+		return err
+	}
+	defer func() {
+		// Back to FAST for the appends that follow.
+		if e := s.secureDelete(context.WithoutCancel(ctx), false); err == nil {
+			err = e
+		}
+	}()
+	return fn()
 }
 
 // vacuumChunk is how many free pages one incremental_vacuum gives back

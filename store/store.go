@@ -83,6 +83,17 @@ type Options struct {
 	// tx.Append (operation "append"), with the append span in its
 	// context. Default: none.
 	Latency LatencyObserver
+	// MasterKey is the master key (32 bytes) that wraps the data keys of
+	// erasure (see Erasure): with it, appends carrying the erasurekey
+	// extension are encrypted and reads decrypt them. It is never stored
+	// in the database. Default: none (MasterKeyFile, when set).
+	MasterKey []byte
+	// MasterKeyFile, when MasterKey is not set, is a file holding the
+	// master key (see ReadMasterKeyFile for its format). Default: none,
+	// and then an append carrying erasurekey fails with ErrNoMasterKey
+	// and reads return encrypted events without data, marked
+	// dataencrypted: true.
+	MasterKeyFile string
 }
 
 func (o *Options) withDefaults() (Options, error) {
@@ -170,6 +181,8 @@ type Store struct {
 
 	pollStop chan struct{}
 	pollDone chan struct{}
+
+	keys *keyring // data keys of erasure, and the master key
 }
 
 // Open opens (creating if needed) the event store at path and brings its
@@ -187,6 +200,17 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("store: empty database path")
 	}
+	master := o.MasterKey
+	if master == nil && o.MasterKeyFile != "" {
+		if master, err = ReadMasterKeyFile(o.MasterKeyFile); err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+	}
+	keys, err := newKeyring(master)
+	if err != nil {
+		return nil, fmt.Errorf("store: Options.MasterKey: %w", err)
+	}
+	o.MasterKey, o.MasterKeyFile = nil, "" // kept in the keyring only
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
@@ -203,6 +227,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		pollDone:   make(chan struct{}),
 		doneCh:     make(chan struct{}),
 		closeEnd:   make(chan struct{}),
+		keys:       keys,
 	}
 	if err := s.open(ctx); err != nil {
 		s.closeDBs()
@@ -507,6 +532,7 @@ func (s *Store) startPoll() {
 		s.log.Debug("poll data_version", "error", err)
 		last = -1
 	}
+	s.keys.noticeForgets(ctx, conn)
 	go s.poll(conn, last)
 }
 
@@ -531,6 +557,7 @@ func (s *Store) poll(conn *sql.Conn, last int64) {
 			continue
 		}
 		if last >= 0 && v != last {
+			s.keys.noticeForgets(ctx, conn)
 			s.notify()
 		}
 		last = v

@@ -95,7 +95,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		moveStream:    prep(moveStreamSQL),
 		// The events of one append have consecutive positions.
 		insertOutbox: prep(`INSERT INTO outbox (position) SELECT position FROM events WHERE position BETWEEN ? AND ?`),
-		eventByID:    prep(`SELECT stream_id, version, type, data FROM events WHERE tenant = ? AND event_id = ?`),
+		eventByID:    prep(`SELECT stream_id, version, type, data, extensions FROM events WHERE tenant = ? AND event_id = ?`),
 		begin:        prep(`BEGIN IMMEDIATE`),
 		commit:       prep(`COMMIT`),
 		savepoint:    prep(`SAVEPOINT a`),
@@ -142,6 +142,9 @@ type writerState struct {
 	mu sync.Mutex
 	// pending counts submissions that have not returned yet.
 	pending atomic.Int64
+	// secureRefs counts the callers that need secure_delete on (held
+	// under mu; see Store.secureDelete).
+	secureRefs int
 }
 
 // submit runs r on the writer and returns its outcome: nil when it was

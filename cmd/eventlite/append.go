@@ -25,8 +25,8 @@ var appendCommand = &command{
 	name:    "append",
 	args:    []string{"STREAM"},
 	summary: "append an event, or the CloudEvents read from stdin, to a stream",
-	usage: "eventlite append STREAM --type TYPE [--data JSON | --data @FILE] [--expected E] [--id ID] [--source URI]\n" +
-		"eventlite append STREAM [--expected E] < events.json",
+	usage: "eventlite append STREAM --type TYPE [--data JSON | --data @FILE] [--expected E] [--id ID] [--source URI] [--erasure-key SUBJECT]\n" +
+		"eventlite append STREAM [--expected E] [--erasure-key SUBJECT] < events.json",
 	about: `Appends one event built from the flags, or, without --type, the CloudEvents
 read from stdin as one atomic batch: structured JSON events and JSON batch
 arrays, separated by any white space (pretty-printed input is fine). Their
@@ -44,6 +44,12 @@ one event, data nested deeper than 1000 levels, an event over 1 MiB - 8 KiB
 (data plus headers), and a type starting with "eventlite.". An empty
 --expected= is a usage error (exit 2).
 
+An event carrying the erasurekey extension (--erasure-key SUBJECT sets it
+on every event appended) has its data encrypted with SUBJECT's data key
+(see "eventlite help forget"); without a master key (--master-key-file or
+$EVENTLITE_MASTER_KEY_FILE) it is refused (exit 4), never stored in clear.
+The data limit applies to the plaintext.
+
 Prints what was appended: the stream's new version and the events' global
 positions; with --json, one object:
   {"tenant":"default","stream":"order-1","version":3,"first_position":"17","last_position":"17"}`,
@@ -52,6 +58,7 @@ positions; with --json, one object:
 
 type appendCmd struct {
 	typ, data, id, source stringFlag
+	erasureKey            stringFlag
 	expected              expectedFlag
 }
 
@@ -60,6 +67,7 @@ func (a *appendCmd) flags(fs *flag.FlagSet) {
 	fs.Var(&a.data, "data", "the event's data: `JSON`, or @FILE to read it from a file (default: no data)")
 	fs.Var(&a.expected, "expected", "append only if the stream is at version `E`: any (default), no-stream, exists, or a number (0 means no-stream); an empty value is refused")
 	fs.Var(&a.id, "id", "the event `ID` (default: a new ULID); the same id, type and data again is a retry")
+	fs.Var(&a.erasureKey, "erasure-key", "encrypt the events' data with the data key of `SUBJECT` (sets the erasurekey extension; needs --master-key-file)")
 	fs.Var(&a.source, "source", "the event source, a `URI`-reference (default \""+defaultSource+"\")")
 }
 
@@ -76,6 +84,11 @@ func (a *appendCmd) run(ctx context.Context, c *cli, args []string) error {
 	}
 	if err != nil {
 		return err
+	}
+	if a.erasureKey.set {
+		for i := range events {
+			events[i] = events[i].WithErasureKey(a.erasureKey.value)
+		}
 	}
 	var res store.AppendResult
 	err = c.withStore(ctx, true, func(s *store.Store) error {

@@ -50,6 +50,9 @@ func (cc *catalogCmd) flags(fs *flag.FlagSet) {
 // runFollow runs the catalog's projection runner until ctx ends.
 func (cc *catalogCmd) runFollow(ctx context.Context, c *cli) error {
 	return c.withStore(ctx, true, func(s *store.Store) error {
+		if err := requireMasterKey(ctx, s, "catalog"); err != nil {
+			return err
+		}
 		r, err := projection.NewRunner(s, projection.Catalog(), &projection.RunnerOptions{Logger: c.log})
 		if err != nil {
 			return err
@@ -97,6 +100,9 @@ func (cc *catalogCmd) run(ctx context.Context, c *cli, _ []string) error {
 	}
 	n := 0
 	err := c.withStore(ctx, false, func(s *store.Store) error {
+		if err := requireMasterKey(ctx, s, "catalog"); err != nil {
+			return err
+		}
 		r, err := projection.NewRunner(s, projection.Catalog(), &projection.RunnerOptions{Logger: c.log})
 		if err != nil {
 			return err

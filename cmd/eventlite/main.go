@@ -90,10 +90,10 @@ var exitCodes = []struct {
 }{
 	{exitOK, "ok (also a follow, such as tail --follow, stopped by SIGINT or SIGTERM)"},
 	{exitInternal, "internal error"},
-	{exitUsage, "usage: unknown command or flag, malformed flag value, wrong arguments"},
+	{exitUsage, "usage: unknown command or flag, malformed flag value, wrong arguments; relay, serve,\n     replay or catalog without --master-key-file while the database holds encrypted events"},
 	{exitConflict, "version conflict: the stream is not at the --expected version"},
-	{exitInvalid, "invalid input: a malformed event, data or stream id, or a reused event id; a hard-deleted\n     stream; truncate beyond the stream's version; or a database file\n     eventlite will not use as it is: not an eventlite database, a newer schema, an older schema\n     for a command that only reads (run 'eventlite migrate'), another user's file it would lock out;\n     backup: DEST exists (without --force); restore: the database has events (without --force),\n     or SRC is not an eventlite database or fails its checks; effects approve/reject: the effect's\n     state does not allow it, or --args-hash is not the hash of its arguments"},
-	{exitNotFound, "not found: the stream, or a deleted one (or the JetStream stream, the dead letter, the quarantined event or its projection or consumer, the effect, the retention policy, or the database file) does not exist"},
+	{exitInvalid, "invalid input: a malformed event, data or stream id, or a reused event id; a hard-deleted\n     stream; truncate beyond the stream's version; an append carrying erasurekey without a\n     master key, a malformed master key file or a wrong master key; or a database file\n     eventlite will not use as it is: not an eventlite database, a newer schema, an older schema\n     for a command that only reads (run 'eventlite migrate'), another user's file it would lock out;\n     backup: DEST exists (without --force); restore: the database has events (without --force),\n     or SRC is not an eventlite database or fails its checks; effects approve/reject: the effect's\n     state does not allow it, or --args-hash is not the hash of its arguments"},
+	{exitNotFound, "not found: the stream, or a deleted one (or the JetStream stream, the dead letter, the quarantined event or its projection or consumer, the effect, the retention policy, the subject key to forget, or the database file) does not exist"},
 	{exitIncomplete, "work remains or needs a person: the job was interrupted before it finished; scavenge: a reader kept\n     the WAL checkpoint from finishing (run it again once readers are done)"},
 	{exitBusy, "busy: the database stayed locked past the timeout; retry"},
 }
@@ -117,7 +117,7 @@ type runner interface {
 	run(ctx context.Context, c *cli, args []string) error
 }
 
-var commands = []*command{appendCommand, readCommand, deleteCommand, truncateCommand, retentionCommand, scavengeCommand, tailCommand, streamsCommand, projectionsCommand, replayCommand, catalogCommand, relayCommand, serveCommand, dlqCommand, quarantineCommand, effectsCommand, doctorCommand, backupCommand, restoreCommand, migrateCommand, demoCommand, versionCommand}
+var commands = []*command{appendCommand, readCommand, deleteCommand, truncateCommand, retentionCommand, scavengeCommand, forgetCommand, tailCommand, streamsCommand, projectionsCommand, replayCommand, catalogCommand, relayCommand, serveCommand, dlqCommand, quarantineCommand, effectsCommand, doctorCommand, backupCommand, restoreCommand, migrateCommand, demoCommand, versionCommand}
 
 func lookup(name string) *command {
 	for _, cmd := range commands {
@@ -145,6 +145,9 @@ type globals struct {
 	json    bool
 	tenant  tenantFlag
 	verbose bool
+	// masterKeyFile holds the master key of erasure (--master-key-file,
+	// default $EVENTLITE_MASTER_KEY_FILE).
+	masterKeyFile string
 }
 
 // register adds the global flags to fs, with their current values as
@@ -157,10 +160,11 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.BoolVar(&g.json, "json", g.json, "print JSON instead of text")
 	fs.Var(&g.tenant, "tenant", "append to and read from tenant `T` (default \"default\")")
 	fs.BoolVar(&g.verbose, "verbose", g.verbose, "log debug messages to stderr (as EVENTLITE_LOG=debug does)")
+	fs.StringVar(&g.masterKeyFile, "master-key-file", g.masterKeyFile, "the master key of erasure, in `FILE` (32 raw bytes or 64 hex digits; default $EVENTLITE_MASTER_KEY_FILE)")
 }
 
 func (c *cli) run(ctx context.Context, args []string) error {
-	c.global = globals{db: c.getenv("EVENTLITE_DB"), tenant: "default"}
+	c.global = globals{db: c.getenv("EVENTLITE_DB"), tenant: "default", masterKeyFile: c.getenv("EVENTLITE_MASTER_KEY_FILE")}
 	if c.global.db == "" {
 		c.global.db = "eventlite.db"
 	}
@@ -275,6 +279,7 @@ func (c *cli) withOptions(ctx context.Context, create bool, opts store.Options, 
 			return fmt.Errorf("%s: %w", c.global.db, errNoDatabase)
 		}
 	}
+	opts.MasterKeyFile = c.global.masterKeyFile
 	s, err := store.Open(ctx, c.global.db, &opts)
 	if err != nil {
 		return err
@@ -350,6 +355,8 @@ func classify(err error) (code int, msg string) {
 		errors.Is(err, store.ErrIdempotencyMismatch):
 		return exitInvalid, err.Error()
 	case fileRefused(err):
+		return exitInvalid, err.Error()
+	case errors.Is(err, store.ErrMasterKey):
 		return exitInvalid, err.Error()
 	case errors.Is(err, errNoDatabase):
 		return exitNotFound, err.Error() + ": check --db (or $EVENTLITE_DB); a command that writes, such as append, or 'eventlite migrate' creates it"

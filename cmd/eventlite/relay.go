@@ -157,6 +157,9 @@ func (r *relayCmd) run(ctx context.Context, c *cli, _ []string) error {
 	// Running until interrupted, it may wait for the first append, so it
 	// creates the database; a drain of a missing database has nothing to do.
 	err = c.withStore(ctx, !r.once, func(s *store.Store) error {
+		if err := requireMasterKey(ctx, s, "relay"); err != nil {
+			return err
+		}
 		var (
 			pub publish.Publisher
 			err error

@@ -51,6 +51,9 @@ func builtinProjections() []projection.Projection {
 func (r *replayCmd) run(ctx context.Context, c *cli, args []string) error {
 	r.f.JSON = c.global.json
 	err := c.withStore(ctx, false, func(s *store.Store) error {
+		if err := requireMasterKey(ctx, s, "replay"); err != nil {
+			return err
+		}
 		return replaycmd.Replay(ctx, args[0], r.f, replaycmd.Config{
 			Store:            s,
 			Projections:      builtinProjections(),
@@ -63,7 +66,8 @@ func (r *replayCmd) run(ctx context.Context, c *cli, args []string) error {
 	if errors.Is(err, errNoDatabase) {
 		return &exitError{code: exitNotFound, err: err}
 	}
-	if err == nil || fileRefused(err) {
+	var xe *exitError
+	if err == nil || fileRefused(err) || errors.As(err, &xe) || errors.Is(err, store.ErrMasterKey) {
 		return err
 	}
 	return &exitError{code: replaycmd.ExitCode(err), err: err}

@@ -28,7 +28,8 @@ discarded), or one a projection's checkpoint or a running rebuild has not
 passed; it says which projection or outbox row held events back. The
 positions and event ids removed are recorded: positions are never handed
 out again and are not holes; reusing a removed event's id is refused as a
-duplicate (exit 4). The operation ledger keeps its rows.
+duplicate (exit 4). The operation ledger keeps its rows. The data of the
+events of subjects 'eventlite forget' erased is removed too ("erased").
 
 Then it gives the space back: removed bytes are overwritten (secure_delete),
 files created by this eventlite shrink (incremental vacuum; --vacuum runs a
@@ -36,7 +37,7 @@ full VACUUM, which also converts older files so that later scavenges shrink
 them, and holds the database while it rewrites it), and the WAL is
 checkpointed and truncated. It prints the events removed, the bytes
 reclaimed and the time taken; with --json one object:
-  {"dry_run":false,"removed":10,"batches":1,"bytes_before":1895208,"bytes_after":147456,
+  {"dry_run":false,"removed":10,"batches":1,"erased":0,"bytes_before":1895208,"bytes_after":147456,
    "bytes_reclaimed":1747752,"free_pages":0,"seconds":0.018,
    "trims":[{"tenant":"default","stream":"cart-1","prefix":"cart-","before":4,"version":7}],
    "streams":[{"tenant":"default","stream":"order-2","from":1,"to":4,"count":4}],
@@ -64,6 +65,7 @@ type scavengeOutput struct {
 	DryRun         bool              `json:"dry_run"`
 	Removed        int64             `json:"removed"`
 	Batches        int               `json:"batches"`
+	Erased         int64             `json:"erased"`
 	BytesBefore    int64             `json:"bytes_before"`
 	BytesAfter     int64             `json:"bytes_after"`
 	BytesReclaimed int64             `json:"bytes_reclaimed"`
@@ -164,7 +166,7 @@ func (sc *scavengeCmd) run(ctx context.Context, c *cli, _ []string) error {
 
 func (sc *scavengeCmd) print(c *cli, res store.ScavengeResult, serr error) error {
 	if c.global.json {
-		o := scavengeOutput{DryRun: res.DryRun, Removed: res.Removed, Batches: res.Batches,
+		o := scavengeOutput{DryRun: res.DryRun, Removed: res.Removed, Batches: res.Batches, Erased: res.Erased,
 			BytesBefore: res.BytesBefore, BytesAfter: res.BytesAfter, BytesReclaimed: res.BytesReclaimed,
 			FreePages: res.FreePages, Seconds: seconds(res.Duration),
 			Trims: []trimOutput{}, Streams: []scavengedOutput{}, Ranges: []rangeOutput{}, HeldBack: []heldBackOutput{}}
@@ -214,6 +216,9 @@ func (sc *scavengeCmd) print(c *cli, res store.ScavengeResult, serr error) error
 	}
 	fmt.Fprintf(w, "removed %d events from %d streams in %d batches; reclaimed %s (%s to %s) in %.3fs\n",
 		res.Removed, len(res.Streams), res.Batches, size(max(res.BytesReclaimed, 0)), size(res.BytesBefore), size(res.BytesAfter), seconds(res.Duration))
+	if res.Erased > 0 {
+		fmt.Fprintf(w, "removed the data of %d events of forgotten subjects\n", res.Erased)
+	}
 	if res.FreePages > 0 {
 		fmt.Fprintf(w, "%d pages stay free inside the file (a file created before eventlite set auto_vacuum): run 'eventlite scavenge --vacuum' to give them back\n", res.FreePages)
 	}

@@ -114,6 +114,9 @@ func (s *serveCmd) run(ctx context.Context, c *cli, _ []string) error {
 		}
 	}
 	return c.withStore(ctx, true, func(st *store.Store) error {
+		if err := requireMasterKey(ctx, st, "serve"); err != nil {
+			return err
+		}
 		h, err := serve.New(st, &serve.Options{Tokens: tokens, CORSOrigins: s.origins, Logger: c.log.Named("serve"), Propagator: propagation.TraceContext{}})
 		if err != nil {
 			return err

@@ -1,0 +1,263 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/eventlite/eventlite/envelope"
+)
+
+// Erasure forgets subjects by crypto-shredding, reached with
+// Store.Erasure. An event appended with the erasurekey extension (see
+// ExtErasureKey) has its data encrypted with its subject's data key
+// (AES-256-GCM, associated data: tenant, stream, event id), created on
+// first use per (tenant, subject) and stored wrapped by the master key
+// (Options.MasterKey or MasterKeyFile; associated data: tenant, subject,
+// master key id). Reads decrypt transparently. Forget destroys the key;
+// Scrub then removes the ciphertext that no key opens any more.
+type Erasure struct{ s *Store }
+
+// Erasure returns the store's erasure handle.
+func (s *Store) Erasure() *Erasure { return &Erasure{s: s} }
+
+// The event Forget appends.
+const (
+	// TypeSubjectForgotten is the event Forget appends to the tenant's
+	// stream ForgottenStream; its data is SubjectForgotten. Read models
+	// that derived anything from the subject's events purge it on this
+	// event.
+	TypeSubjectForgotten = envelope.ReservedTypePrefix + "subject.forgotten"
+	// ForgottenStream is the stream, per tenant, of the
+	// eventlite.subject.forgotten events.
+	ForgottenStream = "eventlite-forgotten"
+)
+
+// SubjectForgotten is the data of an eventlite.subject.forgotten event.
+type SubjectForgotten struct {
+	ErasureKey string `json:"erasurekey"`
+}
+
+// ForgetResult says what Forget did.
+type ForgetResult struct {
+	// Already is true when the subject had been forgotten before: nothing
+	// was done this time.
+	Already bool
+	// Event is the eventlite.subject.forgotten event appended (zero when
+	// Already).
+	Event envelope.Event
+	// Streams are the tenant's streams holding events of the subject;
+	// their snapshots were dropped.
+	Streams []string
+	// Copies counts the copies of the subject's events set aside in
+	// quarantine, deferral and version conflicts whose data was removed.
+	Copies int64
+}
+
+// HasMasterKey reports whether the store was opened with a master key.
+func (e *Erasure) HasMasterKey() bool { return e.s.keys.master != nil }
+
+// Encrypted reports whether the store holds data keys that are not
+// forgotten, that is encrypted events a store opened without a master key
+// cannot show. Commands that show or publish data refuse to start without
+// a master key while it is true.
+func (e *Erasure) Encrypted(ctx context.Context) (bool, error) {
+	var ok bool
+	err := e.s.rdb.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM erasure_keys WHERE forgotten_at IS NULL)`).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("read data keys: %w", mapErr(err))
+	}
+	return ok, nil
+}
+
+// Forget forgets a subject of a tenant, in one transaction: it destroys
+// the subject's data key, drops the snapshots of the tenant's streams
+// holding the subject's events, removes the data from the copies of those
+// events held in quarantine, deferral and version conflicts, and appends
+// eventlite.subject.forgotten {"erasurekey": subject} to the tenant's
+// stream eventlite-forgotten. From then on the subject's events read with
+// their attributes, no data, and the extension dataerased: true. It needs
+// no master key. Other tenants' keys are untouched.
+//
+// A subject without a key (no event ever carried it) is ErrNotFound; one
+// forgotten before returns Already and does nothing. The ciphertext stays
+// in the file until Scrub.
+func (e *Erasure) Forget(ctx context.Context, tenant, subject string) (ForgetResult, error) {
+	s := e.s
+	if err := envelope.ValidateTenant(tenant); err != nil {
+		return ForgetResult{}, err
+	}
+	if subject == "" {
+		return ForgetResult{}, &envelope.InvalidError{Index: -1, Field: ExtErasureKey, Reason: "empty subject key: name the subject to forget"}
+	}
+	ev, err := envelope.New(TypeSubjectForgotten, SubjectForgotten{ErasureKey: subject})
+	if err != nil {
+		return ForgetResult{}, err
+	}
+	ev.Source = "eventlite"
+	a, err := s.prepareAppendAs(true, tenant, ForgottenStream, Any, []envelope.Event{ev})
+	if err != nil {
+		return ForgetResult{}, err
+	}
+	var res ForgetResult
+	// secure_delete on: the wrapped key and the dropped snapshots and
+	// copies leave no bytes behind in the pages they freed.
+	err = s.withSecureDelete(ctx, func() error {
+		return s.Update(ctx, func(tx *Tx) error {
+			res = ForgetResult{}
+			var forgotten sql.NullInt64
+			err := tx.QueryRowContext(ctx, `SELECT forgotten_at FROM erasure_keys WHERE tenant = ? AND subject = ?`, tenant, subject).Scan(&forgotten)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				return fmt.Errorf("subject %q (tenant %s) has no data key: no event carried it as its erasurekey: %w", subject, tenant, ErrNotFound)
+			case err != nil:
+				return mapErr(err)
+			case forgotten.Valid:
+				res.Already = true
+				return nil
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE erasure_keys SET master_key_id = NULL, wrapped_key = NULL, forgotten_at = ?
+			WHERE tenant = ? AND subject = ?`, tx.now, tenant, subject); err != nil {
+				return fmt.Errorf("destroy data key: %w", mapErr(err))
+			}
+			if res.Streams, err = subjectStreams(ctx, tx, tenant, subject); err != nil {
+				return err
+			}
+			for _, st := range res.Streams {
+				if _, err := tx.ExecContext(ctx, `DELETE FROM snapshots WHERE tenant = ? AND stream_id = ?`, tenant, st); err != nil {
+					return fmt.Errorf("drop snapshots of %q: %w", st, mapErr(err))
+				}
+			}
+			if res.Copies, err = eraseCopies(ctx, tx, tenant, subject); err != nil {
+				return err
+			}
+			r, err := tx.appendPrepared(ctx, a)
+			if err != nil {
+				return err
+			}
+			res.Event = r.Events[0]
+			return nil
+		})
+	})
+	s.keys.drop(keyRef{tenant, subject})
+	if err != nil {
+		return ForgetResult{}, fmt.Errorf("forget subject %q (tenant %s): %w", subject, tenant, err)
+	}
+	if !res.Already {
+		s.log.Info("subject forgotten", "tenant", tenant, "streams", len(res.Streams), "copies", res.Copies)
+	}
+	return res, nil
+}
+
+// subjectStreams lists the tenant's streams holding events of subject. It
+// scans the tenant's events that have extensions: forgetting is rare.
+func subjectStreams(ctx context.Context, tx *Tx, tenant, subject string) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT stream_id FROM events
+		WHERE tenant = ? AND extensions IS NOT NULL AND json_extract(extensions, '$.erasurekey') = ?`, tenant, subject)
+	if err != nil {
+		return nil, fmt.Errorf("find the subject's streams: %w", mapErr(err))
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var st string
+		if err := rows.Scan(&st); err != nil {
+			return nil, mapErr(err)
+		}
+		out = append(out, st)
+	}
+	return out, mapErr(rows.Err())
+}
+
+// eraseCopyQuery sets a structured-JSON event copy (column %[2]s of
+// table %[1]s) of subject ?2's events of tenant ?1 to the copy without
+// its data, marked dataerased: true.
+const eraseCopyQuery = `UPDATE %[1]s
+	SET %[2]s = CAST(json_set(json_remove(CAST(%[2]s AS TEXT), '$.data', '$.data_base64'), '$.dataerased', json('true')) AS BLOB)
+	WHERE tenant = ?1 AND %[2]s IS NOT NULL AND json_valid(CAST(%[2]s AS TEXT))
+	AND json_extract(CAST(%[2]s AS TEXT), '$.erasurekey') = ?2`
+
+// eraseCopies removes the data from the copies of the subject's events
+// that quarantine, deferral and version conflicts keep, and returns how
+// many it changed.
+func eraseCopies(ctx context.Context, tx *Tx, tenant, subject string) (int64, error) {
+	var n int64
+	for _, c := range []struct{ table, col string }{
+		{"quarantine", "event"}, {"deferred", "event"}, {"version_conflicts", "conflicting_event"},
+	} {
+		res, err := tx.ExecContext(ctx, fmt.Sprintf(eraseCopyQuery, c.table, c.col), tenant, subject)
+		if err != nil {
+			return 0, fmt.Errorf("erase copies in %s: %w", c.table, mapErr(err))
+		}
+		k, _ := res.RowsAffected()
+		n += k
+	}
+	return n, nil
+}
+
+// ScrubResult says what Scrub removed.
+type ScrubResult struct {
+	// Events is the number of erased events whose ciphertext was removed.
+	Events int64
+	// Checkpointed is true when the WAL was checkpointed and truncated
+	// (false when readers held it: run Scrub again when they are done).
+	Checkpointed bool
+}
+
+// Scrub removes the ciphertext of the forgotten subjects' events (the
+// data keys are destroyed by Forget already), with SQLite's secure_delete
+// on, so the bytes are overwritten in the file, then checkpoints the WAL
+// with wal_checkpoint(TRUNCATE), so that no old page survives in it. The
+// events keep their attributes and read as erased. Retention's scavenge
+// runs it; a backup taken before still holds the ciphertext and its
+// wrapped key, and decrypts with the master key.
+func (e *Erasure) Scrub(ctx context.Context) (ScrubResult, error) {
+	s := e.s
+	var res ScrubResult
+	n, err := s.scrubErased(ctx)
+	if err != nil {
+		return ScrubResult{}, fmt.Errorf("scrub: %w", err)
+	}
+	res.Events = n
+	ok, err := s.checkpointTruncate(ctx)
+	if err != nil {
+		return res, fmt.Errorf("scrub: %w", err)
+	}
+	res.Checkpointed = ok
+	s.log.Info("erased data scrubbed", "events", res.Events, "checkpointed", ok)
+	return res, nil
+}
+
+// scrubErased removes the ciphertext of the forgotten subjects' events,
+// with secure_delete on, and returns how many events lost it. Scrub and
+// the scavenge run it.
+func (s *Store) scrubErased(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.withSecureDelete(ctx, func() error {
+		return s.Update(ctx, func(tx *Tx) error {
+			r, err := tx.ExecContext(ctx, `UPDATE events SET data = NULL
+				WHERE data IS NOT NULL AND extensions IS NOT NULL AND json_extract(extensions, '$.erasurekey') IS NOT NULL
+				AND EXISTS (SELECT 1 FROM erasure_keys k WHERE k.tenant = events.tenant
+					AND k.subject = json_extract(events.extensions, '$.erasurekey') AND k.forgotten_at IS NOT NULL)`)
+			if err != nil {
+				return fmt.Errorf("remove erased ciphertext: %w", mapErr(err))
+			}
+			n, _ = r.RowsAffected()
+			return nil
+		})
+	})
+	return n, err
+}
+
+// checkpointTruncate runs wal_checkpoint(TRUNCATE) on a read connection
+// (outside any transaction, as a checkpoint must be) and reports whether
+// it completed.
+func (s *Store) checkpointTruncate(ctx context.Context) (bool, error) {
+	var busy, logFrames, done int
+	err := s.rdb.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &done)
+	if err != nil {
+		return false, fmt.Errorf("wal_checkpoint(TRUNCATE): %w", mapErr(err))
+	}
+	return busy == 0, nil
+}

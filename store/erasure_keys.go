@@ -1,0 +1,239 @@
+package store
+
+import (
+	"context"
+	"crypto/cipher"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/eventlite/eventlite/envelope"
+)
+
+// The extensions of erasure, repeated from envelope so that store users
+// need not import it.
+const (
+	ExtErasureKey    = envelope.ExtErasureKey
+	ExtDataErased    = envelope.ExtDataErased
+	ExtDataEncrypted = envelope.ExtDataEncrypted
+)
+
+// keyCacheSize bounds the unwrapped data keys a store keeps in memory.
+const keyCacheSize = 4096
+
+// keyRef names a data key.
+type keyRef struct{ tenant, subject string }
+
+// dataKey is a data key as the keyring knows it: its cipher, or the fact
+// that it was forgotten, or (without a master key) that it exists.
+type dataKey struct {
+	aead      cipher.AEAD // nil when forgotten or without a master key
+	forgotten bool
+}
+
+// keyring unwraps and caches data keys (table erasure_keys, migration
+// 0013). The cache holds at most keyCacheSize keys, drops one at random
+// when full, and forgets a key in the same process as Forget; another
+// process's forget is seen when the poller notices its commit (see
+// invalidateAll).
+type keyring struct {
+	master   cipher.AEAD // nil: the store has no master key
+	masterID []byte
+
+	mu    sync.Mutex
+	cache map[keyRef]*dataKey
+	// newestForget is the newest forgotten_at the poller saw (-1: none
+	// read yet).
+	newestForget int64
+}
+
+func newKeyring(master []byte) (*keyring, error) {
+	k := &keyring{cache: make(map[keyRef]*dataKey), newestForget: -1}
+	if master == nil {
+		return k, nil
+	}
+	if len(master) != MasterKeySize {
+		return nil, fmt.Errorf("%w: %d bytes, want %d", ErrMasterKey, len(master), MasterKeySize)
+	}
+	aead, err := newGCM(master)
+	if err != nil {
+		return nil, err
+	}
+	k.master, k.masterID = aead, masterKeyID(master)
+	return k, nil
+}
+
+func (k *keyring) cached(r keyRef) *dataKey {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.cache[r]
+}
+
+func (k *keyring) put(r keyRef, d *dataKey) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.cache) >= keyCacheSize {
+		for victim := range k.cache {
+			delete(k.cache, victim)
+			break
+		}
+	}
+	k.cache[r] = d
+}
+
+// drop forgets a cached key.
+func (k *keyring) drop(r keyRef) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.cache, r)
+}
+
+// invalidateAll empties the cache.
+func (k *keyring) invalidateAll() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	clear(k.cache)
+}
+
+// lookup returns the data key of (tenant, subject), nil when there is
+// none. A key that the master key cannot unwrap is a *MasterKeyError.
+// Only keys read on q are cached when cache is set: a key read inside a
+// transaction that may roll back is not.
+func (k *keyring) lookup(ctx context.Context, q rowQuerier, r keyRef, cache bool) (*dataKey, error) {
+	if d := k.cached(r); d != nil {
+		return d, nil
+	}
+	var (
+		id, wrapped []byte
+		forgotten   sql.NullInt64
+	)
+	err := q.QueryRowContext(ctx, `SELECT master_key_id, wrapped_key, forgotten_at FROM erasure_keys WHERE tenant = ? AND subject = ?`,
+		r.tenant, r.subject).Scan(&id, &wrapped, &forgotten)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read data key of subject %q (tenant %s): %w", r.subject, r.tenant, mapErr(err))
+	}
+	d := &dataKey{forgotten: forgotten.Valid}
+	if !d.forgotten && k.master != nil {
+		if d.aead, err = k.unwrap(r, id, wrapped); err != nil {
+			return nil, err
+		}
+	}
+	if cache {
+		k.put(r, d)
+	}
+	return d, nil
+}
+
+// unwrap opens a wrapped data key.
+func (k *keyring) unwrap(r keyRef, id, wrapped []byte) (cipher.AEAD, error) {
+	merr := &MasterKeyError{Tenant: r.tenant, Subject: r.subject, Stored: hex.EncodeToString(id), Given: hex.EncodeToString(k.masterID)}
+	if string(id) != string(k.masterID) {
+		return nil, merr
+	}
+	raw, err := open(k.master, wrapped, keyAD(r.tenant, r.subject, id))
+	if err != nil {
+		return nil, merr
+	}
+	return newGCM(raw)
+}
+
+// create makes, wraps and inserts a new data key for r on q (a write
+// transaction), unless one exists already, and returns the key stored.
+func (k *keyring) create(ctx context.Context, tx *Tx, r keyRef, now int64) (*dataKey, error) {
+	raw := make([]byte, MasterKeySize)
+	if _, err := rand.Read(raw); err != nil {
+		return nil, fmt.Errorf("new data key: %w", err)
+	}
+	wrapped, err := seal(k.master, raw, keyAD(r.tenant, r.subject, k.masterID))
+	if err != nil {
+		return nil, fmt.Errorf("wrap data key: %w", err)
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO erasure_keys (tenant, subject, master_key_id, wrapped_key, created_at)
+		VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, r.tenant, r.subject, k.masterID, wrapped, now)
+	if err != nil {
+		return nil, fmt.Errorf("store data key of subject %q (tenant %s): %w", r.subject, r.tenant, mapErr(err))
+	}
+	return k.lookup(ctx, tx, r, false)
+}
+
+// erasureKeyOf returns the event's erasurekey extension, "" when it has
+// none.
+func erasureKeyOf(e *envelope.Event) string {
+	if e.Extensions == nil {
+		return ""
+	}
+	v, _ := e.Extensions[ExtErasureKey].(string)
+	return v
+}
+
+// openEvents decrypts, in place, the data of the events that carry
+// erasurekey, looking their keys up on q (cache tells whether what q
+// reads may be cached). A forgotten subject's event loses its data and
+// gets dataerased: true; without a master key an encrypted event loses
+// its data and gets dataencrypted: true.
+func (k *keyring) openEvents(ctx context.Context, q rowQuerier, cache bool, evs []envelope.Event) error {
+	for i := range evs {
+		e := &evs[i]
+		subject := erasureKeyOf(e)
+		if subject == "" {
+			continue
+		}
+		if err := k.openEvent(ctx, q, cache, e, subject); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (k *keyring) openEvent(ctx context.Context, q rowQuerier, cache bool, e *envelope.Event, subject string) error {
+	d, err := k.lookup(ctx, q, keyRef{e.Tenant, subject}, cache)
+	if err != nil {
+		return fmt.Errorf("event at position %d: %w", e.Position, err)
+	}
+	switch {
+	case d == nil && e.Data == nil:
+		return nil // an event without data never needed a key
+	case d == nil:
+		return fmt.Errorf("event at position %d: its data is encrypted under subject %q (tenant %s), whose data key is missing from the database", e.Position, subject, e.Tenant)
+	case d.forgotten:
+		e.Data = nil
+		e.Extensions[ExtDataErased] = true
+		return nil
+	case e.Data == nil:
+		return nil
+	case d.aead == nil:
+		e.Data = nil
+		e.Extensions[ExtDataEncrypted] = true
+		return nil
+	}
+	plain, err := open(d.aead, e.Data, dataAD(e.Tenant, e.Stream, e.ID))
+	if err != nil {
+		return fmt.Errorf("event at position %d: its data does not decrypt with the data key of subject %q (tenant %s): it was altered", e.Position, subject, e.Tenant)
+	}
+	e.Data = plain
+	return nil
+}
+
+// noticeForgets empties the cache when a subject was forgotten since the
+// last call, by this process or another: the poller calls it at start
+// and whenever the file changed. It reads the newest forget through the
+// erasure_keys_forgotten index.
+func (k *keyring) noticeForgets(ctx context.Context, q rowQuerier) {
+	var newest int64
+	if err := q.QueryRowContext(ctx, `SELECT COALESCE(MAX(forgotten_at), 0) FROM erasure_keys`).Scan(&newest); err != nil {
+		return // the next poll retries
+	}
+	k.mu.Lock()
+	changed := k.newestForget >= 0 && newest != k.newestForget
+	k.newestForget = newest
+	k.mu.Unlock()
+	if changed {
+		k.invalidateAll()
+	}
+}

@@ -1,0 +1,392 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/storetest"
+)
+
+// testMasterKey returns a master key drawn from a seeded generator (the
+// seed is logged).
+func testMasterKey(t testing.TB, seed uint64) []byte {
+	t.Helper()
+	t.Logf("master key seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	k := make([]byte, store.MasterKeySize)
+	for i := range k {
+		k[i] = byte(r.UintN(256))
+	}
+	return k
+}
+
+// personal is an event of subject's carrying a value that must never be
+// in the file in clear.
+func personal(t testing.TB, subject, email string) envelope.Event {
+	t.Helper()
+	return ev(t, "user.registered", map[string]string{"email": email}).WithErasureKey(subject)
+}
+
+func readAllStream(t testing.TB, s *store.Store, tenant, stream string) []envelope.Event {
+	t.Helper()
+	var out []envelope.Event
+	for e, err := range s.ReadStream(context.Background(), tenant, stream, store.ReadStreamOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func TestErasureEncryptsAndReadsDecrypt(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "e.db")
+	s := storetest.MustOpenPath(t, path, &store.Options{MasterKey: testMasterKey(t, 1)})
+	email := "alice.f3a9@example.org"
+	res, err := s.Append(ctx, "default", "user-1", store.NoStream, personal(t, "alice", email))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(res.Events[0].Data), email) {
+		t.Errorf("append result data %s, want the plaintext", res.Events[0].Data)
+	}
+	evs := readAllStream(t, s, "default", "user-1")
+	if len(evs) != 1 || !strings.Contains(string(evs[0].Data), email) || envelope.Erased(evs[0]) || envelope.Encrypted(evs[0]) {
+		t.Fatalf("ReadStream: %+v, want the plaintext", evs)
+	}
+	for e, err := range s.ReadAll(ctx, store.ReadAllOptions{}) {
+		if err != nil || !strings.Contains(string(e.Data), email) {
+			t.Fatalf("ReadAll: %s, %v", e.Data, err)
+		}
+	}
+	byID, err := s.EventByID(ctx, "default", res.Events[0].ID)
+	if err != nil || !strings.Contains(string(byID.Data), email) {
+		t.Fatalf("EventByID: %s, %v", byID.Data, err)
+	}
+	rows, err := s.Outbox().Read(ctx, store.OutboxReadOptions{})
+	if err != nil || len(rows) != 1 || !strings.Contains(string(rows[0].Event.Data), email) {
+		t.Fatalf("outbox read (what the relay publishes): %v, %v", rows, err)
+	}
+	var stored []byte
+	if err := s.Update(ctx, func(tx *store.Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT data FROM events WHERE position = ?`, res.FirstPosition()).Scan(&stored)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(stored, []byte(email)) || bytes.Contains(stored, []byte("email")) {
+		t.Fatalf("the events table holds the data in clear: %q", stored)
+	}
+}
+
+func TestErasureNeedsMasterKey(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "e.db")
+	plain := storetest.MustOpenPath(t, path, nil)
+	_, err := plain.Append(ctx, "default", "user-1", store.Any, personal(t, "alice", "a@example.org"))
+	if !errors.Is(err, store.ErrNoMasterKey) || !errors.Is(err, store.ErrMasterKey) || !strings.Contains(err.Error(), "--master-key-file") {
+		t.Fatalf("append with erasurekey and no master key: %v, want ErrNoMasterKey naming the flag", err)
+	}
+	if v, err := plain.StreamVersion(ctx, "default", "user-1"); err != nil || v != 0 {
+		t.Fatalf("after the refused append the stream has version %d (%v), want nothing stored", v, err)
+	}
+
+	keyed := storetest.MustOpenPath(t, path, &store.Options{MasterKey: testMasterKey(t, 2)})
+	if _, err := keyed.Append(ctx, "default", "user-1", store.Any, personal(t, "alice", "a@example.org")); err != nil {
+		t.Fatal(err)
+	}
+	evs := readAllStream(t, plain, "default", "user-1")
+	if len(evs) != 1 || evs[0].Data != nil || !envelope.Encrypted(evs[0]) || envelope.Erased(evs[0]) || evs[0].Type != "user.registered" {
+		t.Fatalf("read without a master key: %+v, want the attributes, no data, dataencrypted", evs)
+	}
+	if enc, err := plain.Erasure().Encrypted(ctx); err != nil || !enc {
+		t.Fatalf("Encrypted: %v, %v, want true", enc, err)
+	}
+	if _, err := new(envelope.Registry).Decode(evs[0]); !errors.Is(err, envelope.ErrEncrypted) {
+		t.Errorf("Decode of an encrypted event read without the key: %v, want ErrEncrypted", err)
+	}
+}
+
+func TestErasureWrongMasterKeyIsAnErrorNotErased(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "e.db")
+	s := storetest.MustOpenPath(t, path, &store.Options{MasterKey: testMasterKey(t, 3)})
+	if _, err := s.Append(ctx, "default", "user-1", store.Any, personal(t, "alice", "a@example.org")); err != nil {
+		t.Fatal(err)
+	}
+	wrong := storetest.MustOpenPath(t, path, &store.Options{MasterKey: testMasterKey(t, 4)})
+	for e, err := range wrong.ReadStream(ctx, "default", "user-1", store.ReadStreamOptions{}) {
+		var me *store.MasterKeyError
+		if !errors.As(err, &me) || !strings.Contains(err.Error(), "wrong master key") || !strings.Contains(err.Error(), me.Stored) {
+			t.Fatalf("read with the wrong master key: %+v, %v; want a *MasterKeyError naming the key", e, err)
+		}
+		break
+	}
+	_, err := wrong.Append(ctx, "default", "user-1", store.Any, personal(t, "alice", "b@example.org"))
+	if !errors.Is(err, store.ErrMasterKey) {
+		t.Fatalf("append under a key the master key does not unwrap: %v, want ErrMasterKey", err)
+	}
+}
+
+func TestMasterKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	key := testMasterKey(t, 5)
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	hexKey := []byte(strings.ToUpper(string(hexEncode(key))) + "\n")
+	for _, p := range []string{write("raw", key), write("hex", hexKey)} {
+		got, err := store.ReadMasterKeyFile(p)
+		if err != nil || !bytes.Equal(got, key) {
+			t.Errorf("%s: %x, %v", p, got, err)
+		}
+	}
+	for name, b := range map[string][]byte{"short": key[:31], "nothex": bytes.Repeat([]byte("z"), 64), "long": append(key, 'x', 'y'), "empty": nil} {
+		_, err := store.ReadMasterKeyFile(write(name, b))
+		if !errors.Is(err, store.ErrMasterKey) || !strings.Contains(err.Error(), "want 32 raw bytes or 64 hex digits") {
+			t.Errorf("%s: %v, want a clear ErrMasterKey", name, err)
+		}
+	}
+	s := storetest.MustOpenPath(t, filepath.Join(dir, "e.db"), &store.Options{MasterKeyFile: filepath.Join(dir, "hex")})
+	if !s.Erasure().HasMasterKey() {
+		t.Fatal("Options.MasterKeyFile: no master key")
+	}
+}
+
+func hexEncode(b []byte) []byte {
+	const digits = "0123456789abcdef"
+	out := make([]byte, 0, 2*len(b))
+	for _, c := range b {
+		out = append(out, digits[c>>4], digits[c&15])
+	}
+	return out
+}
+
+func TestErasureRetryComparesPlaintext(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.MustOpen(t, &store.Options{MasterKey: testMasterKey(t, 6)})
+	e := personal(t, "alice", "a@example.org")
+	e.ID = "01J0000000000000000000RTRY"
+	first, err := s.Append(ctx, "default", "user-1", store.NoStream, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.Append(ctx, "default", "user-1", store.NoStream, e)
+	if err != nil || !again.Replayed || again.Version != first.Version || !strings.Contains(string(again.Events[0].Data), "a@example.org") {
+		t.Fatalf("retry of an encrypted append: %+v, %v; want the first result replayed, with the plaintext", again, err)
+	}
+	other := personal(t, "alice", "b@example.org")
+	other.ID = e.ID
+	if _, err := s.Append(ctx, "default", "user-1", store.Any, other); !errors.Is(err, store.ErrDuplicate) {
+		t.Fatalf("same id, other data: %v, want ErrDuplicate", err)
+	}
+	unsealed := ev(t, "user.registered", map[string]string{"email": "a@example.org"})
+	unsealed.ID = e.ID
+	if _, err := s.Append(ctx, "default", "user-1", store.Any, unsealed); !errors.Is(err, store.ErrDuplicate) {
+		t.Fatalf("same id and data without erasurekey: %v, want ErrDuplicate", err)
+	}
+}
+
+func TestErasureDataLimitIsOnPlaintext(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.MustOpen(t, &store.Options{MasterKey: testMasterKey(t, 7), MaxDataBytes: 64})
+	fits := ev(t, "t", strings.Repeat("x", 62)).WithErasureKey("alice") // "…" is 64 bytes
+	if _, err := s.Append(ctx, "default", "s", store.Any, fits); err != nil {
+		t.Fatalf("64 bytes of plaintext under a 64-byte limit (the ciphertext is longer): %v", err)
+	}
+	over := ev(t, "t", strings.Repeat("x", 63)).WithErasureKey("alice")
+	if _, err := s.Append(ctx, "default", "s", store.Any, over); !errors.Is(err, store.ErrTooLarge) {
+		t.Fatalf("65 bytes of plaintext: %v, want ErrTooLarge", err)
+	}
+}
+
+func TestErasureRefusesStoreExtensions(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.MustOpen(t, &store.Options{MasterKey: testMasterKey(t, 8)})
+	for name, v := range map[string]any{store.ExtDataErased: true, store.ExtDataEncrypted: true, store.ExtErasureKey: int32(3)} {
+		e := ev(t, "t", 1)
+		e.Extensions = map[string]any{name: v}
+		var ie *envelope.InvalidError
+		if _, err := s.Append(ctx, "default", "s", store.Any, e); !errors.As(err, &ie) || ie.Field != name {
+			t.Errorf("append with %s=%v: %v, want an *InvalidError on %s", name, v, err, name)
+		}
+	}
+}
+
+func TestForget(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "e.db")
+	master := testMasterKey(t, 9)
+	s := storetest.MustOpenPath(t, path, &store.Options{MasterKey: master})
+	appended := map[string]envelope.Event{}
+	for _, tenant := range []string{"a", "b"} {
+		res, err := s.Append(ctx, tenant, "user-1", store.Any, personal(t, "alice", "alice@"+tenant), ev(t, "user.seen", 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		appended[tenant] = res.Events[0]
+		if _, err := s.Append(ctx, tenant, "user-2", store.Any, personal(t, "bob", "bob@"+tenant)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Update(ctx, func(tx *store.Tx) error {
+			if err := tx.SaveSnapshot(ctx, store.Snapshot{Tenant: tenant, Stream: "user-1", SchemaVersion: 1, Version: 2, State: []byte(`{"email":"alice@` + tenant + `"}`)}); err != nil {
+				return err
+			}
+			if err := tx.Quarantine(ctx, store.Quarantined{Consumer: "p", Reason: store.ReasonHandlerError, Tenant: tenant, EventID: res.Events[0].ID, Position: res.FirstPosition(),
+				Event: mustJSON(t, res.Events[0])}); err != nil {
+				return err
+			}
+			_, _, err := tx.Defer(ctx, store.DeferredEvent{Tenant: tenant, Consumer: "c", Subject: "user-1", Version: 9, EventID: res.Events[0].ID, Event: mustJSON(t, res.Events[0]), Reason: "gap"})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	fr, err := s.Erasure().Forget(ctx, "a", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fr.Already || len(fr.Streams) != 1 || fr.Streams[0] != "user-1" || fr.Copies != 2 {
+		t.Errorf("Forget result %+v, want stream user-1 and 2 copies", fr)
+	}
+	// Tenant a: alice's event is erased, its attributes intact.
+	evs := readAllStream(t, s, "a", "user-1")
+	got, want := evs[0], appended["a"]
+	if got.Data != nil || !envelope.Erased(got) || got.ID != want.ID || got.Type != want.Type || !got.Time.Equal(want.Time) ||
+		got.Extensions[store.ExtErasureKey] != "alice" || got.DataContentType != want.DataContentType {
+		t.Fatalf("alice's event after forget: %+v, want its attributes, no data, dataerased", got)
+	}
+	if _, err := new(envelope.Registry).Decode(got); !errors.Is(err, envelope.ErrErased) {
+		t.Errorf("Decode of an erased event: %v, want ErrErased", err)
+	}
+	if evs[1].Data == nil || envelope.Erased(evs[1]) {
+		t.Errorf("an event without erasurekey in the same stream was touched: %+v", evs[1])
+	}
+	if bob := readAllStream(t, s, "a", "user-2"); !strings.Contains(string(bob[0].Data), "bob@a") {
+		t.Errorf("another subject of the tenant: %s", bob[0].Data)
+	}
+	// Tenant b: nothing touched, as the file says (a store that opens it
+	// now has no key in its cache).
+	fresh := storetest.MustOpenPath(t, path, &store.Options{MasterKey: master})
+	for _, st := range []*store.Store{s, fresh} {
+		if b := readAllStream(t, st, "b", "user-1"); !strings.Contains(string(b[0].Data), "alice@b") || envelope.Erased(b[0]) {
+			t.Errorf("tenant b's alice after forgetting tenant a's: %+v", b[0])
+		}
+		if a := readAllStream(t, st, "a", "user-1"); !envelope.Erased(a[0]) {
+			t.Errorf("tenant a's alice after forget: %+v", a[0])
+		}
+	}
+	if _, ok, _ := s.Aggregates().LoadSnapshot(ctx, "b", "user-1", 1); !ok {
+		t.Error("tenant b's snapshot was dropped")
+	}
+	if _, ok, _ := s.Aggregates().LoadSnapshot(ctx, "a", "user-1", 1); ok {
+		t.Error("tenant a's snapshot of a stream of alice's is still there")
+	}
+	for _, tenant := range []string{"a", "b"} {
+		qs, err := s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range qs {
+			if q.Tenant == tenant && strings.Contains(string(q.Event), "alice@") == (tenant == "a") {
+				t.Errorf("quarantine copy of tenant %s: %s", tenant, q.Event)
+			}
+		}
+	}
+	var deferred []string
+	if err := s.Update(ctx, func(tx *store.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT tenant || ':' || CAST(event AS TEXT) FROM deferred ORDER BY tenant`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var d string
+			if err := rows.Scan(&d); err != nil {
+				return err
+			}
+			deferred = append(deferred, d)
+		}
+		return rows.Err()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(deferred) != 2 || strings.Contains(deferred[0], "alice@a") || !strings.Contains(deferred[0], `"dataerased":true`) || !strings.Contains(deferred[1], "alice@b") {
+		t.Errorf("deferred copies after forget: %q", deferred)
+	}
+	// The forgotten event.
+	fe := readAllStream(t, s, "a", store.ForgottenStream)
+	if len(fe) != 1 || fe[0].Type != store.TypeSubjectForgotten || string(fe[0].Data) != `{"erasurekey":"alice"}` {
+		t.Fatalf("%s stream: %+v", store.ForgottenStream, fe)
+	}
+	if _, err := s.StreamVersion(ctx, "b", store.ForgottenStream); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := s.StreamVersion(ctx, "b", store.ForgottenStream); v != 0 {
+		t.Error("tenant b got a forgotten event")
+	}
+	// Again: nothing more.
+	if again, err := s.Erasure().Forget(ctx, "a", "alice"); err != nil || !again.Already {
+		t.Errorf("forget again: %+v, %v; want Already", again, err)
+	}
+	if _, err := s.Erasure().Forget(ctx, "a", "nobody"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("forget a subject without a key: %v, want ErrNotFound", err)
+	}
+	// New data under a forgotten subject is refused.
+	var ie *envelope.InvalidError
+	if _, err := s.Append(ctx, "a", "user-1", store.Any, personal(t, "alice", "again@a")); !errors.As(err, &ie) || ie.Field != store.ExtErasureKey {
+		t.Errorf("append under a forgotten subject: %v, want an *InvalidError on erasurekey", err)
+	}
+}
+
+func TestForgetNeedsNoMasterKeyAndIsSeenByAnotherStore(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "e.db")
+	keyed := storetest.MustOpenPath(t, path, &store.Options{MasterKey: testMasterKey(t, 10)})
+	if _, err := keyed.Append(ctx, "default", "user-1", store.Any, personal(t, "alice", "a@x")); err != nil {
+		t.Fatal(err)
+	}
+	if evs := readAllStream(t, keyed, "default", "user-1"); envelope.Erased(evs[0]) { // the key is now cached
+		t.Fatal("erased before forget")
+	}
+	other := storetest.MustOpenPath(t, path, nil) // another process would do the same
+	if _, err := other.Erasure().Forget(ctx, "default", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	// keyed's poller sees the commit and drops its cached key; wait for
+	// the store to notice the commit (its change notification).
+	for {
+		changed := keyed.Changed()
+		evs := readAllStream(t, keyed, "default", "user-1")
+		if envelope.Erased(evs[0]) {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the forget made by another store never became visible")
+		}
+		<-changed
+	}
+}
+
+func mustJSON(t testing.TB, e envelope.Event) []byte {
+	t.Helper()
+	b, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
