@@ -123,16 +123,18 @@ func benchHTTPAppend(b *testing.B, n int, dial func(b *testing.B, url string) po
 	fan(n, inprocOne)
 	fan(n, httpOne)
 	b.ResetTimer()
-	var tIn, tHTTP time.Duration
+	var tIn, tHTTP, cpuIn, cpuHTTP time.Duration
 	var latHTTP []time.Duration
 	for done := 0; done < b.N; {
 		k := min(25*n, b.N-done)
-		t0 := time.Now()
+		t0, c0 := time.Now(), cpuNow(b)
 		fan(k, inprocOne)
 		tIn += time.Since(t0)
-		t0 = time.Now()
+		cpuIn += cpuNow(b) - c0
+		t0, c0 = time.Now(), cpuNow(b)
 		latHTTP = append(latHTTP, fan(k, httpOne)...)
 		tHTTP += time.Since(t0)
+		cpuHTTP += cpuNow(b) - c0
 		done += k
 	}
 	b.StopTimer()
@@ -153,7 +155,19 @@ func benchHTTPAppend(b *testing.B, n int, dial func(b *testing.B, url string) po
 	b.ReportMetric(rIn, "inproc_appends/s")
 	b.ReportMetric(rHTTP/rIn, "x_inproc")
 	b.ReportMetric(float64(latHTTP[len(latHTTP)*99/100].Microseconds())/1000, "http_p99_ms")
+	// CPU time per append, clients included: less sensitive to other
+	// processes on the machine than the rates.
+	if _, ok := processCPU(b); ok {
+		b.ReportMetric(float64(cpuHTTP.Microseconds())/float64(b.N), "http_cpu_us/op")
+		b.ReportMetric(float64(cpuIn.Microseconds())/float64(b.N), "inproc_cpu_us/op")
+	}
 	b.ReportMetric(0, "ns/op")
+}
+
+// cpuNow is processCPU's time, 0 where it is not known.
+func cpuNow(b *testing.B) time.Duration {
+	d, _ := processCPU(b)
+	return d
 }
 
 // netHTTPClient posts with net/http's client.
