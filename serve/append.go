@@ -459,15 +459,36 @@ func (h *Handler) commit(w http.ResponseWriter, r *http.Request, tenant string, 
 		ans.write(w, false)
 		return
 	}
-	fp := requestFingerprint(r, fingerprint)
+	ans, replayed, err := h.once(w, r, tenant, key, operationType, fingerprint, func(tx *store.Tx) (*answer, error) {
+		return h.appendGroups(ctx, tx, tenant, groups, many)
+	})
+	if err != nil {
+		fail(err)
+		return
+	}
+	if ans != nil {
+		ans.write(w, replayed)
+	}
+}
+
+// once runs do for a request with an Idempotency-Key, in one transaction
+// with the operation ledger: the first request with the key runs do and
+// records its answer; a retry with the same key and request gets that
+// answer back (replayed), one with another request a mismatch problem.
+// While a request with the key is being answered, another is refused
+// with Retry-After. A nil answer and nil error mean the problem is
+// written already.
+func (h *Handler) once(w http.ResponseWriter, r *http.Request, tenant, key, opType string, input []byte,
+	do func(tx *store.Tx) (*answer, error)) (ans *answer, replayed bool, err error) {
+	ctx := r.Context()
+	fp := requestFingerprint(r, input)
 	if !h.enter(tenant, key) {
 		p := problemf("idempotency-key-in-flight", "a request with Idempotency-Key %q is still being answered: retry after a second", key)
 		p.Tenant = tenant
 		writeProblem(w, p.with("Retry-After", "1"))
-		return
+		return nil, false, nil
 	}
 	defer h.leave(tenant, key)
-	replayed := false
 	opID := operationID(key)
 	err = h.s.Update(ctx, func(tx *store.Tx) error {
 		stored, ok, err := tx.Operation(ctx, tenant, opID)
@@ -475,7 +496,7 @@ func (h *Handler) commit(w http.ResponseWriter, r *http.Request, tenant string, 
 			return err
 		}
 		if ok {
-			if stored.InputHash != fp || stored.Type != operationType {
+			if stored.InputHash != fp || stored.Type != opType {
 				p := problemf("idempotency-key-mismatch", "Idempotency-Key %q was used for another request: use a new key for a new request", key)
 				p.Tenant, p.Field = tenant, "Idempotency-Key"
 				return p
@@ -483,22 +504,20 @@ func (h *Handler) commit(w http.ResponseWriter, r *http.Request, tenant string, 
 			ans, replayed = new(answer), true
 			return json.Unmarshal(stored.Result, ans)
 		}
-		ans, err = h.appendGroups(ctx, tx, tenant, groups, many)
-		if err != nil {
+		if ans, err = do(tx); err != nil {
 			return err
 		}
 		rec, err := json.Marshal(ans)
 		if err != nil {
 			return err
 		}
-		_, err = tx.RecordOperation(ctx, store.Operation{Tenant: tenant, ID: opID, Type: operationType, InputHash: fp, Result: rec})
+		_, err = tx.RecordOperation(ctx, store.Operation{Tenant: tenant, ID: opID, Type: opType, InputHash: fp, Result: rec})
 		return err
 	})
 	if err != nil {
-		fail(err)
-		return
+		return nil, false, err
 	}
-	ans.write(w, replayed)
+	return ans, replayed, nil
 }
 
 // appendGroups appends each group with a and builds the answer.

@@ -103,42 +103,12 @@ func (h *Handler) lifecycle(w http.ResponseWriter, r *http.Request, tenant, stre
 		lifecycleAnswer(tenant, stream, res).write(w, false)
 		return
 	}
-	if !h.enter(tenant, key) {
-		p := problemf("idempotency-key-in-flight", "a request with Idempotency-Key %q is still being answered: retry after a second", key)
-		p.Tenant = tenant
-		writeProblem(w, p.with("Retry-After", "1"))
-		return
-	}
-	defer h.leave(tenant, key)
-	fp := requestFingerprint(r, []byte(input))
-	var ans *answer
-	replayed := false
-	opID := operationID(key)
-	err := h.s.Update(ctx, func(tx *store.Tx) error {
-		stored, ok, err := tx.Operation(ctx, tenant, opID)
-		if err != nil {
-			return err
-		}
-		if ok {
-			if stored.InputHash != fp || stored.Type != opType {
-				p := problemf("idempotency-key-mismatch", "Idempotency-Key %q was used for another request: use a new key for a new request", key)
-				p.Tenant, p.Field = tenant, "Idempotency-Key"
-				return p
-			}
-			ans, replayed = new(answer), true
-			return json.Unmarshal(stored.Result, ans)
-		}
+	ans, replayed, err := h.once(w, r, tenant, key, opType, []byte(input), func(tx *store.Tx) (*answer, error) {
 		res, err := op(ctx, tx)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		ans = lifecycleAnswer(tenant, stream, res)
-		rec, err := json.Marshal(ans)
-		if err != nil {
-			return err
-		}
-		_, err = tx.RecordOperation(ctx, store.Operation{Tenant: tenant, ID: opID, Type: opType, InputHash: fp, Result: rec})
-		return err
+		return lifecycleAnswer(tenant, stream, res), nil
 	})
 	if err != nil {
 		var pe *Problem
@@ -149,7 +119,9 @@ func (h *Handler) lifecycle(w http.ResponseWriter, r *http.Request, tenant, stre
 		writeProblem(w, lifecycleProblem(err, tenant, stream))
 		return
 	}
-	ans.write(w, replayed)
+	if ans != nil {
+		ans.write(w, replayed)
+	}
 }
 
 // decodeTruncate reads {"before":N}, N a whole number.
