@@ -10,16 +10,9 @@ import (
 // (for the statements SQLite refuses inside one: VACUUM, a WAL
 // checkpoint), holding the writer meanwhile: appends wait for it.
 func (s *Store) withWriter(ctx context.Context, fn func(c *sql.Conn) error) error {
-	if s.opts.ReadOnly {
-		return s.errReadOnly()
+	if err := s.admitWrite(); err != nil {
+		return err
 	}
-	s.mu.RLock()
-	if s.closed {
-		s.mu.RUnlock()
-		return ErrClosed
-	}
-	s.inflight.Add(1)
-	s.mu.RUnlock()
 	defer s.inflight.Done()
 	s.w.mu.Lock()
 	defer s.w.mu.Unlock()

@@ -147,6 +147,22 @@ type writerState struct {
 	secureRefs int
 }
 
+// admitWrite admits a call that writes: refused on a read-only or closed
+// store, else counted in s.inflight (which Close waits for); the caller
+// calls s.inflight.Done once it no longer uses the write connection.
+func (s *Store) admitWrite() error {
+	if s.opts.ReadOnly {
+		return s.errReadOnly()
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.inflight.Add(1)
+	return nil
+}
+
 // submit runs r on the writer and returns its outcome: nil when it was
 // stored, an error when nothing of it was. When ctx ends before the writer
 // takes r, r is withdrawn and submit returns ctx.Err(). Once the writer
@@ -163,16 +179,9 @@ type writerState struct {
 // request run here returns its outcome once done: like the writer's, its
 // statements do not watch ctx.
 func (s *Store) submit(ctx context.Context, r *request) error {
-	if s.opts.ReadOnly {
-		return s.errReadOnly()
+	if err := s.admitWrite(); err != nil {
+		return err
 	}
-	s.mu.RLock()
-	if s.closed {
-		s.mu.RUnlock()
-		return ErrClosed
-	}
-	s.inflight.Add(1)
-	s.mu.RUnlock()
 	defer s.w.pending.Add(-1)
 	if s.w.pending.Add(1) == 1 && len(s.queue) == 0 && s.w.mu.TryLock() {
 		s.runInline(r)
