@@ -17,38 +17,6 @@ import (
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
-// publishAll marks every pending outbox row published, as a relay would.
-func publishAll(t testing.TB, s *store.Store) {
-	t.Helper()
-	ctx := context.Background()
-	lease, err := s.Leases().Acquire(ctx, "relay", "test", time.Minute)
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	defer func() { _ = s.Leases().Release(ctx, lease) }()
-	for {
-		rows, err := s.Outbox().Read(ctx, store.OutboxReadOptions{Limit: 1000})
-		if err != nil || len(rows) == 0 {
-			if err != nil {
-				t.Error(err)
-			}
-			return
-		}
-		pub := make([]store.Published, len(rows))
-		for i, r := range rows {
-			pub[i] = store.Published{Position: r.Event.Position}
-		}
-		if err := s.Update(ctx, func(tx *store.Tx) error {
-			_, err := tx.MarkPublished(ctx, lease, pub)
-			return err
-		}); err != nil {
-			t.Error(err)
-			return
-		}
-	}
-}
-
 // TestCatalogRebuildAfterScavenge: after a scavenge removed what the
 // deletes and truncates allow, the live catalog still equals the one
 // folded from what the streams retain, and a rebuild from the retained
@@ -67,7 +35,7 @@ func TestCatalogRebuildAfterScavenge(t *testing.T) {
 	if _, err := r.CatchUp(ctx); err != nil {
 		t.Fatal(err)
 	}
-	publishAll(t, s)
+	storetest.PublishAll(t, s)
 	res, err := s.Lifecycle().Scavenge(ctx, store.ScavengeOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +125,7 @@ func TestScavengeUnderAppendsAndARunningProjection(t *testing.T) {
 			done = true
 		default:
 		}
-		publishAll(t, s)
+		storetest.PublishAll(t, s)
 		res, err := s.Lifecycle().Scavenge(ctx, store.ScavengeOptions{BatchSize: 1 + int(seed%50)})
 		if err != nil {
 			t.Fatal(err)

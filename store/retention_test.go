@@ -75,7 +75,7 @@ func TestRetentionMaxCountTrimsAndLongestPrefixWins(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	publishAll(t, s)
+	storetest.PublishAll(t, s)
 	res := scavenge(t, s, store.ScavengeOptions{})
 	want := map[string]int64{"cart-1": 4, "cart-vip-1": 2}
 	if len(res.Trims) != 2 {
@@ -99,7 +99,7 @@ func TestRetentionMaxCountTrimsAndLongestPrefixWins(t *testing.T) {
 		t.Fatalf("removed %d, want 4 (cart-1's 1..3, cart-vip-1's 1)", res.Removed)
 	}
 	// Stable: a second scavenge trims nothing more.
-	publishAll(t, s)
+	storetest.PublishAll(t, s)
 	if res := scavenge(t, s, store.ScavengeOptions{}); len(res.Trims) != 0 || res.Removed != 0 {
 		t.Fatalf("second scavenge: trims %+v, removed %d", res.Trims, res.Removed)
 	}
@@ -119,13 +119,13 @@ func TestRetentionMaxAgeKeepsTheNewestEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	now.Add(int64(23 * time.Hour)) // log-a's first three are older than a day, the rest younger
-	publishAll(t, s)
+	storetest.PublishAll(t, s)
 	res := scavenge(t, s, store.ScavengeOptions{})
 	if res.Removed != 3 {
 		t.Fatalf("day 3: removed %d, want 3 (%+v)", res.Removed, res.Trims)
 	}
 	now.Add(int64(7 * 24 * time.Hour)) // everything expired
-	publishAll(t, s)
+	storetest.PublishAll(t, s)
 	res = scavenge(t, s, store.ScavengeOptions{})
 	for _, st := range []string{"log-a", "log-b"} {
 		evs, err := readErr(s, st)
@@ -138,7 +138,7 @@ func TestRetentionMaxAgeKeepsTheNewestEvent(t *testing.T) {
 			}
 		}
 	}
-	publishAll(t, s)
+	storetest.PublishAll(t, s)
 	if res := scavenge(t, s, store.ScavengeOptions{}); len(res.Trims) != 0 {
 		t.Fatalf("a scavenge of expired streams trims again: %+v", res.Trims)
 	}

@@ -16,36 +16,6 @@ import (
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
-// publishAll marks every pending outbox row published, as a relay would.
-func publishAll(t testing.TB, s *store.Store) {
-	t.Helper()
-	ctx := context.Background()
-	lease, err := s.Leases().Acquire(ctx, "relay", "test", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = s.Leases().Release(ctx, lease) }()
-	for {
-		rows, err := s.Outbox().Read(ctx, store.OutboxReadOptions{Limit: 1000})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(rows) == 0 {
-			return
-		}
-		pub := make([]store.Published, len(rows))
-		for i, r := range rows {
-			pub[i] = store.Published{Position: r.Event.Position}
-		}
-		if err := s.Update(ctx, func(tx *store.Tx) error {
-			_, err := tx.MarkPublished(ctx, lease, pub)
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 func countEvents(t testing.TB, s *store.Store) int {
 	t.Helper()
 	n := 0
@@ -93,7 +63,7 @@ func TestScavengeRemovesWhatLifecycleAllows(t *testing.T) {
 	ctx := context.Background()
 	s := storetest.MustOpen(t, nil)
 	lifecycleFixture(t, s)
-	publishAll(t, s)
+	storetest.PublishAll(t, s)
 	head, _ := s.Head(ctx)
 	before := countEvents(t, s)
 	res := scavenge(t, s, store.ScavengeOptions{BatchSize: 3})
@@ -158,7 +128,7 @@ func TestScavengeHoldsBackUnpublishedAndUnpassed(t *testing.T) {
 	if res.Removed != 0 || len(res.HeldBack) == 0 || res.HeldBack[0].By != "outbox" {
 		t.Fatalf("unpublished: removed %d, held %+v", res.Removed, res.HeldBack)
 	}
-	publishAll(t, s)
+	storetest.PublishAll(t, s)
 	// A projection that has passed position 3 only.
 	if err := s.Update(ctx, func(tx *store.Tx) error { return tx.SetCheckpoint(ctx, "slow", 3, nil) }); err != nil {
 		t.Fatal(err)
@@ -194,7 +164,7 @@ func TestScavengeDryRunChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	lifecycleFixture(t, s)
-	publishAll(t, s)
+	storetest.PublishAll(t, s)
 	if err := s.Lifecycle().SetRetention(ctx, store.RetentionPolicy{Prefix: "order-4", MaxCount: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +205,7 @@ func TestScavengeRemovedIDIsDuplicate(t *testing.T) {
 	if _, err := s.Lifecycle().Truncate(ctx, "default", "cart-1", 2, store.Any); err != nil {
 		t.Fatal(err)
 	}
-	publishAll(t, s)
+	storetest.PublishAll(t, s)
 	if res := scavenge(t, s, store.ScavengeOptions{}); res.Removed != 1 {
 		t.Fatalf("removed %d, want 1", res.Removed)
 	}
@@ -260,7 +230,7 @@ func TestScavengePositionsNeverReusedAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	lifecycleFixture(t, s)
-	publishAll(t, s)
+	storetest.PublishAll(t, s)
 	head, _ := s.Head(ctx)
 	res := scavenge(t, s, store.ScavengeOptions{})
 	if err := s.Close(); err != nil {
@@ -299,7 +269,7 @@ func TestScavengeOverwritesRemovedBytes(t *testing.T) {
 	if _, err := s.Lifecycle().Delete(ctx, "default", "user-1", store.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	publishAll(t, s)
+	storetest.PublishAll(t, s)
 	if !fileContains(t, path, marker) {
 		t.Fatal("the marker is not in the file or its WAL before the scavenge: the test proves nothing")
 	}
@@ -360,7 +330,7 @@ func TestScavengeKeepsTheOperationLedger(t *testing.T) {
 	if _, err := s.Lifecycle().Delete(ctx, "default", "cart-9", store.DeleteOptions{Hard: true}); err != nil {
 		t.Fatal(err)
 	}
-	publishAll(t, s)
+	storetest.PublishAll(t, s)
 	if res := scavenge(t, s, store.ScavengeOptions{}); res.Removed != 2 {
 		t.Fatalf("removed %d, want 2", res.Removed)
 	}
@@ -377,7 +347,7 @@ func TestScavengeCheckpointBlockedByAReader(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "eventlite.db")
 	s := storetest.MustOpenPath(t, path, &store.Options{BusyTimeout: 50 * time.Millisecond})
 	lifecycleFixture(t, s)
-	publishAll(t, s)
+	storetest.PublishAll(t, s)
 	// A reader in another connection holds a snapshot of the WAL.
 	db, err := sql.Open("sqlite", "file:"+filepath.ToSlash(path))
 	if err != nil {
@@ -418,7 +388,7 @@ func TestPositionsNeverGoBack(t *testing.T) {
 	fillStream(t, s, "a", 5)
 	fillStream(t, s, "b", 5)
 	head, _ := s.Head(ctx)
-	publishAll(t, s)
+	storetest.PublishAll(t, s)
 	if _, err := s.Lifecycle().Scavenge(ctx, store.ScavengeOptions{Vacuum: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -466,7 +436,7 @@ func TestScavengeVacuumConvertsAnOlderFile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	publishAll(t, s)
+	storetest.PublishAll(t, s)
 	res := scavenge(t, s, store.ScavengeOptions{})
 	if res.Removed != 20*30 || res.FreePages == 0 {
 		t.Fatalf("older file: removed %d, %d free pages; want 600 and free pages kept", res.Removed, res.FreePages)
@@ -482,7 +452,7 @@ func TestScavengeVacuumConvertsAnOlderFile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	publishAll(t, s)
+	storetest.PublishAll(t, s)
 	if res := scavenge(t, s, store.ScavengeOptions{}); res.Removed != 600 || res.FreePages != 0 {
 		t.Fatalf("after the conversion: removed %d, %d free pages left", res.Removed, res.FreePages)
 	}

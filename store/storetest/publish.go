@@ -1,0 +1,44 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/eventlite/eventlite/store"
+)
+
+// PublishAll marks every pending outbox row published, as a relay would,
+// so that a scavenge may remove the events. It reports a failure with
+// tb.Error (it may run on a goroutine other than the test's) and stops.
+func PublishAll(tb testing.TB, s *store.Store) {
+	tb.Helper()
+	ctx := context.Background()
+	lease, err := s.Leases().Acquire(ctx, "relay", "test", time.Minute)
+	if err != nil {
+		tb.Error(err)
+		return
+	}
+	defer func() { _ = s.Leases().Release(ctx, lease) }()
+	for {
+		rows, err := s.Outbox().Read(ctx, store.OutboxReadOptions{Limit: 1000})
+		if err != nil {
+			tb.Error(err)
+			return
+		}
+		if len(rows) == 0 {
+			return
+		}
+		pub := make([]store.Published, len(rows))
+		for i, r := range rows {
+			pub[i] = store.Published{Position: r.Event.Position}
+		}
+		if err := s.Update(ctx, func(tx *store.Tx) error {
+			_, err := tx.MarkPublished(ctx, lease, pub)
+			return err
+		}); err != nil {
+			tb.Error(err)
+			return
+		}
+	}
+}
