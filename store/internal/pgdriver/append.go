@@ -262,7 +262,7 @@ func (db *DB) ReadAfter(ctx context.Context, position int64, limit int) ([]Recor
 	err := db.readTx(ctx, "read after "+strconv.FormatInt(position, 10), func(b *pgx.Batch) {
 		b.Queue(`SELECT position, tenant, stream_id, version, recorded_at, event_id, type, source, time,
     content_type, data_schema, data, correlation_id, causation_id, extensions
-FROM events WHERE position > $1 ORDER BY position LIMIT $2`, position, limit).Query(func(rows pgx.Rows) error {
+FROM `+db.quoted+`.events WHERE position > $1 ORDER BY position LIMIT $2`, position, limit).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var r Record
 				if err := rows.Scan(&r.Position, &r.Tenant, &r.Stream, &r.Version, &r.RecordedAt, &r.ID, &r.Type,
@@ -282,13 +282,15 @@ FROM events WHERE position > $1 ORDER BY position LIMIT $2`, position, limit).Qu
 func (db *DB) Head(ctx context.Context) (int64, error) {
 	var h int64
 	err := db.readTx(ctx, "read the log head", func(b *pgx.Batch) {
-		b.Queue("SELECT position FROM log_head").QueryRow(func(r pgx.Row) error { return r.Scan(&h) })
+		b.Queue("SELECT position FROM " + db.quoted + ".log_head").QueryRow(func(r pgx.Row) error { return r.Scan(&h) })
 	})
 	return h, err
 }
 
 // readTx runs the statements queue adds in a read-only READ COMMITTED
-// transaction with search_path set to the schema, in one round trip.
+// transaction with search_path set to the schema, in one round trip. pgx
+// prepares every statement of a batch before the first runs, so they name
+// their tables with the schema (db.quoted) rather than rely on search_path.
 func (db *DB) readTx(ctx context.Context, op string, queue func(*pgx.Batch)) error {
 	c, err := db.acquire(ctx, op)
 	if err != nil {
