@@ -115,12 +115,18 @@ func ParseAddress(addr string) (*Address, error) {
 }
 
 // Redact returns addr with its password (in the user info or a password
-// parameter) replaced by "xxxxx". An address that does not parse as a URL
-// is not echoed at all: it may hold a password where Redact cannot find it.
+// parameter) replaced by "xxxxx". An address that is not a
+// scheme://host/... URL is not echoed at all: it may hold a password where
+// Redact cannot find it.
 func Redact(addr string) string {
 	u, err := url.Parse(addr)
 	if err != nil {
 		return "(unparsable address)"
+	}
+	if u.Scheme == "" || u.Opaque != "" {
+		// Not scheme://host/...: a key=value connection string or
+		// scheme:opaque, where a password would sit unrecognised.
+		return "(address withheld: not a URL of the form scheme://host/...)"
 	}
 	if u.User != nil {
 		if _, has := u.User.Password(); has {

@@ -77,6 +77,8 @@ func TestRedact(t *testing.T) {
 		{"postgres://u@h/db?password=s3cret&sslmode=disable", "postgres://u@h/db?password=xxxxx&sslmode=disable"},
 		{"postgres://u@h/db", "postgres://u@h/db"},
 		{"postgres://u:s3cret@[::1/db", "(unparsable address)"},
+		{"host=h user=u password=s3cret", "(address withheld: not a URL of the form scheme://host/...)"},
+		{"postgres:u:s3cret@h/db", "(address withheld: not a URL of the form scheme://host/...)"},
 	} {
 		if got := Redact(c.in); got != c.want {
 			t.Errorf("Redact(%q) = %q, want %q", c.in, got, c.want)
