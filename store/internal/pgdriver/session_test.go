@@ -38,8 +38,9 @@ func TestSessionSettings(t *testing.T) {
 		c.release()
 	}
 	// search_path inside a write transaction, and back to the session's
-	// after it (SET LOCAL).
-	w, err := db.BeginWrite(ctx)
+	// after it (SET LOCAL). One connection, so the same session is checked.
+	one := openSchema(t, db.schema, &Options{PoolSize: 1})
+	w, err := one.BeginWrite(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,19 +52,23 @@ func TestSessionSettings(t *testing.T) {
 		t.Errorf("search_path in a write transaction: %q, want %s", sp, db.schema)
 	}
 	pid := w.pid()
-	w.Rollback()
-	c, err := db.Pool().Acquire(ctx)
+	// Committed: a plain SET in a rolled back transaction is undone too.
+	if err := w.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, err := one.Pool().Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Release()
-	if c.Conn().PgConn().PID() == pid {
-		if err := c.QueryRow(ctx, "SHOW search_path").Scan(&sp); err != nil {
-			t.Fatal(err)
-		}
-		if sp == db.schema || sp == db.quoted {
-			t.Errorf("search_path outlived the transaction: %q", sp)
-		}
+	if c.Conn().PgConn().PID() != pid {
+		t.Fatal("a pool of one gave another session")
+	}
+	if err := c.QueryRow(ctx, "SHOW search_path").Scan(&sp); err != nil {
+		t.Fatal(err)
+	}
+	if sp == db.schema || sp == db.quoted {
+		t.Errorf("search_path outlived the transaction: %q", sp)
 	}
 }
 
