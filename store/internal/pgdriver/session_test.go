@@ -190,3 +190,32 @@ func TestBusyDeadlock(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleHolderCannotStall: a write transaction left idle while it holds
+// the head lock (a stopped process) is ended by the server after
+// IdleInTxTimeout; the writer behind it then goes on, and the idle one's
+// commit fails, its append never stored.
+func TestIdleHolderCannotStall(t *testing.T) {
+	db := openTest(t, &Options{IdleInTxTimeout: 300 * time.Millisecond, BusyTimeout: 30 * time.Second})
+	ctx := context.Background()
+	holder, err := db.BeginWrite(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback() // on failure; else db.Close waits for it
+	if _, err := holder.Append(ctx, "t", "idle", NoStream, []Event{ev("idle")}); err != nil {
+		t.Fatal(err)
+	}
+	// Blocks behind the holder until the server ends the idle session.
+	res, err := db.Append(ctx, "t", "behind", NoStream, []Event{ev("behind")})
+	if err != nil || res.First != 1 {
+		t.Fatalf("the append behind an idle holder: %+v, %v; want position 1", res, err)
+	}
+	if err := holder.Commit(ctx); err == nil {
+		t.Error("the idle holder's commit succeeded after the server ended its session")
+	}
+	recs, err := db.ReadAfter(ctx, 0, 10)
+	if err != nil || len(recs) != 1 || recs[0].ID != "behind" {
+		t.Errorf("log %+v, %v; want only the event behind", recs, err)
+	}
+}
