@@ -132,7 +132,7 @@ func (w *WriteTx) Append(ctx context.Context, tenant, stream string, expected Ex
 	}
 	op := "append " + tenant + "/" + stream
 	if expected < StreamExists {
-		return AppendResult{}, fmt.Errorf("%s: expected version %d: use Any, NoStream, StreamExists or a version >= 1", op, expected)
+		return AppendResult{}, &InputError{Op: op, Field: "expected", Reason: fmt.Sprintf("%d: use Any, NoStream, StreamExists or a version >= 1", expected)}
 	}
 	var cur int64
 	err := w.tx.QueryRow(ctx, "SELECT version FROM streams WHERE tenant = $1 AND stream_id = $2", tenant, stream).Scan(&cur)
@@ -256,7 +256,7 @@ func (db *DB) Append(ctx context.Context, tenant, stream string, expected Expect
 // it read never skips an event.
 func (db *DB) ReadAfter(ctx context.Context, position int64, limit int) ([]Record, error) {
 	if limit <= 0 {
-		return nil, fmt.Errorf("read after %d: limit %d: give a limit of at least 1", position, limit)
+		return nil, &InputError{Op: fmt.Sprintf("read after %d", position), Field: "limit", Reason: fmt.Sprintf("%d: give a limit of at least 1", limit)}
 	}
 	var recs []Record
 	err := db.readTx(ctx, "read after "+strconv.FormatInt(position, 10), func(b *pgx.Batch) {

@@ -75,6 +75,15 @@ func (e *ConflictError) Error() string {
 
 func (e *ConflictError) Unwrap() error { return ErrConflict }
 
+// InputError says which argument of a call is wrong and what to give.
+type InputError struct {
+	Op, Field, Reason string
+}
+
+func (e *InputError) Error() string {
+	return fmt.Sprintf("%s: %s: %s", e.Op, e.Field, e.Reason)
+}
+
 // SchemaTooNewError: the schema was migrated by a newer eventlite.
 type SchemaTooNewError struct {
 	Schema         string

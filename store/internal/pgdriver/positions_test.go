@@ -106,6 +106,16 @@ func TestAppend(t *testing.T) {
 	if recs, err := db.ReadAfter(ctx, 5, 1); err != nil || len(recs) != 1 || recs[0].Position != 6 {
 		t.Errorf("ReadAfter(5, 1): %+v, %v", recs, err)
 	}
+	var ie *InputError
+	if _, err := db.ReadAfter(ctx, 0, 0); !errors.As(err, &ie) || ie.Field != "limit" {
+		t.Errorf("limit 0: %v, want an *InputError on limit", err)
+	}
+	if _, err := db.Append(ctx, "acme", "order-9", -3, []Event{ev("bad")}); !errors.As(err, &ie) || ie.Field != "expected" {
+		t.Errorf("expected -3: %v, want an *InputError on expected", err)
+	}
+	if h, err := db.Head(ctx); err != nil || h != 7 {
+		t.Errorf("head %d, %v after refused input; want 7", h, err)
+	}
 }
 
 // A follower's view of the log: positions and event ids.
