@@ -214,8 +214,8 @@ func reportPaired(b *testing.B, perOp float64, raw, st *benchSide, others ...*be
 		b.ReportMetric(st.rate(perOp)/r, "x_raw")
 	}
 	for _, o := range others {
-		if r := o.rate(perOp); o.name == "min" && r > 0 {
-			b.ReportMetric(st.rate(perOp)/r, "x_min")
+		if r := o.rate(perOp); (o.name == "min" || o.name == "old") && r > 0 {
+			b.ReportMetric(st.rate(perOp)/r, "x_"+o.name)
 		}
 	}
 	if st.ops > 0 {
@@ -296,10 +296,11 @@ func benchStoreOpener(path, synchronous string) func() (*store.Store, error) {
 
 // BenchmarkAppend appends batches of 1 or 100 events per transaction to
 // 100 streams in turn, from one goroutine: the store, the raw baseline
-// (raw, x_raw) and the minimal baseline (min, x_min), each on a file of
+// (raw, x_raw), the minimal baseline (min, x_min) and the store's schema
+// and statements before the append-cost work (old, x_old), each on a file of
 // its own that is open only while its side runs. Latencies: p50_ms and
 // so on for the store, raw_p50_ms and so on for the raw baseline. Batches
-// of 100 also run a fourth side, rawprep: the raw baseline after
+// of 100 also run a fifth side, rawprep: the raw baseline after
 // envelope's Prepare of each event.
 func BenchmarkAppend(b *testing.B) {
 	for _, c := range []struct {
@@ -316,6 +317,7 @@ func BenchmarkAppend(b *testing.B) {
 			dir := b.TempDir()
 			raw := newReopen(b, func() (*rawDB, error) { return newRawDB(filepath.Join(dir, "raw.db"), c.sync) })
 			mini := newReopen(b, func() (*minDB, error) { return newMinDB(filepath.Join(dir, "min.db"), c.sync) })
+			old := newReopen(b, func() (*oldRawDB, error) { return newOldRawDB(filepath.Join(dir, "old.db"), c.sync) })
 			st := newReopen(b, benchStoreOpener(filepath.Join(dir, "store.db"), c.sync))
 			g := newBenchGen(1)
 			ctx := context.Background()
@@ -358,7 +360,14 @@ func BenchmarkAppend(b *testing.B) {
 					ss.lat = append(ss.lat, time.Since(t0))
 				}
 			}
-			sides := []*benchSide{rs, ss, ms}
+			olds := &benchSide{name: "old", open: old.open, close: old.close, run: func(k int) {
+				for i := range k {
+					if err := old.h.appendTx("acme", stream(i), rawEvs[i]); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}}
+			sides := []*benchSide{rs, ss, ms, olds}
 			var rp *benchSide
 			if c.batch > 1 {
 				// The raw baseline plus the validation the store does
