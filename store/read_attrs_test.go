@@ -1,0 +1,66 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/storetest"
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestReadAttrsEveryCombination appends an event for each combination of
+// the four attributes reads fetch as one column (dataschema,
+// correlationid, causationid, other extensions), and reads each back
+// through a stream read, a log read and a read by id: every attribute
+// comes back in its own field, empty ones empty.
+func TestReadAttrsEveryCombination(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.MustOpen(t, nil)
+	var in []envelope.Event
+	for m := range 16 {
+		e := evID(t, fmt.Sprintf("e-%d", m), "order.placed", map[string]any{"m": m})
+		if m&1 != 0 {
+			e.DataSchema = "https://example.com/schema/" + fmt.Sprint(m)
+		}
+		if m&2 != 0 {
+			e.CorrelationID = "corr-" + fmt.Sprint(m)
+		}
+		if m&4 != 0 {
+			e.CausationID = "cause-" + fmt.Sprint(m)
+		}
+		if m&8 != 0 {
+			e.Extensions = map[string]any{"traceparent": "00-" + fmt.Sprint(m), "n": int32(m), "ok": true}
+		}
+		in = append(in, e)
+	}
+	res, err := s.Append(ctx, "acme", "order-1", store.NoStream, in...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := res.Events
+	if diff := cmp.Diff(want, readStream(t, s, "acme", "order-1")); diff != "" {
+		t.Errorf("ReadStream (-appended +read):\n%s", diff)
+	}
+	var all []envelope.Event
+	for e, err := range s.ReadAll(ctx, store.ReadAllOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, e)
+	}
+	if diff := cmp.Diff(want, all); diff != "" {
+		t.Errorf("ReadAll (-appended +read):\n%s", diff)
+	}
+	for _, w := range want {
+		got, err := s.EventByID(ctx, "acme", w.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(w, got); diff != "" {
+			t.Errorf("EventByID %s (-appended +read):\n%s", w.ID, diff)
+		}
+	}
+}
