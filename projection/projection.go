@@ -2,7 +2,6 @@ package projection
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -175,26 +174,17 @@ func (p *Projection) createTables(ctx context.Context, s *store.Store, tx *store
 }
 
 // applyTx applies one event with the tables named by names, inside tx,
-// under a savepoint: on error (or panic) the event's writes are undone and
-// the transaction stays usable.
-func (p *Projection) applyTx(ctx context.Context, tx *store.Tx, names map[string]string, e envelope.Event) (err error) {
-	if _, err := tx.ExecContext(ctx, "SAVEPOINT projection_event"); err != nil {
-		return err
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("projection %s panicked on position %d: %v", p.Name, e.Position, r)
-		}
-		if err != nil {
-			if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO projection_event"); rerr != nil {
-				err = errors.Join(err, rerr)
+// in a nested scope (tx.Nested): on error (or panic) the event's writes
+// are undone and the transaction stays usable.
+func (p *Projection) applyTx(ctx context.Context, tx *store.Tx, names map[string]string, e envelope.Event) error {
+	return tx.Nested(ctx, func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("projection %s panicked on position %d: %v", p.Name, e.Position, r)
 			}
-		}
-		if _, rerr := tx.ExecContext(ctx, "RELEASE projection_event"); rerr != nil && err == nil {
-			err = rerr
-		}
-	}()
-	return p.apply(ctx, &Tx{Tx: tx, tables: names}, e)
+		}()
+		return p.apply(ctx, &Tx{Tx: tx, tables: names}, e)
+	})
 }
 
 // Matches reports whether the projection reads events of type t.
