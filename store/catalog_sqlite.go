@@ -4,8 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"slices"
+	"strconv"
 )
 
 // What the store asks SQLite on behalf of projection and replay, and of
@@ -91,7 +91,7 @@ func renameTableSQL(from, to string) string {
 func savepointSQL(name string) string  { return `SAVEPOINT ` + name }
 func rollbackToSQL(name string) string { return `ROLLBACK TO ` + name }
 func releaseSQL(name string) string    { return `RELEASE ` + name }
-func nestedName(depth int) string      { return fmt.Sprintf("eventlite_nested_%d", depth) }
+func nestedName(depth int) string      { return "eventlite_nested_" + strconv.Itoa(depth) }
 
 // startSnapshot makes a read transaction take its snapshot now: SQLite's
 // deferred transaction takes it at its first read.
