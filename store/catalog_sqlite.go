@@ -86,12 +86,33 @@ func renameTableSQL(from, to string) string {
 	return `ALTER TABLE ` + quoteIdent(from) + ` RENAME TO ` + quoteIdent(to)
 }
 
-// The savepoint statements of Tx.Nested. name is the store's own
-// (nestedName), never a caller's.
-func savepointSQL(name string) string  { return `SAVEPOINT ` + name }
-func rollbackToSQL(name string) string { return `ROLLBACK TO ` + name }
-func releaseSQL(name string) string    { return `RELEASE ` + name }
-func nestedName(depth int) string      { return "eventlite_nested_" + strconv.Itoa(depth) }
+// scopeSQL are the statements of a Tx.Nested scope: a savepoint named by
+// the store (eventlite_nested_<depth>), never by a caller.
+type scopeSQL struct{ open, rollback, release string }
+
+// scopes holds the statements of the usual depths, built once.
+var scopes = func() (s [8]scopeSQL) {
+	for i := range s {
+		s[i] = newScopeSQL(i + 1)
+	}
+	return s
+}()
+
+func newScopeSQL(depth int) scopeSQL {
+	name := nestedName(depth)
+	return scopeSQL{open: `SAVEPOINT ` + name, rollback: `ROLLBACK TO ` + name, release: `RELEASE ` + name}
+}
+
+// nestedSQL returns the statements of a scope at depth (1 for the
+// outermost).
+func nestedSQL(depth int) scopeSQL {
+	if depth <= len(scopes) {
+		return scopes[depth-1]
+	}
+	return newScopeSQL(depth)
+}
+
+func nestedName(depth int) string { return "eventlite_nested_" + strconv.Itoa(depth) }
 
 // startSnapshot makes a read transaction take its snapshot now: SQLite's
 // deferred transaction takes it at its first read.

@@ -278,3 +278,39 @@ func TestNestedOutsideUpdate(t *testing.T) {
 		t.Fatalf("Nested after the closure: err %v, ran %v", err, ran)
 	}
 }
+
+// TestNestedDeep: scopes nest past the depths whose statements the store
+// builds ahead; the innermost failing undoes only its own write.
+func TestNestedDeep(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.MustOpen(t, nil)
+	kvTable(t, s)
+	errBoom := errors.New("boom")
+	const depth = 12
+	var scope func(tx *store.Tx, d int) error
+	scope = func(tx *store.Tx, d int) error {
+		return tx.Nested(ctx, func() error {
+			if err := put(ctx, tx, fmt.Sprintf("d%02d", d)); err != nil {
+				return err
+			}
+			if d == depth {
+				return errBoom
+			}
+			err := scope(tx, d+1)
+			if d+1 == depth && errors.Is(err, errBoom) {
+				return nil // the innermost scope's failure, undone
+			}
+			return err
+		})
+	}
+	if err := s.Update(ctx, func(tx *store.Tx) error { return scope(tx, 1) }); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for d := 1; d < depth; d++ {
+		want = append(want, fmt.Sprintf("d%02d", d))
+	}
+	if got := keys(t, s); !slices.Equal(got, want) {
+		t.Fatalf("committed %v, want %v", got, want)
+	}
+}

@@ -124,43 +124,44 @@ func (tx *Tx) Nested(ctx context.Context, fn func() error) (err error) {
 	if err := tx.check(); err != nil {
 		return err
 	}
-	tx.depth++
-	name := nestedName(tx.depth)
-	if _, err := tx.s.wconn.ExecContext(ctx, savepointSQL(name)); err != nil {
-		tx.depth--
+	sp := nestedSQL(tx.depth + 1)
+	if _, err := tx.s.wconn.ExecContext(ctx, sp.open); err != nil {
 		return fmt.Errorf("store: open a nested scope: %w", mapErr(err))
 	}
-	// Undoing and ending the scope run even when ctx has ended: a scope
-	// left open would keep fn's writes.
-	end := context.WithoutCancel(ctx)
-	finish := func(undo bool) error {
-		defer func() { tx.depth-- }()
-		if tx.broken != nil {
-			return tx.broken
-		}
-		if undo {
-			if _, err := tx.s.wconn.ExecContext(end, rollbackToSQL(name)); err != nil {
-				tx.broken = fmt.Errorf("store: undo a nested scope: %w", mapErr(err))
-				return tx.broken
-			}
-		}
-		if _, err := tx.s.wconn.ExecContext(end, releaseSQL(name)); err != nil {
-			tx.broken = fmt.Errorf("store: end a nested scope: %w", mapErr(err))
-			return tx.broken
-		}
-		return nil
-	}
+	tx.depth++
 	defer func() {
 		if p := recover(); p != nil {
-			_ = finish(true)
+			_ = tx.endScope(ctx, sp, true)
 			panic(p)
 		}
 	}()
 	if ferr := fn(); ferr != nil {
-		if err := finish(true); err != nil {
+		if err := tx.endScope(ctx, sp, true); err != nil {
 			return errors.Join(ferr, err)
 		}
 		return ferr
 	}
-	return finish(false)
+	return tx.endScope(ctx, sp, false)
+}
+
+// endScope ends the innermost Nested scope, undoing its writes first when
+// undo is set. It runs even when ctx has ended: a scope left open would
+// keep fn's writes. A failure breaks the transaction.
+func (tx *Tx) endScope(ctx context.Context, sp scopeSQL, undo bool) error {
+	tx.depth--
+	if tx.broken != nil {
+		return tx.broken
+	}
+	end := context.WithoutCancel(ctx)
+	if undo {
+		if _, err := tx.s.wconn.ExecContext(end, sp.rollback); err != nil {
+			tx.broken = fmt.Errorf("store: undo a nested scope: %w", mapErr(err))
+			return tx.broken
+		}
+	}
+	if _, err := tx.s.wconn.ExecContext(end, sp.release); err != nil {
+		tx.broken = fmt.Errorf("store: end a nested scope: %w", mapErr(err))
+		return tx.broken
+	}
+	return nil
 }
