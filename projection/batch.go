@@ -2,7 +2,6 @@ package projection
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/eventlite/eventlite/envelope"
@@ -28,7 +27,7 @@ func (e *EventError) Error() string {
 func (e *EventError) Unwrap() error { return e.Err }
 
 // applyBatchTx applies events (in position order) with the tables named
-// by names, inside tx, under one savepoint: with ApplyBatch when the
+// by names, inside tx, in one nested scope (tx.Nested): with ApplyBatch when the
 // projection has one, else as applyEventsTx does. On error (or panic)
 // every write of the batch is undone and the transaction stays usable.
 func (p *Projection) applyBatchTx(ctx context.Context, tx *store.Tx, names map[string]string, events []envelope.Event) error {
@@ -38,7 +37,7 @@ func (p *Projection) applyBatchTx(ctx context.Context, tx *store.Tx, names map[s
 	if len(events) == 0 {
 		return nil
 	}
-	return p.underSavepoint(ctx, tx, func() (err error) {
+	return tx.Nested(ctx, func() (err error) {
 		defer func() {
 			if r := recover(); r != nil {
 				err = fmt.Errorf("projection %s panicked on the batch at positions %d-%d: %v", p.Name, events[0].Position, events[len(events)-1].Position, r)
@@ -48,8 +47,8 @@ func (p *Projection) applyBatchTx(ctx context.Context, tx *store.Tx, names map[s
 	})
 }
 
-// applyEventsTx applies events one by one with Apply, inside tx, under
-// one savepoint (not one per event, as applyTx has: the batch stands or
+// applyEventsTx applies events one by one with Apply, inside tx, in one
+// nested scope (not one per event, as applyTx has: the batch stands or
 // falls as a whole). An error is an *EventError naming the event; every
 // write of the batch is then undone.
 func (p *Projection) applyEventsTx(ctx context.Context, tx *store.Tx, names map[string]string, events []envelope.Event) error {
@@ -57,7 +56,7 @@ func (p *Projection) applyEventsTx(ctx context.Context, tx *store.Tx, names map[
 		return nil
 	}
 	ptx := &Tx{Tx: tx, tables: names}
-	return p.underSavepoint(ctx, tx, func() error {
+	return tx.Nested(ctx, func() error {
 		for _, e := range events {
 			if err := p.applyOne(ctx, ptx, e); err != nil {
 				return &EventError{Projection: p.Name, Position: e.Position, EventID: e.ID, Type: e.Type, Err: err}
@@ -74,23 +73,6 @@ func (p *Projection) applyOne(ctx context.Context, tx *Tx, e envelope.Event) (er
 		}
 	}()
 	return p.apply(ctx, tx, e)
-}
-
-func (p *Projection) underSavepoint(ctx context.Context, tx *store.Tx, fn func() error) (err error) {
-	if _, err := tx.ExecContext(ctx, "SAVEPOINT projection_batch"); err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO projection_batch"); rerr != nil {
-				err = errors.Join(err, rerr)
-			}
-		}
-		if _, rerr := tx.ExecContext(ctx, "RELEASE projection_batch"); rerr != nil && err == nil {
-			err = rerr
-		}
-	}()
-	return fn()
 }
 
 func init() {

@@ -258,12 +258,9 @@ type CatalogEntry struct {
 // error stops the reading and is returned.
 func ReadCatalog(ctx context.Context, s *store.Store, tenant string, fn func(CatalogEntry) error) error {
 	return s.View(ctx, func(rt *store.ReadTx) error {
-		var n int
-		if err := rt.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, catalogTable).Scan(&n); err != nil {
+		ok, err := rt.TableExists(ctx, catalogTable)
+		if err != nil || !ok {
 			return err
-		}
-		if n == 0 {
-			return nil
 		}
 		rows, err := rt.QueryContext(ctx, `SELECT tenant, stream, version, events_by_type, first_time, last_time FROM `+catalogTable+`
 			WHERE ? = '' OR tenant = ? ORDER BY tenant, stream`, tenant, tenant)

@@ -209,31 +209,28 @@ func (c *Consumer) applyTx(ctx context.Context, tx *store.Tx, e envelope.Event) 
 	return Applied, nil
 }
 
-// applyOnceTx applies e under a savepoint and moves the aggregate's
-// version. cause is Apply's error (its writes undone); err is a failure
-// of the transaction itself.
+// applyOnceTx applies e in a nested scope (tx.Nested) and moves the
+// aggregate's version. cause is Apply's error (its writes undone); err is
+// a failure of the transaction itself (should the scope not be undone,
+// the transaction is broken and commits nothing: store.Tx.Nested).
 func (c *Consumer) applyOnceTx(ctx context.Context, tx *store.Tx, e envelope.Event) (cause, err error) {
-	if _, err := tx.ExecContext(ctx, "SAVEPOINT consumer_event"); err != nil {
-		return nil, err
-	}
-	cause = func() (err error) {
-		defer func() {
-			if p := recover(); p != nil {
-				err = fmt.Errorf("consumer %s panicked on event %s: %v", c.opts.Name, e.ID, p)
-			}
+	var applyErr error
+	err = tx.Nested(ctx, func() error {
+		applyErr = func() (err error) {
+			defer func() {
+				if p := recover(); p != nil {
+					err = fmt.Errorf("consumer %s panicked on event %s: %v", c.opts.Name, e.ID, p)
+				}
+			}()
+			return c.opts.Apply(ctx, tx, e)
 		}()
-		return c.opts.Apply(ctx, tx, e)
-	}()
-	if cause != nil {
-		if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO consumer_event"); rerr != nil {
-			return nil, errors.Join(cause, rerr)
-		}
-	}
-	if _, rerr := tx.ExecContext(ctx, "RELEASE consumer_event"); rerr != nil {
-		return nil, rerr
-	}
-	if cause != nil {
-		return cause, nil
+		return applyErr
+	})
+	switch {
+	case applyErr != nil && err == applyErr:
+		return applyErr, nil
+	case err != nil:
+		return nil, err
 	}
 	if e.Stream != "" && e.StreamVersion > 0 {
 		if err := tx.SetConsumerVersion(ctx, store.SetConsumerVersionParams{Tenant: tenantOf(e), Consumer: c.opts.Name, Subject: e.Stream, Version: e.StreamVersion, EventID: e.ID}); err != nil {

@@ -24,6 +24,13 @@
 //	res, _ := orders.Handle(ctx, aggregate.Command{Stream: "order-1", Payload: PlaceOrder{Total: 42}})
 //	projection.WaitFor(ctx, s, "order_totals", res.LastPosition()) // read your writes; 0 waits for nothing
 //
+// A handler's SQL is its own, run through a database/sql transaction:
+// tx.Dialect() names the engine (store.DialectSQLite today), and a Table
+// may declare DDL per dialect (Schemas, beside the default Schema). Each
+// event (or batch) is applied in a tx.Nested scope, so a failed handler's
+// writes are undone and the transaction goes on; a handler that needs a
+// scope of its own calls tx.Nested too, never SAVEPOINT.
+//
 // The untyped form stays for tools that read events as stored (the
 // built-in catalog): Types lists the event types and Apply receives each
 // envelope.Event. Deliver hands events to a read model outside the store.
@@ -51,7 +58,10 @@
 //     (ErrStopped), and for one whose runner's process is gone and whose
 //     lease nobody took over within a lease period (ErrOwnerGone).
 //   - A projection cannot declare a table named like one of eventlite's
-//     own (ErrReservedTable).
+//     own (ErrReservedTable), nor one without DDL for the store's dialect
+//     (*MissingSchemaError, before any table is created).
+//   - A handler that fails (or panics) leaves none of its writes: the
+//     event's scope is undone, and only it.
 //   - A hole in the global positions is passed and recorded, never waited
 //     for: with one SQLite writer it cannot fill later.
 //   - An external consumer never applies a duplicate (the inbox insert is

@@ -56,9 +56,45 @@ type Projection struct {
 // a shadow name during a rebuild). Name index {table}_something so shadow
 // indexes do not collide with live ones.
 type Table struct {
-	Name   string
+	Name string
+	// Schema is the DDL for every dialect that Schemas has no entry for.
 	Schema string
+	// Schemas, optional, holds DDL for one dialect (store.DialectSQLite,
+	// store.DialectPostgres), in place of Schema on that dialect. The
+	// store's dialect (tx.Dialect()) picks the DDL when the table is
+	// created; a table without DDL for it is refused with a
+	// *MissingSchemaError before any table is created.
+	Schemas map[store.Dialect]string
 }
+
+// ddl returns the table's DDL for dialect d: its Schemas entry, else the
+// default Schema.
+func (t Table) ddl(d store.Dialect) (string, bool) {
+	if s, ok := t.Schemas[d]; ok && s != "" {
+		return s, true
+	}
+	return t.Schema, t.Schema != ""
+}
+
+// ErrMissingSchema: a projection's table has no DDL for the dialect the
+// store runs on. Permanent: declare it (Table.Schemas or Table.Schema).
+var ErrMissingSchema = errors.New("projection table has no DDL for the store's dialect")
+
+// MissingSchemaError names the projection, the table and the dialect
+// that has no DDL. It matches ErrMissingSchema.
+type MissingSchemaError struct {
+	Projection string
+	Table      string
+	Dialect    store.Dialect
+}
+
+func (e *MissingSchemaError) Error() string {
+	return fmt.Sprintf("projection %s: table %s has no DDL for dialect %s, which this store runs on: set Schemas[%q] or Schema (the default for every dialect)",
+		e.Projection, e.Table, e.Dialect, e.Dialect)
+}
+
+// Unwrap returns ErrMissingSchema.
+func (e *MissingSchemaError) Unwrap() error { return ErrMissingSchema }
 
 // Tx is the runner's transaction as a projection's Apply sees it: the
 // store's Tx plus the names of the projection's tables.
@@ -99,8 +135,16 @@ func (p *Projection) Validate() error {
 		return fmt.Errorf("projection %s: Tables are for Apply read models in the store's database", p.Name)
 	}
 	for _, t := range p.Tables {
-		if !nameRE.MatchString(t.Name) || !strings.Contains(t.Schema, "{table}") {
-			return fmt.Errorf("projection %s: table %q needs a plain name and a Schema that uses {table}", p.Name, t.Name)
+		if !nameRE.MatchString(t.Name) || t.Schema == "" && len(t.Schemas) == 0 || t.Schema != "" && !strings.Contains(t.Schema, "{table}") {
+			return fmt.Errorf("projection %s: table %q needs a plain name and DDL that uses {table}: Schema (every dialect) or Schemas (per dialect)", p.Name, t.Name)
+		}
+		for d, ddl := range t.Schemas {
+			if !d.Known() {
+				return fmt.Errorf("projection %s: table %q: Schemas has DDL for dialect %q, which eventlite does not know: use store.DialectSQLite or store.DialectPostgres", p.Name, t.Name, d)
+			}
+			if !strings.Contains(ddl, "{table}") {
+				return fmt.Errorf("projection %s: table %q: Schemas[%q] needs DDL that uses {table}", p.Name, t.Name, d)
+			}
 		}
 		if store.ReservedName(t.Name) {
 			return fmt.Errorf("projection %s: table %q: %w: choose another name (prefix it with the projection's, say)", p.Name, t.Name, ErrReservedTable)
@@ -155,10 +199,21 @@ func (p *Projection) liveTables() map[string]string {
 	return m
 }
 
-// createTables creates the declared tables under the given names (a
-// table already there is left alone).
+// createTables creates the declared tables under the given names with
+// the DDL of the store's dialect (a table already there is left alone).
+// A table without DDL for the dialect is a *MissingSchemaError, found
+// before any table is created.
 func (p *Projection) createTables(ctx context.Context, s *store.Store, tx *store.Tx, names map[string]string) error {
-	for _, t := range p.Tables {
+	d := tx.Dialect()
+	ddls := make([]string, len(p.Tables))
+	for i, t := range p.Tables {
+		ddl, ok := t.ddl(d)
+		if !ok {
+			return &MissingSchemaError{Projection: p.Name, Table: t.Name, Dialect: d}
+		}
+		ddls[i] = ddl
+	}
+	for i, t := range p.Tables {
 		name := names[t.Name]
 		ok, err := tx.TableExists(ctx, name)
 		if err != nil {
@@ -167,7 +222,7 @@ func (p *Projection) createTables(ctx context.Context, s *store.Store, tx *store
 		if ok {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, strings.ReplaceAll(t.Schema, "{table}", name)); err != nil {
+		if _, err := tx.ExecContext(ctx, strings.ReplaceAll(ddls[i], "{table}", name)); err != nil {
 			return fmt.Errorf("projection %s: create table %s: %w", p.Name, name, err)
 		}
 	}
@@ -175,26 +230,17 @@ func (p *Projection) createTables(ctx context.Context, s *store.Store, tx *store
 }
 
 // applyTx applies one event with the tables named by names, inside tx,
-// under a savepoint: on error (or panic) the event's writes are undone and
-// the transaction stays usable.
-func (p *Projection) applyTx(ctx context.Context, tx *store.Tx, names map[string]string, e envelope.Event) (err error) {
-	if _, err := tx.ExecContext(ctx, "SAVEPOINT projection_event"); err != nil {
-		return err
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("projection %s panicked on position %d: %v", p.Name, e.Position, r)
-		}
-		if err != nil {
-			if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO projection_event"); rerr != nil {
-				err = errors.Join(err, rerr)
+// in a nested scope (tx.Nested): on error (or panic) the event's writes
+// are undone and the transaction stays usable.
+func (p *Projection) applyTx(ctx context.Context, tx *store.Tx, names map[string]string, e envelope.Event) error {
+	return tx.Nested(ctx, func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("projection %s panicked on position %d: %v", p.Name, e.Position, r)
 			}
-		}
-		if _, rerr := tx.ExecContext(ctx, "RELEASE projection_event"); rerr != nil && err == nil {
-			err = rerr
-		}
-	}()
-	return p.apply(ctx, &Tx{Tx: tx, tables: names}, e)
+		}()
+		return p.apply(ctx, &Tx{Tx: tx, tables: names}, e)
+	})
 }
 
 // Matches reports whether the projection reads events of type t.

@@ -188,11 +188,8 @@ func (f fileFacts) result(path string, start time.Time) BackupResult {
 // version 0 means a file without tables.
 func readSchema(ctx context.Context, conn *sql.Conn, path string) (fileFacts, error) {
 	var f fileFacts
-	err := conn.QueryRowContext(ctx, `SELECT count(*), count(CASE WHEN type = 'table' AND name IN ('streams', 'events', 'outbox') THEN 1 END)
-		FROM sqlite_master`).Scan(&f.objects, &f.ours)
-	if err == nil {
-		err = conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&f.version)
-	}
+	var err error
+	f.objects, f.ours, f.version, err = schemaObjects(ctx, conn, eventliteTables)
 	if err == nil {
 		err = conn.QueryRowContext(ctx, "PRAGMA page_size").Scan(&f.pageSize)
 	}
@@ -206,7 +203,7 @@ func readSchema(ctx context.Context, conn *sql.Conn, path string) (fileFacts, er
 		return f, fmt.Errorf("read the schema of %s: %w", path, mapErr(err))
 	case f.objects == 0 && f.version == 0:
 		return f, nil
-	case f.ours != 3 || f.version == 0:
+	case f.ours != len(eventliteTables) || f.version == 0:
 		return f, &NotEventliteError{Path: path, Reason: fmt.Sprintf("holds %d tables or other schema objects of its own and no eventlite schema (user_version %d)", f.objects, f.version)}
 	case f.version > SchemaVersion():
 		return f, fmt.Errorf("%w: %s has schema %d, this eventlite knows up to %d: upgrade eventlite", ErrSchemaTooNew, path, f.version, SchemaVersion())

@@ -57,7 +57,12 @@
 //	store.go        Open, Options, Close, Changed, Done, Path
 //	writer.go       the writer goroutine and its group commits
 //	conn.go         the read connections
-//	tx.go, view.go  Update and *Tx, View and *ReadTx
+//	tx.go, view.go  Update and *Tx (tx.Nested: a scope that undoes only its
+//	                own writes), View and *ReadTx
+//	dialect.go      Dialect, tx.Dialect, rt.Dialect
+//	catalog_sqlite.go  the SQLite behind the seam projection and replay
+//	                use: which tables exist, their columns, renames,
+//	                savepoints (a second driver replaces this file)
 //	append.go       Append, tx.Append, Expected
 //	trace.go        the append span, the traceparent/tracestate extension, LatencyObserver
 //	read.go         ReadStream, ReadAll, Head, StreamVersion, EventByID

@@ -9,3 +9,7 @@ func Pragmas(ctx context.Context, s *Store) (map[string]string, error) { return 
 func CheckpointTruncate(ctx context.Context, s *Store) (bool, error) {
 	return s.checkpointTruncate(ctx)
 }
+
+// NestedName is the savepoint name of a Nested scope at depth (1 for the
+// outermost), for tests that break a scope on purpose.
+func NestedName(depth int) string { return nestedName(depth) }

@@ -59,21 +59,21 @@ func invariantProblems(ctx context.Context, q queryer) ([]string, error) {
 	// From schema 12 on a scavenge removes events: a stream's versions run
 	// without gap from the lowest retained one, which is at most where its
 	// reads start, and removed positions are recorded, not holes.
-	var removedTable int
-	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'removed_ranges'`).Scan(&removedTable); err != nil {
+	removedTable, err := tableExists(ctx, q, "removed_ranges")
+	if err != nil {
 		return nil, fmt.Errorf("check invariants: %w", mapErr(err))
 	}
-	if removedTable > 0 {
+	if removedTable {
 		checks[0].query = scavengedVersionsQuery
 		checks[len(checks)-1].query += removedRangeClause
 		checks = append(checks, lifecycleChecks...)
 	}
 	// A file older than the position_holes table has no restore gaps.
-	var holesTable int
-	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'position_holes'`).Scan(&holesTable); err != nil {
+	holesTable, err := tableExists(ctx, q, "position_holes")
+	if err != nil {
 		return nil, fmt.Errorf("check invariants: %w", mapErr(err))
 	}
-	if holesTable == 0 {
+	if !holesTable {
 		checks[len(checks)-1].query = strings.TrimSuffix(checks[len(checks)-1].query, restoreGapClause)
 	}
 	var problems []string

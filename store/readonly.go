@@ -52,10 +52,7 @@ var eventliteTables = []string{"streams", "events", "outbox"}
 func (s *Store) checkSchema(ctx context.Context, known int) (int, error) {
 	// One statement, so one snapshot: another process may be applying a
 	// migration (its tables and user_version commit together).
-	var objects, ours, version int
-	err := s.wconn.QueryRowContext(ctx, `SELECT count(*), count(CASE WHEN type = 'table' AND name IN (?, ?, ?) THEN 1 END),
-		(SELECT user_version FROM pragma_user_version) FROM sqlite_master`,
-		eventliteTables[0], eventliteTables[1], eventliteTables[2]).Scan(&objects, &ours, &version)
+	objects, ours, version, err := schemaObjects(ctx, s.wconn, eventliteTables)
 	switch {
 	case err != nil && s.notADB(err) != err:
 		return 0, s.notADB(err)

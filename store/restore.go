@@ -277,11 +277,11 @@ func raiseSequence(ctx context.Context, path string, head, floor int64) error {
 	if err != nil {
 		return fmt.Errorf("restore: keep the position sequence at %d: %w", floor, err)
 	}
-	var holes int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'position_holes'`).Scan(&holes); err != nil {
+	holes, err := tableExists(ctx, tx, "position_holes")
+	if err != nil {
 		return err
 	}
-	if holes > 0 {
+	if holes {
 		_, err = tx.ExecContext(ctx, `INSERT INTO position_holes (from_position, to_position, detected_by, detected_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (from_position) DO UPDATE SET to_position = max(to_position, excluded.to_position), detected_by = excluded.detected_by`,
 			head+1, floor, HoleRestore, time.Now().UnixNano())

@@ -14,15 +14,14 @@ import (
 // Read-model tables: the SQL a projection's rebuild runs on tables that
 // are not eventlite's own, in the rebuilder's Update transaction.
 
-// TableExists reports whether a table exists in the database.
+// TableExists reports whether a table of that exact name exists in the
+// database; the transaction's own CREATE and DROP count.
 func (tx *Tx) TableExists(ctx context.Context, name string) (bool, error) {
 	if err := tx.check(); err != nil {
 		return false, err
 	}
-	s := tx.s
-	var n int
-	err := s.wconn.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, name).Scan(&n)
-	return n > 0, mapErr(err)
+	ok, err := tableExists(ctx, tx.s.wconn, name)
+	return ok, mapErr(err)
 }
 
 // ErrReservedTable: tx.DropTable or tx.RenameTable was asked to touch one of
@@ -100,7 +99,7 @@ func (tx *Tx) RenameTable(ctx context.Context, from, to string) error {
 			return err
 		}
 	}
-	if _, err := s.wconn.ExecContext(ctx, `ALTER TABLE `+quoteIdent(from)+` RENAME TO `+quoteIdent(to)); err != nil {
+	if _, err := s.wconn.ExecContext(ctx, renameTableSQL(from, to)); err != nil {
 		return fmt.Errorf("rename table %s to %s: %w", from, to, mapErr(err))
 	}
 	return nil
@@ -132,37 +131,8 @@ type tableShape struct {
 }
 
 func (s *Store) tableShapeTx(ctx context.Context, name string) (tableShape, error) {
-	rows, err := s.wconn.QueryContext(ctx, `SELECT name, pk FROM pragma_table_info(?) ORDER BY cid`, name)
-	if err != nil {
-		return tableShape{}, mapErr(err)
-	}
-	defer rows.Close()
-	var sh tableShape
-	type pkCol struct {
-		name string
-		pos  int
-	}
-	var pks []pkCol
-	for rows.Next() {
-		var col string
-		var pk int
-		if err := rows.Scan(&col, &pk); err != nil {
-			return tableShape{}, err
-		}
-		sh.exists = true
-		sh.cols = append(sh.cols, col)
-		if pk > 0 {
-			pks = append(pks, pkCol{col, pk})
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return tableShape{}, mapErr(err)
-	}
-	slices.SortFunc(pks, func(a, b pkCol) int { return a.pos - b.pos })
-	for _, p := range pks {
-		sh.pk = append(sh.pk, p.name)
-	}
-	return sh, nil
+	sh, err := tableColumns(ctx, s.wconn, name)
+	return sh, mapErr(err)
 }
 
 func (s *Store) countRowsTx(ctx context.Context, q string) (int64, error) {
@@ -174,7 +144,7 @@ func (s *Store) countRowsTx(ctx context.Context, q string) (int64, error) {
 }
 
 // CompareTables compares a live read-model table with its shadow, row by
-// row: by the primary key (from PRAGMA table_info) when the table declares
+// row: by the primary key (from the catalog) when the table declares
 // one, as whole rows otherwise. A live table that does not exist counts
 // every shadow row as missing. It reads both tables in full inside the
 // write transaction, so both reflect one moment; it holds the writer

@@ -15,15 +15,28 @@ import (
 // of Tx (tx.Append, tx.SetCheckpoint, tx.CheckFence, tx.TableExists...),
 // not Store methods taking a Tx: the Tx knows its store.
 //
+// What a projection handler may rely on, whatever engine runs the store:
+// the Tx is a database/sql transaction (ExecContext, QueryContext,
+// QueryRowContext and database/sql types), tx.Nested undoes a failed
+// scope's writes and keeps the transaction usable, tx.TableExists answers
+// from the engine's catalog. tx.Dialect() names the engine (today always
+// DialectSQLite): SQL beyond the common core (placeholders, functions,
+// types, upserts) is the handler's to choose by it. A handler runs no
+// SAVEPOINT, PRAGMA or catalog query of its own.
+//
 // The ctx given to its methods is checked before each statement: once it has ended the statement
 // does not run and its error is returned. It never interrupts a
 // statement of a transaction that other requests share (a statement
 // already running completes); a request alone in its transaction runs
 // under its Update's ctx, which may interrupt it.
 type Tx struct {
-	s    *Store
-	now  int64 // unix nanoseconds at the start of the transaction
-	done bool
+	s     *Store
+	now   int64 // unix nanoseconds at the start of the transaction
+	done  bool
+	depth int // open Nested scopes
+	// broken: a Nested scope could not be undone or ended; every later
+	// statement fails with it, and so does the Update.
+	broken error
 }
 
 var (
@@ -41,7 +54,7 @@ func (tx *Tx) check() error {
 		}
 		return errTxDone
 	}
-	return nil
+	return tx.broken
 }
 
 // ExecContext runs a statement in the transaction.
@@ -84,6 +97,71 @@ func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *s
 // short: it holds the writer, and every append waits for it. Do not call
 // Update or Append from inside fn (use tx.Append): that deadlocks.
 func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
-	r := &request{ctx: ctx, fn: fn, done: make(chan struct{})}
+	r := &request{ctx: ctx, fn: func(tx *Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		// A scope of fn that could not be undone must not commit.
+		return tx.broken
+	}, done: make(chan struct{})}
 	return s.submit(ctx, r)
+}
+
+// Nested runs fn as a scope of the transaction: when fn returns an error
+// or panics, the writes fn made are undone, those made before it are
+// kept, and the transaction stays usable; Nested then returns fn's error
+// unchanged (a panic is re-raised once the writes are undone). When fn
+// returns nil its writes stay, to commit or roll back with the
+// transaction. Scopes nest. A projection runner applies each event in a
+// scope of its own, so a handler's failure undoes that event's writes
+// and nothing else.
+//
+// The store names the scope itself, so no caller's text reaches the SQL.
+// Should the store fail to undo or end the scope, the transaction is
+// broken: Nested returns that error with fn's, every later statement of
+// the transaction fails with it and Update returns it: nothing commits.
+func (tx *Tx) Nested(ctx context.Context, fn func() error) (err error) {
+	if err := tx.check(); err != nil {
+		return err
+	}
+	sp := nestedSQL(tx.depth + 1)
+	if _, err := tx.s.wconn.ExecContext(ctx, sp.open); err != nil {
+		return fmt.Errorf("store: open a nested scope: %w", mapErr(err))
+	}
+	tx.depth++
+	defer func() {
+		if p := recover(); p != nil {
+			_ = tx.endScope(ctx, sp, true)
+			panic(p)
+		}
+	}()
+	if ferr := fn(); ferr != nil {
+		if err := tx.endScope(ctx, sp, true); err != nil {
+			return errors.Join(ferr, err)
+		}
+		return ferr
+	}
+	return tx.endScope(ctx, sp, false)
+}
+
+// endScope ends the innermost Nested scope, undoing its writes first when
+// undo is set. It runs even when ctx has ended: a scope left open would
+// keep fn's writes. A failure breaks the transaction.
+func (tx *Tx) endScope(ctx context.Context, sp scopeSQL, undo bool) error {
+	tx.depth--
+	if tx.broken != nil {
+		return tx.broken
+	}
+	end := context.WithoutCancel(ctx)
+	if undo {
+		if _, err := tx.s.wconn.ExecContext(end, sp.rollback); err != nil {
+			tx.broken = fmt.Errorf("store: undo a nested scope: %w", mapErr(err))
+			return tx.broken
+		}
+	}
+	if _, err := tx.s.wconn.ExecContext(end, sp.release); err != nil {
+		tx.broken = fmt.Errorf("store: end a nested scope: %w", mapErr(err))
+		return tx.broken
+	}
+	return nil
 }

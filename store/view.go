@@ -34,6 +34,16 @@ func (r *ReadTx) QueryRowContext(ctx context.Context, query string, args ...any)
 	return r.tx.QueryRowContext(ctx, query, args...)
 }
 
+// TableExists reports whether a table of that exact name exists in the
+// snapshot.
+func (r *ReadTx) TableExists(ctx context.Context, name string) (bool, error) {
+	if r == nil || r.done {
+		return false, errReadTxDone
+	}
+	ok, err := tableExists(ctx, r.tx, name)
+	return ok, mapErr(err)
+}
+
 // View runs fn in a read transaction on the read pool: one snapshot for
 // all of fn's queries, without the writer, so reads never wait for writes
 // nor hold them up. The connection is query-only while fn runs: a write
@@ -66,8 +76,7 @@ func (s *Store) View(ctx context.Context, fn func(*ReadTx) error) (err error) {
 	}()
 	// A deferred transaction takes its snapshot at its first read: read
 	// once now, so every query of fn sees the same state.
-	var one int
-	if err := tx.QueryRowContext(ctx, `SELECT 1 FROM sqlite_master LIMIT 1`).Scan(&one); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if err := startSnapshot(ctx, tx); err != nil {
 		return fmt.Errorf("view: %w", mapErr(err))
 	}
 	return fn(r)

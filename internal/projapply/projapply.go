@@ -16,12 +16,12 @@ type Ops struct {
 	// CreateTables creates the declared tables (a table already there is
 	// left alone).
 	CreateTables func(ctx context.Context, s *store.Store, tx *store.Tx, names map[string]string) error
-	// ApplyBatch applies events (in position order) under one savepoint,
+	// ApplyBatch applies events (in position order) in one nested scope,
 	// with the projection's ApplyBatch when it has one, else as
 	// ApplyEvents does. On error every write of the batch is undone.
 	ApplyBatch func(ctx context.Context, tx *store.Tx, names map[string]string, events []envelope.Event) error
-	// ApplyEvents applies events one by one with Apply under one
-	// savepoint. An error is a *projection.EventError naming the event;
+	// ApplyEvents applies events one by one with Apply in one nested
+	// scope. An error is a *projection.EventError naming the event;
 	// every write of the batch is then undone.
 	ApplyEvents func(ctx context.Context, tx *store.Tx, names map[string]string, events []envelope.Event) error
 }

@@ -1,0 +1,35 @@
+package store
+
+// Dialect names the database engine a store runs on. A projection
+// handler writes its own SQL through a Tx; tx.Dialect() tells it which
+// engine runs that SQL, and a projection table may declare its DDL per
+// dialect (projection.Table.Schemas).
+//
+// What a handler may rely on whatever the dialect: the Tx is a
+// database/sql transaction (ExecContext, QueryContext, QueryRowContext,
+// database/sql types); its writes commit with the checkpoint or not at
+// all; tx.Nested undoes a scope's writes and keeps the transaction usable;
+// tx.TableExists answers from the engine's catalog. What differs, and is
+// the handler's to choose by tx.Dialect(): placeholders beyond ?,
+// functions (SQLite's scalar max is PostgreSQL's GREATEST), types and
+// upsert syntax.
+type Dialect string
+
+const (
+	// DialectSQLite is the only engine today: modernc.org/sqlite, one file.
+	DialectSQLite Dialect = "sqlite"
+	// DialectPostgres is reserved for the PostgreSQL driver to come; no
+	// store runs on it yet.
+	DialectPostgres Dialect = "postgres"
+)
+
+// Known reports whether d is one of the dialects above.
+func (d Dialect) Known() bool { return d == DialectSQLite || d == DialectPostgres }
+
+// Dialect returns the engine the transaction runs on. It is the store's
+// for its lifetime, so it may be read at any time, also after the
+// closure returned.
+func (tx *Tx) Dialect() Dialect { return driverDialect }
+
+// Dialect returns the engine the snapshot reads from (see Tx.Dialect).
+func (r *ReadTx) Dialect() Dialect { return driverDialect }
