@@ -53,7 +53,7 @@ const (
 const (
 	streamStateSQL = `SELECT (SELECT deleted FROM streams WHERE tenant = ?1 AND stream_id = ?2),
 	COALESCE((SELECT MAX(version) FROM events WHERE tenant = ?1 AND stream_id = ?2), 0),
-	max(COALESCE((SELECT MAX(position) FROM events), 0), COALESCE((SELECT position FROM position_floor), 0))`
+	max(COALESCE((SELECT MAX(position) FROM events), 0), COALESCE((SELECT position FROM position_floor WHERE one = 1), 0))`
 	createStreamSQL = `INSERT INTO streams (tenant, stream_id, created_at) VALUES (?, ?, ?)`
 	// A soft-deleted stream counts as absent, and an append revives it.
 	reviveStreamSQL = `UPDATE streams SET deleted = 0 WHERE tenant = ? AND stream_id = ? AND deleted = 1`
@@ -63,17 +63,21 @@ const (
 	FROM streams s WHERE s.tenant = ? AND s.stream_id = ?`
 )
 
+// insertEventsSQL is the INSERT of k events, positions given.
+func insertEventsSQL(k int) string {
+	row := "(?" + strings.Repeat(", ?", eventCols-1) + ")"
+	return `INSERT INTO events (position, tenant, stream_id, version, event_id, type, source, time,
+		content_type, data_schema, data, correlation_id, causation_id, extensions, recorded_at)
+		VALUES ` + row + strings.Repeat(", "+row, k-1)
+}
+
 // insertEventsStmt returns the statement inserting k events (1 <= k <=
 // insertChunk), preparing it on first use.
 func (s *Store) insertEventsStmt(k int) (*sql.Stmt, error) {
 	if st := s.stmts.insertEvents[k-1]; st != nil {
 		return st, nil
 	}
-	row := "(?" + strings.Repeat(", ?", eventCols-1) + ")"
-	q := `INSERT INTO events (position, tenant, stream_id, version, event_id, type, source, time,
-		content_type, data_schema, data, correlation_id, causation_id, extensions, recorded_at)
-		VALUES ` + row + strings.Repeat(", "+row, k-1)
-	st, err := s.wconn.Conn.PrepareContext(bg, q)
+	st, err := s.wconn.Conn.PrepareContext(bg, insertEventsSQL(k))
 	if err != nil {
 		return nil, fmt.Errorf("prepare insert of %d events: %w", k, mapErr(err))
 	}
