@@ -53,6 +53,10 @@ func TestAppendQueryPlans(t *testing.T) {
 			[]string{"SEARCH events USING INDEX sqlite_autoindex_events_2 (tenant=? AND event_id=?)"}},
 		{"read a stream", selectStreamEvents + ` WHERE tenant = ? AND stream_id = ? AND version >= ? ORDER BY version LIMIT ?`, []any{"t", "s", 1, 10},
 			[]string{"SEARCH events USING INDEX sqlite_autoindex_events_1 (tenant=? AND stream_id=? AND version>?)"}},
+		// A stream's version and updated time come from its newest event.
+		{"list streams (a page)", streamsPageSQL(">"), []any{"t", "", 10},
+			[]string{"SEARCH s USING PRIMARY KEY (tenant=? AND stream_id>?)",
+				"SEARCH n USING INDEX sqlite_autoindex_events_1 (tenant=? AND stream_id=? AND version=?)"}},
 		{"read the log", selectEvents + ` WHERE position >= ? ORDER BY position LIMIT ?`, []any{1, 10},
 			[]string{"SEARCH events USING INTEGER PRIMARY KEY (rowid>?)"}},
 	}
