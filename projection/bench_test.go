@@ -125,9 +125,9 @@ func buildFixture(events int) (fixturePath string, fixtureErr error) {
 				return
 			}
 		}
-		if _, err := tx.Exec(`INSERT INTO streams (tenant, stream_id, version, created_at, updated_at)
-			SELECT tenant, stream_id, MAX(version), ?, ? FROM events WHERE position > ? GROUP BY tenant, stream_id
-			ON CONFLICT (tenant, stream_id) DO UPDATE SET version = excluded.version`, now, now, start); err != nil {
+		if _, err := tx.Exec(`INSERT INTO streams (tenant, stream_id, created_at)
+			SELECT tenant, stream_id, ? FROM events WHERE position > ? GROUP BY tenant, stream_id
+			ON CONFLICT (tenant, stream_id) DO NOTHING`, now, start); err != nil {
 			fixtureErr = err
 			return
 		}

@@ -100,7 +100,7 @@ func buildBenchFixture(path string, n int) error {
 		return err
 	}
 	defer insOutbox.Close()
-	insStream, err := c.PrepareContext(ctx, `INSERT INTO streams (tenant, stream_id, version, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`)
+	insStream, err := c.PrepareContext(ctx, `INSERT INTO streams (tenant, stream_id, created_at) VALUES (?, ?, ?)`)
 	if err != nil {
 		return err
 	}
@@ -108,8 +108,8 @@ func buildBenchFixture(path string, n int) error {
 	rng := rand.New(rand.NewPCG(11, 11))
 	payloads := benchPayloads(rng)
 	type st struct {
-		tenant, stream           string
-		version, created, update int64
+		tenant, stream   string
+		version, created int64
 	}
 	streams := map[string]*st{}
 	var order []*st
@@ -144,7 +144,6 @@ func buildBenchFixture(path string, n int) error {
 		if s.version == 1 {
 			s.created = t
 		}
-		s.update = t
 		typ := benchTypes[0]
 		if s.version > 1 {
 			typ = benchTypes[1+rng.IntN(len(benchTypes)-1)]
@@ -167,7 +166,7 @@ func buildBenchFixture(path string, n int) error {
 		}
 	}
 	for _, s := range order {
-		if _, err := insStream.ExecContext(ctx, s.tenant, s.stream, s.version, s.created, s.update); err != nil {
+		if _, err := insStream.ExecContext(ctx, s.tenant, s.stream, s.created); err != nil {
 			return err
 		}
 	}

@@ -312,18 +312,19 @@ func (s *Store) prepareEvent(e *envelope.Event, now time.Time) error {
 // without an error.
 var errRetried = errors.New("append is a retry of a stored append")
 
-// bounds returns the versions a stream may have for e to hold, and
-// whether a stream that does not exist yet (version 0) may be created.
-func (e Expected) bounds() (lo, hi int64, create bool) {
+// bounds returns the versions a stream may have for e to hold. A stream
+// that does not exist yet, or was soft-deleted, has version 0 here: the
+// expectations that admit 0 (any, no stream) create or revive it.
+func (e Expected) bounds() (lo, hi int64) {
 	switch e.kind {
 	case expectNoStream:
-		return 0, 0, true
+		return 0, 0
 	case expectExists:
-		return 1, math.MaxInt64, false
+		return 1, math.MaxInt64
 	case expectExact:
-		return e.version, e.version, e.version == 0
+		return e.version, e.version
 	default:
-		return math.MinInt64, math.MaxInt64, true
+		return math.MinInt64, math.MaxInt64
 	}
 }
 
@@ -331,31 +332,32 @@ func (e Expected) bounds() (lo, hi int64, create bool) {
 // error the caller rolls back: it may have written part of the batch. On
 // errRetried it rolls back too, and returns the result without error.
 //
-// It runs three statements for up to insertChunk events: the stream's
-// row moves on by the batch's length if expected holds (createStream or
-// moveStream, which are the version check too), the events go in
-// (insertEvents, up to insertChunk per INSERT: one more statement per
-// further insertChunk events), and their outbox rows in one statement.
+// It reads once (streamStateSQL: the stream's lifecycle state, its
+// version and the last position handed out), checks expected against
+// that, then inserts the events (insertEvents, up to insertChunk per
+// INSERT: one more statement per further insertChunk events) at the next
+// positions, their outbox rows in one statement, and the streams row
+// only for a stream it creates (or revives after a soft delete). An
+// append to an existing stream writes no streams row.
 func (s *Store) appendLocked(a *appendReq, now int64) (AppendResult, error) {
 	st := &s.stmts
 	n := int64(len(a.events))
-	lo, hi, create := a.expected.bounds()
-	move := st.moveStream
-	if create {
-		move = st.createStream
+	var (
+		deleted       sql.NullInt64 // NULL: no streams row
+		current, last int64
+	)
+	if err := st.streamState.QueryRowContext(bg, a.tenant, a.stream).Scan(&deleted, &current, &last); err != nil {
+		return AppendResult{}, fmt.Errorf("read stream: %w", mapErr(err))
 	}
-	var version int64
-	err := move.QueryRowContext(bg, a.tenant, a.stream, n, now, lo, hi).Scan(&version)
-	if errors.Is(err, sql.ErrNoRows) {
+	if deleted.Int64 == deletedHard {
+		return AppendResult{}, fmt.Errorf("tenant %s: it was hard-deleted: %w", a.tenant, ErrStreamDeleted)
+	}
+	effective := current
+	if !deleted.Valid || deleted.Int64 == deletedSoft {
+		effective = 0 // a soft-deleted stream counts as absent
+	}
+	if lo, hi := a.expected.bounds(); effective < lo || effective > hi {
 		// expected does not hold: nothing was written.
-		var current, deleted int64
-		err := st.streamVersion.QueryRowContext(bg, a.tenant, a.stream).Scan(&current, &deleted)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return AppendResult{}, mapErr(err)
-		}
-		if deleted == deletedHard {
-			return AppendResult{}, fmt.Errorf("tenant %s: it was hard-deleted: %w", a.tenant, ErrStreamDeleted)
-		}
 		res, retry, err := s.retryResult(a, current)
 		if err != nil {
 			return AppendResult{}, err
@@ -363,20 +365,14 @@ func (s *Store) appendLocked(a *appendReq, now int64) (AppendResult, error) {
 		if retry {
 			return res, errRetried
 		}
-		if deleted == deletedSoft {
-			current = 0 // a soft-deleted stream counts as absent
-		}
-		return AppendResult{}, &ConflictError{Tenant: a.tenant, Stream: a.stream, Expected: a.expected, Actual: current}
+		return AppendResult{}, &ConflictError{Tenant: a.tenant, Stream: a.stream, Expected: a.expected, Actual: effective}
 	}
-	if err != nil {
-		return AppendResult{}, fmt.Errorf("update stream: %w", mapErr(err))
-	}
-	current := version - n
+	version := current + n
 	if version > envelope.MaxStreamVersion {
 		return AppendResult{}, &envelope.InvalidError{Index: -1, Field: "streamversion", Reason: fmt.Sprintf("stream %q would pass %d events, the most a stream holds: start a new stream", a.stream, envelope.MaxStreamVersion)}
 	}
-	first, last, err := s.insertEvents(a, current, now)
-	if err != nil {
+	first := last + 1
+	if err := s.insertEvents(a, current, first, now); err != nil {
 		if isConstraint(err) {
 			res, retry, rerr := s.retryResult(a, current)
 			if rerr != nil {
@@ -388,15 +384,22 @@ func (s *Store) appendLocked(a *appendReq, now int64) (AppendResult, error) {
 		}
 		return AppendResult{}, err
 	}
-	if last-first+1 != n {
-		return AppendResult{}, fmt.Errorf("insert events: positions %d..%d for %d events", first, last, n)
-	}
-	res, err := st.insertOutbox.ExecContext(bg, first, last)
+	res, err := st.insertOutbox.ExecContext(bg, first, first+n-1)
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("insert outbox rows: %w", mapErr(err))
 	}
 	if k, err := res.RowsAffected(); err != nil || k != n {
 		return AppendResult{}, fmt.Errorf("insert outbox rows: %d rows for %d events (%v)", k, n, err)
+	}
+	switch {
+	case !deleted.Valid:
+		if _, err := st.createStream.ExecContext(bg, a.tenant, a.stream, now); err != nil {
+			return AppendResult{}, fmt.Errorf("create stream: %w", mapErr(err))
+		}
+	case deleted.Int64 == deletedSoft:
+		if _, err := st.reviveStream.ExecContext(bg, a.tenant, a.stream); err != nil {
+			return AppendResult{}, fmt.Errorf("revive stream: %w", mapErr(err))
+		}
 	}
 	for i := range a.events {
 		a.events[i].Position = first + int64(i)
@@ -404,12 +407,11 @@ func (s *Store) appendLocked(a *appendReq, now int64) (AppendResult, error) {
 	return AppendResult{Tenant: a.tenant, Stream: a.stream, Version: version, Events: a.events}, nil
 }
 
-// insertEvents inserts a's events as versions current+1... and returns
-// the first and last position given to them. SQLite gives the rows of
-// one transaction consecutive positions: the writer holds the write lock
-// and inserts them one after the other, each at the highest position so
-// far plus one (AUTOINCREMENT).
-func (s *Store) insertEvents(a *appendReq, current, now int64) (first, last int64, err error) {
+// insertEvents inserts a's events as versions current+1... at positions
+// first, first+1... The caller read the last position handed out under
+// the write lock, so they are the next ones: consecutive, above every
+// position ever handed out, and in commit order.
+func (s *Store) insertEvents(a *appendReq, current, first, now int64) error {
 	args := make([]any, 0, min(len(a.events), insertChunk)*eventCols)
 	for start := 0; start < len(a.events); start += insertChunk {
 		chunk := a.events[start:min(start+insertChunk, len(a.events))]
@@ -421,7 +423,7 @@ func (s *Store) insertEvents(a *appendReq, current, now int64) (first, last int6
 			if len(e.Extensions) > 0 {
 				b, err := json.Marshal(e.Extensions)
 				if err != nil {
-					return 0, 0, &envelope.InvalidError{Index: start + i, Field: "extensions", Reason: err.Error()}
+					return &envelope.InvalidError{Index: start + i, Field: "extensions", Reason: err.Error()}
 				}
 				ext = string(b)
 			}
@@ -429,25 +431,18 @@ func (s *Store) insertEvents(a *appendReq, current, now int64) (first, last int6
 			if a.sealed != nil && a.sealed[start+i] != nil {
 				data = a.sealed[start+i] // never the plaintext
 			}
-			args = append(args, a.tenant, a.stream, e.StreamVersion, e.ID, e.Type, e.Source,
+			args = append(args, first+int64(start+i), a.tenant, a.stream, e.StreamVersion, e.ID, e.Type, e.Source,
 				timecol.Value(e.Time), e.DataContentType, e.DataSchema, data, e.CorrelationID, e.CausationID, ext, now)
 		}
 		st, err := s.insertEventsStmt(len(chunk))
 		if err != nil {
-			return 0, 0, err
+			return err
 		}
-		res, err := st.ExecContext(bg, args...)
-		if err != nil {
-			return 0, 0, fmt.Errorf("insert events %d..%d: %w", start, start+len(chunk)-1, mapErr(err))
-		}
-		if last, err = res.LastInsertId(); err != nil {
-			return 0, 0, err
-		}
-		if start == 0 {
-			first = last - int64(len(chunk)) + 1
+		if _, err := st.ExecContext(bg, args...); err != nil {
+			return fmt.Errorf("insert events %d..%d: %w", start, start+len(chunk)-1, mapErr(err))
 		}
 	}
-	return first, last, nil
+	return nil
 }
 
 // retryResult decides whether an append whose ids may already be stored is

@@ -170,7 +170,7 @@ type fileFacts struct {
 	events   int64 // rows in events
 	streams  int64
 	head     int64 // MAX(position)
-	sequence int64 // sqlite_sequence for events, at least head
+	sequence int64 // the last position handed out: the floor (or, before schema 14, sqlite_sequence), at least head
 	pageSize int64
 }
 
@@ -213,11 +213,29 @@ func readSchema(ctx context.Context, conn *sql.Conn, path string) (fileFacts, er
 
 // readFacts reads the counts, head and sequence into f.
 func readFacts(ctx context.Context, q queryer, f *fileFacts) error {
-	err := q.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM streams),
-		(SELECT COALESCE(MAX(position), 0) FROM events),
-		(SELECT COALESCE(MAX(seq), 0) FROM sqlite_sequence WHERE name = 'events')`).Scan(&f.events, &f.streams, &f.head, &f.sequence)
+	seq, err := sequenceSQL(ctx, q)
+	if err != nil {
+		return err
+	}
+	err = q.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM streams),
+		(SELECT COALESCE(MAX(position), 0) FROM events), (`+seq+`)`).Scan(&f.events, &f.streams, &f.head, &f.sequence)
 	f.sequence = max(f.sequence, f.head)
 	return mapErr(err)
+}
+
+// sequenceSQL returns the query of the last position a file handed out
+// beyond its stored events: its position floor, or in a file older than
+// schema 14 (which has none) SQLite's AUTOINCREMENT sequence, which the
+// migration to 14 turns into the floor.
+func sequenceSQL(ctx context.Context, q queryer) (string, error) {
+	var floor int
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'position_floor'`).Scan(&floor); err != nil {
+		return "", mapErr(err)
+	}
+	if floor > 0 {
+		return `SELECT COALESCE(MAX(position), 0) FROM position_floor`, nil
+	}
+	return `SELECT COALESCE(MAX(seq), 0) FROM sqlite_sequence WHERE name = 'events'`, nil
 }
 
 // checkFile refuses a file on conn that is not an eventlite database of a

@@ -737,7 +737,7 @@ func buildFixture(path string, n int) (*benchFixture, error) {
 		return nil, err
 	}
 	defer insOutbox.Close()
-	insStream, err := c.PrepareContext(rawCtx, `INSERT INTO streams (tenant, stream_id, version, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`)
+	insStream, err := c.PrepareContext(rawCtx, `INSERT INTO streams (tenant, stream_id, created_at) VALUES (?, ?, ?)`)
 	if err != nil {
 		return nil, err
 	}
@@ -752,7 +752,7 @@ func buildFixture(path string, n int) (*benchFixture, error) {
 		}
 	}
 	rng := rand.New(rand.NewPCG(7, 7))
-	type streamState struct{ version, created, updated int64 }
+	type streamState struct{ version, created int64 }
 	hot := make([]streamState, benchHotStreams)
 	regular := make([]streamState, f.regular)
 	// Event times span the 30 days before now, in position order.
@@ -779,7 +779,6 @@ func buildFixture(path string, n int) (*benchFixture, error) {
 		if st.version == 1 {
 			st.created = t
 		}
-		st.updated = t
 		typ := benchTypes[min(int(st.version)-1, 1+rng.IntN(len(benchTypes)-1))]
 		res, err := insEvent.ExecContext(rawCtx, tenant, stream, st.version, ulid.Make().String(), typ, rawSource, t,
 			rawContentType, benchPayload(rng, stream), t)
@@ -807,7 +806,7 @@ func buildFixture(path string, n int) (*benchFixture, error) {
 		}
 	}
 	for h, st := range hot {
-		if _, err := insStream.ExecContext(rawCtx, "acme", f.hot[h], st.version, st.created, st.updated); err != nil {
+		if _, err := insStream.ExecContext(rawCtx, "acme", f.hot[h], st.created); err != nil {
 			return nil, err
 		}
 	}
@@ -816,7 +815,7 @@ func buildFixture(path string, n int) (*benchFixture, error) {
 			continue
 		}
 		tenant, stream := f.regularStream(idx)
-		if _, err := insStream.ExecContext(rawCtx, tenant, stream, st.version, st.created, st.updated); err != nil {
+		if _, err := insStream.ExecContext(rawCtx, tenant, stream, st.created); err != nil {
 			return nil, err
 		}
 	}

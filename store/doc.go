@@ -19,7 +19,10 @@
 //     duplicate. An append whose expected version does not hold writes
 //     nothing and returns a *ConflictError naming expected and actual.
 //   - Global positions start at 1, strictly increase in commit order and
-//     are never reused (AUTOINCREMENT), across processes sharing the file.
+//     are never reused, across processes sharing the file: the writer
+//     hands out the next one above both the highest stored position and
+//     the floor that a scavenge (before removing events) and a restore
+//     raise.
 //   - Every event has exactly one outbox row, written in its transaction.
 //   - Event ids are unique per tenant; re-appending the newest events of a
 //     stream is a retry that returns the first result and writes nothing;

@@ -397,9 +397,9 @@ func (s *Store) diagnoseLog(ctx context.Context, o DiagnoseOptions, emit func(*f
 		return nil
 	}, `SELECT e.tenant, e.stream_id FROM events e JOIN streams s ON s.tenant = e.tenant AND s.stream_id = e.stream_id
 		GROUP BY e.tenant, e.stream_id
-		HAVING MAX(e.version) - MIN(e.version) + 1 != count(*) OR (MIN(e.version) != 1 AND MIN(e.version) > MIN(MAX(s.first_version), MAX(s.version)))
+		HAVING MAX(e.version) - MIN(e.version) + 1 != count(*) OR (MIN(e.version) != 1 AND MIN(e.version) > MIN(MAX(s.first_version), MAX(e.version)))
 		UNION SELECT s.tenant, s.stream_id FROM streams s
-		WHERE s.version != (SELECT COALESCE(MAX(version), 0) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id)`)
+		WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id)`)
 	if err != nil {
 		return err
 	}

@@ -177,9 +177,12 @@ func TestDiagnoseFindsPlantedDefects(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Hour)
-	// Damage behind the store's back: a hole and a version gap.
+	// Damage behind the store's back: a hole and a version gap, and a
+	// stream whose only event is gone (the newest of the log: no hole),
+	// which reads as version 0 while its row says it exists.
 	gappy := appendEvents(t, s, "gappy", 3)
 	appendEvents(t, s, "tail", 1)
+	gone := appendEvents(t, s, "gone", 1)
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
@@ -187,6 +190,8 @@ func TestDiagnoseFindsPlantedDefects(t *testing.T) {
 	for _, q := range []string{
 		fmt.Sprintf(`DELETE FROM outbox WHERE position = %d`, gappy.Events[1].Position),
 		fmt.Sprintf(`DELETE FROM events WHERE position = %d`, gappy.Events[1].Position),
+		fmt.Sprintf(`DELETE FROM outbox WHERE position = %d`, gone.Events[0].Position),
+		fmt.Sprintf(`DELETE FROM events WHERE position = %d`, gone.Events[0].Position),
 	} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)
@@ -213,7 +218,7 @@ func TestDiagnoseFindsPlantedDefects(t *testing.T) {
 	want := map[string]int64{
 		"outbox_stale": 3, "dead_letters": 1, "parked_streams": 1, "effects_unknown": 1, "effects_stuck": 1,
 		"leases_expired": 2, "deferred_old": 1, "quarantined": 1, "version_conflicts": 1,
-		"projections_stopped": 1, "projections_lagging": 1, "position_holes": 1, "stream_version_gaps": 1,
+		"projections_stopped": 1, "projections_lagging": 1, "position_holes": 1, "stream_version_gaps": 2,
 	}
 	for kind, n := range want {
 		f, ok := got[kind]

@@ -29,7 +29,7 @@ func dump(t *testing.T, path string) string {
 	}
 	defer db.Close()
 	var b strings.Builder
-	for _, table := range []string{"streams", "events", "outbox", "sqlite_sequence"} {
+	for _, table := range []string{"streams", "events", "outbox", "position_floor"} {
 		rows, err := db.Query("SELECT * FROM " + table + " ORDER BY 1, 2")
 		if err != nil {
 			t.Fatal(err)

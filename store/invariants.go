@@ -9,10 +9,11 @@ import (
 
 // CheckInvariants scans the whole file and reports every broken invariant
 // of the log in an *InvariantError: versions 1..n without gap per stream,
-// each stream's recorded version equal to its newest event, one outbox row
-// per event, positions increasing with versions inside a stream, no hole
+// a stream row for every stream with events and events for every stream
+// row, one outbox row per event, positions increasing with versions inside a stream, no hole
 // in the global positions (but for the positions a restore left unused:
-// see Restore), and SQLite's own integrity check. It reads
+// see Restore), no removed position that the next append would hand out
+// again (the position floor), and SQLite's own integrity check. It reads
 // everything: use it in tests and reconciliation, not on a hot path.
 func (s *Store) CheckInvariants(ctx context.Context) error {
 	problems, err := invariantProblems(ctx, s.rdb)
@@ -41,8 +42,8 @@ func invariantProblems(ctx context.Context, q queryer) ([]string, error) {
 	}{
 		{"streams whose versions are not 1..n", `SELECT COUNT(*) FROM (SELECT tenant, stream_id FROM events
 			GROUP BY tenant, stream_id HAVING MIN(version) != 1 OR MAX(version) != COUNT(*))`},
-		{"streams whose recorded version differs from their newest event", `SELECT COUNT(*) FROM streams s
-			WHERE s.version != (SELECT COALESCE(MAX(version), 0) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id)`},
+		{"streams without events", `SELECT COUNT(*) FROM streams s
+			WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id)`},
 		{"events without a stream row", `SELECT COUNT(*) FROM events e
 			WHERE NOT EXISTS (SELECT 1 FROM streams s WHERE s.tenant = e.tenant AND s.stream_id = e.stream_id)`},
 		{"events without an outbox row", `SELECT COUNT(*) FROM events e
@@ -75,6 +76,14 @@ func invariantProblems(ctx context.Context, q queryer) ([]string, error) {
 	}
 	if !holesTable {
 		checks[len(checks)-1].query = strings.TrimSuffix(checks[len(checks)-1].query, restoreGapClause)
+	}
+	// From schema 14 on the writer hands out positions above the floor.
+	var floorTable int
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'position_floor'`).Scan(&floorTable); err != nil {
+		return nil, fmt.Errorf("check invariants: %w", mapErr(err))
+	}
+	if floorTable > 0 {
+		checks = append(checks, floorChecks...)
 	}
 	var problems []string
 	for _, c := range checks {
@@ -112,7 +121,19 @@ func invariantProblems(ctx context.Context, q queryer) ([]string, error) {
 const scavengedVersionsQuery = `SELECT COUNT(*) FROM (SELECT e.tenant, e.stream_id FROM events e
 	JOIN streams s ON s.tenant = e.tenant AND s.stream_id = e.stream_id
 	GROUP BY e.tenant, e.stream_id
-	HAVING MAX(e.version) - MIN(e.version) + 1 != COUNT(*) OR (MIN(e.version) != 1 AND MIN(e.version) > MIN(MAX(s.first_version), MAX(s.version))))`
+	HAVING MAX(e.version) - MIN(e.version) + 1 != COUNT(*) OR (MIN(e.version) != 1 AND MIN(e.version) > MIN(MAX(s.first_version), MAX(e.version))))`
+
+// floorChecks check the position floor (migration 0014): one row, and no
+// removed position at or above the next position handed out, which would
+// hand it out again.
+var floorChecks = []struct {
+	what  string
+	query string
+}{
+	{"position floor rows other than the one", `SELECT abs((SELECT COUNT(*) FROM position_floor) - 1)`},
+	{"removed positions the next append would hand out again", `SELECT COUNT(*) FROM removed_ranges r
+		WHERE r.to_position > max(COALESCE((SELECT MAX(position) FROM events), 0), COALESCE((SELECT MAX(position) FROM position_floor), 0))`},
+}
 
 // removedRangeClause excludes from the hole count the events just after
 // a range a scavenge removed.
@@ -127,9 +148,10 @@ var lifecycleChecks = []struct {
 }{
 	{"deleted streams whose newest event is not their tombstone", `SELECT COUNT(*) FROM streams s
 		WHERE s.deleted != 0 AND NOT EXISTS (SELECT 1 FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id
-			AND e.version = s.version AND e.type = '` + TypeStreamDeleted + `')`},
+			AND e.version = (SELECT MAX(version) FROM events n WHERE n.tenant = s.tenant AND n.stream_id = s.stream_id) AND e.type = '` + TypeStreamDeleted + `')`},
 	{"streams whose reads start past their version plus one", `SELECT COUNT(*) FROM streams s
-		WHERE s.first_version < 1 OR s.first_version > s.version + 1`},
+		WHERE s.first_version < 1
+			OR s.first_version > COALESCE((SELECT MAX(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id), 0) + 1`},
 	{"removed event ids still in the log", `SELECT COUNT(*) FROM removed_event_ids r
 		WHERE EXISTS (SELECT 1 FROM events e WHERE e.tenant = r.tenant AND e.event_id = r.event_id)`},
 	{"removed positions still in the log", `SELECT COUNT(*) FROM removed_ranges r

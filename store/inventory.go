@@ -71,10 +71,12 @@ func (inv *Inventory) Stats(ctx context.Context, tenant string) (Stats, error) {
 	defer func() { _ = tx.Rollback() }()
 	cutoff := s.opts.Now().Add(-time.Minute).UnixNano()
 	// Versions are gap free from 1, so a stream's version is its number
-	// of events: the counts read the streams table, not the events. The
-	// newest position is the first match scanning back from the head.
+	// of events: the counts read one index entry per stream (its newest
+	// version), not every event. The newest position is the first match
+	// scanning back from the head.
 	err = tx.QueryRowContext(ctx, `SELECT
-		(SELECT COALESCE(SUM(version), 0) FROM streams WHERE ?1 = '' OR tenant = ?1),
+		(SELECT COALESCE(SUM((SELECT MAX(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id)), 0)
+			FROM streams s WHERE ?1 = '' OR s.tenant = ?1),
 		(SELECT count(*) FROM streams WHERE ?1 = '' OR tenant = ?1),
 		COALESCE((SELECT position FROM events WHERE ?1 = '' OR tenant = ?1 ORDER BY position DESC LIMIT 1), 0),
 		(SELECT count(*) FROM events WHERE (?1 = '' OR tenant = ?1) AND position > COALESCE(

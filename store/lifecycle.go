@@ -193,7 +193,8 @@ func (l *Lifecycle) prepare(tenant, stream string, expected Expected, ev envelop
 func (l *Lifecycle) applyTx(ctx context.Context, tx *Tx, a *appendReq, before int64, then func(*Tx, AppendResult) error) (AppendResult, error) {
 	tenant, stream := a.tenant, a.stream
 	var version, deleted, first int64
-	err := tx.QueryRowContext(ctx, `SELECT version, deleted, first_version FROM streams WHERE tenant = ? AND stream_id = ?`, tenant, stream).Scan(&version, &deleted, &first)
+	err := tx.QueryRowContext(ctx, `SELECT COALESCE((SELECT MAX(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id), 0),
+		s.deleted, s.first_version FROM streams s WHERE s.tenant = ? AND s.stream_id = ?`, tenant, stream).Scan(&version, &deleted, &first)
 	switch {
 	case errors.Is(err, sql.ErrNoRows), err == nil && deleted == deletedSoft:
 		return AppendResult{}, fmt.Errorf("stream %q (tenant %s): %w", stream, tenant, ErrNotFound)

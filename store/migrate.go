@@ -93,8 +93,25 @@ func (s *Store) schemaVersion(ctx context.Context, known int) (int, error) {
 	return current, nil
 }
 
+// fkOffMarker, as a migration's first line, runs it with foreign keys off
+// (they cannot be switched inside a transaction): a migration that
+// rebuilds a table other tables reference drops the old one, which with
+// foreign keys on would delete the referencing rows' parents. The
+// migration checks every foreign key before it commits.
+const fkOffMarker = "-- eventlite: foreign_keys off\n"
+
 func (s *Store) applyMigration(ctx context.Context, m migration) (err error) {
 	c := s.wconn
+	if strings.HasPrefix(m.sql, fkOffMarker) {
+		if _, err := c.ExecContext(ctx, "PRAGMA foreign_keys = OFF"); err != nil {
+			return fmt.Errorf("store: migrate %s: %w", s.path, mapErr(err))
+		}
+		defer func() {
+			if _, ferr := c.ExecContext(context.Background(), "PRAGMA foreign_keys = ON"); ferr != nil && err == nil {
+				err = fmt.Errorf("store: migrate %s: %w", s.path, mapErr(ferr))
+			}
+		}()
+	}
 	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return fmt.Errorf("store: migrate %s: %w", s.path, mapErr(err))
 	}
@@ -114,6 +131,11 @@ func (s *Store) applyMigration(ctx context.Context, m migration) (err error) {
 	if _, err := c.ExecContext(ctx, m.sql); err != nil {
 		return fmt.Errorf("store: migration %s: %w", m.name, err)
 	}
+	if strings.HasPrefix(m.sql, fkOffMarker) {
+		if err := foreignKeyCheck(ctx, c); err != nil {
+			return fmt.Errorf("store: migration %s: %w", m.name, err)
+		}
+	}
 	if _, err := c.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.version)); err != nil {
 		return fmt.Errorf("store: migration %s: %w", m.name, err)
 	}
@@ -122,4 +144,23 @@ func (s *Store) applyMigration(ctx context.Context, m migration) (err error) {
 	}
 	s.log.Info("applied migration", "name", m.name, "path", s.path)
 	return nil
+}
+
+// foreignKeyCheck returns an error naming the first row whose foreign key
+// has no parent.
+func foreignKeyCheck(ctx context.Context, c queryer) error {
+	rows, err := c.QueryContext(ctx, "PRAGMA foreign_key_check")
+	if err != nil {
+		return mapErr(err)
+	}
+	defer rows.Close()
+	if rows.Next() {
+		var table, parent string
+		var rowid, fk any
+		if err := rows.Scan(&table, &rowid, &parent, &fk); err != nil {
+			return err
+		}
+		return fmt.Errorf("foreign key check: a row of %s (rowid %v) references a missing row of %s", table, rowid, parent)
+	}
+	return rows.Err()
 }

@@ -6,8 +6,8 @@ package store_test
 // connection, BEGIN IMMEDIATE, and none of the store's work beyond the SQL
 // (no envelope, no validation, no writer goroutine for serial appends).
 // What is left is the least an event store on modernc.org/sqlite has to do
-// per append: read the stream's version, insert the event and its outbox
-// row, record the stream's new version.
+// per append: read the stream's version (its newest event's), insert the
+// event and its outbox row, and a streams row for a new stream.
 
 import (
 	"context"
@@ -69,7 +69,7 @@ type rawDB struct {
 	version      *sql.Stmt
 	insertEvent  *sql.Stmt
 	insertOutbox *sql.Stmt
-	upsertStream *sql.Stmt
+	createStream *sql.Stmt
 
 	// The transaction statements are prepared too, as the store does.
 	begin, commit, rollback        *sql.Stmt
@@ -108,14 +108,12 @@ func newRawDB(path, synchronous string) (_ *rawDB, err error) {
 		st, err = r.conn.PrepareContext(rawCtx, q)
 		return st
 	}
-	r.version = prep(`SELECT version FROM streams WHERE tenant = ? AND stream_id = ?`)
+	r.version = prep(`SELECT COALESCE(MAX(version), 0) FROM events WHERE tenant = ? AND stream_id = ?`)
 	r.insertEvent = prep(`INSERT INTO events (tenant, stream_id, version, event_id, type, source, time,
 		content_type, data_schema, data, correlation_id, causation_id, extensions, recorded_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	r.insertOutbox = prep(`INSERT INTO outbox (position) VALUES (?)`)
-	r.upsertStream = prep(`INSERT INTO streams (tenant, stream_id, version, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (tenant, stream_id) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at`)
+	r.createStream = prep(`INSERT INTO streams (tenant, stream_id, created_at) VALUES (?, ?, ?)`)
 	r.begin = prep(`BEGIN IMMEDIATE`)
 	r.commit = prep(`COMMIT`)
 	r.rollback = prep(`ROLLBACK`)
@@ -168,7 +166,7 @@ func rawCreateSchema(c *sql.Conn) error {
 
 func (r *rawDB) Close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{r.version, r.insertEvent, r.insertOutbox, r.upsertStream,
+	for _, st := range []*sql.Stmt{r.version, r.insertEvent, r.insertOutbox, r.createStream,
 		r.begin, r.commit, r.rollback, r.savepoint, r.release, r.rollbackTo} {
 		if st != nil {
 			errs = append(errs, st.Close())
@@ -222,11 +220,12 @@ func (r *rawDB) appendLocked(tenant, stream string, evs []rawEvent, now int64) (
 			return 0, err
 		}
 	}
-	v := cur + int64(len(evs))
-	if _, err := r.upsertStream.ExecContext(rawCtx, tenant, stream, v, now, now); err != nil {
-		return 0, err
+	if cur == 0 {
+		if _, err := r.createStream.ExecContext(rawCtx, tenant, stream, now); err != nil {
+			return 0, err
+		}
 	}
-	return v, nil
+	return cur + int64(len(evs)), nil
 }
 
 // groupStmts is what rawGroup needs of a raw writer: its prepared

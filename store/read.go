@@ -328,7 +328,7 @@ func (s *Store) prepareReads(ctx context.Context) error {
 			AND version >= (SELECT first_version FROM streams WHERE tenant = ?1 AND stream_id = ?2) ORDER BY version DESC LIMIT ?4`),
 		all:           prep(selectEvents + ` WHERE position >= ? ORDER BY position LIMIT ?`),
 		allTenant:     prep(selectEvents + ` WHERE position >= ? AND tenant = ? ORDER BY position LIMIT ?`),
-		streamVersion: prep(`SELECT version, deleted FROM streams WHERE tenant = ? AND stream_id = ?`),
+		streamVersion: prep(streamVersionSQL),
 	}
 	if err != nil {
 		return fmt.Errorf("store: prepare reads: %w", err)

@@ -257,8 +257,10 @@ func restoreInto(ctx context.Context, tmp, target string, snap fileFacts, o Rest
 	return prev, err
 }
 
-// raiseSequence sets the events table's AUTOINCREMENT sequence in the
-// database file path to floor, and records the positions above head up to
+// raiseSequence raises the position floor in the database file path to
+// floor (in a file older than schema 14, the events table's
+// AUTOINCREMENT sequence, which the migration turns into the floor), so
+// that no position up to floor is handed out again, and records the positions above head up to
 // floor as a hole left by a restore (in a file that has the
 // position_holes table), so that readers pass it and doctor knows it.
 func raiseSequence(ctx context.Context, path string, head, floor int64) error {
@@ -272,8 +274,16 @@ func raiseSequence(ctx context.Context, path string, head, floor int64) error {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
-	_, err = tx.ExecContext(ctx, `UPDATE sqlite_sequence SET seq = max(seq, ?1) WHERE name = 'events';
+	var hasFloor int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'position_floor'`).Scan(&hasFloor); err != nil {
+		return err
+	}
+	if hasFloor > 0 {
+		_, err = tx.ExecContext(ctx, `UPDATE position_floor SET position = max(position, ?1)`, floor)
+	} else {
+		_, err = tx.ExecContext(ctx, `UPDATE sqlite_sequence SET seq = max(seq, ?1) WHERE name = 'events';
 		INSERT INTO sqlite_sequence (name, seq) SELECT 'events', ?1 WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'events')`, floor)
+	}
 	if err != nil {
 		return fmt.Errorf("restore: keep the position sequence at %d: %w", floor, err)
 	}

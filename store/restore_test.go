@@ -342,4 +342,31 @@ func TestRestoreOlderSchema(t *testing.T) {
 	if v := rawQueryString(t, target, "PRAGMA user_version"); v != strconv.Itoa(store.SchemaVersion()) {
 		t.Errorf("after Open: schema %s, want %d", v, store.SchemaVersion())
 	}
+
+	// Over a current target that handed out 30 positions: the old
+	// backup has no position floor, so the restore raises its SQLite
+	// sequence, and the migration the next Open runs turns that into
+	// the floor: the next append continues above 30.
+	newer := filepath.Join(dir, "newer.db")
+	fillStore(t, newer, "newer", 30)
+	if _, err := store.Restore(ctx, backup, newer, &store.RestoreOptions{Force: true}); err != nil {
+		t.Fatalf("restore of a schema-4 backup over 30 events: %v", err)
+	}
+	if v := rawQueryString(t, newer, "SELECT seq FROM sqlite_sequence WHERE name = 'events'"); v != "30" {
+		t.Errorf("restored schema-4 file: sequence %s, want 30", v)
+	}
+	s, err := store.Open(ctx, newer, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r, err := s.Append(ctx, "default", "after", store.NoStream, envelope.Event{Source: "/test", Type: "t.after"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.FirstPosition() != 31 {
+		t.Errorf("first append after restoring a schema-4 backup over 30 positions: %d, want 31", r.FirstPosition())
+	}
+	// (Positions 6-30 are not recorded as the restore's hole: a schema-4
+	// file has no position_holes table to record them in.)
 }

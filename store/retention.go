@@ -163,7 +163,8 @@ func (s *Store) retentionTrims(ctx context.Context, now time.Time) ([]retentionT
 			streams = append(streams, st)
 		}
 		return nil
-	}, `SELECT tenant, stream_id, version, first_version FROM streams WHERE deleted = 0`)
+	}, `SELECT s.tenant, s.stream_id, COALESCE((SELECT MAX(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id), 0),
+		s.first_version FROM streams s WHERE s.deleted = 0`)
 	if err != nil {
 		return nil, fmt.Errorf("retention: list streams: %w", err)
 	}

@@ -258,7 +258,7 @@ func (s *Store) scavengeCandidates(ctx context.Context, trims []RetentionTrim, d
 		return nil
 	}, `SELECT s.tenant, s.stream_id,
 		(SELECT MIN(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id),
-		MIN(s.first_version, s.version)
+		MIN(s.first_version, (SELECT MAX(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id))
 		FROM streams s WHERE s.first_version > 1 ORDER BY s.tenant, s.stream_id`)
 	if err != nil {
 		return nil, fmt.Errorf("scavenge: list streams: %w", err)

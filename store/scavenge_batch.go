@@ -177,7 +177,8 @@ func (s *Store) removeBatches(ctx context.Context, cands []candidate, holds *hol
 				// The stream may have moved since the plan: never past
 				// where its reads start, never its newest event.
 				var now int64
-				if err := tx.QueryRowContext(ctx, `SELECT MIN(first_version, version) FROM streams WHERE tenant = ? AND stream_id = ?`, c.tenant, c.stream).Scan(&now); err != nil {
+				if err := tx.QueryRowContext(ctx, `SELECT MIN(s.first_version, (SELECT MAX(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id))
+					FROM streams s WHERE s.tenant = ? AND s.stream_id = ?`, c.tenant, c.stream).Scan(&now); err != nil {
 					return fmt.Errorf("scavenge: stream %q: %w", c.stream, mapErr(err))
 				}
 				var st streamStep
@@ -312,8 +313,14 @@ func recordRemovedIDs(ctx context.Context, tx *Tx, b *scavengeBatch) error {
 }
 
 // recordRemovedRanges records the batch's runs of consecutive positions,
-// each merged with a removed range it touches.
+// each merged with a removed range it touches, and raises the position
+// floor to the head: the writer hands out positions above both the
+// highest stored one and the floor, so no position handed out so far is
+// handed out again, even once the events that had it are gone.
 func recordRemovedRanges(ctx context.Context, tx *Tx, b *scavengeBatch) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE position_floor SET position = max(position, (SELECT COALESCE(MAX(position), 0) FROM events))`); err != nil {
+		return err
+	}
 	ps := slices.Clone(b.positions)
 	slices.Sort(ps)
 	for i := 0; i < len(ps); {

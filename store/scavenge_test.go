@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -374,10 +375,12 @@ func TestScavengeCheckpointBlockedByAReader(t *testing.T) {
 	}
 }
 
-// Positions come from AUTOINCREMENT (sqlite_sequence), not from the
-// highest stored row: even with the newest rows gone (which a scavenge
-// never does: it keeps each stream's newest event) and after a full
-// VACUUM and a restart, the next position is above every one handed out.
+// Positions come from the highest stored row or the floor a scavenge
+// raised, whichever is higher: a scavenge records the head before it
+// removes events, so even with the newest rows of the log gone (a
+// scavenge keeps each stream's newest event, so here they go behind the
+// store's back after it) and after a full VACUUM and a restart, the next
+// position is above every one handed out, the removed ones included.
 func TestPositionsNeverGoBack(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "eventlite.db")
@@ -385,18 +388,25 @@ func TestPositionsNeverGoBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fillStream(t, s, "a", 5)
-	fillStream(t, s, "b", 5)
+	fillStream(t, s, "a", 5) // positions 1-5
+	fillStream(t, s, "b", 5) // 6-10
+	if _, err := s.Lifecycle().Truncate(ctx, "default", "b", 3, store.Any); err != nil {
+		t.Fatal(err) // its event: 11
+	}
 	head, _ := s.Head(ctx)
 	storetest.PublishAll(t, s)
-	if _, err := s.Lifecycle().Scavenge(ctx, store.ScavengeOptions{Vacuum: true}); err != nil {
+	res, err := s.Lifecycle().Scavenge(ctx, store.ScavengeOptions{Vacuum: true})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if want := []store.PositionRange{{From: 6, To: 7}}; !reflect.DeepEqual(res.Ranges, want) {
+		t.Fatalf("scavenge removed %v, want %v", res.Ranges, want)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// Remove stream b's events, the newest of the log, behind the
-	// store's back.
+	// Remove the rest of stream b, the newest events of the log, behind
+	// the store's back: the head falls to 5, below the removed 6-7.
 	storetest.RawExec(t, path,
 		`DELETE FROM outbox WHERE position IN (SELECT position FROM events WHERE stream_id = 'b')`,
 		`DELETE FROM events WHERE stream_id = 'b'`,

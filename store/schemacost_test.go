@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 )
@@ -24,7 +23,6 @@ type schemaVariant struct {
 	name     string
 	pageSize int  // PRAGMA page_size before the first table; 0: SQLite's 4096
 	noIndex  bool // without outbox_pending, the relay's index of pending rows
-	noAuto   bool // events.position without AUTOINCREMENT (no sqlite_sequence row)
 }
 
 // createVariant creates path with v's schema, marked as fully migrated so
@@ -51,11 +49,7 @@ func createVariant(path string, v schemaVariant) error {
 		if err != nil {
 			return err
 		}
-		s := string(b)
-		if v.noAuto {
-			s = strings.Replace(s, "INTEGER PRIMARY KEY AUTOINCREMENT", "INTEGER PRIMARY KEY", 1)
-		}
-		q = append(q, s)
+		q = append(q, string(b))
 	}
 	if v.noIndex {
 		q = append(q, "DROP INDEX outbox_pending")
@@ -71,23 +65,20 @@ func createVariant(path string, v schemaVariant) error {
 
 // BenchmarkSchemaCost measures, in raw SQL (the raw baseline's
 // statements, NORMAL, one file open at a time, chunks in rotating order),
-// what a smaller page size, dropping the outbox's pending index and
-// dropping AUTOINCREMENT would each change: the WAL frames a commit
+// what a smaller page size and dropping the outbox's pending index would
+// each change: the WAL frames a commit
 // writes (fr_<variant>, measured over 200 commits with the
 // auto-checkpoint off, after 2,000 one-event appends) and the append rate
 // against the minimal table (xmin_<variant>). "store" is the store's
-// schema as it is. The variants drop guarantees (a relay with no index of
-// pending rows reads the whole outbox; without AUTOINCREMENT a restore of
-// an older backup would hand out positions again), so none of them is a
-// drop-in change.
+// schema as it is (without AUTOINCREMENT since migration 0014). The
+// variants drop guarantees (a relay with no index of pending rows reads
+// the whole outbox), so none of them is a drop-in change.
 func BenchmarkSchemaCost(b *testing.B) {
 	vs := []schemaVariant{
 		{name: "store"},
 		{name: "page2k", pageSize: 2048},
 		{name: "page1k", pageSize: 1024},
 		{name: "noindex", noIndex: true},
-		{name: "noauto", noAuto: true},
-		{name: "noindex+noauto", noIndex: true, noAuto: true},
 	}
 	for _, batch := range []int{1, 100} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {

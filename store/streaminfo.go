@@ -89,17 +89,26 @@ func (s *Store) Streams(ctx context.Context, tenant string, opts ...StreamsOptio
 	}
 }
 
+// streamsPageSQL lists a page of a tenant's streams from the stream id
+// ?2 on (op: > or >=). A stream's version, updated time and positions
+// come from the UNIQUE(tenant, stream_id, version) index: its newest
+// event (found by MAX(version)) and its first retained one, a few
+// lookups per stream, in the streams' primary key order.
+func streamsPageSQL(op string) string {
+	return `SELECT s.stream_id, COALESCE(n.version, 0), s.created_at, COALESCE(n.recorded_at, s.created_at),
+		COALESCE((SELECT position FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id AND e.version = s.first_version), 0),
+		COALESCE(n.position, 0)
+		FROM streams s LEFT JOIN events n ON n.tenant = s.tenant AND n.stream_id = s.stream_id
+			AND n.version = (SELECT MAX(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id)
+		WHERE s.tenant = ? AND s.stream_id ` + op + ` ? AND s.deleted = 0 ORDER BY s.stream_id LIMIT ?`
+}
+
 func (s *Store) streamsPage(ctx context.Context, tenant, from string, inclusive bool, n int) ([]StreamInfo, error) {
 	op := ">"
 	if inclusive {
 		op = ">="
 	}
-	// The positions come from the UNIQUE(tenant, stream_id, version) index:
-	// two lookups per stream.
-	rows, err := s.rdb.QueryContext(ctx, `SELECT s.stream_id, s.version, s.created_at, s.updated_at,
-		COALESCE((SELECT position FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id AND e.version = s.first_version), 0),
-		COALESCE((SELECT position FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id AND e.version = s.version), 0)
-		FROM streams s WHERE s.tenant = ? AND s.stream_id `+op+` ? AND s.deleted = 0 ORDER BY s.stream_id LIMIT ?`, tenant, from, n)
+	rows, err := s.rdb.QueryContext(ctx, streamsPageSQL(op), tenant, from, n)
 	if err != nil {
 		return nil, mapErr(err)
 	}

@@ -253,7 +253,7 @@ func TestLargePosition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sdb.Exec(`INSERT INTO sqlite_sequence(name, seq) VALUES('events', 3000000000)`); err != nil {
+	if _, err := sdb.Exec(`UPDATE position_floor SET position = 3000000000`); err != nil {
 		t.Fatal(err)
 	}
 	if err := sdb.Close(); err != nil {

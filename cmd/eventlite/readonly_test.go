@@ -49,8 +49,12 @@ func olderSchema(t *testing.T, path string) int {
 		stmts = append(stmts, string(b))
 	}
 	old := len(files) - 1
-	stmts = append(stmts, fmt.Sprintf("PRAGMA user_version=%d", old),
-		`INSERT INTO streams (tenant, stream_id, version, created_at, updated_at) VALUES ('default', 's', 1, 1, 1)`,
+	// Schema 14 dropped streams.version and updated_at.
+	stream := `INSERT INTO streams (tenant, stream_id, created_at) VALUES ('default', 's', 1)`
+	if old < 14 {
+		stream = `INSERT INTO streams (tenant, stream_id, version, created_at, updated_at) VALUES ('default', 's', 1, 1, 1)`
+	}
+	stmts = append(stmts, fmt.Sprintf("PRAGMA user_version=%d", old), stream,
 		`INSERT INTO events (tenant, stream_id, version, event_id, type, source, time, content_type, data, recorded_at)
 		 VALUES ('default', 's', 1, 'e-1', 't', '/x', 1, 'application/json', '{}', 1)`,
 		`INSERT INTO outbox (position) VALUES (1)`)
