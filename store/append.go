@@ -135,9 +135,9 @@ type appendReq struct {
 }
 
 // Append appends events to a tenant's stream if expected holds, in one
-// transaction with one outbox row per event, and returns the stream's new
-// version and the events' positions. A failed expectation writes nothing
-// and returns a *ConflictError.
+// transaction, and returns the stream's new version and the events'
+// positions (the relay finds them above its watermark: see Outbox). A
+// failed expectation writes nothing and returns a *ConflictError.
 //
 // Event ids are unique per tenant. Appending events that are already
 // stored (same ids, type and data, in this stream, as its newest events) is
@@ -390,13 +390,6 @@ func (s *Store) appendLocked(a *appendReq, now int64) (AppendResult, error) {
 	}
 	if last-first+1 != n {
 		return AppendResult{}, fmt.Errorf("insert events: positions %d..%d for %d events", first, last, n)
-	}
-	res, err := st.insertOutbox.ExecContext(bg, first, last)
-	if err != nil {
-		return AppendResult{}, fmt.Errorf("insert outbox rows: %w", mapErr(err))
-	}
-	if k, err := res.RowsAffected(); err != nil || k != n {
-		return AppendResult{}, fmt.Errorf("insert outbox rows: %d rows for %d events (%v)", k, n, err)
 	}
 	for i := range a.events {
 		a.events[i].Position = first + int64(i)

@@ -18,7 +18,6 @@ type writeStmts struct {
 	streamVersion *sql.Stmt
 	createStream  *sql.Stmt
 	moveStream    *sql.Stmt
-	insertOutbox  *sql.Stmt
 	eventByID     *sql.Stmt
 	// insertEvents[k-1] inserts k events, prepared when first needed
 	// (insertEventsStmt); only the writer uses it.
@@ -29,7 +28,7 @@ type writeStmts struct {
 }
 
 func (w *writeStmts) all() []*sql.Stmt {
-	return append([]*sql.Stmt{w.streamVersion, w.createStream, w.moveStream, w.insertOutbox, w.eventByID,
+	return append([]*sql.Stmt{w.streamVersion, w.createStream, w.moveStream, w.eventByID,
 		w.begin, w.commit, w.savepoint, w.release, w.rollbackTo}, w.insertEvents[:]...)
 }
 
@@ -93,14 +92,12 @@ func (s *Store) prepare(ctx context.Context) error {
 		streamVersion: prep(`SELECT version, deleted FROM streams WHERE tenant = ? AND stream_id = ?`),
 		createStream:  prep(createStreamSQL),
 		moveStream:    prep(moveStreamSQL),
-		// The events of one append have consecutive positions.
-		insertOutbox: prep(`INSERT INTO outbox (position) SELECT position FROM events WHERE position BETWEEN ? AND ?`),
-		eventByID:    prep(`SELECT stream_id, version, type, data, extensions FROM events WHERE tenant = ? AND event_id = ?`),
-		begin:        prep(`BEGIN IMMEDIATE`),
-		commit:       prep(`COMMIT`),
-		savepoint:    prep(`SAVEPOINT a`),
-		release:      prep(`RELEASE a`),
-		rollbackTo:   prep(`ROLLBACK TO a`),
+		eventByID:     prep(`SELECT stream_id, version, type, data, extensions FROM events WHERE tenant = ? AND event_id = ?`),
+		begin:         prep(`BEGIN IMMEDIATE`),
+		commit:        prep(`COMMIT`),
+		savepoint:     prep(`SAVEPOINT a`),
+		release:       prep(`RELEASE a`),
+		rollbackTo:    prep(`ROLLBACK TO a`),
 	}
 	if err != nil {
 		return fmt.Errorf("store: prepare statements: %w", err)
