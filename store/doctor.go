@@ -179,8 +179,9 @@ func (s *Store) diagnoseOutbox(ctx context.Context, o DiagnoseOptions, now time.
 		}
 		stale.add(tenant+":"+id, time.Unix(0, at))
 		return nil
-	}, `SELECT e.tenant, e.event_id, e.recorded_at FROM outbox o JOIN events e ON e.position = o.position
-		WHERE o.published_at IS NULL AND o.discarded_at IS NULL AND o.dead_at IS NULL AND e.recorded_at < ? ORDER BY o.position`, before)
+	}, pendingCTE+` SELECT e.tenant, e.event_id, e.recorded_at FROM pending p JOIN events e ON e.position = p.position
+		LEFT JOIN outbox o ON o.position = p.position
+		WHERE o.dead_at IS NULL AND e.recorded_at < ? ORDER BY p.position`, before)
 	if err != nil {
 		return err
 	}
@@ -269,7 +270,7 @@ func (s *Store) workBehindLease(ctx context.Context, resource string) (bool, err
 	var err error
 	switch {
 	case resource == "relay":
-		err = s.rdb.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM outbox WHERE published_at IS NULL AND discarded_at IS NULL AND dead_at IS NULL)`).Scan(&n)
+		err = s.rdb.QueryRowContext(ctx, pendingCTE+` SELECT EXISTS (SELECT 1 FROM pending p LEFT JOIN outbox o ON o.position = p.position WHERE o.dead_at IS NULL)`).Scan(&n)
 	case len(resource) > len("projection:") && resource[:len("projection:")] == "projection:":
 		err = s.rdb.QueryRowContext(ctx, `SELECT COALESCE((SELECT position FROM checkpoints WHERE name = ?), 0) < (SELECT COALESCE(MAX(position), 0) FROM events)`,
 			resource[len("projection:"):]).Scan(&n)
