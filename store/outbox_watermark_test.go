@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -291,5 +294,123 @@ func TestOutboxFailedRowDueBelowCursor(t *testing.T) {
 	head, _ := s.Head(ctx)
 	if w, _ := watermark(t, s); w != head {
 		t.Errorf("W %d, want the head %d", w, head)
+	}
+}
+
+// TestOutboxMigrationToWatermark: a file at schema 14, where every event
+// has an outbox row (published, failed and backing off, dead, discarded,
+// re-queued, pending), migrates to the same pending set, the same
+// counters, dead letters and parked streams, the same rows for the relay
+// to read, and the same relay behaviour afterwards.
+func TestOutboxMigrationToWatermark(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	s, err := store.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []struct {
+		stream string
+		n      int
+	}{{"a", 3}, {"b", 2}, {"c", 2}, {"d", 2}, {"e", 1}, {"f", 1}} {
+		appendN(t, s, "default", x.stream, x.n) // positions 1..11
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	future := time.Now().Add(24 * time.Hour).UnixNano()
+	// Back to schema 14: one row per event, the pending index, no watermark.
+	storetest.RawExec(t, path,
+		`DROP TABLE outbox_watermark`,
+		`DELETE FROM outbox`,
+		`INSERT INTO outbox (position) SELECT position FROM events`,
+		`CREATE INDEX outbox_pending ON outbox (position) WHERE published_at IS NULL AND discarded_at IS NULL`,
+		// a (1-3), b's first (4), d's first (8): published.
+		`UPDATE outbox SET published_at = 100, published_token = 1, broker_sequence = position WHERE position IN (1, 2, 3, 4, 8)`,
+		// b's second (5) failed twice and backs off.
+		fmt.Sprintf(`UPDATE outbox SET attempts = 2, first_failed_at = 10, last_failed_at = 20, last_error = 'flaky', next_attempt_at = %d WHERE position = 5`, future),
+		// c's first (6) is a dead letter: c's second (7) waits.
+		`UPDATE outbox SET attempts = 3, first_failed_at = 10, last_failed_at = 30, last_error = 'poison', dead_at = 30 WHERE position = 6`,
+		// d's second (9) was a dead letter, discarded.
+		`UPDATE outbox SET attempts = 3, first_failed_at = 10, last_failed_at = 30, last_error = 'poison', dead_at = 30, discarded_at = 40 WHERE position = 9`,
+		// f's (11) was a dead letter, re-queued; e's (10) never tried.
+		`UPDATE outbox SET last_error = 'was poison', last_failed_at = 30 WHERE position = 11`,
+		`UPDATE outbox_counters SET value = CASE name WHEN 'published' THEN 5 WHEN 'retried' THEN 2 WHEN 'dead_lettered' THEN 3
+			WHEN 'discarded' THEN 1 WHEN 'requeued' THEN 1 END`,
+		`PRAGMA user_version = 14`)
+	// What schema 14 says, read from its own rows.
+	pendingBefore := rawQueryString(t, path, `SELECT group_concat(position) FROM (SELECT position FROM outbox
+		WHERE published_at IS NULL AND discarded_at IS NULL ORDER BY position)`)
+	if pendingBefore != "5,6,7,10,11" {
+		t.Fatalf("schema 14 file: pending %s", pendingBefore)
+	}
+
+	s = storetest.MustOpenPath(t, path, nil)
+	if w, c := watermark(t, s); w != 4 || c != 4 {
+		t.Errorf("migrated watermark: W %d C %d, want 4 (just below the oldest pending event)", w, c)
+	}
+	if n := rawQueryString(t, path, `SELECT count(*) FROM sqlite_master WHERE name = 'outbox_pending'`); n != "0" {
+		t.Errorf("outbox_pending kept")
+	}
+	st, err := s.Outbox().Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Oldest, st.Lag = time.Time{}, 0
+	want := store.OutboxStats{Pending: 5, DeadLetters: 1, ParkedStreams: 1, Parked: 2,
+		Published: 5, Retried: 2, Requeued: 1, DeadLettered: 3, Discarded: 1}
+	if st != want {
+		t.Errorf("migrated stats:\n got %+v\nwant %+v", st, want)
+	}
+	es, err := s.Outbox().Entries(ctx, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pending []string
+	for _, e := range es {
+		if e.PublishedAt.IsZero() && e.DiscardedAt.IsZero() {
+			pending = append(pending, strconv.FormatInt(e.Position, 10))
+		}
+	}
+	if got := strings.Join(pending, ","); got != pendingBefore {
+		t.Errorf("migrated pending set %s, want %s", got, pendingBefore)
+	}
+	if e := es[4]; e.Attempts != 2 || e.LastError != "flaky" || e.NextAttemptAt.UnixNano() != future {
+		t.Errorf("migrated failed row: %+v", e)
+	}
+	if e := es[0]; e.PublishedAt.IsZero() || e.BrokerSequence != 1 || e.PublishedToken != 1 {
+		t.Errorf("migrated published row: %+v", e)
+	}
+	if e := es[10]; e.LastError != "was poison" || e.Attempts != 0 {
+		t.Errorf("migrated re-queued row: %+v", e)
+	}
+	dls, _ := s.Outbox().DeadLetters(ctx, "")
+	if len(dls) != 1 || dls[0].Position != 6 || dls[0].Attempts != 3 {
+		t.Errorf("migrated dead letters: %+v", dls)
+	}
+	// The relay reads what it read before: b backs off, c is parked.
+	now := time.Now()
+	if got := pendingPositions(t, s, now); !slices.Equal(got, []int64{10, 11}) {
+		t.Errorf("migrated relay read %v, want [10 11]", got)
+	}
+	if got := pendingPositions(t, s, time.Unix(0, future+1)); !slices.Equal(got, []int64{5, 10, 11}) {
+		t.Errorf("migrated relay read once b is due %v, want [5 10 11]", got)
+	}
+	// And goes on as before: publishes what it can, then c's waiting
+	// event once its dead letter is discarded; b still backs off.
+	storetest.PublishAll(t, s)
+	if _, err := s.Outbox().DiscardDeadLetter(ctx, "default", dls[0].EventID); err != nil {
+		t.Fatal(err)
+	}
+	if got := pendingPositions(t, s, now); !slices.Equal(got, []int64{7}) {
+		t.Errorf("after the discard the relay reads %v, want [7]", got)
+	}
+	storetest.PublishAll(t, s)
+	st, _ = s.Outbox().Stats(ctx)
+	if st.Pending != 1 || st.Published != 8 || st.Discarded != 2 {
+		t.Errorf("after the relay: %+v", st)
+	}
+	if w, _ := watermark(t, s); w != 4 {
+		t.Errorf("W %d, want 4 (b's second event still backs off)", w)
 	}
 }
