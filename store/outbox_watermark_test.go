@@ -48,7 +48,7 @@ func TestOutboxWatermarkRandomized(t *testing.T) {
 	}
 	streamOf := map[int64]string{}
 	version := map[int64]int64{}
-	settled := map[int64]string{}         // position -> "published" | "discarded"
+	settled := map[int64]string{}          // position -> "published" | "discarded"
 	publishedOrder := map[string][]int64{} // stream -> versions in publication order
 	clock := time.Unix(1_000_000, 0)
 	streams := []string{"a", "b", "c", "d", "e"}
