@@ -28,8 +28,8 @@ type Finding struct {
 // DiagnoseOptions bound what counts as too old. Zero values mean the
 // defaults.
 type DiagnoseOptions struct {
-	// OutboxAge: unpublished rows older than this are a problem once a
-	// relay has run on the store. Default 5 minutes.
+	// OutboxAge: events unpublished for longer than this are a problem
+	// once a relay has run on the store. Default 5 minutes.
 	OutboxAge time.Duration
 	// ExecutingAge: effects EXECUTING longer than this are stuck. Default
 	// 10 minutes.
@@ -263,7 +263,7 @@ func (s *Store) diagnoseLeases(ctx context.Context, o DiagnoseOptions, emit func
 }
 
 // workBehindLease reports whether the work a lease guards has something
-// waiting: pending outbox rows for the relay, unapplied events for a
+// waiting: pending events for the relay, unapplied events for a
 // projection.
 func (s *Store) workBehindLease(ctx context.Context, resource string) (bool, error) {
 	var n int
