@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -412,5 +413,75 @@ func TestOutboxMigrationToWatermark(t *testing.T) {
 	}
 	if w, _ := watermark(t, s); w != 4 {
 		t.Errorf("W %d, want 4 (b's second event still backs off)", w)
+	}
+}
+
+// TestOutboxWatermarkInvariants plants each defect of the watermark in a
+// file and checks that CheckInvariants reports exactly it, with its
+// count; a cursor past a stream that waits behind a failed row is no
+// defect.
+func TestOutboxWatermarkInvariants(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	build := func(name string, failed bool) string {
+		path := filepath.Join(dir, name+".db")
+		s, err := store.Open(ctx, path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := appendN(t, s, "default", "a", 5) // positions 1..5
+		l, err := s.Leases().Acquire(ctx, "relay", "me", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fail []store.Failure
+		if failed {
+			fail = []store.Failure{{Position: a[2], Error: "flaky", NextAttemptAt: time.Now().Add(time.Hour)}}
+		}
+		if err := settle(t, s, l, []store.Published{{Position: a[0]}, {Position: a[1]}}, fail, nil); err != nil {
+			t.Fatal(err)
+		}
+		if w, c := watermark(t, s); w != 2 || c != 5 && failed || c != 2 && !failed {
+			t.Fatalf("%s: W %d C %d", name, w, c)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	for _, tc := range []struct {
+		name   string
+		failed bool
+		plant  string
+		want   []string
+	}{
+		{"healthy", false, `SELECT 1`, nil},
+		{"cursor past a failed row", true, `SELECT 1`, nil},
+		{"watermark past unsettled events", false, `UPDATE outbox_watermark SET settled = 4, scanned = 5`,
+			[]string{"2 events at or below the outbox watermark that are not settled",
+				"1 pending events below the relay's cursor outside a stream with a failed row"}},
+		{"watermark above the head", false, `UPDATE outbox_watermark SET settled = 9, scanned = 9`,
+			[]string{"3 events at or below the outbox watermark that are not settled", "1 outbox watermarks above the newest position"}},
+		{"no watermark", false, `DELETE FROM outbox_watermark`, []string{"1 outbox watermark rows other than one"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := build(strings.ReplaceAll(tc.name, " ", "-"), tc.failed)
+			storetest.RawExec(t, path, tc.plant)
+			s, err := store.Open(ctx, path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			var got []string
+			var ie *store.InvariantError
+			if err := s.CheckInvariants(ctx); errors.As(err, &ie) {
+				got = ie.Problems
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("problems:\n got %q\nwant %q", got, tc.want)
+			}
+		})
 	}
 }
