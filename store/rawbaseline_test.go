@@ -6,8 +6,9 @@ package store_test
 // connection, BEGIN IMMEDIATE, and none of the store's work beyond the SQL
 // (no envelope, no validation, no writer goroutine for serial appends).
 // What is left is the least an event store on modernc.org/sqlite has to do
-// per append: read the stream's version, insert the event and its outbox
-// row, record the stream's new version.
+// per append: read the stream's version, insert the event (no outbox row:
+// the relay reads events above its watermark), record the stream's new
+// version.
 
 import (
 	"context"
@@ -68,7 +69,6 @@ type rawDB struct {
 
 	version      *sql.Stmt
 	insertEvent  *sql.Stmt
-	insertOutbox *sql.Stmt
 	upsertStream *sql.Stmt
 
 	// The transaction statements are prepared too, as the store does.
@@ -112,7 +112,6 @@ func newRawDB(path, synchronous string) (_ *rawDB, err error) {
 	r.insertEvent = prep(`INSERT INTO events (tenant, stream_id, version, event_id, type, source, time,
 		content_type, data_schema, data, correlation_id, causation_id, extensions, recorded_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	r.insertOutbox = prep(`INSERT INTO outbox (position) VALUES (?)`)
 	r.upsertStream = prep(`INSERT INTO streams (tenant, stream_id, version, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (tenant, stream_id) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at`)
@@ -130,8 +129,8 @@ func newRawDB(path, synchronous string) (_ *rawDB, err error) {
 
 // rawCreateSchema applies the store's own migration files
 // (migrations/*.sql, in order, as the store does), so the baseline writes
-// the same tables and indexes: the outbox's partial indexes of 0004, for
-// one, cost every append a page.
+// the same tables and indexes (the events table's two unique indexes cost
+// every append pages of their own).
 func rawCreateSchema(c *sql.Conn) error {
 	var v int
 	if err := c.QueryRowContext(rawCtx, "PRAGMA user_version").Scan(&v); err != nil {
@@ -168,7 +167,7 @@ func rawCreateSchema(c *sql.Conn) error {
 
 func (r *rawDB) Close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{r.version, r.insertEvent, r.insertOutbox, r.upsertStream,
+	for _, st := range []*sql.Stmt{r.version, r.insertEvent, r.upsertStream,
 		r.begin, r.commit, r.rollback, r.savepoint, r.release, r.rollbackTo} {
 		if st != nil {
 			errs = append(errs, st.Close())
@@ -209,16 +208,9 @@ func (r *rawDB) appendLocked(tenant, stream string, evs []rawEvent, now int64) (
 	}
 	for i := range evs {
 		e := &evs[i]
-		res, err := r.insertEvent.ExecContext(rawCtx, tenant, stream, cur+int64(i)+1, e.ID, e.Type, rawSource,
+		_, err := r.insertEvent.ExecContext(rawCtx, tenant, stream, cur+int64(i)+1, e.ID, e.Type, rawSource,
 			now, rawContentType, "", e.Data, "", "", nil, now)
 		if err != nil {
-			return 0, err
-		}
-		pos, err := res.LastInsertId()
-		if err != nil {
-			return 0, err
-		}
-		if _, err := r.insertOutbox.ExecContext(rawCtx, pos); err != nil {
 			return 0, err
 		}
 	}
