@@ -41,7 +41,8 @@ func (s *Store) Outbox() *Outbox { return &Outbox{s: s} }
 // retry or discard, or the publication of a row that had failed, lowers C
 // below that row, so the stream's waiting events are read again.
 
-// OutboxRow is a pending outbox row and its event.
+// OutboxRow is a pending event and its outbox row's failure facts (all
+// zero when it never failed: it has no row).
 type OutboxRow struct {
 	Event envelope.Event
 	// Attempts counts the failed publish attempts so far (a broker that
@@ -54,9 +55,10 @@ type OutboxRow struct {
 	LastError string
 }
 
-// OutboxReadOptions selects pending outbox rows.
+// OutboxReadOptions selects pending events.
 type OutboxReadOptions struct {
-	// After reads rows above this position (0: from the start). A stream
+	// After reads events above this position (0: from the start, that is
+	// from the relay's cursor and any failed row due again). A stream
 	// with a row that failed before at or below After is left out: the
 	// read cannot return that row, so the stream's later rows must wait.
 	// (Pending rows at or below After that never failed are the caller's
