@@ -25,15 +25,15 @@
 //
 // The outbox (store.OutboxStats, every tenant):
 //
-//	eventlite_outbox_pending                            gauge   rows not yet published nor discarded
-//	eventlite_outbox_oldest_unpublished_age_seconds     gauge   age of the oldest pending row: the relay's lag
+//	eventlite_outbox_pending                            gauge   events not yet published nor discarded
+//	eventlite_outbox_oldest_unpublished_age_seconds     gauge   age of the oldest pending event: the relay's lag
 //	eventlite_outbox_dead_letters                       gauge   dead letters waiting for an operator
 //	eventlite_outbox_parked_streams                     gauge   streams parked behind a dead letter
-//	eventlite_outbox_parked_rows                        gauge   pending rows of parked streams
-//	eventlite_outbox_published_total                    counter rows published
+//	eventlite_outbox_parked_rows                        gauge   pending events of parked streams
+//	eventlite_outbox_published_total                    counter events published
 //	eventlite_outbox_retried_total                      counter failed attempts scheduled for a retry
 //	eventlite_outbox_requeued_total                     counter dead letters re-queued by an operator
-//	eventlite_outbox_dead_lettered_total                counter rows dead-lettered
+//	eventlite_outbox_dead_lettered_total                counter events dead-lettered
 //	eventlite_outbox_discarded_total                    counter dead letters discarded
 //
 // The relay of this process, when Options.Relay is set (publish.Relay.Stats,

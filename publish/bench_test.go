@@ -58,12 +58,15 @@ func rawDB(b *testing.B, path string) *sql.DB {
 	return db
 }
 
-// resetRound makes every row pending again and gives the broker a fresh
+// resetRound makes every event pending again and gives the broker a fresh
 // stream (a new dedupe window), outside the timed region.
 func resetRound(b *testing.B, db *sql.DB, js jetstream.JetStream) {
 	b.Helper()
 	ctx := context.Background()
-	if _, err := db.Exec(`UPDATE outbox SET published_at = NULL, broker_sequence = NULL, published_token = NULL`); err != nil {
+	if _, err := db.Exec(`DELETE FROM outbox`); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE outbox_watermark SET settled = 0, scanned = 0`); err != nil {
 		b.Fatal(err)
 	}
 	_ = js.DeleteStream(ctx, natsjs.DefaultStream)
@@ -73,10 +76,11 @@ func resetRound(b *testing.B, db *sql.DB, js jetstream.JetStream) {
 	}
 }
 
-// rawRound is the baseline: read the pending rows with their events in
-// batches of 1,024, publish each batch with nats.go's async JetStream
-// publishing (all 1,024 in flight, a Nats-Msg-Id each), await the acks,
-// and mark the batch published with a prepared UPDATE per row in one
+// rawRound is the baseline: read the pending events above the outbox's
+// watermark in batches of 1,024, publish each batch with nats.go's async
+// JetStream publishing (all 1,024 in flight, a Nats-Msg-Id each), await
+// the acks, and mark the batch published with a prepared INSERT per row
+// and the watermark moved to the batch's last position, in one
 // transaction. No lease, no classification, no overlap. With ce, each
 // message also carries the CloudEvents binary-mode headers the relay
 // sends (built by hand from the columns), to tell the cost of the message
@@ -95,9 +99,9 @@ func rawRound(b *testing.B, db *sql.DB, js jetstream.JetStream, ce bool) int {
 	batch := make([]row, 0, 1024)
 	for {
 		batch = batch[:0]
-		rows, err := db.QueryContext(ctx, `SELECT o.position, e.tenant, e.event_id, e.source, e.type, e.stream_id, e.content_type,
-			e.version, e.time, e.data FROM outbox o JOIN events e ON e.position = o.position
-			WHERE o.published_at IS NULL AND o.discarded_at IS NULL ORDER BY o.position LIMIT 1024`)
+		rows, err := db.QueryContext(ctx, `SELECT e.position, e.tenant, e.event_id, e.source, e.type, e.stream_id, e.content_type,
+			e.version, e.time, e.data FROM events e LEFT JOIN outbox o ON o.position = e.position
+			WHERE e.position > (SELECT settled FROM outbox_watermark) AND o.position IS NULL ORDER BY e.position LIMIT 1024`)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -140,7 +144,7 @@ func rawRound(b *testing.B, db *sql.DB, js jetstream.JetStream, ce bool) int {
 		if err != nil {
 			b.Fatal(err)
 		}
-		st, err := tx.PrepareContext(ctx, `UPDATE outbox SET published_at = ?, broker_sequence = ? WHERE position = ? AND published_at IS NULL`)
+		st, err := tx.PrepareContext(ctx, `INSERT INTO outbox (published_at, broker_sequence, position) VALUES (?, ?, ?)`)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -151,6 +155,9 @@ func rawRound(b *testing.B, db *sql.DB, js jetstream.JetStream, ce bool) int {
 			}
 		}
 		st.Close()
+		if _, err := tx.ExecContext(ctx, `UPDATE outbox_watermark SET settled = ?`, batch[len(batch)-1].pos); err != nil {
+			b.Fatal(err)
+		}
 		if err := tx.Commit(); err != nil {
 			b.Fatal(err)
 		}

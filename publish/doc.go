@@ -1,5 +1,5 @@
 // Package publish is eventlite's outbox relay and its publishers: it takes
-// the outbox rows that every Append writes and publishes each event to NATS
+// every committed event from the store's outbox and publishes it to NATS
 // JetStream (package natsjs), a CloudEvents HTTP sink or standard output.
 // It imports no NATS code.
 //
@@ -12,10 +12,10 @@
 //
 // # Guarantees
 //
-//   - At least once: an outbox row is marked published only after the
-//     destination acknowledged its event (a JetStream publish ack; a 2xx
+//   - At least once: an event is marked published only after the
+//     destination acknowledged it (a JetStream publish ack; a 2xx
 //     response; a flushed write). A crash anywhere in between leaves the
-//     row pending, and the event is published again.
+//     event pending, and it is published again.
 //   - Tracing: the relay starts a send span per round (its own trace,
 //     linked to the events' origins) and one per message, parented on the
 //     event's stored traceparent; NATS and HTTP messages carry that span's

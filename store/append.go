@@ -135,9 +135,9 @@ type appendReq struct {
 }
 
 // Append appends events to a tenant's stream if expected holds, in one
-// transaction with one outbox row per event, and returns the stream's new
-// version and the events' positions. A failed expectation writes nothing
-// and returns a *ConflictError.
+// transaction, and returns the stream's new version and the events'
+// positions (the relay finds them above its watermark: see Outbox). A
+// failed expectation writes nothing and returns a *ConflictError.
 //
 // Event ids are unique per tenant. Appending events that are already
 // stored (same ids, type and data, in this stream, as its newest events) is
@@ -336,9 +336,9 @@ func (e Expected) bounds() (lo, hi int64) {
 // version and the last position handed out), checks expected against
 // that, then inserts the events (insertEvents, up to insertChunk per
 // INSERT: one more statement per further insertChunk events) at the next
-// positions, their outbox rows in one statement, and the streams row
-// only for a stream it creates (or revives after a soft delete). An
-// append to an existing stream writes no streams row.
+// positions (no outbox row: the relay reads events above its watermark),
+// and the streams row only for a stream it creates (or revives after a
+// soft delete). An append to an existing stream writes no streams row.
 func (s *Store) appendLocked(a *appendReq, now int64) (AppendResult, error) {
 	st := &s.stmts
 	n := int64(len(a.events))
@@ -383,13 +383,6 @@ func (s *Store) appendLocked(a *appendReq, now int64) (AppendResult, error) {
 			}
 		}
 		return AppendResult{}, err
-	}
-	res, err := st.insertOutbox.ExecContext(bg, first, first+n-1)
-	if err != nil {
-		return AppendResult{}, fmt.Errorf("insert outbox rows: %w", mapErr(err))
-	}
-	if k, err := res.RowsAffected(); err != nil || k != n {
-		return AppendResult{}, fmt.Errorf("insert outbox rows: %d rows for %d events (%v)", k, n, err)
 	}
 	switch {
 	case !deleted.Valid:

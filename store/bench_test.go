@@ -731,7 +731,7 @@ func buildFixture(path string, n int) (*benchFixture, error) {
 		return nil, err
 	}
 	defer insEvent.Close()
-	// Most outbox rows are published long ago; the newest 1,000 are not.
+	// Most events were published long ago; the newest 1,000 are not.
 	insOutbox, err := c.PrepareContext(rawCtx, `INSERT INTO outbox (position, attempts, published_at, broker_sequence) VALUES (?, ?, ?, ?)`)
 	if err != nil {
 		return nil, err
@@ -758,7 +758,8 @@ func buildFixture(path string, n int) (*benchFixture, error) {
 	// Event times span the 30 days before now, in position order.
 	start := time.Now().Add(-30 * 24 * time.Hour).UnixNano()
 	step := int64(30*24*time.Hour) / int64(n)
-	j := 0 // regular events so far
+	j := 0            // regular events so far
+	var settled int64 // the outbox watermark: the newest published
 	if err := exec("BEGIN IMMEDIATE"); err != nil {
 		return nil, err
 	}
@@ -789,12 +790,13 @@ func buildFixture(path string, n int) (*benchFixture, error) {
 		if err != nil {
 			return nil, err
 		}
-		var published, seq any
+		// The ledger holds the published rows; the unpublished events
+		// have none, above the watermark.
 		if i < n-1000 {
-			published, seq = t+int64(time.Millisecond), pos
-		}
-		if _, err := insOutbox.ExecContext(rawCtx, pos, 1, published, seq); err != nil {
-			return nil, err
+			if _, err := insOutbox.ExecContext(rawCtx, pos, 1, t+int64(time.Millisecond), pos); err != nil {
+				return nil, err
+			}
+			settled = pos
 		}
 		if (i+1)%100_000 == 0 {
 			if err := exec("COMMIT"); err != nil {
@@ -804,6 +806,9 @@ func buildFixture(path string, n int) (*benchFixture, error) {
 				return nil, err
 			}
 		}
+	}
+	if _, err := c.ExecContext(rawCtx, `UPDATE outbox_watermark SET settled = ?1, scanned = ?1`, settled); err != nil {
+		return nil, err
 	}
 	for h, st := range hot {
 		if _, err := insStream.ExecContext(rawCtx, "acme", f.hot[h], st.created); err != nil {

@@ -1,6 +1,6 @@
 // Package store is eventlite's SQLite file: the schema and its migrations,
 // all of eventlite's SQL, the writer goroutine, appends with optimistic
-// concurrency, reads, and the outbox rows written with every event.
+// concurrency, reads, and the outbox the relay drains.
 //
 //	s, err := store.Open(ctx, "eventlite.db", nil) // nil: the defaults
 //	if err != nil { ... }
@@ -23,7 +23,11 @@
 //     hands out the next one above both the highest stored position and
 //     the floor that a scavenge (before removing events) and a restore
 //     raise.
-//   - Every event has exactly one outbox row, written in its transaction.
+//   - Every committed event is pending in the outbox until the relay
+//     publishes it (or an operator discards it): an append writes no
+//     outbox row; the relay settles events above its watermark W in
+//     position order per stream, and W never passes an event it has not
+//     settled.
 //   - Event ids are unique per tenant; re-appending the newest events of a
 //     stream is a retry that returns the first result and writes nothing;
 //     any other reuse is refused with a *DuplicateError.
@@ -80,7 +84,7 @@
 //	scavenge.go     Lifecycle().Scavenge: options, result, retention applied, the plan
 //	scavenge_batch.go  the batches: what holds events back, the scrub steps
 //	scavenge_space.go  secure_delete, incremental vacuum or VACUUM, WAL checkpoint
-//	outbox.go       s.Outbox(): the outbox rows, dead letters, parked streams;
+//	outbox.go       s.Outbox(): the relay's reads and ledger, watermark, dead letters, parked streams;
 //	                tx.MarkPublished, tx.RecordFailure, tx.DeadLetter
 //	effects.go      s.Effects(): the effect ledger (reserve, begin, complete...)
 //	effects_approval.go  Effects.Do with kinds, arguments and a person's

@@ -28,8 +28,8 @@ type Finding struct {
 // DiagnoseOptions bound what counts as too old. Zero values mean the
 // defaults.
 type DiagnoseOptions struct {
-	// OutboxAge: unpublished rows older than this are a problem once a
-	// relay has run on the store. Default 5 minutes.
+	// OutboxAge: events unpublished for longer than this are a problem
+	// once a relay has run on the store. Default 5 minutes.
 	OutboxAge time.Duration
 	// ExecutingAge: effects EXECUTING longer than this are stuck. Default
 	// 10 minutes.
@@ -179,8 +179,9 @@ func (s *Store) diagnoseOutbox(ctx context.Context, o DiagnoseOptions, now time.
 		}
 		stale.add(tenant+":"+id, time.Unix(0, at))
 		return nil
-	}, `SELECT e.tenant, e.event_id, e.recorded_at FROM outbox o JOIN events e ON e.position = o.position
-		WHERE o.published_at IS NULL AND o.discarded_at IS NULL AND o.dead_at IS NULL AND e.recorded_at < ? ORDER BY o.position`, before)
+	}, pendingCTE+` SELECT e.tenant, e.event_id, e.recorded_at FROM pending p JOIN events e ON e.position = p.position
+		LEFT JOIN outbox o ON o.position = p.position
+		WHERE o.dead_at IS NULL AND e.recorded_at < ? ORDER BY p.position`, before)
 	if err != nil {
 		return err
 	}
@@ -262,14 +263,14 @@ func (s *Store) diagnoseLeases(ctx context.Context, o DiagnoseOptions, emit func
 }
 
 // workBehindLease reports whether the work a lease guards has something
-// waiting: pending outbox rows for the relay, unapplied events for a
+// waiting: pending events for the relay, unapplied events for a
 // projection.
 func (s *Store) workBehindLease(ctx context.Context, resource string) (bool, error) {
 	var n int
 	var err error
 	switch {
 	case resource == "relay":
-		err = s.rdb.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM outbox WHERE published_at IS NULL AND discarded_at IS NULL AND dead_at IS NULL)`).Scan(&n)
+		err = s.rdb.QueryRowContext(ctx, pendingCTE+` SELECT EXISTS (SELECT 1 FROM pending p LEFT JOIN outbox o ON o.position = p.position WHERE o.dead_at IS NULL)`).Scan(&n)
 	case len(resource) > len("projection:") && resource[:len("projection:")] == "projection:":
 		err = s.rdb.QueryRowContext(ctx, `SELECT COALESCE((SELECT position FROM checkpoints WHERE name = ?), 0) < (SELECT COALESCE(MAX(position), 0) FROM events)`,
 			resource[len("projection:"):]).Scan(&n)

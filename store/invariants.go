@@ -4,13 +4,17 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 )
 
 // CheckInvariants scans the whole file and reports every broken invariant
 // of the log in an *InvariantError: versions 1..n without gap per stream,
 // a stream row for every stream with events and events for every stream
-// row, one outbox row per event, positions increasing with versions inside a stream, no hole
+// row, the outbox's watermark (every event at or below it settled, none
+// of the pending events between it and the relay's cursor outside a
+// stream with a failed row, neither above the newest position) and every
+// outbox row's event, positions increasing with versions inside a stream, no hole
 // in the global positions (but for the positions a restore left unused:
 // see Restore), no removed position that the next append would hand out
 // again (the position floor), and SQLite's own integrity check. It reads
@@ -46,8 +50,7 @@ func invariantProblems(ctx context.Context, q queryer) ([]string, error) {
 			WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id)`},
 		{"events without a stream row", `SELECT COUNT(*) FROM events e
 			WHERE NOT EXISTS (SELECT 1 FROM streams s WHERE s.tenant = e.tenant AND s.stream_id = e.stream_id)`},
-		{"events without an outbox row", `SELECT COUNT(*) FROM events e
-			WHERE NOT EXISTS (SELECT 1 FROM outbox o WHERE o.position = e.position)`},
+		{"events without an outbox row", outboxRowsQuery},
 		{"outbox rows without an event", `SELECT COUNT(*) FROM outbox o
 			WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.position = o.position)`},
 		{"events whose position is not above their predecessor's in the stream", `SELECT COUNT(*) FROM events a
@@ -68,6 +71,16 @@ func invariantProblems(ctx context.Context, q queryer) ([]string, error) {
 		checks[0].query = scavengedVersionsQuery
 		checks[len(checks)-1].query += removedRangeClause
 		checks = append(checks, lifecycleChecks...)
+	}
+	// From schema 15 on an append writes no outbox row: the watermark
+	// says what is settled.
+	var watermark int
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'outbox_watermark'`).Scan(&watermark); err != nil {
+		return nil, fmt.Errorf("check invariants: %w", mapErr(err))
+	}
+	if watermark > 0 {
+		checks = slices.DeleteFunc(checks, func(c struct{ what, query string }) bool { return c.query == outboxRowsQuery })
+		checks = append(checks, watermarkChecks...)
 	}
 	// A file older than the position_holes table has no restore gaps.
 	holesTable, err := tableExists(ctx, q, "position_holes")
@@ -113,6 +126,31 @@ func invariantProblems(ctx context.Context, q queryer) ([]string, error) {
 		return nil, mapErr(err)
 	}
 	return problems, nil
+}
+
+// outboxRowsQuery counts the events without an outbox row: a problem
+// before schema 15, when every append wrote one.
+const outboxRowsQuery = `SELECT COUNT(*) FROM events e
+			WHERE NOT EXISTS (SELECT 1 FROM outbox o WHERE o.position = e.position)`
+
+// watermarkChecks check the outbox's watermark (migration 0015): W
+// (settled) and the cursor C (scanned), see outbox.go.
+var watermarkChecks = []struct {
+	what  string
+	query string
+}{
+	{"outbox watermark rows other than one", `SELECT abs(COUNT(*) - 1) FROM outbox_watermark`},
+	{"events at or below the outbox watermark that are not settled", `SELECT COUNT(*) FROM events e
+		WHERE e.position <= (SELECT settled FROM outbox_watermark)
+		AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.position = e.position AND (o.published_at IS NOT NULL OR o.discarded_at IS NOT NULL))`},
+	{"pending events below the relay's cursor outside a stream with a failed row", `SELECT COUNT(*) FROM events e
+		LEFT JOIN outbox o ON o.position = e.position
+		WHERE e.position > (SELECT settled FROM outbox_watermark) AND e.position <= (SELECT scanned FROM outbox_watermark) AND ` + unsettled + `
+		AND NOT EXISTS (SELECT 1 FROM outbox f JOIN events x ON x.position = f.position
+			WHERE ` + failingRow + ` AND x.tenant = e.tenant AND x.stream_id = e.stream_id AND f.position <= e.position)`},
+	{"outbox watermarks above the newest position", `SELECT COUNT(*) FROM outbox_watermark
+		WHERE max(settled, scanned) > max(COALESCE((SELECT MAX(position) FROM events), 0),
+			COALESCE((SELECT MAX(to_position) FROM removed_ranges), 0))`},
 }
 
 // scavengedVersionsQuery counts the streams whose versions are not

@@ -7,7 +7,8 @@ package store_test
 // (no envelope, no validation, no writer goroutine for serial appends).
 // What is left is the least an event store on modernc.org/sqlite has to do
 // per append: read the stream's version (its newest event's), insert the
-// event and its outbox row, and a streams row for a new stream.
+// event (no outbox row: the relay reads events above its watermark), and
+// a streams row for a new stream.
 
 import (
 	"context"
@@ -68,7 +69,6 @@ type rawDB struct {
 
 	version      *sql.Stmt
 	insertEvent  *sql.Stmt
-	insertOutbox *sql.Stmt
 	createStream *sql.Stmt
 
 	// The transaction statements are prepared too, as the store does.
@@ -112,7 +112,6 @@ func newRawDB(path, synchronous string) (_ *rawDB, err error) {
 	r.insertEvent = prep(`INSERT INTO events (tenant, stream_id, version, event_id, type, source, time,
 		content_type, data_schema, data, correlation_id, causation_id, extensions, recorded_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	r.insertOutbox = prep(`INSERT INTO outbox (position) VALUES (?)`)
 	r.createStream = prep(`INSERT INTO streams (tenant, stream_id, created_at) VALUES (?, ?, ?)`)
 	r.begin = prep(`BEGIN IMMEDIATE`)
 	r.commit = prep(`COMMIT`)
@@ -128,8 +127,8 @@ func newRawDB(path, synchronous string) (_ *rawDB, err error) {
 
 // rawCreateSchema applies the store's own migration files
 // (migrations/*.sql, in order, as the store does), so the baseline writes
-// the same tables and indexes: the outbox's partial indexes of 0004, for
-// one, cost every append a page.
+// the same tables and indexes (the events table's two unique indexes cost
+// every append pages of their own).
 func rawCreateSchema(c *sql.Conn) error {
 	var v int
 	if err := c.QueryRowContext(rawCtx, "PRAGMA user_version").Scan(&v); err != nil {
@@ -166,7 +165,7 @@ func rawCreateSchema(c *sql.Conn) error {
 
 func (r *rawDB) Close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{r.version, r.insertEvent, r.insertOutbox, r.createStream,
+	for _, st := range []*sql.Stmt{r.version, r.insertEvent, r.createStream,
 		r.begin, r.commit, r.rollback, r.savepoint, r.release, r.rollbackTo} {
 		if st != nil {
 			errs = append(errs, st.Close())
@@ -207,16 +206,9 @@ func (r *rawDB) appendLocked(tenant, stream string, evs []rawEvent, now int64) (
 	}
 	for i := range evs {
 		e := &evs[i]
-		res, err := r.insertEvent.ExecContext(rawCtx, tenant, stream, cur+int64(i)+1, e.ID, e.Type, rawSource,
+		_, err := r.insertEvent.ExecContext(rawCtx, tenant, stream, cur+int64(i)+1, e.ID, e.Type, rawSource,
 			now, rawContentType, "", e.Data, "", "", nil, now)
 		if err != nil {
-			return 0, err
-		}
-		pos, err := res.LastInsertId()
-		if err != nil {
-			return 0, err
-		}
-		if _, err := r.insertOutbox.ExecContext(rawCtx, pos); err != nil {
 			return 0, err
 		}
 	}

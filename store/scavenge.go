@@ -87,9 +87,10 @@ type PositionRange struct{ From, To int64 }
 
 // HoldBack is a reader that kept events from being removed: By is
 // "projection" (its checkpoint has not passed them), "rebuild" (a running
-// rebuild has not), or "outbox" (Position's row is neither published nor
-// discarded). Position is the checkpoint, or the outbox row's position;
-// Events counts the events it held back.
+// rebuild has not), or "outbox" (the relay has not settled every event up
+// to them: Position is the oldest event neither published nor discarded).
+// Position is the checkpoint, or that event's position; Events counts the
+// events it held back.
 type HoldBack struct {
 	By       string
 	Name     string
@@ -109,7 +110,8 @@ var ErrCheckpointBlocked = errors.New("a reader kept the WAL checkpoint from fin
 // eventlite.stream.truncated event, so projections see it), then removes
 // events in transactions of at most MaxScavengeBatch. It never removes a
 // stream's newest event (so a hard delete's tombstone stays), an event
-// whose outbox row is neither published nor discarded, or one a
+// above the outbox's watermark (one the relay has not settled, or a later
+// one: only positions the relay settled in order go), or one a
 // projection's checkpoint or a running rebuild has not passed; it reports
 // what held events back. The transaction that removes events records
 // their positions as removed ranges (they are not holes, and are never

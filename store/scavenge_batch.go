@@ -12,11 +12,14 @@ import (
 
 // horizon is the position up to which every reader has applied the log:
 // events above it are held back by By/Name. ok is false when no reader
-// has a checkpoint (nothing holds).
+// has a checkpoint (nothing holds). Events above the outbox's watermark
+// W (settled) are held back too, by the oldest pending event (pending).
 type horizon struct {
 	pos      int64
 	by, name string
 	ok       bool
+	settled  int64
+	pending  int64
 }
 
 // readHorizon reads the lowest checkpoint of the projections (a
@@ -31,11 +34,17 @@ func readHorizon(ctx context.Context, q queryer) (horizon, error) {
 		ORDER BY position, by, name LIMIT 1`).Scan(&h.by, &h.name, &h.pos)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return horizon{}, nil
 	case err != nil:
 		return horizon{}, fmt.Errorf("scavenge: read checkpoints: %w", mapErr(err))
+	default:
+		h.ok = true
 	}
-	h.ok = true
+	// Only positions at or below W may go: the relay has settled them.
+	err = q.QueryRowContext(ctx, `SELECT w.settled, COALESCE((SELECT e.position FROM events e LEFT JOIN outbox o ON o.position = e.position
+		WHERE e.position > w.settled AND `+unsettled+` ORDER BY e.position LIMIT 1), 0) FROM outbox_watermark w`).Scan(&h.settled, &h.pending)
+	if err != nil {
+		return horizon{}, fmt.Errorf("scavenge: read the outbox watermark: %w", mapErr(err))
+	}
 	return h, nil
 }
 
@@ -55,8 +64,7 @@ type streamStep struct {
 // version the removal stops before.
 func walkStream(ctx context.Context, q queryer, c candidate, hi int64, hz horizon, limit int, positions []int64) ([]int64, streamStep, error) {
 	st := streamStep{}
-	rows, err := q.QueryContext(ctx, `SELECT e.position, e.version, o.position IS NOT NULL AND o.published_at IS NULL AND o.discarded_at IS NULL
-		FROM events e LEFT JOIN outbox o ON o.position = e.position
+	rows, err := q.QueryContext(ctx, `SELECT e.position, e.version FROM events e
 		WHERE e.tenant = ? AND e.stream_id = ? AND e.version >= ? AND e.version < ?
 		ORDER BY e.version LIMIT ?`, c.tenant, c.stream, c.lo, hi, limit)
 	if err != nil {
@@ -67,15 +75,19 @@ func walkStream(ctx context.Context, q queryer, c candidate, hi int64, hz horizo
 	for rows.Next() {
 		read++
 		var pos, version int64
-		var pending bool
-		if err := rows.Scan(&pos, &version, &pending); err != nil {
+		if err := rows.Scan(&pos, &version); err != nil {
 			return positions, st, err
 		}
 		switch {
 		case hz.ok && pos > hz.pos:
 			st.held = &HoldBack{By: hz.by, Name: hz.name, Position: hz.pos, Events: hi - version}
-		case pending:
-			st.held = &HoldBack{By: "outbox", Position: pos, Events: hi - version}
+		case pos > hz.settled:
+			// Held by the oldest pending event, which W waits for.
+			held := hz.pending
+			if held == 0 || held > pos {
+				held = pos
+			}
+			st.held = &HoldBack{By: "outbox", Position: held, Events: hi - version}
 		}
 		if st.held != nil {
 			st.done = true

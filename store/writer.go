@@ -18,7 +18,6 @@ type writeStmts struct {
 	streamState  *sql.Stmt
 	createStream *sql.Stmt
 	reviveStream *sql.Stmt
-	insertOutbox *sql.Stmt
 	eventByID    *sql.Stmt
 	// insertEvents[k-1] inserts k events, prepared when first needed
 	// (insertEventsStmt); only the writer uses it.
@@ -29,7 +28,7 @@ type writeStmts struct {
 }
 
 func (w *writeStmts) all() []*sql.Stmt {
-	return append([]*sql.Stmt{w.streamState, w.createStream, w.reviveStream, w.insertOutbox, w.eventByID,
+	return append([]*sql.Stmt{w.streamState, w.createStream, w.reviveStream, w.eventByID,
 		w.begin, w.commit, w.savepoint, w.release, w.rollbackTo}, w.insertEvents[:]...)
 }
 
@@ -99,8 +98,6 @@ func (s *Store) prepare(ctx context.Context) error {
 		streamState:  prep(streamStateSQL),
 		createStream: prep(createStreamSQL),
 		reviveStream: prep(reviveStreamSQL),
-		// The events of one append have consecutive positions.
-		insertOutbox: prep(`INSERT INTO outbox (position) SELECT position FROM events WHERE position BETWEEN ? AND ?`),
 		eventByID:    prep(`SELECT stream_id, version, type, data, extensions FROM events WHERE tenant = ? AND event_id = ?`),
 		begin:        prep(`BEGIN IMMEDIATE`),
 		commit:       prep(`COMMIT`),

@@ -19,7 +19,7 @@ var doctorCommand = &command{
 	summary: "reconcile: find what slipped past the online protocols",
 	usage:   "eventlite doctor [--deep] [--outbox-age D] [--executing-age D] [--approval-age D] [--approved-age D] [--deferral-age D] [--projection-lag D]",
 	about: `Scans the store and reports, with counts, oldest ages and the ids to act on:
-outbox rows unpublished longer than --outbox-age once a relay has run (before
+events unpublished longer than --outbox-age once a relay has run (before
 any relay ran, pending rows are information), dead letters and the streams they
 park, effects UNKNOWN or EXECUTING longer than --executing-age, effects
 AWAITING_APPROVAL longer than --approval-age (effects_awaiting_approval) or
@@ -49,7 +49,7 @@ type doctorCmd struct {
 
 func (d *doctorCmd) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&d.deep, "deep", false, "also dry-run a rebuild of each known projection and report drift")
-	fs.DurationVar(&d.opts.OutboxAge, "outbox-age", 5*time.Minute, "unpublished outbox rows older than `D` are a problem")
+	fs.DurationVar(&d.opts.OutboxAge, "outbox-age", 5*time.Minute, "events unpublished for longer than `D` are a problem")
 	fs.DurationVar(&d.opts.ExecutingAge, "executing-age", 10*time.Minute, "effects EXECUTING longer than `D` are stuck")
 	fs.DurationVar(&d.opts.ApprovalAge, "approval-age", 24*time.Hour, "effects AWAITING_APPROVAL longer than `D` wait too long for a person")
 	fs.DurationVar(&d.opts.ApprovedAge, "approved-age", time.Hour, "effects APPROVED longer than `D` without running are a problem")

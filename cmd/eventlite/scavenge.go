@@ -25,7 +25,7 @@ stream's reads start: a truncated stream's, and all of a deleted stream's
 but its tombstone. It never removes a stream's newest event (so a hard
 delete's tombstone stays), an event the relay has not published (nor
 discarded), or one a projection's checkpoint or a running rebuild has not
-passed; it says which projection or outbox row held events back. The
+passed; it says which projection or unpublished event held events back. The
 positions and event ids removed are recorded: positions are never handed
 out again and are not holes; reusing a removed event's id is refused as a
 duplicate (exit 4). The operation ledger keeps its rows. The data of the
@@ -203,7 +203,7 @@ func (sc *scavengeCmd) print(c *cli, res store.ScavengeResult, serr error) error
 	for _, h := range res.HeldBack {
 		switch h.By {
 		case "outbox":
-			fmt.Fprintf(w, "held back %d events: outbox row %d is neither published nor discarded (run the relay, or see 'eventlite dlq list')\n", h.Events, h.Position)
+			fmt.Fprintf(w, "held back %d events: the event at position %d is neither published nor discarded (run the relay, or see 'eventlite dlq list')\n", h.Events, h.Position)
 		case "rebuild":
 			fmt.Fprintf(w, "held back %d events: the rebuild of projection %q is at position %d\n", h.Events, h.Name, h.Position)
 		default:
