@@ -228,11 +228,11 @@ func readFacts(ctx context.Context, q queryer, f *fileFacts) error {
 // schema 14 (which has none) SQLite's AUTOINCREMENT sequence, which the
 // migration to 14 turns into the floor.
 func sequenceSQL(ctx context.Context, q queryer) (string, error) {
-	var floor int
-	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'position_floor'`).Scan(&floor); err != nil {
+	floor, err := tableExists(ctx, q, "position_floor")
+	if err != nil {
 		return "", mapErr(err)
 	}
-	if floor > 0 {
+	if floor {
 		return `SELECT COALESCE(MAX(position), 0) FROM position_floor`, nil
 	}
 	return `SELECT COALESCE(MAX(seq), 0) FROM sqlite_sequence WHERE name = 'events'`, nil

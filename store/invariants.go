@@ -74,11 +74,11 @@ func invariantProblems(ctx context.Context, q queryer) ([]string, error) {
 	}
 	// From schema 15 on an append writes no outbox row: the watermark
 	// says what is settled.
-	var watermark int
-	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'outbox_watermark'`).Scan(&watermark); err != nil {
+	watermark, err := tableExists(ctx, q, "outbox_watermark")
+	if err != nil {
 		return nil, fmt.Errorf("check invariants: %w", mapErr(err))
 	}
-	if watermark > 0 {
+	if watermark {
 		checks = slices.DeleteFunc(checks, func(c struct{ what, query string }) bool { return c.query == outboxRowsQuery })
 		checks = append(checks, watermarkChecks...)
 	}
@@ -91,11 +91,11 @@ func invariantProblems(ctx context.Context, q queryer) ([]string, error) {
 		checks[len(checks)-1].query = strings.TrimSuffix(checks[len(checks)-1].query, restoreGapClause)
 	}
 	// From schema 14 on the writer hands out positions above the floor.
-	var floorTable int
-	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'position_floor'`).Scan(&floorTable); err != nil {
+	floorTable, err := tableExists(ctx, q, "position_floor")
+	if err != nil {
 		return nil, fmt.Errorf("check invariants: %w", mapErr(err))
 	}
-	if floorTable > 0 {
+	if floorTable {
 		checks = append(checks, floorChecks...)
 	}
 	var problems []string

@@ -274,11 +274,11 @@ func raiseSequence(ctx context.Context, path string, head, floor int64) error {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
-	var hasFloor int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'position_floor'`).Scan(&hasFloor); err != nil {
+	hasFloor, err := tableExists(ctx, tx, "position_floor")
+	if err != nil {
 		return err
 	}
-	if hasFloor > 0 {
+	if hasFloor {
 		_, err = tx.ExecContext(ctx, `UPDATE position_floor SET position = max(position, ?1)`, floor)
 	} else {
 		_, err = tx.ExecContext(ctx, `UPDATE sqlite_sequence SET seq = max(seq, ?1) WHERE name = 'events';
