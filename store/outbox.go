@@ -75,8 +75,9 @@ type OutboxReadOptions struct {
 // outboxColumns are selectEvents' columns on the events table aliased e,
 // then the outbox row's own (o, left-joined: a pending event that never
 // failed has no row).
+// selectAttrs names its columns unqualified: the outbox has none of them.
 const outboxColumns = `e.position, e.tenant, e.stream_id, e.version, e.event_id, e.type, e.source, e.time,
-	e.content_type, e.data_schema, e.data, e.correlation_id, e.causation_id, e.extensions,
+	e.content_type, e.data, ` + selectAttrs + `,
 	COALESCE(o.attempts, 0), o.first_failed_at, o.last_error`
 
 // unsettled holds for an event e left-joined to its outbox row o when the
@@ -165,7 +166,7 @@ func (o *Outbox) Read(ctx context.Context, opts OutboxReadOptions) ([]OutboxRow,
 type outboxScanner struct {
 	r        OutboxRow
 	t        timecol.Time
-	ext      []byte
+	attrs    []byte // selectAttrs
 	ff       sql.NullInt64
 	lastErr  sql.NullString
 	dest     []any
@@ -176,21 +177,21 @@ func newOutboxScanner() *outboxScanner {
 	s := &outboxScanner{}
 	e := &s.r.Event
 	s.dest = []any{&e.Position, &e.Tenant, &e.Stream, &e.StreamVersion, &e.ID, &e.Type, &e.Source, &s.t,
-		&e.DataContentType, &e.DataSchema, &e.Data, &e.CorrelationID, &e.CausationID, &s.ext,
+		&e.DataContentType, &e.Data, &s.attrs,
 		&s.attempts, &s.ff, &s.lastErr}
 	return s
 }
 
 func (s *outboxScanner) scan(rows *sql.Rows) (OutboxRow, error) {
-	s.r, s.ext = OutboxRow{}, nil
+	s.r, s.attrs = OutboxRow{}, nil
 	if err := rows.Scan(s.dest...); err != nil {
 		return OutboxRow{}, err
 	}
 	r := s.r
 	r.Event.Time, r.Event.TimeSet = s.t.T, s.t.T.IsZero()
-	if s.ext != nil {
-		if err := decodeExtensions(s.ext, &r.Event); err != nil {
-			return r, fmt.Errorf("event at position %d: extensions: %w", r.Event.Position, err)
+	if s.attrs != nil {
+		if err := splitAttrs(s.attrs, &r.Event); err != nil {
+			return r, fmt.Errorf("event at position %d: %w", r.Event.Position, err)
 		}
 	}
 	r.Attempts = int(s.attempts)

@@ -14,8 +14,9 @@ import (
 // TestReadAttrsEveryCombination appends an event for each combination of
 // the four attributes reads fetch as one column (dataschema,
 // correlationid, causationid, other extensions), and reads each back
-// through a stream read, a log read and a read by id: every attribute
-// comes back in its own field, empty ones empty.
+// through a stream read, a log read, a read by id and the relay's read of
+// the outbox: every attribute comes back in its own field, empty ones
+// empty.
 func TestReadAttrsEveryCombination(t *testing.T) {
 	ctx := context.Background()
 	s := storetest.MustOpen(t, nil)
@@ -53,6 +54,17 @@ func TestReadAttrsEveryCombination(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, all); diff != "" {
 		t.Errorf("ReadAll (-appended +read):\n%s", diff)
+	}
+	rows, err := s.Outbox().Read(ctx, store.OutboxReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var relayed []envelope.Event
+	for _, r := range rows {
+		relayed = append(relayed, r.Event)
+	}
+	if diff := cmp.Diff(want, relayed); diff != "" {
+		t.Errorf("Outbox.Read (-appended +read):\n%s", diff)
 	}
 	for _, w := range want {
 		got, err := s.EventByID(ctx, "acme", w.ID)
