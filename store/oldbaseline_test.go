@@ -2,7 +2,7 @@ package store_test
 
 // The old raw baseline: the store's schema and append statements as they
 // were before the append-cost work changed them (migrations 0001-0013,
-// frozen in testdata/schema-0013.sql): the stream's row read and moved on
+// which never change once released): the stream's row read and moved on
 // every append, an AUTOINCREMENT position, an outbox row per event. The
 // store is measured against it (x_old) so that a change of schema shows
 // what it bought against what a user had before, beside x_raw (the
@@ -12,10 +12,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 )
+
+// oldSchema is the last migration of the old baseline's schema.
+const oldSchema = 13
 
 // oldRawDB is the old raw baseline's writer: one connection with prepared
 // statements, BEGIN IMMEDIATE, the pragmas of rawDSN.
@@ -34,32 +35,11 @@ func newOldRawDB(path, synchronous string) (_ *oldRawDB, err error) {
 			_ = r.Close()
 		}
 	}()
-	if r.db, err = sql.Open("sqlite", rawDSN(path, synchronous, true)); err != nil {
+	if r.db, r.conn, err = openRawConn(path, synchronous); err != nil {
 		return nil, err
 	}
-	r.db.SetMaxOpenConns(1)
-	r.db.SetMaxIdleConns(1)
-	if r.conn, err = r.db.Conn(rawCtx); err != nil {
+	if err := rawCreateSchema(r.conn, oldSchema); err != nil {
 		return nil, err
-	}
-	var mode string
-	if err := r.conn.QueryRowContext(rawCtx, "PRAGMA journal_mode=WAL").Scan(&mode); err != nil {
-		return nil, fmt.Errorf("old raw: WAL: %w", err)
-	}
-	var n int
-	if err := r.conn.QueryRowContext(rawCtx, "SELECT count(*) FROM sqlite_master WHERE name = 'events'").Scan(&n); err != nil {
-		return nil, err
-	}
-	if n == 0 {
-		schema, err := os.ReadFile(filepath.Join("testdata", "schema-0013.sql"))
-		if err != nil {
-			return nil, fmt.Errorf("old raw: %w (run the benchmarks in the store package's directory)", err)
-		}
-		for _, q := range []string{"BEGIN IMMEDIATE", string(schema), "COMMIT"} {
-			if _, err := r.conn.ExecContext(rawCtx, q); err != nil {
-				return nil, fmt.Errorf("old raw: create schema: %w", err)
-			}
-		}
 	}
 	prep := func(q string) *sql.Stmt {
 		if err != nil {

@@ -85,19 +85,10 @@ func newRawDB(path, synchronous string) (_ *rawDB, err error) {
 			_ = r.Close()
 		}
 	}()
-	if r.db, err = sql.Open("sqlite", rawDSN(path, synchronous, true)); err != nil {
+	if r.db, r.conn, err = openRawConn(path, synchronous); err != nil {
 		return nil, err
 	}
-	r.db.SetMaxOpenConns(1)
-	r.db.SetMaxIdleConns(1)
-	if r.conn, err = r.db.Conn(rawCtx); err != nil {
-		return nil, err
-	}
-	var mode string
-	if err := r.conn.QueryRowContext(rawCtx, "PRAGMA journal_mode=WAL").Scan(&mode); err != nil {
-		return nil, fmt.Errorf("raw: WAL: %w", err)
-	}
-	if err := rawCreateSchema(r.conn); err != nil {
+	if err := rawCreateSchema(r.conn, 0); err != nil {
 		return nil, err
 	}
 	prep := func(q string) *sql.Stmt {
@@ -129,7 +120,27 @@ func newRawDB(path, synchronous string) (_ *rawDB, err error) {
 // (migrations/*.sql, in order, as the store does), so the baseline writes
 // the same tables and indexes (the events table's two unique indexes cost
 // every append pages of their own).
-func rawCreateSchema(c *sql.Conn) error {
+// openRawConn opens a raw writer's one connection on path, in WAL mode.
+// The caller closes both (db also when conn is nil).
+func openRawConn(path, synchronous string) (db *sql.DB, conn *sql.Conn, err error) {
+	if db, err = sql.Open("sqlite", rawDSN(path, synchronous, true)); err != nil {
+		return nil, nil, err
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	if conn, err = db.Conn(rawCtx); err != nil {
+		return db, nil, err
+	}
+	var mode string
+	if err := conn.QueryRowContext(rawCtx, "PRAGMA journal_mode=WAL").Scan(&mode); err != nil {
+		return db, conn, fmt.Errorf("raw: WAL: %w", err)
+	}
+	return db, conn, nil
+}
+
+// rawCreateSchema applies the migrations up to number upTo (0: all of
+// them) that c's file does not have yet.
+func rawCreateSchema(c *sql.Conn, upTo int) error {
 	var v int
 	if err := c.QueryRowContext(rawCtx, "PRAGMA user_version").Scan(&v); err != nil {
 		return err
@@ -142,6 +153,9 @@ func rawCreateSchema(c *sql.Conn) error {
 		return errors.New("raw: no migrations/*.sql (run the benchmarks in the store package's directory)")
 	}
 	slices.Sort(files) // 0001_..., 0002_...
+	if upTo > 0 {
+		files = files[:min(upTo, len(files))]
+	}
 	if v >= len(files) {
 		return nil
 	}
