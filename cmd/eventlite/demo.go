@@ -458,6 +458,6 @@ func (d *demo) doctor(ctx context.Context) error {
 	if problems > 0 {
 		return fmt.Errorf("doctor found %d problem(s) the demo should have resolved", problems)
 	}
-	d.say("healthy: no outbox row waits, no lease is held, nothing is deferred, quarantined or in conflict")
+	d.say("healthy: no event waits to be published, no lease is held, nothing is deferred, quarantined or in conflict")
 	return nil
 }
