@@ -13,3 +13,11 @@ func CheckpointTruncate(ctx context.Context, s *Store) (bool, error) {
 // NestedName is the savepoint name of a Nested scope at depth (1 for the
 // outermost), for tests that break a scope on purpose.
 func NestedName(depth int) string { return nestedName(depth) }
+
+// SetRebuildWarnEvents sets the log size from which a table-rebuilding
+// migration warns, and returns a function that restores it.
+func SetRebuildWarnEvents(n int64) func() {
+	old := rebuildWarnEvents
+	rebuildWarnEvents = n
+	return func() { rebuildWarnEvents = old }
+}
