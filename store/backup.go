@@ -189,7 +189,7 @@ func (f fileFacts) result(path string, start time.Time) BackupResult {
 func readSchema(ctx context.Context, conn *sql.Conn, path string) (fileFacts, error) {
 	var f fileFacts
 	var err error
-	f.objects, f.ours, f.version, err = schemaObjects(ctx, conn, eventliteTables)
+	f.objects, f.ours, f.version, err = fileExec.SchemaObjects(ctx, conn, eventliteTables)
 	if err == nil {
 		err = conn.QueryRowContext(ctx, "PRAGMA page_size").Scan(&f.pageSize)
 	}
@@ -228,7 +228,7 @@ func readFacts(ctx context.Context, q queryer, f *fileFacts) error {
 // schema 14 (which has none) SQLite's AUTOINCREMENT sequence, which the
 // migration to 14 turns into the floor.
 func sequenceSQL(ctx context.Context, q queryer) (string, error) {
-	floor, err := tableExists(ctx, q, "position_floor")
+	floor, err := fileExec.TableExists(ctx, q, "position_floor")
 	if err != nil {
 		return "", mapErr(err)
 	}

@@ -1,5 +1,10 @@
 package store
 
+import (
+	"github.com/eventlite/eventlite/store/internal/driver"
+	"github.com/eventlite/eventlite/store/internal/sqlitedriver"
+)
+
 // Dialect names the database engine a store runs on. A projection
 // handler writes its own SQL through a Tx; tx.Dialect() tells it which
 // engine runs that SQL, and a projection table may declare its DDL per
@@ -29,7 +34,11 @@ func (d Dialect) Known() bool { return d == DialectSQLite || d == DialectPostgre
 // Dialect returns the engine the transaction runs on. It is the store's
 // for its lifetime, so it may be read at any time, also after the
 // closure returned.
-func (tx *Tx) Dialect() Dialect { return driverDialect }
+func (tx *Tx) Dialect() Dialect { return Dialect(tx.s.ex.Dialect()) }
 
 // Dialect returns the engine the snapshot reads from (see Tx.Dialect).
-func (r *ReadTx) Dialect() Dialect { return driverDialect }
+func (r *ReadTx) Dialect() Dialect { return Dialect(r.ex.Dialect()) }
+
+// fileExec runs the catalog questions of functions that work on a file
+// rather than on an open store (backup checks, invariants of a copy).
+var fileExec driver.Executor = sqlitedriver.Exec{}

@@ -1,6 +1,11 @@
 package store
 
-import "context"
+import (
+	"context"
+	"strings"
+
+	"github.com/eventlite/eventlite/store/internal/sqlitedriver"
+)
 
 // Pragmas lets the tests ask every connection for its settings.
 func Pragmas(ctx context.Context, s *Store) (map[string]string, error) { return s.pragmas(ctx) }
@@ -12,7 +17,9 @@ func CheckpointTruncate(ctx context.Context, s *Store) (bool, error) {
 
 // NestedName is the savepoint name of a Nested scope at depth (1 for the
 // outermost), for tests that break a scope on purpose.
-func NestedName(depth int) string { return nestedName(depth) }
+func NestedName(depth int) string {
+	return strings.TrimPrefix(sqlitedriver.Exec{}.Scope(depth).Release, "RELEASE ")
+}
 
 // SetRebuildWarnEvents sets the log size from which a table-rebuilding
 // migration warns, and returns a function that restores it.

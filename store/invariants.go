@@ -63,7 +63,7 @@ func invariantProblems(ctx context.Context, q queryer) ([]string, error) {
 	// From schema 12 on a scavenge removes events: a stream's versions run
 	// without gap from the lowest retained one, which is at most where its
 	// reads start, and removed positions are recorded, not holes.
-	removedTable, err := tableExists(ctx, q, "removed_ranges")
+	removedTable, err := fileExec.TableExists(ctx, q, "removed_ranges")
 	if err != nil {
 		return nil, fmt.Errorf("check invariants: %w", mapErr(err))
 	}
@@ -74,7 +74,7 @@ func invariantProblems(ctx context.Context, q queryer) ([]string, error) {
 	}
 	// From schema 15 on an append writes no outbox row: the watermark
 	// says what is settled.
-	watermark, err := tableExists(ctx, q, "outbox_watermark")
+	watermark, err := fileExec.TableExists(ctx, q, "outbox_watermark")
 	if err != nil {
 		return nil, fmt.Errorf("check invariants: %w", mapErr(err))
 	}
@@ -83,7 +83,7 @@ func invariantProblems(ctx context.Context, q queryer) ([]string, error) {
 		checks = append(checks, watermarkChecks...)
 	}
 	// A file older than the position_holes table has no restore gaps.
-	holesTable, err := tableExists(ctx, q, "position_holes")
+	holesTable, err := fileExec.TableExists(ctx, q, "position_holes")
 	if err != nil {
 		return nil, fmt.Errorf("check invariants: %w", mapErr(err))
 	}
@@ -91,7 +91,7 @@ func invariantProblems(ctx context.Context, q queryer) ([]string, error) {
 		checks[len(checks)-1].query = strings.TrimSuffix(checks[len(checks)-1].query, restoreGapClause)
 	}
 	// From schema 14 on the writer hands out positions above the floor.
-	floorTable, err := tableExists(ctx, q, "position_floor")
+	floorTable, err := fileExec.TableExists(ctx, q, "position_floor")
 	if err != nil {
 		return nil, fmt.Errorf("check invariants: %w", mapErr(err))
 	}

@@ -52,7 +52,7 @@ var eventliteTables = []string{"streams", "events", "outbox"}
 func (s *Store) checkSchema(ctx context.Context, known int) (int, error) {
 	// One statement, so one snapshot: another process may be applying a
 	// migration (its tables and user_version commit together).
-	objects, ours, version, err := schemaObjects(ctx, s.wconn, eventliteTables)
+	objects, ours, version, err := s.ex.SchemaObjects(ctx, s.wconn, eventliteTables)
 	switch {
 	case err != nil && s.notADB(err) != err:
 		return 0, s.notADB(err)

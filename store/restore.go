@@ -274,7 +274,7 @@ func raiseSequence(ctx context.Context, path string, head, floor int64) error {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
-	hasFloor, err := tableExists(ctx, tx, "position_floor")
+	hasFloor, err := fileExec.TableExists(ctx, tx, "position_floor")
 	if err != nil {
 		return err
 	}
@@ -287,7 +287,7 @@ func raiseSequence(ctx context.Context, path string, head, floor int64) error {
 	if err != nil {
 		return fmt.Errorf("restore: keep the position sequence at %d: %w", floor, err)
 	}
-	holes, err := tableExists(ctx, tx, "position_holes")
+	holes, err := fileExec.TableExists(ctx, tx, "position_holes")
 	if err != nil {
 		return err
 	}

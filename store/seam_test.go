@@ -95,28 +95,44 @@ func TestNoSQLiteSQLOutsideStore(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
 		t.Fatalf("module root: %v", err)
 	}
-	var outside, catalog []string
+	var outside, catalog, statements []string
 	scanned := 0
 	goSources(t, root, func(rel string, src []byte) {
 		scanned++
-		if filepath.ToSlash(filepath.Dir(rel)) == "store" {
-			if rel != "store/catalog_sqlite.go" {
-				catalog = append(catalog, stringsMatching(t, rel, src, catalogSQL)...)
-			}
-			return
+		switch dir := filepath.ToSlash(filepath.Dir(rel)); {
+		case dir == "store/internal/sqlitedriver":
+			// The SQLite driver: every SQLite statement belongs here.
+		case dir == "store":
+			catalog = append(catalog, stringsMatching(t, rel, src, catalogSQL)...)
+			statements = append(statements, stringsMatching(t, rel, src, sqlStatement)...)
+		default:
+			outside = append(outside, stringsMatching(t, rel, src, sqliteOnly)...)
 		}
-		outside = append(outside, stringsMatching(t, rel, src, sqliteOnly)...)
 	})
 	if scanned < 100 {
 		t.Fatalf("scanned %d Go files under %s: not the module", scanned, root)
 	}
 	if len(outside) > 0 {
-		t.Errorf("SQLite-only SQL outside package store (use tx.Nested, tx.TableExists, rt.TableExists, tx.RenameTable):\n%s", strings.Join(outside, "\n"))
+		t.Errorf("SQLite-only SQL outside the SQLite driver (use tx.Nested, tx.TableExists, rt.TableExists, tx.RenameTable):\n%s", strings.Join(outside, "\n"))
 	}
 	if len(catalog) > 0 {
-		t.Errorf("catalog SQL in package store outside catalog_sqlite.go:\n%s", strings.Join(catalog, "\n"))
+		t.Errorf("catalog SQL in package store outside its SQLite driver:\n%s", strings.Join(catalog, "\n"))
 	}
+	// The store's own statements move behind the seam area by area: the
+	// count may only fall, and the issue closes at zero.
+	if len(statements) > storeStatementsLeft {
+		t.Errorf("%d SQL statements in package store, more than the %d left to move into the driver:\n%s",
+			len(statements), storeStatementsLeft, strings.Join(statements, "\n"))
+	}
+	t.Logf("%d SQL statements left in package store", len(statements))
 }
+
+// sqlStatement matches a string literal that starts an SQL statement.
+var sqlStatement = regexp.MustCompile(`(?is)^\s*(?:SELECT|INSERT|UPDATE|DELETE|REPLACE|CREATE|DROP|ALTER|PRAGMA|BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|WITH|VACUUM|ANALYZE)\b`)
+
+// storeStatementsLeft is how many SQL statements package store still
+// runs itself rather than through the driver.
+const storeStatementsLeft = 248
 
 // TestSQLiteOnlyDetector: the detector of TestNoSQLiteSQLOutsideStore
 // finds each kind in interpreted and raw strings, in any case, and

@@ -15,11 +15,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/tracing"
+	"github.com/eventlite/eventlite/store/internal/driver"
+	"github.com/eventlite/eventlite/store/internal/sqlitedriver"
 )
 
 // Options configures Open. The zero value (or nil) means the defaults
@@ -159,9 +159,10 @@ type Store struct {
 	plan         accessPlan // how this process may open the file (checkAccess)
 	schemaAtOpen int        // the file's schema version before Open migrated it
 
-	wdb   *sql.DB    // the write pool: one connection, owned by the writer
-	wconn *writeConn // the writer's connection
-	rdb   *readPool  // the read pool
+	ex    driver.Executor // the engine's operations (the storage seam)
+	wdb   *sql.DB         // the write pool: one connection, owned by the writer
+	wconn *writeConn      // the writer's connection
+	rdb   *readPool       // the read pool
 	stmts writeStmts
 	reads readStmts // prepared on the read pool
 
@@ -228,6 +229,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		doneCh:     make(chan struct{}),
 		closeEnd:   make(chan struct{}),
 		keys:       keys,
+		ex:         sqlitedriver.Exec{},
 	}
 	if err := s.open(ctx); err != nil {
 		s.closeDBs()
@@ -564,23 +566,15 @@ func (s *Store) poll(conn *sql.Conn, last int64) {
 	}
 }
 
-// isBusy reports whether err is SQLITE_BUSY or SQLITE_LOCKED.
-func isBusy(err error) bool {
-	var se *sqlite.Error
-	if errors.As(err, &se) {
-		c := se.Code() & 0xff
-		return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
-	}
-	return false
-}
+// isBusy reports whether err is the engine's lock held past the wait
+// (driver.Busy).
+func isBusy(err error) bool { return driver.Classify(err) == driver.Busy }
 
 // isConstraint reports whether err is a constraint violation.
-func isConstraint(err error) bool {
-	var se *sqlite.Error
-	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT
-}
+func isConstraint(err error) bool { return driver.Classify(err) == driver.Constraint }
 
-// mapErr turns SQLITE_BUSY into ErrBusy, keeping the original text.
+// mapErr turns a lock held past the wait into ErrBusy, keeping the
+// engine's text.
 func mapErr(err error) error {
 	if err != nil && isBusy(err) && !errors.Is(err, ErrBusy) {
 		return fmt.Errorf("%w: %v (another process held the write lock past the busy timeout; retry)", ErrBusy, err)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/eventlite/eventlite/store/internal/driver"
 	"regexp"
 	"slices"
 	"strings"
@@ -20,7 +21,7 @@ func (tx *Tx) TableExists(ctx context.Context, name string) (bool, error) {
 	if err := tx.check(); err != nil {
 		return false, err
 	}
-	ok, err := tableExists(ctx, tx.s.wconn, name)
+	ok, err := tx.s.ex.TableExists(ctx, tx.s.wconn, name)
 	return ok, mapErr(err)
 }
 
@@ -99,7 +100,7 @@ func (tx *Tx) RenameTable(ctx context.Context, from, to string) error {
 			return err
 		}
 	}
-	if _, err := s.wconn.ExecContext(ctx, renameTableSQL(from, to)); err != nil {
+	if err := s.ex.RenameTable(ctx, s.wconn, from, to); err != nil {
 		return fmt.Errorf("rename table %s to %s: %w", from, to, mapErr(err))
 	}
 	return nil
@@ -124,14 +125,8 @@ type TableDiff struct {
 // Total is the number of rows that differ.
 func (d TableDiff) Total() int64 { return d.Missing + d.Extra + d.Different }
 
-type tableShape struct {
-	exists bool
-	cols   []string
-	pk     []string // in primary key order
-}
-
-func (s *Store) tableShapeTx(ctx context.Context, name string) (tableShape, error) {
-	sh, err := tableColumns(ctx, s.wconn, name)
+func (s *Store) tableShapeTx(ctx context.Context, name string) (driver.TableShape, error) {
+	sh, err := s.ex.TableColumns(ctx, s.wconn, name)
 	return sh, mapErr(err)
 }
 
@@ -161,7 +156,7 @@ func (tx *Tx) CompareTables(ctx context.Context, live, shadow string) (TableDiff
 	if err != nil {
 		return fail(err)
 	}
-	if !sh.exists {
+	if !sh.Exists {
 		return fail(fmt.Errorf("table %s: %w", shadow, ErrNotFound))
 	}
 	lv, err := s.tableShapeTx(ctx, live)
@@ -170,13 +165,13 @@ func (tx *Tx) CompareTables(ctx context.Context, live, shadow string) (TableDiff
 	}
 	L, S := quoteIdent(live), quoteIdent(shadow)
 	var d TableDiff
-	if !lv.exists {
+	if !lv.Exists {
 		if d.Missing, err = s.countRowsTx(ctx, `SELECT count(*) FROM `+S); err != nil {
 			return fail(err)
 		}
 		return d, nil
 	}
-	if !slices.Equal(lv.cols, sh.cols) || !slices.Equal(lv.pk, sh.pk) {
+	if !slices.Equal(lv.Cols, sh.Cols) || !slices.Equal(lv.PK, sh.PK) {
 		d.SchemaDiffers = true
 		if d.Missing, err = s.countRowsTx(ctx, `SELECT count(*) FROM `+S); err != nil {
 			return fail(err)
@@ -195,18 +190,18 @@ func (tx *Tx) CompareTables(ctx context.Context, live, shadow string) (TableDiff
 		}
 		return strings.Join(parts, " AND ")
 	}
-	if len(sh.pk) == 0 {
+	if len(sh.PK) == 0 {
 		// Multisets of whole rows: how many copies of each row one side
 		// has beyond the other.
-		cols := make([]string, len(sh.cols))
-		for i, c := range sh.cols {
+		cols := make([]string, len(sh.Cols))
+		for i, c := range sh.Cols {
 			cols[i] = quoteIdent(c)
 		}
 		list := strings.Join(cols, ", ")
 		surplus := func(a, b string) string {
 			return `WITH x AS (SELECT ` + list + `, count(*) AS n__ FROM ` + a + ` GROUP BY ` + list + `),
 				y AS (SELECT ` + list + `, count(*) AS n__ FROM ` + b + ` GROUP BY ` + list + `)
-				SELECT SUM(MAX(x.n__ - COALESCE(y.n__, 0), 0)) FROM x LEFT JOIN y ON ` + match("x", "y", sh.cols)
+				SELECT SUM(MAX(x.n__ - COALESCE(y.n__, 0), 0)) FROM x LEFT JOIN y ON ` + match("x", "y", sh.Cols)
 		}
 		if d.Missing, err = s.countRowsTx(ctx, surplus(S, L)); err != nil {
 			return fail(err)
@@ -216,7 +211,7 @@ func (tx *Tx) CompareTables(ctx context.Context, live, shadow string) (TableDiff
 		}
 		return d, nil
 	}
-	onKey := match("a", "b", sh.pk)
+	onKey := match("a", "b", sh.PK)
 	if d.Missing, err = s.countRowsTx(ctx, `SELECT count(*) FROM `+S+` a WHERE NOT EXISTS (SELECT 1 FROM `+L+` b WHERE `+onKey+`)`); err != nil {
 		return fail(err)
 	}
@@ -224,8 +219,8 @@ func (tx *Tx) CompareTables(ctx context.Context, live, shadow string) (TableDiff
 		return fail(err)
 	}
 	var rest []string
-	for _, c := range sh.cols {
-		if !slices.Contains(sh.pk, c) {
+	for _, c := range sh.Cols {
+		if !slices.Contains(sh.PK, c) {
 			rest = append(rest, c)
 		}
 	}

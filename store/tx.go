@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
 // Tx is a write transaction on the store's writer, handed to an Update
@@ -124,8 +125,8 @@ func (tx *Tx) Nested(ctx context.Context, fn func() error) (err error) {
 	if err := tx.check(); err != nil {
 		return err
 	}
-	sp := nestedSQL(tx.depth + 1)
-	if _, err := tx.s.wconn.ExecContext(ctx, sp.open); err != nil {
+	sp := tx.s.ex.Scope(tx.depth + 1)
+	if _, err := tx.s.wconn.ExecContext(ctx, sp.Open); err != nil {
 		return fmt.Errorf("store: open a nested scope: %w", mapErr(err))
 	}
 	tx.depth++
@@ -147,19 +148,19 @@ func (tx *Tx) Nested(ctx context.Context, fn func() error) (err error) {
 // endScope ends the innermost Nested scope, undoing its writes first when
 // undo is set. It runs even when ctx has ended: a scope left open would
 // keep fn's writes. A failure breaks the transaction.
-func (tx *Tx) endScope(ctx context.Context, sp scopeSQL, undo bool) error {
+func (tx *Tx) endScope(ctx context.Context, sp driver.ScopeSQL, undo bool) error {
 	tx.depth--
 	if tx.broken != nil {
 		return tx.broken
 	}
 	end := context.WithoutCancel(ctx)
 	if undo {
-		if _, err := tx.s.wconn.ExecContext(end, sp.rollback); err != nil {
+		if _, err := tx.s.wconn.ExecContext(end, sp.Rollback); err != nil {
 			tx.broken = fmt.Errorf("store: undo a nested scope: %w", mapErr(err))
 			return tx.broken
 		}
 	}
-	if _, err := tx.s.wconn.ExecContext(end, sp.release); err != nil {
+	if _, err := tx.s.wconn.ExecContext(end, sp.Release); err != nil {
 		tx.broken = fmt.Errorf("store: end a nested scope: %w", mapErr(err))
 		return tx.broken
 	}

@@ -3,9 +3,10 @@ package store
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
+	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
+	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
 // ReadTx is a read-only snapshot of the database on the read pool, handed
@@ -14,6 +15,7 @@ import (
 // projection's tables. It is valid only inside the closure.
 type ReadTx struct {
 	tx   *sql.Tx
+	ex   driver.Executor
 	done bool
 }
 
@@ -40,7 +42,7 @@ func (r *ReadTx) TableExists(ctx context.Context, name string) (bool, error) {
 	if r == nil || r.done {
 		return false, errReadTxDone
 	}
-	ok, err := tableExists(ctx, r.tx, name)
+	ok, err := r.ex.TableExists(ctx, r.tx, name)
 	return ok, mapErr(err)
 }
 
@@ -62,21 +64,21 @@ func (s *Store) View(ctx context.Context, fn func(*ReadTx) error) (err error) {
 		// The pool's connections only ever read, but leave this one as
 		// it was found.
 		if _, rerr := c.ExecContext(context.Background(), `PRAGMA query_only = 0`); rerr != nil {
-			_ = c.Raw(func(any) error { return driver.ErrBadConn }) // the pool drops it
+			_ = c.Raw(func(any) error { return sqldriver.ErrBadConn }) // the pool drops it
 		}
 	}()
 	tx, err := c.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("view: %w", mapErr(err))
 	}
-	r := &ReadTx{tx: tx}
+	r := &ReadTx{tx: tx, ex: s.ex}
 	defer func() {
 		r.done = true
 		_ = tx.Rollback() // a read transaction has nothing to commit
 	}()
 	// A deferred transaction takes its snapshot at its first read: read
 	// once now, so every query of fn sees the same state.
-	if err := startSnapshot(ctx, tx); err != nil {
+	if err := s.ex.StartSnapshot(ctx, tx); err != nil {
 		return fmt.Errorf("view: %w", mapErr(err))
 	}
 	return fn(r)

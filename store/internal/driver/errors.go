@@ -1,0 +1,61 @@
+package driver
+
+import (
+	"errors"
+	"sync"
+)
+
+// Class is what kind of failure an engine error is, as far as the store's
+// logic cares.
+type Class uint8
+
+const (
+	// Other is every error the store does not treat specially.
+	Other Class = iota
+	// Busy: the engine's lock was held by another writer past the wait
+	// (SQLITE_BUSY, SQLITE_LOCKED; PostgreSQL's lock_not_available). The
+	// caller may retry.
+	Busy
+	// Constraint: a unique, primary key, check or foreign key constraint
+	// refused a write.
+	Constraint
+)
+
+// A Classifier tells the Class of one engine's errors, and Other for an
+// error that is not that engine's.
+type Classifier func(error) Class
+
+var (
+	classifiersMu sync.RWMutex
+	classifiers   []Classifier
+)
+
+// RegisterClassifier adds an engine's classifier. A driver package calls it
+// from init. The engines' error types are disjoint, so the first
+// classifier that knows an error decides.
+func RegisterClassifier(c Classifier) {
+	classifiersMu.Lock()
+	defer classifiersMu.Unlock()
+	classifiers = append(classifiers, c)
+}
+
+// Classify returns err's Class: Other for nil, for an error no engine
+// knows, and for one no engine treats specially. It looks through
+// wrapping.
+func Classify(err error) Class {
+	if err == nil {
+		return Other
+	}
+	classifiersMu.RLock()
+	defer classifiersMu.RUnlock()
+	for _, c := range classifiers {
+		if k := c(err); k != Other {
+			return k
+		}
+	}
+	return Other
+}
+
+// ErrUnsupported is returned by a driver for an operation its engine does
+// not offer (for example a file-level backup on a server).
+var ErrUnsupported = errors.New("not supported by this database engine")

@@ -1,0 +1,39 @@
+// Package sqlitedriver is the store's SQLite driver (modernc.org/sqlite):
+// every SQLite statement, pragma, catalog query and migration of the store
+// is here, behind the interfaces of package driver.
+package sqlitedriver
+
+import (
+	"errors"
+
+	"github.com/eventlite/eventlite/store/internal/driver"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Exec is the SQLite Executor. It holds nothing: its methods run on the
+// Querier they are given.
+type Exec struct{}
+
+var _ driver.Executor = Exec{}
+
+// Dialect reports SQLite.
+func (Exec) Dialect() driver.Dialect { return driver.SQLite }
+
+func init() { driver.RegisterClassifier(Classify) }
+
+// Classify tells SQLITE_BUSY and SQLITE_LOCKED (Busy) and
+// SQLITE_CONSTRAINT (Constraint) from other errors.
+func Classify(err error) driver.Class {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return driver.Other
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return driver.Busy
+	case sqlite3.SQLITE_CONSTRAINT:
+		return driver.Constraint
+	}
+	return driver.Other
+}
