@@ -90,7 +90,7 @@ func makeOldSchema(t *testing.T, path string, v int) {
 	db.SetMaxOpenConns(1)
 	stmts := []string{"PRAGMA journal_mode=WAL"}
 	for _, m := range ms[:v] {
-		stmts = append(stmts, m.sql)
+		stmts = append(stmts, m.SQL)
 	}
 	stmts = append(stmts, fmt.Sprintf("PRAGMA user_version=%d", v))
 	for _, q := range stmts {

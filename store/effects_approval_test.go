@@ -689,7 +689,7 @@ func TestEffectDoctorFindings(t *testing.T) {
 func TestEffectMigrationOfOldRows(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "old.db")
-	entries, err := os.ReadDir("migrations")
+	entries, err := os.ReadDir(filepath.Join("internal", "sqlitedriver", "migrations"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -698,7 +698,7 @@ func TestEffectMigrationOfOldRows(t *testing.T) {
 	for _, e := range entries {
 		n, _, _ := strings.Cut(e.Name(), "_")
 		if v, _ := strconv.Atoi(n); v < 10 {
-			b, err := os.ReadFile(filepath.Join("migrations", e.Name()))
+			b, err := os.ReadFile(filepath.Join("internal", "sqlitedriver", "migrations", e.Name()))
 			if err != nil {
 				t.Fatal(err)
 			}

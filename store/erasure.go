@@ -254,10 +254,9 @@ func (s *Store) scrubErased(ctx context.Context) (int64, error) {
 // (outside any transaction, as a checkpoint must be) and reports whether
 // it completed.
 func (s *Store) checkpointTruncate(ctx context.Context) (bool, error) {
-	var busy, logFrames, done int
-	err := s.rdb.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &done)
+	done, err := s.drv.Checkpoint(ctx, s.rdb)
 	if err != nil {
 		return false, fmt.Errorf("wal_checkpoint(TRUNCATE): %w", mapErr(err))
 	}
-	return busy == 0, nil
+	return done, nil
 }

@@ -22,13 +22,13 @@ import (
 // an older eventlite left it, and runs stmts in it.
 func schemaFile(t *testing.T, path string, upTo int, stmts ...string) {
 	t.Helper()
-	entries, err := os.ReadDir("migrations")
+	entries, err := os.ReadDir(filepath.Join("internal", "sqlitedriver", "migrations"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var all []string
 	for _, e := range entries[:upTo] {
-		b, err := os.ReadFile(filepath.Join("migrations", e.Name()))
+		b, err := os.ReadFile(filepath.Join("internal", "sqlitedriver", "migrations", e.Name()))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,7 +1,7 @@
 package store_test
 
 // The raw baseline the store's benchmarks are measured against: the same
-// file layout (the schema is read from the store's migrations/*.sql), the
+// file layout (the schema is read from the SQLite driver's internal/sqlitedriver/migrations/*.sql), the
 // same pragmas as Store.dsn, database/sql prepared statements on one
 // connection, BEGIN IMMEDIATE, and none of the store's work beyond the SQL
 // (no envelope, no validation, no writer goroutine for serial appends).
@@ -117,7 +117,7 @@ func newRawDB(path, synchronous string) (_ *rawDB, err error) {
 }
 
 // rawCreateSchema applies the store's own migration files
-// (migrations/*.sql, in order, as the store does), so the baseline writes
+// (internal/sqlitedriver/migrations/*.sql, in order, as the store does), so the baseline writes
 // the same tables and indexes (the events table's two unique indexes cost
 // every append pages of their own).
 // openRawConn opens a raw writer's one connection on path, in WAL mode.
@@ -145,12 +145,12 @@ func rawCreateSchema(c *sql.Conn, upTo int) error {
 	if err := c.QueryRowContext(rawCtx, "PRAGMA user_version").Scan(&v); err != nil {
 		return err
 	}
-	files, err := filepath.Glob(filepath.Join("migrations", "*.sql"))
+	files, err := filepath.Glob(filepath.Join("internal", "sqlitedriver", "migrations", "*.sql"))
 	if err != nil {
 		return err
 	}
 	if len(files) == 0 {
-		return errors.New("raw: no migrations/*.sql (run the benchmarks in the store package's directory)")
+		return errors.New("raw: no internal/sqlitedriver/migrations/*.sql (run the benchmarks in the store package's directory)")
 	}
 	slices.Sort(files) // 0001_..., 0002_...
 	if upTo > 0 {

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 )
 
 var (
@@ -80,11 +77,10 @@ func (s *Store) checkSchema(ctx context.Context, known int) (int, error) {
 	return version, nil
 }
 
-// notADB turns SQLITE_NOTADB (the file is not SQLite) into a
+// notADB turns the driver's "not a database" (the file is not SQLite) into a
 // *NotEventliteError and returns other errors as they are.
 func (s *Store) notADB(err error) error {
-	var se *sqlite.Error
-	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_NOTADB {
+	if s.drv.IsNotDatabase(err) {
 		return &NotEventliteError{Path: s.path, Reason: "is not a SQLite database"}
 	}
 	return err

@@ -302,7 +302,7 @@ func TestRestoreOlderSchema(t *testing.T) {
 	old := filepath.Join(dir, "old.db")
 	var stmts []string
 	for _, name := range []string{"0001_event_log.sql", "0002_operations_snapshots.sql", "0003_leases_checkpoints.sql", "0004_outbox_relay.sql"} {
-		b, err := os.ReadFile(filepath.Join("migrations", name))
+		b, err := os.ReadFile(filepath.Join("internal", "sqlitedriver", "migrations", name))
 		if err != nil {
 			t.Fatal(err)
 		}

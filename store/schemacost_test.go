@@ -33,7 +33,7 @@ func createVariant(path string, v schemaVariant) error {
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	files, err := filepath.Glob(filepath.Join("migrations", "*.sql"))
+	files, err := filepath.Glob(filepath.Join("internal", "sqlitedriver", "migrations", "*.sql"))
 	if err != nil {
 		return err
 	}

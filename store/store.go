@@ -159,7 +159,8 @@ type Store struct {
 	plan         accessPlan // how this process may open the file (checkAccess)
 	schemaAtOpen int        // the file's schema version before Open migrated it
 
-	ex    driver.Executor // the engine's operations (the storage seam)
+	drv   driver.Driver   // the engine's lifecycle (the storage seam)
+	ex    driver.Executor // the engine's operations: drv.Executor()
 	wdb   *sql.DB         // the write pool: one connection, owned by the writer
 	wconn *writeConn      // the writer's connection
 	rdb   *readPool       // the read pool
@@ -229,7 +230,8 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		doneCh:     make(chan struct{}),
 		closeEnd:   make(chan struct{}),
 		keys:       keys,
-		ex:         sqlitedriver.Exec{},
+		drv:        defaultDriver,
+		ex:         defaultDriver.Executor(),
 	}
 	if err := s.open(ctx); err != nil {
 		s.closeDBs()
@@ -243,45 +245,20 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 // Path returns the absolute path of the database file.
 func (s *Store) Path() string { return s.path }
 
-// dsn builds the connection string. Pragmas go in the DSN so every pooled
-// connection gets them (an Exec would set them on one connection only).
-func (s *Store) dsn(write bool) string {
-	// SQLite decodes the file: URI, so escape what URIs treat specially.
-	p := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(filepath.ToSlash(s.path))
-	var q []string
-	switch {
-	case s.plan == planAttach:
-		// Another user's file that a process has open: SQLite reads it
-		// through the existing -wal and -shm and writes nothing.
-		q = append(q, "mode=ro")
-	case s.opts.ReadOnly:
-		// Read-write at the OS level, so that when its last connection
-		// closes the store checkpoints and removes the -wal and -shm files
-		// it may have created; query_only refuses every write.
-		q = append(q, "mode=rw", "_pragma=query_only(1)")
-	}
-	q = append(q,
-		fmt.Sprintf("_pragma=busy_timeout(%d)", s.opts.BusyTimeout.Milliseconds()),
-		"_pragma=synchronous("+s.opts.Synchronous+")",
-		"_pragma=foreign_keys(1)",
-		fmt.Sprintf("_pragma=journal_size_limit(%d)", s.opts.JournalSizeLimit),
-		"_pragma=mmap_size(0)",
-	)
-	if write && !s.opts.ReadOnly {
-		// Every write transaction takes the write lock up front: a deferred
-		// transaction that reads and then writes fails with SQLITE_BUSY
-		// under contention, and busy_timeout cannot help it.
-		q = append(q, "_txlock=immediate")
-		// Overwrite deleted content where that costs no extra I/O, so
-		// that a scavenge (which sets ON) leaves no removed bytes behind
-		// in pages that earlier writes rearranged.
-		q = append(q, "_pragma=secure_delete(FAST)")
-	}
-	return "file:" + p + "?" + strings.Join(q, "&")
-}
+// defaultDriver is the engine every store runs on.
+var defaultDriver driver.Driver = sqlitedriver.Driver{}
 
-// pragmaNames are the settings pragmas reports.
-var pragmaNames = []string{"journal_mode", "synchronous", "foreign_keys", "busy_timeout", "mmap_size", "journal_size_limit"}
+// openConfig is how the driver opens the file for this store.
+func (s *Store) openConfig() driver.OpenConfig {
+	return driver.OpenConfig{
+		Path:             s.path,
+		ReadOnly:         s.opts.ReadOnly,
+		Attach:           s.plan == planAttach,
+		BusyTimeout:      s.opts.BusyTimeout,
+		Synchronous:      s.opts.Synchronous,
+		JournalSizeLimit: s.opts.JournalSizeLimit,
+	}
+}
 
 // pragmas reports the SQLite settings that the store's connections run
 // with, as SQLite prints them (synchronous FULL is "2", NORMAL "1"): the
@@ -293,11 +270,12 @@ var pragmaNames = []string{"journal_mode", "synchronous", "foreign_keys", "busy_
 // journal_size_limit. It is for tests and diagnostics: while it runs it
 // holds the writer and every read connection.
 func (s *Store) pragmas(ctx context.Context) (map[string]string, error) {
-	out := make(map[string]string, (s.opts.ReadConns+1)*len(pragmaNames))
-	read := func(conn string, query func(string) *sql.Row) error {
-		for _, p := range pragmaNames {
-			var v string
-			if err := query("PRAGMA " + p).Scan(&v); err != nil {
+	names := s.drv.SettingNames()
+	out := make(map[string]string, (s.opts.ReadConns+1)*len(names))
+	read := func(conn string, q driver.ReadQuerier) error {
+		for _, p := range names {
+			v, err := s.drv.Setting(ctx, q, p)
+			if err != nil {
 				return fmt.Errorf("store: %s connection: PRAGMA %s: %w", conn, p, mapErr(err))
 			}
 			out[conn+"."+p] = v
@@ -305,7 +283,7 @@ func (s *Store) pragmas(ctx context.Context) (map[string]string, error) {
 		return nil
 	}
 	err := s.Update(ctx, func(tx *Tx) error {
-		return read("writer", func(q string) *sql.Row { return tx.QueryRowContext(ctx, q) })
+		return read("writer", tx)
 	})
 	if err != nil {
 		return nil, err
@@ -324,7 +302,7 @@ func (s *Store) pragmas(ctx context.Context) (map[string]string, error) {
 		conns = append(conns, c)
 	}
 	for i, c := range conns {
-		if err := read(fmt.Sprintf("read%d", i+1), func(q string) *sql.Row { return c.QueryRowContext(ctx, q) }); err != nil {
+		if err := read(fmt.Sprintf("read%d", i+1), c); err != nil {
 			return nil, err
 		}
 	}
@@ -341,13 +319,9 @@ func (s *Store) open(ctx context.Context) error {
 	if s.plan, err = checkAccess(s.path, s.opts.ReadOnly); err != nil {
 		return err
 	}
-	if s.wdb, err = sql.Open("sqlite", s.dsn(true)); err != nil {
+	if s.wdb, err = s.drv.OpenWriter(s.openConfig()); err != nil {
 		return fmt.Errorf("store: open %s: %w", s.path, err)
 	}
-	s.wdb.SetMaxOpenConns(1)
-	s.wdb.SetMaxIdleConns(1)
-	s.wdb.SetConnMaxLifetime(0)
-	s.wdb.SetConnMaxIdleTime(0)
 	wc, err := s.wdb.Conn(ctx)
 	if err != nil {
 		if ne := s.notADB(err); ne != err {
@@ -369,7 +343,7 @@ func (s *Store) open(ctx context.Context) error {
 			// before the first table is created; on a file with tables
 			// it does nothing (a full VACUUM converts one: scavenge
 			// --vacuum).
-			if _, err := s.wconn.ExecContext(ctx, "PRAGMA auto_vacuum = INCREMENTAL"); err != nil {
+			if err := s.drv.InitNew(ctx, s.wconn); err != nil {
 				return fmt.Errorf("store: set auto_vacuum on %s: %w", s.path, mapErr(err))
 			}
 		}
@@ -383,16 +357,14 @@ func (s *Store) open(ctx context.Context) error {
 	if err := s.prepare(ctx); err != nil {
 		return err
 	}
-	rdb, err := sql.Open("sqlite", s.dsn(false))
+	// The change poller holds one connection of this pool for good (the
+	// commit counter is per connection): reads get the other ReadConns.
+	// Without the extra one, ReadConns 1 blocked every read.
+	rdb, err := s.drv.OpenReader(s.openConfig(), s.opts.ReadConns+1)
 	if err != nil {
 		return fmt.Errorf("store: open %s: %w", s.path, err)
 	}
 	s.rdb = &readPool{DB: rdb}
-	// The change poller holds one connection of this pool for good (PRAGMA
-	// data_version compares commits per connection): reads get the other
-	// ReadConns. Without the extra one, ReadConns 1 blocked every read.
-	s.rdb.SetMaxOpenConns(s.opts.ReadConns + 1)
-	s.rdb.SetMaxIdleConns(s.opts.ReadConns + 1)
 	if err := s.rdb.PingContext(ctx); err != nil {
 		return fmt.Errorf("store: open %s: %w", s.path, mapErr(err))
 	}
@@ -421,13 +393,9 @@ func (s *Store) enableWAL(ctx context.Context) error {
 	deadline := time.Now().Add(s.opts.BusyTimeout)
 	wait := time.Millisecond
 	for {
-		var mode string
-		err := s.wconn.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode)
-		if err == nil && strings.EqualFold(mode, "wal") {
-			return nil
-		}
+		err := s.drv.EnableWAL(ctx, s.wconn)
 		if err == nil {
-			err = fmt.Errorf("journal mode is %q", mode)
+			return nil
 		}
 		if !isBusy(err) || time.Now().After(deadline) {
 			return fmt.Errorf("store: switch %s to WAL: %w", s.path, mapErr(err))
@@ -518,9 +486,9 @@ func (s *Store) notify() {
 	s.notifyMu.Unlock()
 }
 
-// startPoll reads PRAGMA data_version once before Open returns, so that a
-// commit made by another process after Open returned is always seen as a
-// change, then polls it in the background (poll).
+// startPoll reads the driver's commit counter once before Open returns,
+// so that a commit made by another process after Open returned is always
+// seen as a change, then polls it in the background (poll).
 func (s *Store) startPoll() {
 	ctx := context.Background()
 	conn, err := s.rdb.Conn(ctx)
@@ -529,8 +497,8 @@ func (s *Store) startPoll() {
 		close(s.pollDone)
 		return
 	}
-	last := int64(-1)
-	if err := conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&last); err != nil {
+	last, err := s.drv.CommitCounter(ctx, conn)
+	if err != nil {
 		s.log.Debug("poll data_version", "error", err)
 		last = -1
 	}
@@ -538,9 +506,10 @@ func (s *Store) startPoll() {
 	go s.poll(conn, last)
 }
 
-// poll watches PRAGMA data_version on a read connection, which changes
-// when any other connection (another process included) commits. last is
-// the value read before Open returned (-1 if unknown).
+// poll watches the driver's commit counter on a read connection of its
+// own, which changes when any other connection (another process
+// included) commits. last is the value read before Open returned (-1 if
+// unknown).
 func (s *Store) poll(conn *sql.Conn, last int64) {
 	defer close(s.pollDone)
 	defer conn.Close()
@@ -553,8 +522,8 @@ func (s *Store) poll(conn *sql.Conn, last int64) {
 			return
 		case <-t.C:
 		}
-		var v int64
-		if err := conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
+		v, err := s.drv.CommitCounter(ctx, conn)
+		if err != nil {
 			s.log.Debug("poll data_version", "error", err)
 			continue
 		}

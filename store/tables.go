@@ -48,7 +48,7 @@ func reservedTable(name string) bool {
 		reserved = map[string]bool{}
 		ms, _ := migrations()
 		for _, m := range ms {
-			for _, sm := range createRE.FindAllStringSubmatch(m.sql, -1) {
+			for _, sm := range createRE.FindAllStringSubmatch(m.SQL, -1) {
 				reserved[strings.ToLower(sm[1])] = true
 			}
 		}

@@ -35,7 +35,7 @@ var readCommands = [][]string{
 // the last one applied, with an event in it.
 func olderSchema(t *testing.T, path string) int {
 	t.Helper()
-	files, err := filepath.Glob("../../store/migrations/*.sql")
+	files, err := filepath.Glob("../../store/internal/sqlitedriver/migrations/*.sql")
 	if err != nil || len(files) != store.SchemaVersion() {
 		t.Fatalf("migrations: %v %v", files, err)
 	}

@@ -11,11 +11,11 @@ import (
 )
 
 // sqliteColumns reads the columns that table has in the SQLite store after
-// all its migrations (store/migrations/*.sql): its CREATE TABLE and every
+// all its migrations (store/internal/sqlitedriver/migrations/*.sql): its CREATE TABLE and every
 // ALTER TABLE ... ADD COLUMN.
 func sqliteColumns(t *testing.T, table string) []string {
 	t.Helper()
-	files, err := filepath.Glob("../../migrations/*.sql")
+	files, err := filepath.Glob("../sqlitedriver/migrations/*.sql")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("the SQLite migrations: %v (%d files)", err, len(files))
 	}
