@@ -1,0 +1,74 @@
+package drivertest
+
+// guarantees lists the design's guarantees in the order the design
+// document gives them. A test moved here from a package's own tests
+// keeps its name (TestXxx); one written for the suite has none of its
+// own elsewhere.
+var guarantees = []guarantee{
+	{"expected-version", []test{
+		{"TestAppendExpectedVersions", testAppendExpectedVersions},
+		{"TestConcurrentSameExpectedVersion", testConcurrentSameExpectedVersion},
+	}},
+	{"idempotent-ids", []test{
+		{"TestIdempotentRetry", testIdempotentRetry},
+		{"TestIDReuse", testIDReuse},
+	}},
+	{"positions", []test{
+		{"TestGroupCommitPositionsConsecutive", testGroupCommitPositionsConsecutive},
+	}},
+	{"outbox", []test{
+		{"OutboxInTheAppendsTransaction", testOutboxInTheAppendsTransaction},
+		{"TestOutboxReadMarkAndFence", testOutboxReadMarkAndFence},
+		{"TestOutboxFailuresHoldTheirStream", testOutboxFailuresHoldTheirStream},
+		{"TestDeadLettersParkRetryDiscard", testDeadLettersParkRetryDiscard},
+		{"TestRetryAllDeadLetters", testRetryAllDeadLetters},
+	}},
+	{"fenced-leases", []test{
+		{"TestLeaseFencing", testLeaseFencing},
+		{"TestLeaseOneOwnerAmongMany", testLeaseOneOwnerAmongMany},
+	}},
+	{"checkpoints", []test{
+		{"CheckpointsCommitWithTheirTransaction", testCheckpointsCommitWithTheirTransaction},
+	}},
+	{"inbox", []test{
+		{"TestOrderScenario", testOrderScenario},
+		{"TestTransientApplyErrorChangesNothing", testTransientApplyErrorChangesNothing},
+	}},
+	{"deferral", []test{
+		{"TestDeferralSweep", testDeferralSweep},
+		{"TestStartAtFirstSeen", testStartAtFirstSeen},
+	}},
+	{"quarantine", []test{
+		{"TestUninterpretableQuarantinedAtOnce", testUninterpretableQuarantinedAtOnce},
+	}},
+	{"effects", []test{
+		{"TestEffectAtMostOnce", testEffectAtMostOnce},
+		{"TestEffectUnknownIsReconciledNotRetried", testEffectUnknownIsReconciledNotRetried},
+		{"TestEffectReconcileStuckExecuting", testEffectReconcileStuckExecuting},
+	}},
+	{"rebuild-swap", []test{
+		{"RebuildSwapsAtTheWatermark", testRebuildSwapsAtTheWatermark},
+	}},
+	{"doctor", []test{
+		{"TestDiagnoseFreshStore", testDiagnoseFreshStore},
+		{"TestDiagnoseCleanLargeStore", testDiagnoseCleanLargeStore},
+	}},
+	{"removed-ranges", []test{
+		{"TestScavengeRemovesWhatLifecycleAllows", testScavengeRemovesWhatLifecycleAllows},
+		{"TestScavengeHoldsBackUnpublishedAndUnpassed", testScavengeHoldsBackUnpublishedAndUnpassed},
+		{"TestScavengeRemovedIDIsDuplicate", testScavengeRemovedIDIsDuplicate},
+		{"TestScavengePositionsNeverReusedAfterRestart", testScavengePositionsNeverReusedAfterRestart},
+	}},
+	{"retention", []test{
+		{"TestRetentionPolicies", testRetentionPolicies},
+		{"TestRetentionRefusesBadPolicies", testRetentionRefusesBadPolicies},
+		{"TestRetentionMaxCountTrimsAndLongestPrefixWins", testRetentionMaxCountTrimsAndLongestPrefixWins},
+		{"TestRetentionMaxAgeKeepsTheNewestEvent", testRetentionMaxAgeKeepsTheNewestEvent},
+	}},
+	{"data-keys", []test{
+		{"TestErasureRetryComparesPlaintext", testErasureRetryComparesPlaintext},
+		{"TestErasureDataLimitIsOnPlaintext", testErasureDataLimitIsOnPlaintext},
+		{"TestErasureRefusesStoreExtensions", testErasureRefusesStoreExtensions},
+		{"TestForgetNeedsNoMasterKeyAndIsSeenByAnotherStore", testForgetNeedsNoMasterKeyAndIsSeenByAnotherStore},
+	}},
+}
