@@ -5,6 +5,12 @@ package drivertest
 // keeps its name (TestXxx); one written for the suite has none of its
 // own elsewhere.
 var guarantees = []guarantee{
+	{"append-read", []test{
+		{"TestAppendReadBack", testAppendReadBack},
+		{"TestTenantsIsolated", testTenantsIsolated},
+		{"TestEventByID", testEventByID},
+		{"TestReadAllFilters", testReadAllFilters},
+	}},
 	{"expected-version", []test{
 		{"TestAppendExpectedVersions", testAppendExpectedVersions},
 		{"TestConcurrentSameExpectedVersion", testConcurrentSameExpectedVersion},
@@ -15,6 +21,14 @@ var guarantees = []guarantee{
 	}},
 	{"positions", []test{
 		{"TestGroupCommitPositionsConsecutive", testGroupCommitPositionsConsecutive},
+	}},
+	{"transactions", []test{
+		{"TestConcurrentUpdatesIsolated", testConcurrentUpdatesIsolated},
+		{"TestNestedUndoesOnlyItsScope", testNestedUndoesOnlyItsScope},
+		{"TestNestedCommitsWithItsTransaction", testNestedCommitsWithItsTransaction},
+		{"TestNestedInGroupCommit", testNestedInGroupCommit},
+		{"TestNestedOutsideUpdate", testNestedOutsideUpdate},
+		{"TestNestedDeep", testNestedDeep},
 	}},
 	{"outbox", []test{
 		{"OutboxInTheAppendsTransaction", testOutboxInTheAppendsTransaction},
@@ -45,6 +59,17 @@ var guarantees = []guarantee{
 		{"TestEffectAtMostOnce", testEffectAtMostOnce},
 		{"TestEffectUnknownIsReconciledNotRetried", testEffectUnknownIsReconciledNotRetried},
 		{"TestEffectReconcileStuckExecuting", testEffectReconcileStuckExecuting},
+		{"TestEffectApproveExactArguments", testEffectApproveExactArguments},
+		{"TestEffectChangedArgumentsRefused", testEffectChangedArgumentsRefused},
+		{"TestEffectConcurrentApprovals", testEffectConcurrentApprovals},
+		{"TestEffectRejectThenRun", testEffectRejectThenRun},
+		{"TestEffectOtherTenantNotFound", testEffectOtherTenantNotFound},
+		{"TestEffectKinds", testEffectKinds},
+		{"TestEffectApprovalExpires", testEffectApprovalExpires},
+		{"TestEffectResumeApprovedAfterCrash", testEffectResumeApprovedAfterCrash},
+		{"TestEffectInputRefused", testEffectInputRefused},
+		{"TestEffectDoctorFindings", testEffectDoctorFindings},
+		{"TestEffectApprovedRunsOnceUnderConcurrency", testEffectApprovedRunsOnceUnderConcurrency},
 	}},
 	{"rebuild-swap", []test{
 		{"RebuildSwapsAtTheWatermark", testRebuildSwapsAtTheWatermark},
@@ -52,6 +77,14 @@ var guarantees = []guarantee{
 	{"doctor", []test{
 		{"TestDiagnoseFreshStore", testDiagnoseFreshStore},
 		{"TestDiagnoseCleanLargeStore", testDiagnoseCleanLargeStore},
+	}},
+	{"stream-lifecycle", []test{
+		{"TestSoftDelete", testSoftDelete},
+		{"TestSoftDeleteThenAny", testSoftDeleteThenAny},
+		{"TestHardDelete", testHardDelete},
+		{"TestTruncate", testTruncate},
+		{"TestLifecycleBadInputChangesNothing", testLifecycleBadInputChangesNothing},
+		{"TestStreamsListsNoDeletedStream", testStreamsListsNoDeletedStream},
 	}},
 	{"removed-ranges", []test{
 		{"TestScavengeRemovesWhatLifecycleAllows", testScavengeRemovesWhatLifecycleAllows},
