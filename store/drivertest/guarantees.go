@@ -36,6 +36,7 @@ var guarantees = []guarantee{
 		{"TestOutboxFailuresHoldTheirStream", testOutboxFailuresHoldTheirStream},
 		{"TestDeadLettersParkRetryDiscard", testDeadLettersParkRetryDiscard},
 		{"TestRetryAllDeadLetters", testRetryAllDeadLetters},
+		{"RelayDeliversEveryEventOnceInStreamOrder", testRelayDeliversEveryEventOnceInStreamOrder},
 	}},
 	{"fenced-leases", []test{
 		{"TestLeaseFencing", testLeaseFencing},
