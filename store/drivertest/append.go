@@ -214,13 +214,13 @@ func testIDReuse(t *testing.T, h Harness) {
 }
 
 // Group commit hands out consecutive, gap-free positions: concurrent
-// appends (sharing transactions, a savepoint each), some refused in the
-// middle of a group (a duplicate id, a conflict) and some creating the
-// same new stream at once, leave positions 1..n with no gap and no
-// duplicate, each append's consecutive, and the versions of every stream
-// increasing with its positions. Each append reads the last position
-// handed out again, so it sees its group's earlier appends and none that
-// was rolled back.
+// appends (which may share a transaction, each in a scope of its own),
+// some refused in the middle of a group (a duplicate id, a conflict) and
+// some creating the same new stream at once, leave positions 1..n with
+// no gap and no duplicate, each append's consecutive, and the versions
+// of every stream increasing with its positions. Each append reads the
+// last position handed out again, so it sees its group's earlier appends
+// and none that was rolled back.
 func testGroupCommitPositionsConsecutive(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)

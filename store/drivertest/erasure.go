@@ -25,7 +25,7 @@ func testMasterKey(t testing.TB, seed uint64) []byte {
 }
 
 // personal is an event of subject's carrying a value that must never be
-// in the file in clear.
+// stored in clear.
 func personal(t testing.TB, subject, email string) envelope.Event {
 	t.Helper()
 	return ev(t, "user.registered", map[string]string{"email": email}).WithErasureKey(subject)

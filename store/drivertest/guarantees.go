@@ -1,9 +1,9 @@
 package drivertest
 
-// guarantees lists the design's guarantees in the order the design
-// document gives them. A test moved here from a package's own tests
-// keeps its name (TestXxx); one written for the suite has none of its
-// own elsewhere.
+// guarantees lists the design's guarantees and their proofs. A test
+// moved here from a package's own tests keeps its name (TestXxx), so a
+// failure points at the proof it always was; a test written for the
+// suite has a plain name.
 var guarantees = []guarantee{
 	{"append-read", []test{
 		{"TestAppendReadBack", testAppendReadBack},

@@ -12,6 +12,7 @@ import (
 	"github.com/eventlite/eventlite/store"
 )
 
+// ev is an event of type typ carrying data as JSON.
 func ev(t testing.TB, typ string, data any) envelope.Event {
 	t.Helper()
 	e, err := envelope.New(typ, data)
@@ -22,6 +23,7 @@ func ev(t testing.TB, typ string, data any) envelope.Event {
 	return e
 }
 
+// evID is ev with a given id, for the tests of idempotent retries.
 func evID(t testing.TB, id, typ string, data any) envelope.Event {
 	e := ev(t, typ, data)
 	e.ID = id

@@ -10,7 +10,7 @@ import (
 )
 
 // acquireEventually retries until the lease is free (it waits for expiry
-// on SQLite's clock), bounded by a deadline.
+// on the database's clock), bounded by a deadline.
 func acquireEventually(t *testing.T, s *store.Store, resource, owner string, ttl time.Duration) store.Lease {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)

@@ -12,7 +12,7 @@ import (
 )
 
 // testConcurrentUpdatesIsolated: Update closures that run together (they
-// may share a transaction, each under its own savepoint) commit or roll
+// may share a transaction, each in a scope of its own) commit or roll
 // back one by one: an error or a panic in one undoes only its own writes,
 // the panic comes back in its own caller, appends beside them land.
 func testConcurrentUpdatesIsolated(t *testing.T, h Harness) {
@@ -235,7 +235,7 @@ func testNestedCommitsWithItsTransaction(t *testing.T, h Harness) {
 }
 
 // testNestedInGroupCommit: closures that share one group commit (each
-// under the writer's own savepoint) each undo only their failed scope;
+// in a scope of its own) each undo only their failed scope;
 // a closure that fails after its scope loses the scope's writes too; the
 // others commit.
 func testNestedInGroupCommit(t *testing.T, h Harness) {
