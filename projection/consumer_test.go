@@ -3,17 +3,14 @@ package projection_test
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
-	"github.com/eventlite/eventlite/store/storetest"
 )
 
 // orderView is a consumer's read model of another service's orders.
@@ -70,12 +67,6 @@ func viewOf(t testing.TB, s *store.Store, id string) (string, int64) {
 	return status, version
 }
 
-// canShip is the shipping service's decision on its read model.
-func canShip(t testing.TB, s *store.Store, id string) bool {
-	status, _ := viewOf(t, s, id)
-	return status == "paid"
-}
-
 func orderEvent(id, stream string, version int64, typ string) envelope.Event {
 	return envelope.Event{ID: id, Source: "/orders-service", Type: typ, Stream: stream, Tenant: "default", StreamVersion: version,
 		Time: time.Unix(1700000000, 0).UTC(), DataContentType: "application/json", Data: []byte(`{}`)}
@@ -91,138 +82,4 @@ func handle(t testing.TB, c *projection.Consumer, e envelope.Event, want project
 		t.Fatalf("handle %s v%d: outcome %s, want %s", e.ID, e.StreamVersion, res.Outcome, want)
 	}
 	return res
-}
-
-// TestOrderScenario: the owner has paid v2 and a compensation produced
-// cancelled v3; the consumer receives them out of order and repeated.
-func TestOrderScenario(t *testing.T) {
-	ctx := context.Background()
-	s := storetest.MustOpen(t, nil)
-	c := orderView(t, s, projection.ConsumerOptions{})
-	placed := orderEvent("e1", "order-1", 1, "order.placed")
-	paid := orderEvent("e2", "order-1", 2, "order.paid")
-	cancelled := orderEvent("e3", "order-1", 3, "order.cancelled")
-
-	handle(t, c, placed, projection.Applied)
-	handle(t, c, cancelled, projection.Deferred)
-	if st, v := viewOf(t, s, "order-1"); st != "placed" || v != 1 {
-		t.Errorf("after the early v3 the read model moved: %s v%d", st, v)
-	}
-	if d, _ := s.Consumers().Deferred(ctx, "orders", time.Time{}); len(d) != 1 || d[0].Version != 3 || d[0].Expected != 2 {
-		t.Errorf("deferred: %+v", d)
-	}
-	res := handle(t, c, paid, projection.Applied)
-	if res.Drained != 1 {
-		t.Errorf("v3 drained %d times after v2", res.Drained)
-	}
-	if st, v := viewOf(t, s, "order-1"); st != "cancelled" || v != 3 {
-		t.Errorf("after v2: %s v%d, want cancelled v3", st, v)
-	}
-	handle(t, c, paid, projection.Duplicate)
-	handle(t, c, cancelled, projection.Duplicate)
-	impostor := orderEvent("e3-other", "order-1", 3, "order.shipped")
-	handle(t, c, impostor, projection.Conflict)
-	if st, v := viewOf(t, s, "order-1"); st != "cancelled" || v != 3 {
-		t.Errorf("after a conflicting v3: %s v%d", st, v)
-	}
-	conflicts, _ := s.Consumers().Conflicts(ctx, "orders")
-	if len(conflicts) != 1 || conflicts[0].KeptEventID != "e3" || conflicts[0].ConflictingID != "e3-other" || len(conflicts[0].ConflictingEvent) == 0 {
-		t.Errorf("conflict evidence: %+v", conflicts)
-	}
-	if canShip(t, s, "order-1") {
-		t.Error("shipping allowed after the cancellation")
-	}
-	// An older version under a new id is stale: never a rollback.
-	handle(t, c, orderEvent("e2-late", "order-1", 2, "order.paid"), projection.Stale)
-	if st, _ := viewOf(t, s, "order-1"); st != "cancelled" {
-		t.Errorf("stale event rolled back: %s", st)
-	}
-	st, _ := c.Stats(ctx)
-	want := store.ConsumerStats{Consumer: "orders", Applied: 3, Duplicates: 2, Stale: 1, Conflicts: 1}
-	if st != want {
-		t.Errorf("stats %+v, want %+v", st, want)
-	}
-}
-
-func TestDeferralSweep(t *testing.T) {
-	ctx := context.Background()
-	s := storetest.MustOpen(t, nil)
-	var mu sync.Mutex
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	c := orderView(t, s, projection.ConsumerOptions{DeferFor: time.Minute, Now: clock})
-	handle(t, c, orderEvent("a1", "order-a", 1, "order.placed"), projection.Applied)
-	handle(t, c, orderEvent("a3", "order-a", 3, "order.paid"), projection.Deferred)
-	if n, err := c.Sweep(ctx); err != nil || n != 0 {
-		t.Fatalf("early sweep moved %d (%v)", n, err)
-	}
-	mu.Lock()
-	now = now.Add(2 * time.Minute)
-	mu.Unlock()
-	if n, err := c.Sweep(ctx); err != nil || n != 1 {
-		t.Fatalf("sweep moved %d (%v), want 1", n, err)
-	}
-	q, _ := s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: "orders", Open: true})
-	if len(q) != 1 || q[0].Reason != store.ReasonDeferredTooLong || q[0].Version != 3 {
-		t.Fatalf("quarantine %+v", q)
-	}
-	var ev map[string]any
-	if err := json.Unmarshal([]byte(q[0].Evidence), &ev); err != nil || ev["expected"] != float64(2) || ev["got"] != float64(3) || ev["waited_seconds"] != float64(120) {
-		t.Errorf("evidence %s", q[0].Evidence)
-	}
-	if st, v := viewOf(t, s, "order-a"); st != "placed" || v != 1 {
-		t.Errorf("a swept event was applied: %s v%d", st, v)
-	}
-	if d, _ := s.Consumers().Deferred(ctx, "orders", time.Time{}); len(d) != 0 {
-		t.Errorf("still deferred: %+v", d)
-	}
-}
-
-func TestUninterpretableQuarantinedAtOnce(t *testing.T) {
-	ctx := context.Background()
-	s := storetest.MustOpen(t, nil)
-	c := orderView(t, s, projection.ConsumerOptions{})
-	handle(t, c, orderEvent("b1", "order-b", 1, "order.placed"), projection.Applied)
-	handle(t, c, orderEvent("b2", "order-b", 2, "order.teleported"), projection.Quarantined)
-	q, _ := s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: "orders", Open: true})
-	if len(q) != 1 || q[0].Reason != store.ReasonUninterpretable || q[0].EventID != "b2" || q[0].Attempts != 1 {
-		t.Errorf("quarantine %+v", q)
-	}
-	// Redelivery is a duplicate, not a retry.
-	handle(t, c, orderEvent("b2", "order-b", 2, "order.teleported"), projection.Duplicate)
-	if st, v := viewOf(t, s, "order-b"); st != "placed" || v != 1 {
-		t.Errorf("read model moved: %s v%d", st, v)
-	}
-}
-
-func TestTransientApplyErrorChangesNothing(t *testing.T) {
-	ctx := context.Background()
-	s := storetest.MustOpen(t, nil)
-	fail := true
-	c, err := projection.NewConsumer(s, projection.ConsumerOptions{Name: "flaky", Apply: func(ctx context.Context, tx *store.Tx, e envelope.Event) error {
-		if fail {
-			return errors.New("disk hiccup")
-		}
-		return nil
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := orderEvent("x1", "order-x", 1, "order.placed")
-	if _, err := c.Handle(ctx, e); err == nil {
-		t.Fatal("want the error back")
-	}
-	fail = false
-	// Not recorded as a duplicate: the inbox insert rolled back with it.
-	handle(t, c, e, projection.Applied)
-}
-
-func TestStartAtFirstSeen(t *testing.T) {
-	s := storetest.MustOpen(t, nil)
-	strict := orderView(t, s, projection.ConsumerOptions{Name: "strict"})
-	late := orderView(t, s, projection.ConsumerOptions{Name: "late", StartAtFirstSeen: true})
-	e := orderEvent("c7", "order-c", 7, "order.paid")
-	handle(t, strict, e, projection.Deferred)
-	handle(t, late, e, projection.Applied)
-	handle(t, late, orderEvent("c8", "order-c", 8, "order.shipped"), projection.Applied)
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
-	"github.com/eventlite/eventlite/store/storetest"
 )
 
 type fakeClock struct {
@@ -47,21 +46,6 @@ func diagnose(t *testing.T, s *store.Store) []store.Finding {
 	return fs
 }
 
-func TestDiagnoseFreshStore(t *testing.T) {
-	s := storetest.MustOpen(t, nil)
-	if fs := diagnose(t, s); len(fs) != 0 {
-		t.Errorf("an empty store has findings: %+v", fs)
-	}
-	appendEvents(t, s, "order-1", 3)
-	fs := diagnose(t, s)
-	if len(problems(fs)) != 0 {
-		t.Errorf("a fresh dev store where no relay ran has problems: %+v", fs)
-	}
-	if len(fs) != 1 || fs[0].Kind != "outbox_pending" || fs[0].Severity != store.SeverityInfo || fs[0].Count != 3 {
-		t.Errorf("want one info finding for the pending outbox, got %+v", fs)
-	}
-}
-
 func appendEvents(t testing.TB, s *store.Store, stream string, n int) store.AppendResult {
 	t.Helper()
 	evs := make([]envelope.Event, n)
@@ -73,49 +57,6 @@ func appendEvents(t testing.TB, s *store.Store, stream string, n int) store.Appe
 		t.Fatal(err)
 	}
 	return res
-}
-
-// TestDiagnoseCleanLargeStore: no false positive on 100,000 events (10,000
-// under -short) where a relay ran and published everything.
-func TestDiagnoseCleanLargeStore(t *testing.T) {
-	ctx := context.Background()
-	n := 100_000
-	if testing.Short() {
-		n = 10_000
-	}
-	s := storetest.MustOpen(t, nil)
-	for i := 0; i < n; i += 1000 {
-		appendEvents(t, s, fmt.Sprintf("stream-%d", i/1000%37), 1000)
-	}
-	l, err := s.Leases().Acquire(ctx, "relay", "test-relay", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		rows, err := s.Outbox().Read(ctx, store.OutboxReadOptions{Limit: 5000})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(rows) == 0 {
-			break
-		}
-		pub := make([]store.Published, len(rows))
-		for i, r := range rows {
-			pub[i] = store.Published{Position: r.Event.Position}
-		}
-		if err := s.Update(ctx, func(tx *store.Tx) error { _, err := tx.MarkPublished(ctx, l, pub); return err }); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.Leases().Release(ctx, l); err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	fs := diagnose(t, s)
-	t.Logf("scan of a clean %d-event store: %s", n, time.Since(start))
-	if len(fs) != 0 {
-		t.Errorf("false positives on a clean store: %+v", fs)
-	}
 }
 
 func TestDiagnoseFindsPlantedDefects(t *testing.T) {

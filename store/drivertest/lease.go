@@ -1,4 +1,4 @@
-package store_test
+package drivertest
 
 import (
 	"context"
@@ -7,11 +7,10 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/store"
-	"github.com/eventlite/eventlite/store/storetest"
 )
 
 // acquireEventually retries until the lease is free (it waits for expiry
-// on SQLite's clock), bounded by a deadline.
+// on the database's clock), bounded by a deadline.
 func acquireEventually(t *testing.T, s *store.Store, resource, owner string, ttl time.Duration) store.Lease {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -27,9 +26,9 @@ func acquireEventually(t *testing.T, s *store.Store, resource, owner string, ttl
 	}
 }
 
-func TestLeaseFencing(t *testing.T) {
+func testLeaseFencing(t *testing.T, h Harness) {
 	ctx := context.Background()
-	s := storetest.MustOpen(t, nil)
+	s := h.Open(t, nil)
 	a, err := s.Leases().Acquire(ctx, "relay", "a", 200*time.Millisecond)
 	if err != nil || a.Token != 1 {
 		t.Fatalf("first acquire: %+v %v", a, err)
@@ -84,9 +83,9 @@ func TestLeaseFencing(t *testing.T) {
 	}
 }
 
-func TestLeaseOneOwnerAmongMany(t *testing.T) {
+func testLeaseOneOwnerAmongMany(t *testing.T, h Harness) {
 	ctx := context.Background()
-	s := storetest.MustOpen(t, nil)
+	s := h.Open(t, nil)
 	errs := make(chan error, 16)
 	for i := range 16 {
 		go func() {

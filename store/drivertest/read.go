@@ -1,21 +1,19 @@
-package store_test
+package drivertest
 
 import (
 	"context"
 	"errors"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
-	"github.com/eventlite/eventlite/store/storetest"
+	"github.com/google/go-cmp/cmp"
 )
 
 // EventByID finds an event by tenant and id, and nothing in another tenant.
-func TestEventByID(t *testing.T) {
+func testEventByID(t *testing.T, h Harness) {
 	ctx := context.Background()
-	s := storetest.MustOpen(t, nil)
+	s := h.Open(t, nil)
 	if _, err := s.Append(ctx, "a", "s", store.Any, evID(t, "id-1", "x", 1), evID(t, "id-2", "y", 2)); err != nil {
 		t.Fatal(err)
 	}
@@ -30,9 +28,9 @@ func TestEventByID(t *testing.T) {
 
 // ReadAll filters by stream prefix and correlation id, and reads backward
 // from a position or from the head.
-func TestReadAllFilters(t *testing.T) {
+func testReadAllFilters(t *testing.T, h Harness) {
 	ctx := context.Background()
-	s := storetest.MustOpen(t, nil)
+	s := h.Open(t, nil)
 	corr := func(e envelope.Event, c string) envelope.Event { e.CorrelationID = c; return e }
 	for _, a := range []struct {
 		tenant, stream, corr string

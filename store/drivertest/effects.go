@@ -1,4 +1,4 @@
-package store_test
+package drivertest
 
 import (
 	"context"
@@ -10,12 +10,11 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/store"
-	"github.com/eventlite/eventlite/store/storetest"
 )
 
-func TestEffectAtMostOnce(t *testing.T) {
+func testEffectAtMostOnce(t *testing.T, h Harness) {
 	ctx := context.Background()
-	s := storetest.MustOpen(t, nil)
+	s := h.Open(t, nil)
 	var calls atomic.Int32
 	send := func(ctx context.Context) (string, error) {
 		calls.Add(1)
@@ -53,9 +52,9 @@ func TestEffectAtMostOnce(t *testing.T) {
 	}
 }
 
-func TestEffectUnknownIsReconciledNotRetried(t *testing.T) {
+func testEffectUnknownIsReconciledNotRetried(t *testing.T, h Harness) {
 	ctx := context.Background()
-	s := storetest.MustOpen(t, nil)
+	s := h.Open(t, nil)
 	var calls atomic.Int32
 	timeout := func(ctx context.Context) (string, error) {
 		calls.Add(1)
@@ -103,9 +102,9 @@ func TestEffectUnknownIsReconciledNotRetried(t *testing.T) {
 	}
 }
 
-func TestEffectReconcileStuckExecuting(t *testing.T) {
+func testEffectReconcileStuckExecuting(t *testing.T, h Harness) {
 	ctx := context.Background()
-	s := storetest.MustOpen(t, nil)
+	s := h.Open(t, nil)
 	if _, _, err := s.Effects().Reserve(ctx, "default", "call-partner"); err != nil {
 		t.Fatal(err)
 	}
