@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/eventlite/eventlite/envelope"
@@ -86,13 +84,7 @@ func (l *Lifecycle) Delete(ctx context.Context, tenant, stream string, opts Dele
 // and drops its snapshots.
 func markDeleted(ctx context.Context, tenant, stream string, mark int64) func(*Tx, AppendResult) error {
 	return func(tx *Tx, res AppendResult) error {
-		_, err := tx.ExecContext(ctx, `UPDATE streams SET deleted = ?3, first_version = ?4
-			WHERE tenant = ?1 AND stream_id = ?2`, tenant, stream, mark, res.Version+1)
-		if err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM snapshots WHERE tenant = ? AND stream_id = ?`, tenant, stream)
-		return err
+		return tx.s.ex.MarkDeleted(ctx, tx, tenant, stream, mark, res.Version+1)
 	}
 }
 
@@ -192,11 +184,12 @@ func (l *Lifecycle) prepare(tenant, stream string, expected Expected, ev envelop
 // transaction as it found it.
 func (l *Lifecycle) applyTx(ctx context.Context, tx *Tx, a *appendReq, before int64, then func(*Tx, AppendResult) error) (AppendResult, error) {
 	tenant, stream := a.tenant, a.stream
-	var version, deleted, first int64
-	err := tx.QueryRowContext(ctx, `SELECT COALESCE((SELECT MAX(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id), 0),
-		s.deleted, s.first_version FROM streams s WHERE s.tenant = ? AND s.stream_id = ?`, tenant, stream).Scan(&version, &deleted, &first)
+	// The driver holds the stream's row from this read to the end of the
+	// transaction: the checks below, the append and then see one state.
+	st, found, err := tx.s.ex.StreamLifecycle(ctx, tx, tenant, stream)
+	version, deleted, first := st.Version, st.Deleted, st.First
 	switch {
-	case errors.Is(err, sql.ErrNoRows), err == nil && deleted == deletedSoft:
+	case err == nil && (!found || deleted == deletedSoft):
 		return AppendResult{}, fmt.Errorf("stream %q (tenant %s): %w", stream, tenant, ErrNotFound)
 	case err == nil && deleted == deletedHard:
 		return AppendResult{}, fmt.Errorf("stream %q (tenant %s): it was hard-deleted: %w", stream, tenant, ErrStreamDeleted)
@@ -238,9 +231,7 @@ func (l *Lifecycle) truncateTx(ctx context.Context, tx *Tx, tenant, stream strin
 // setFirstVersion moves where a stream's reads start, after a truncate.
 func setFirstVersion(ctx context.Context, tenant, stream string, before int64) func(*Tx, AppendResult) error {
 	return func(tx *Tx, _ AppendResult) error {
-		_, err := tx.ExecContext(ctx, `UPDATE streams SET first_version = ?3
-			WHERE tenant = ?1 AND stream_id = ?2`, tenant, stream, before)
-		return err
+		return tx.s.ex.SetFirstVersion(ctx, tx, tenant, stream, before)
 	}
 }
 

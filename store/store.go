@@ -231,6 +231,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		keys:       keys,
 		ex:         sqlitedriver.Exec{},
 	}
+	keys.ex = s.ex
 	if err := s.open(ctx); err != nil {
 		s.closeDBs()
 		return nil, err

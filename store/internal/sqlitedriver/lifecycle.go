@@ -1,0 +1,39 @@
+package sqlitedriver
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/eventlite/eventlite/store/internal/driver"
+)
+
+// StreamLifecycle reads the streams row and the stream's newest version;
+// the write transaction it runs in holds SQLite's only writer.
+func (Exec) StreamLifecycle(ctx context.Context, q driver.Querier, tenant, stream string) (driver.StreamLifecycleState, bool, error) {
+	var st driver.StreamLifecycleState
+	err := q.QueryRowContext(ctx, `SELECT COALESCE((SELECT MAX(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id), 0),
+		s.deleted, s.first_version FROM streams s WHERE s.tenant = ? AND s.stream_id = ?`, tenant, stream).Scan(&st.Version, &st.Deleted, &st.First)
+	if errors.Is(err, sql.ErrNoRows) {
+		return st, false, nil
+	}
+	return st, err == nil, err
+}
+
+// MarkDeleted updates streams and deletes the stream's snapshots.
+func (Exec) MarkDeleted(ctx context.Context, q driver.Querier, tenant, stream string, mark, first int64) error {
+	_, err := q.ExecContext(ctx, `UPDATE streams SET deleted = ?3, first_version = ?4
+			WHERE tenant = ?1 AND stream_id = ?2`, tenant, stream, mark, first)
+	if err != nil {
+		return err
+	}
+	_, err = q.ExecContext(ctx, `DELETE FROM snapshots WHERE tenant = ? AND stream_id = ?`, tenant, stream)
+	return err
+}
+
+// SetFirstVersion updates streams.first_version.
+func (Exec) SetFirstVersion(ctx context.Context, q driver.Querier, tenant, stream string, first int64) error {
+	_, err := q.ExecContext(ctx, `UPDATE streams SET first_version = ?3
+			WHERE tenant = ?1 AND stream_id = ?2`, tenant, stream, first)
+	return err
+}
