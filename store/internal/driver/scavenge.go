@@ -83,9 +83,9 @@ type ScavengeCandidate struct {
 // management; each method says what an engine without it does, so that
 // the store's logic runs unchanged on it.
 //
-// The methods run on the writer's connection outside any transaction
-// (SQLite refuses VACUUM and a checkpoint inside one), or on a read
-// connection for CheckpointWAL.
+// The methods run on a connection outside any transaction (SQLite
+// refuses VACUUM and a checkpoint inside one): the writer's, held so that
+// no append runs meanwhile, or for CheckpointWAL a read connection too.
 type Space interface {
 	// SetSecureDelete turns the overwriting of deleted content and freed
 	// pages on, or back to the writer's default. An engine that does not

@@ -11,8 +11,8 @@ import (
 // userEvent is the SQL condition for an event that is not eventlite's own.
 const userEvent = `substr(type, 1, 10) != 'eventlite.'`
 
-// nullIfZero stores a limit of 0 (none) as NULL.
-func nullIfZero(v int64) any {
+// retentionLimit stores a limit of 0 (none) as NULL.
+func retentionLimit(v int64) any {
 	if v == 0 {
 		return nil
 	}
@@ -23,7 +23,7 @@ func nullIfZero(v int64) any {
 func (Exec) SetRetention(ctx context.Context, q driver.Querier, p driver.RetentionPolicy) error {
 	_, err := q.ExecContext(ctx, `INSERT INTO retention_policies (prefix, max_age, max_count, updated_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (prefix) DO UPDATE SET max_age = excluded.max_age, max_count = excluded.max_count, updated_at = excluded.updated_at`,
-		p.Prefix, nullIfZero(p.MaxAge), nullIfZero(p.MaxCount), p.UpdatedAt)
+		p.Prefix, retentionLimit(p.MaxAge), retentionLimit(p.MaxCount), p.UpdatedAt)
 	return err
 }
 
