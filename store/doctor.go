@@ -154,10 +154,8 @@ func (s *Store) eachRow(ctx context.Context, fn func(*sql.Rows) error, q string,
 }
 
 func (s *Store) relayHasRun(ctx context.Context) (bool, error) {
-	var n int
-	err := s.rdb.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM leases WHERE resource = 'relay')
-		+ (SELECT COALESCE(SUM(value), 0) FROM outbox_counters WHERE name = 'published')`).Scan(&n)
-	return n > 0, mapErr(err)
+	ran, err := s.ex.RelayHasRun(ctx, s.rdb)
+	return ran, mapErr(err)
 }
 
 func (s *Store) diagnoseOutbox(ctx context.Context, o DiagnoseOptions, now time.Time, emit func(*finding, string)) error {
@@ -171,19 +169,12 @@ func (s *Store) diagnoseOutbox(ctx context.Context, o DiagnoseOptions, now time.
 		stale = newFinding("outbox_pending", SeverityInfo, o.MaxIDs)
 		before = now.UnixNano() + 1
 	}
-	err = s.eachRow(ctx, func(r *sql.Rows) error {
-		var tenant, id string
-		var at int64
-		if err := r.Scan(&tenant, &id, &at); err != nil {
-			return err
-		}
+	err = s.ex.EachPendingOutbox(ctx, s.rdb, before, func(tenant, id string, at int64) error {
 		stale.add(tenant+":"+id, time.Unix(0, at))
 		return nil
-	}, pendingCTE+` SELECT e.tenant, e.event_id, e.recorded_at FROM pending p JOIN events e ON e.position = p.position
-		LEFT JOIN outbox o ON o.position = p.position
-		WHERE o.dead_at IS NULL AND e.recorded_at < ? ORDER BY p.position`, before)
+	})
 	if err != nil {
-		return err
+		return mapErr(err)
 	}
 	if ran {
 		emit(stale, fmt.Sprintf("events unpublished for longer than %s: is a relay running (eventlite relay)? its logs say why rows are held", o.OutboxAge))
@@ -266,18 +257,17 @@ func (s *Store) diagnoseLeases(ctx context.Context, o DiagnoseOptions, emit func
 // waiting: pending events for the relay, unapplied events for a
 // projection.
 func (s *Store) workBehindLease(ctx context.Context, resource string) (bool, error) {
-	var n int
+	var waiting bool
 	var err error
 	switch {
 	case resource == "relay":
-		err = s.rdb.QueryRowContext(ctx, pendingCTE+` SELECT EXISTS (SELECT 1 FROM pending p LEFT JOIN outbox o ON o.position = p.position WHERE o.dead_at IS NULL)`).Scan(&n)
+		waiting, err = s.ex.RelayBacklog(ctx, s.rdb)
 	case len(resource) > len("projection:") && resource[:len("projection:")] == "projection:":
-		err = s.rdb.QueryRowContext(ctx, `SELECT COALESCE((SELECT position FROM checkpoints WHERE name = ?), 0) < (SELECT COALESCE(MAX(position), 0) FROM events)`,
-			resource[len("projection:"):]).Scan(&n)
+		waiting, err = s.ex.ProjectionBacklog(ctx, s.rdb, resource[len("projection:"):])
 	default:
 		return false, nil
 	}
-	return n > 0, mapErr(err)
+	return waiting, mapErr(err)
 }
 
 func (s *Store) diagnoseConsumers(ctx context.Context, o DiagnoseOptions, now time.Time, emit func(*finding, string)) error {
@@ -340,15 +330,14 @@ func (s *Store) diagnoseProjections(ctx context.Context, o DiagnoseOptions, now 
 			orphaned.add(r.Name+" ("+r.LeaseOwner+")", now.Add(-r.LeaseExpiredFor))
 			continue
 		}
-		var first sql.NullInt64
-		err := s.rdb.QueryRowContext(ctx, `SELECT recorded_at FROM events WHERE position > ? ORDER BY position LIMIT 1`, r.Checkpoint).Scan(&first)
-		if err != nil && err != sql.ErrNoRows {
+		first, ok, err := s.ex.FirstRecordedAfter(ctx, s.rdb, r.Checkpoint)
+		if err != nil {
 			return mapErr(err)
 		}
-		if !first.Valid {
+		if !ok {
 			continue // caught up
 		}
-		at := time.Unix(0, first.Int64)
+		at := time.Unix(0, first)
 		switch {
 		case !r.LeaseLive:
 			idle.add(r.Name, at)
@@ -389,20 +378,12 @@ func (s *Store) diagnoseLog(ctx context.Context, o DiagnoseOptions, emit func(*f
 	emit(hf, "global positions missing between stored events that no scavenge removed: the file was changed behind eventlite's back; restore it from a backup")
 	emit(rf, "positions the file had handed out before it was restored from an older backup: they are never used again")
 	gaps := newFinding("stream_version_gaps", SeverityProblem, o.MaxIDs)
-	err = s.eachRow(ctx, func(r *sql.Rows) error {
-		var tenant, stream string
-		if err := r.Scan(&tenant, &stream); err != nil {
-			return err
-		}
+	err = s.ex.EachVersionGap(ctx, s.rdb, func(tenant, stream string) error {
 		gaps.add(tenant+"/"+stream, time.Time{})
 		return nil
-	}, `SELECT e.tenant, e.stream_id FROM events e JOIN streams s ON s.tenant = e.tenant AND s.stream_id = e.stream_id
-		GROUP BY e.tenant, e.stream_id
-		HAVING MAX(e.version) - MIN(e.version) + 1 != count(*) OR (MIN(e.version) != 1 AND MIN(e.version) > MIN(MAX(s.first_version), MAX(e.version)))
-		UNION SELECT s.tenant, s.stream_id FROM streams s
-		WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id)`)
+	})
 	if err != nil {
-		return err
+		return mapErr(err)
 	}
 	emit(gaps, "streams whose versions are not 1..n (but for the versions a scavenge removed before where their reads start): events were removed or changed behind eventlite's back; restore from a backup")
 	return nil

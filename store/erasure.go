@@ -2,11 +2,10 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
 // Erasure forgets subjects by crypto-shredding, reached with
@@ -63,8 +62,7 @@ func (e *Erasure) HasMasterKey() bool { return e.s.keys.master != nil }
 // cannot show. Commands that show or publish data refuse to start without
 // a master key while it is true.
 func (e *Erasure) Encrypted(ctx context.Context) (bool, error) {
-	var ok bool
-	err := e.s.rdb.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM erasure_keys WHERE forgotten_at IS NULL)`).Scan(&ok)
+	ok, err := e.s.ex.AnyLiveKey(ctx, e.s.rdb)
 	if err != nil {
 		return false, fmt.Errorf("read data keys: %w", mapErr(err))
 	}
@@ -106,26 +104,21 @@ func (e *Erasure) Forget(ctx context.Context, tenant, subject string) (ForgetRes
 	err = s.withSecureDelete(ctx, func() error {
 		return s.Update(ctx, func(tx *Tx) error {
 			res = ForgetResult{}
-			var forgotten sql.NullInt64
-			err := tx.QueryRowContext(ctx, `SELECT forgotten_at FROM erasure_keys WHERE tenant = ? AND subject = ?`, tenant, subject).Scan(&forgotten)
+			found, already, err := s.ex.ForgetDataKey(ctx, tx, tenant, subject, tx.now)
 			switch {
-			case errors.Is(err, sql.ErrNoRows):
-				return fmt.Errorf("subject %q (tenant %s) has no data key: no event carried it as its erasurekey: %w", subject, tenant, ErrNotFound)
 			case err != nil:
-				return mapErr(err)
-			case forgotten.Valid:
+				return fmt.Errorf("destroy data key: %w", mapErr(err))
+			case !found:
+				return fmt.Errorf("subject %q (tenant %s) has no data key: no event carried it as its erasurekey: %w", subject, tenant, ErrNotFound)
+			case already:
 				res.Already = true
 				return nil
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE erasure_keys SET master_key_id = NULL, wrapped_key = NULL, forgotten_at = ?
-			WHERE tenant = ? AND subject = ?`, tx.now, tenant, subject); err != nil {
-				return fmt.Errorf("destroy data key: %w", mapErr(err))
-			}
-			if res.Streams, err = subjectStreams(ctx, tx, tenant, subject); err != nil {
-				return err
+			if res.Streams, err = s.ex.SubjectStreams(ctx, tx, tenant, subject); err != nil {
+				return fmt.Errorf("find the subject's streams: %w", mapErr(err))
 			}
 			for _, st := range res.Streams {
-				if _, err := tx.ExecContext(ctx, `DELETE FROM snapshots WHERE tenant = ? AND stream_id = ?`, tenant, st); err != nil {
+				if err := s.ex.DropSubjectSnapshots(ctx, tx, tenant, st); err != nil {
 					return fmt.Errorf("drop snapshots of %q: %w", st, mapErr(err))
 				}
 			}
@@ -150,47 +143,16 @@ func (e *Erasure) Forget(ctx context.Context, tenant, subject string) (ForgetRes
 	return res, nil
 }
 
-// subjectStreams lists the tenant's streams holding events of subject. It
-// scans the tenant's events that have extensions: forgetting is rare.
-func subjectStreams(ctx context.Context, tx *Tx, tenant, subject string) ([]string, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT stream_id FROM events
-		WHERE tenant = ? AND extensions IS NOT NULL AND json_extract(extensions, '$.erasurekey') = ?`, tenant, subject)
-	if err != nil {
-		return nil, fmt.Errorf("find the subject's streams: %w", mapErr(err))
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var st string
-		if err := rows.Scan(&st); err != nil {
-			return nil, mapErr(err)
-		}
-		out = append(out, st)
-	}
-	return out, mapErr(rows.Err())
-}
-
-// eraseCopyQuery sets a structured-JSON event copy (column %[2]s of
-// table %[1]s) of subject ?2's events of tenant ?1 to the copy without
-// its data, marked dataerased: true.
-const eraseCopyQuery = `UPDATE %[1]s
-	SET %[2]s = CAST(json_set(json_remove(CAST(%[2]s AS TEXT), '$.data', '$.data_base64'), '$.dataerased', json('true')) AS BLOB)
-	WHERE tenant = ?1 AND %[2]s IS NOT NULL AND json_valid(CAST(%[2]s AS TEXT))
-	AND json_extract(CAST(%[2]s AS TEXT), '$.erasurekey') = ?2`
-
 // eraseCopies removes the data from the copies of the subject's events
 // that quarantine, deferral and version conflicts keep, and returns how
 // many it changed.
 func eraseCopies(ctx context.Context, tx *Tx, tenant, subject string) (int64, error) {
 	var n int64
-	for _, c := range []struct{ table, col string }{
-		{"quarantine", "event"}, {"deferred", "event"}, {"version_conflicts", "conflicting_event"},
-	} {
-		res, err := tx.ExecContext(ctx, fmt.Sprintf(eraseCopyQuery, c.table, c.col), tenant, subject)
+	for _, kind := range driver.EventCopyKinds {
+		k, err := tx.s.ex.EraseCopies(ctx, tx, kind, tenant, subject)
 		if err != nil {
-			return 0, fmt.Errorf("erase copies in %s: %w", c.table, mapErr(err))
+			return 0, fmt.Errorf("erase copies in %s: %w", kind, mapErr(err))
 		}
-		k, _ := res.RowsAffected()
 		n += k
 	}
 	return n, nil
@@ -236,14 +198,10 @@ func (s *Store) scrubErased(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.withSecureDelete(ctx, func() error {
 		return s.Update(ctx, func(tx *Tx) error {
-			r, err := tx.ExecContext(ctx, `UPDATE events SET data = NULL
-				WHERE data IS NOT NULL AND extensions IS NOT NULL AND json_extract(extensions, '$.erasurekey') IS NOT NULL
-				AND EXISTS (SELECT 1 FROM erasure_keys k WHERE k.tenant = events.tenant
-					AND k.subject = json_extract(events.extensions, '$.erasurekey') AND k.forgotten_at IS NOT NULL)`)
-			if err != nil {
+			var err error
+			if n, err = s.ex.ScrubErased(ctx, tx); err != nil {
 				return fmt.Errorf("remove erased ciphertext: %w", mapErr(err))
 			}
-			n, _ = r.RowsAffected()
 			return nil
 		})
 	})

@@ -4,13 +4,12 @@ import (
 	"context"
 	"crypto/cipher"
 	"crypto/rand"
-	"database/sql"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
 // The extensions of erasure, repeated from envelope so that store users
@@ -42,6 +41,7 @@ type dataKey struct {
 type keyring struct {
 	master   cipher.AEAD // nil: the store has no master key
 	masterID []byte
+	ex       driver.Keys // the store's, set by Open
 
 	mu    sync.Mutex
 	cache map[keyRef]*dataKey
@@ -102,25 +102,20 @@ func (k *keyring) invalidateAll() {
 // none. A key that the master key cannot unwrap is a *MasterKeyError.
 // Only keys read on q are cached when cache is set: a key read inside a
 // transaction that may roll back is not.
-func (k *keyring) lookup(ctx context.Context, q rowQuerier, r keyRef, cache bool) (*dataKey, error) {
+func (k *keyring) lookup(ctx context.Context, q driver.ReadQuerier, r keyRef, cache bool) (*dataKey, error) {
 	if d := k.cached(r); d != nil {
 		return d, nil
 	}
-	var (
-		id, wrapped []byte
-		forgotten   sql.NullInt64
-	)
-	err := q.QueryRowContext(ctx, `SELECT master_key_id, wrapped_key, forgotten_at FROM erasure_keys WHERE tenant = ? AND subject = ?`,
-		r.tenant, r.subject).Scan(&id, &wrapped, &forgotten)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
+	row, found, err := k.ex.DataKey(ctx, q, r.tenant, r.subject)
 	if err != nil {
 		return nil, fmt.Errorf("read data key of subject %q (tenant %s): %w", r.subject, r.tenant, mapErr(err))
 	}
-	d := &dataKey{forgotten: forgotten.Valid}
+	if !found {
+		return nil, nil
+	}
+	d := &dataKey{forgotten: row.Forgotten}
 	if !d.forgotten && k.master != nil {
-		if d.aead, err = k.unwrap(r, id, wrapped); err != nil {
+		if d.aead, err = k.unwrap(r, row.MasterKeyID, row.Wrapped); err != nil {
 			return nil, err
 		}
 	}
@@ -154,9 +149,7 @@ func (k *keyring) create(ctx context.Context, tx *Tx, r keyRef, now int64) (*dat
 	if err != nil {
 		return nil, fmt.Errorf("wrap data key: %w", err)
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO erasure_keys (tenant, subject, master_key_id, wrapped_key, created_at)
-		VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, r.tenant, r.subject, k.masterID, wrapped, now)
-	if err != nil {
+	if err := k.ex.InsertDataKey(ctx, tx, r.tenant, r.subject, k.masterID, wrapped, now); err != nil {
 		return nil, fmt.Errorf("store data key of subject %q (tenant %s): %w", r.subject, r.tenant, mapErr(err))
 	}
 	return k.lookup(ctx, tx, r, false)
@@ -177,7 +170,7 @@ func erasureKeyOf(e *envelope.Event) string {
 // reads may be cached). A forgotten subject's event loses its data and
 // gets dataerased: true; without a master key an encrypted event loses
 // its data and gets dataencrypted: true.
-func (k *keyring) openEvents(ctx context.Context, q rowQuerier, cache bool, evs []envelope.Event) error {
+func (k *keyring) openEvents(ctx context.Context, q driver.ReadQuerier, cache bool, evs []envelope.Event) error {
 	for i := range evs {
 		e := &evs[i]
 		subject := erasureKeyOf(e)
@@ -191,7 +184,7 @@ func (k *keyring) openEvents(ctx context.Context, q rowQuerier, cache bool, evs 
 	return nil
 }
 
-func (k *keyring) openEvent(ctx context.Context, q rowQuerier, cache bool, e *envelope.Event, subject string) error {
+func (k *keyring) openEvent(ctx context.Context, q driver.ReadQuerier, cache bool, e *envelope.Event, subject string) error {
 	d, err := k.lookup(ctx, q, keyRef{e.Tenant, subject}, cache)
 	if err != nil {
 		return fmt.Errorf("event at position %d: %w", e.Position, err)
@@ -224,9 +217,9 @@ func (k *keyring) openEvent(ctx context.Context, q rowQuerier, cache bool, e *en
 // last call, by this process or another: the poller calls it at start
 // and whenever the file changed. It reads the newest forget through the
 // erasure_keys_forgotten index.
-func (k *keyring) noticeForgets(ctx context.Context, q rowQuerier) {
-	var newest int64
-	if err := q.QueryRowContext(ctx, `SELECT COALESCE(MAX(forgotten_at), 0) FROM erasure_keys`).Scan(&newest); err != nil {
+func (k *keyring) noticeForgets(ctx context.Context, q driver.ReadQuerier) {
+	newest, err := k.ex.NewestForget(ctx, q)
+	if err != nil {
 		return // the next poll retries
 	}
 	k.mu.Lock()

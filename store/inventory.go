@@ -74,17 +74,11 @@ func (inv *Inventory) Stats(ctx context.Context, tenant string) (Stats, error) {
 	// of events: the counts read one index entry per stream (its newest
 	// version), not every event. The newest position is the first match
 	// scanning back from the head.
-	err = tx.QueryRowContext(ctx, `SELECT
-		(SELECT COALESCE(SUM((SELECT MAX(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id)), 0)
-			FROM streams s WHERE ?1 = '' OR s.tenant = ?1),
-		(SELECT count(*) FROM streams WHERE ?1 = '' OR tenant = ?1),
-		COALESCE((SELECT position FROM events WHERE ?1 = '' OR tenant = ?1 ORDER BY position DESC LIMIT 1), 0),
-		(SELECT count(*) FROM events WHERE (?1 = '' OR tenant = ?1) AND position > COALESCE(
-			(SELECT position FROM events WHERE recorded_at < ?2 ORDER BY position DESC LIMIT 1), 0))`,
-		tenant, cutoff).Scan(&st.Events, &st.Streams, &st.LastPosition, &st.AppendedLastMinute)
+	c, err := s.ex.InventoryStats(ctx, tx, tenant, cutoff)
 	if err != nil {
 		return st, wrap(err)
 	}
+	st.Events, st.Streams, st.LastPosition, st.AppendedLastMinute = c.Events, c.Streams, c.LastPosition, c.RecentEvents
 	for _, f := range []struct {
 		path string
 		n    *int64
@@ -106,25 +100,8 @@ func (inv *Inventory) Tenants(ctx context.Context) ([]string, error) {
 	if err := s.rdb.check(); err != nil {
 		return nil, err
 	}
-	// A skip-scan of the streams' primary key: one step per tenant.
-	rows, err := s.rdb.QueryContext(ctx, `WITH RECURSIVE t(tenant) AS (
-		SELECT MIN(tenant) FROM streams
-		UNION ALL
-		SELECT (SELECT MIN(tenant) FROM streams WHERE tenant > t.tenant) FROM t WHERE t.tenant IS NOT NULL)
-		SELECT tenant FROM t WHERE tenant IS NOT NULL`)
+	out, err := s.ex.Tenants(ctx, s.rdb)
 	if err != nil {
-		return nil, fmt.Errorf("tenants: %w", mapErr(err))
-	}
-	defer rows.Close()
-	out := []string{}
-	for rows.Next() {
-		var t string
-		if err := rows.Scan(&t); err != nil {
-			return nil, fmt.Errorf("tenants: %w", mapErr(err))
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("tenants: %w", mapErr(err))
 	}
 	return out, nil

@@ -2,11 +2,10 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
 // Lifecycle deletes and truncates streams, reached with Store.Lifecycle.
@@ -82,17 +81,16 @@ func (l *Lifecycle) Delete(ctx context.Context, tenant, stream string, opts Dele
 	return l.apply(ctx, tenant, stream, opts.Expected, ev, 0, markDeleted(ctx, tenant, stream, mark))
 }
 
+// lifecycleOp is the driver's delete or truncate of one stream, which
+// runs the store's checks and append (apply) atomically with its own
+// read and mark.
+type lifecycleOp func(tx *Tx, apply driver.LifecycleApply) error
+
 // markDeleted marks a stream deleted after its tombstone was appended,
 // and drops its snapshots.
-func markDeleted(ctx context.Context, tenant, stream string, mark int64) func(*Tx, AppendResult) error {
-	return func(tx *Tx, res AppendResult) error {
-		_, err := tx.ExecContext(ctx, `UPDATE streams SET deleted = ?3, first_version = ?4
-			WHERE tenant = ?1 AND stream_id = ?2`, tenant, stream, mark, res.Version+1)
-		if err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM snapshots WHERE tenant = ? AND stream_id = ?`, tenant, stream)
-		return err
+func markDeleted(ctx context.Context, tenant, stream string, mark int64) lifecycleOp {
+	return func(tx *Tx, apply driver.LifecycleApply) error {
+		return tx.s.ex.DeleteStream(ctx, tx, tenant, stream, mark, apply)
 	}
 }
 
@@ -156,16 +154,16 @@ func (l *Lifecycle) Truncate(ctx context.Context, tenant, stream string, before 
 }
 
 // apply checks that the stream exists (and, with before > 0, that before
-// is at most its version), then appends ev and runs then in the same
-// transaction.
-func (l *Lifecycle) apply(ctx context.Context, tenant, stream string, expected Expected, ev envelope.Event, before int64, then func(*Tx, AppendResult) error) (AppendResult, error) {
+// is at most its version), then appends ev and marks the stream (op) in
+// the same transaction.
+func (l *Lifecycle) apply(ctx context.Context, tenant, stream string, expected Expected, ev envelope.Event, before int64, op lifecycleOp) (AppendResult, error) {
 	a, err := l.prepare(tenant, stream, expected, ev)
 	if err != nil {
 		return AppendResult{}, err
 	}
 	var res AppendResult
 	err = l.s.Update(ctx, func(tx *Tx) error {
-		r, err := l.applyTx(ctx, tx, a, before, then)
+		r, err := l.applyTx(ctx, tx, a, before, op)
 		res = r
 		return err
 	})
@@ -190,31 +188,33 @@ func (l *Lifecycle) prepare(tenant, stream string, expected Expected, ev envelop
 
 // applyTx is apply's part inside the transaction. An error leaves the
 // transaction as it found it.
-func (l *Lifecycle) applyTx(ctx context.Context, tx *Tx, a *appendReq, before int64, then func(*Tx, AppendResult) error) (AppendResult, error) {
+func (l *Lifecycle) applyTx(ctx context.Context, tx *Tx, a *appendReq, before int64, op lifecycleOp) (AppendResult, error) {
 	tenant, stream := a.tenant, a.stream
-	var version, deleted, first int64
-	err := tx.QueryRowContext(ctx, `SELECT COALESCE((SELECT MAX(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id), 0),
-		s.deleted, s.first_version FROM streams s WHERE s.tenant = ? AND s.stream_id = ?`, tenant, stream).Scan(&version, &deleted, &first)
-	switch {
-	case errors.Is(err, sql.ErrNoRows), err == nil && deleted == deletedSoft:
-		return AppendResult{}, fmt.Errorf("stream %q (tenant %s): %w", stream, tenant, ErrNotFound)
-	case err == nil && deleted == deletedHard:
-		return AppendResult{}, fmt.Errorf("stream %q (tenant %s): it was hard-deleted: %w", stream, tenant, ErrStreamDeleted)
-	case err != nil:
-		return AppendResult{}, mapErr(err)
-	}
-	if before > version {
-		return AppendResult{}, &envelope.InvalidError{Index: -1, Field: "before", Reason: fmt.Sprintf("%d is beyond the stream's version %d: truncate before a version it has", before, version)}
-	}
-	if before > 0 && before < first {
-		return AppendResult{}, &envelope.InvalidError{Index: -1, Field: "before", Reason: fmt.Sprintf("%d is before version %d, where reads of the stream start already: truncate before a version from %d to %d", before, first, first, version)}
-	}
-	r, err := tx.appendPrepared(ctx, a)
+	var r AppendResult
+	// The driver reads the stream, runs this and marks the stream
+	// atomically: the checks, the append and the mark see one state.
+	err := op(tx, func(st driver.StreamLifecycleState, found bool) (int64, error) {
+		version, deleted, first := st.Version, st.Deleted, st.First
+		switch {
+		case !found || deleted == deletedSoft:
+			return 0, fmt.Errorf("stream %q (tenant %s): %w", stream, tenant, ErrNotFound)
+		case deleted == deletedHard:
+			return 0, fmt.Errorf("stream %q (tenant %s): it was hard-deleted: %w", stream, tenant, ErrStreamDeleted)
+		}
+		if before > version {
+			return 0, &envelope.InvalidError{Index: -1, Field: "before", Reason: fmt.Sprintf("%d is beyond the stream's version %d: truncate before a version it has", before, version)}
+		}
+		if before > 0 && before < first {
+			return 0, &envelope.InvalidError{Index: -1, Field: "before", Reason: fmt.Sprintf("%d is before version %d, where reads of the stream start already: truncate before a version from %d to %d", before, first, first, version)}
+		}
+		var err error
+		if r, err = tx.appendPrepared(ctx, a); err != nil {
+			return 0, err
+		}
+		return r.Version, nil
+	})
 	if err != nil {
-		return AppendResult{}, err
-	}
-	if err := then(tx, r); err != nil {
-		return AppendResult{}, err
+		return AppendResult{}, mapErr(err)
 	}
 	return r, nil
 }
@@ -222,7 +222,8 @@ func (l *Lifecycle) applyTx(ctx context.Context, tx *Tx, a *appendReq, before in
 // truncateTx truncates a stream inside tx as Truncate does; it is how
 // retention truncates many streams in one transaction. A failed
 // expectation writes nothing and returns a *ConflictError; a failure of
-// then (which cannot be undone here) fails the transaction.
+// the mark after the append (which cannot be undone here) fails the
+// transaction.
 func (l *Lifecycle) truncateTx(ctx context.Context, tx *Tx, tenant, stream string, before int64, expected Expected) (AppendResult, error) {
 	ev, err := envelope.New(TypeStreamTruncated, StreamTruncated{Before: before})
 	if err != nil {
@@ -236,11 +237,9 @@ func (l *Lifecycle) truncateTx(ctx context.Context, tx *Tx, tenant, stream strin
 }
 
 // setFirstVersion moves where a stream's reads start, after a truncate.
-func setFirstVersion(ctx context.Context, tenant, stream string, before int64) func(*Tx, AppendResult) error {
-	return func(tx *Tx, _ AppendResult) error {
-		_, err := tx.ExecContext(ctx, `UPDATE streams SET first_version = ?3
-			WHERE tenant = ?1 AND stream_id = ?2`, tenant, stream, before)
-		return err
+func setFirstVersion(ctx context.Context, tenant, stream string, before int64) lifecycleOp {
+	return func(tx *Tx, apply driver.LifecycleApply) error {
+		return tx.s.ex.TruncateStream(ctx, tx, tenant, stream, before, apply)
 	}
 }
 

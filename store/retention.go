@@ -2,13 +2,12 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
 // RetentionPolicy keeps the streams whose id starts with Prefix (in every
@@ -58,9 +57,7 @@ func (l *Lifecycle) SetRetention(ctx context.Context, p RetentionPolicy) error {
 		return err
 	}
 	return l.s.Update(ctx, func(tx *Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO retention_policies (prefix, max_age, max_count, updated_at) VALUES (?, ?, ?, ?)
-			ON CONFLICT (prefix) DO UPDATE SET max_age = excluded.max_age, max_count = excluded.max_count, updated_at = excluded.updated_at`,
-			p.Prefix, nullIfZero(int64(p.MaxAge)), nullIfZero(p.MaxCount), tx.now)
+		err := tx.s.ex.SetRetention(ctx, tx, driver.RetentionPolicy{Prefix: p.Prefix, MaxAge: int64(p.MaxAge), MaxCount: p.MaxCount, UpdatedAt: tx.now})
 		if err != nil {
 			return fmt.Errorf("set retention of prefix %q: %w", p.Prefix, err)
 		}
@@ -72,13 +69,11 @@ func (l *Lifecycle) SetRetention(ctx context.Context, p RetentionPolicy) error {
 // is ErrNotFound.
 func (l *Lifecycle) UnsetRetention(ctx context.Context, prefix string) error {
 	return l.s.Update(ctx, func(tx *Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM retention_policies WHERE prefix = ?`, prefix)
+		found, err := tx.s.ex.UnsetRetention(ctx, tx, prefix)
 		if err != nil {
 			return fmt.Errorf("unset retention of prefix %q: %w", prefix, err)
 		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
+		if !found {
 			return fmt.Errorf("retention policy for prefix %q: %w", prefix, ErrNotFound)
 		}
 		return nil
@@ -87,35 +82,15 @@ func (l *Lifecycle) UnsetRetention(ctx context.Context, prefix string) error {
 
 // Retention lists the policies by prefix.
 func (l *Lifecycle) Retention(ctx context.Context) ([]RetentionPolicy, error) {
-	var out []RetentionPolicy
-	err := l.s.eachRow(ctx, func(r *sql.Rows) error {
-		p, err := scanPolicy(r)
-		out = append(out, p)
-		return err
-	}, `SELECT prefix, max_age, max_count, updated_at FROM retention_policies ORDER BY prefix`)
+	rows, err := l.s.ex.RetentionPolicies(ctx, l.s.rdb)
 	if err != nil {
-		return nil, fmt.Errorf("list retention policies: %w", err)
+		return nil, fmt.Errorf("list retention policies: %w", mapErr(err))
+	}
+	var out []RetentionPolicy
+	for _, r := range rows {
+		out = append(out, RetentionPolicy{Prefix: r.Prefix, MaxAge: time.Duration(r.MaxAge), MaxCount: r.MaxCount, UpdatedAt: time.Unix(0, r.UpdatedAt).UTC()})
 	}
 	return out, nil
-}
-
-func scanPolicy(r interface{ Scan(...any) error }) (RetentionPolicy, error) {
-	var p RetentionPolicy
-	var age, count sql.NullInt64
-	var at int64
-	if err := r.Scan(&p.Prefix, &age, &count, &at); err != nil {
-		return p, err
-	}
-	p.MaxAge, p.MaxCount = time.Duration(age.Int64), count.Int64
-	p.UpdatedAt = time.Unix(0, at).UTC()
-	return p, nil
-}
-
-func nullIfZero(v int64) any {
-	if v == 0 {
-		return nil
-	}
-	return v
 }
 
 // policyFor returns the policy with the longest prefix of stream, if any.
@@ -137,9 +112,6 @@ type retentionTrim struct {
 	Before         int64
 }
 
-// userEvent is the SQL condition for an event that is not eventlite's own.
-const userEvent = `substr(type, 1, 10) != 'eventlite.'`
-
 // retentionTrims computes, as of now, the live streams the policies
 // truncate and where. It reads on the read pool.
 func (s *Store) retentionTrims(ctx context.Context, now time.Time) ([]retentionTrim, error) {
@@ -153,53 +125,43 @@ func (s *Store) retentionTrims(ctx context.Context, now time.Time) ([]retentionT
 		policy         RetentionPolicy
 	}
 	var streams []stream
-	err = s.eachRow(ctx, func(r *sql.Rows) error {
-		var st stream
-		if err := r.Scan(&st.tenant, &st.id, &st.version, &st.first); err != nil {
-			return err
-		}
-		if p, ok := policyFor(policies, st.id); ok {
-			st.policy = p
-			streams = append(streams, st)
+	err = s.ex.EachLiveStream(ctx, s.rdb, func(tenant, id string, version, first int64) error {
+		if p, ok := policyFor(policies, id); ok {
+			streams = append(streams, stream{tenant: tenant, id: id, version: version, first: first, policy: p})
 		}
 		return nil
-	}, `SELECT s.tenant, s.stream_id, COALESCE((SELECT MAX(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id), 0),
-		s.first_version FROM streams s WHERE s.deleted = 0`)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("retention: list streams: %w", err)
+		return nil, fmt.Errorf("retention: list streams: %w", mapErr(err))
 	}
 	var out []retentionTrim
 	for _, st := range streams {
 		// The newest event that is not eventlite's own always stays.
-		var newest sql.NullInt64
-		if err := s.rdb.QueryRowContext(ctx, `SELECT MAX(version) FROM events WHERE tenant = ? AND stream_id = ? AND version >= ? AND `+userEvent,
-			st.tenant, st.id, st.first).Scan(&newest); err != nil {
+		newest, ok, err := s.ex.NewestUserVersion(ctx, s.rdb, st.tenant, st.id, st.first)
+		if err != nil {
 			return nil, fmt.Errorf("retention: stream %q: %w", st.id, mapErr(err))
 		}
-		if !newest.Valid {
+		if !ok {
 			continue
 		}
 		before := st.first
 		if st.policy.MaxAge > 0 {
-			var v sql.NullInt64
 			cutoff := now.Add(-st.policy.MaxAge).UnixNano()
-			if err := s.rdb.QueryRowContext(ctx, `SELECT MAX(version) FROM events WHERE tenant = ? AND stream_id = ? AND version >= ? AND version < ? AND recorded_at < ? AND `+userEvent,
-				st.tenant, st.id, st.first, newest.Int64, cutoff).Scan(&v); err != nil {
+			v, ok, err := s.ex.NewestUserVersionBefore(ctx, s.rdb, st.tenant, st.id, st.first, newest, cutoff)
+			if err != nil {
 				return nil, fmt.Errorf("retention: stream %q: %w", st.id, mapErr(err))
 			}
-			if v.Valid {
-				before = max(before, v.Int64+1)
+			if ok {
+				before = max(before, v+1)
 			}
 		}
 		if st.policy.MaxCount > 0 {
-			var v int64
-			err := s.rdb.QueryRowContext(ctx, `SELECT version FROM events WHERE tenant = ? AND stream_id = ? AND version >= ? AND `+userEvent+`
-				ORDER BY version DESC LIMIT 1 OFFSET ?`, st.tenant, st.id, st.first, st.policy.MaxCount-1).Scan(&v)
+			v, ok, err := s.ex.NthNewestUserVersion(ctx, s.rdb, st.tenant, st.id, st.first, st.policy.MaxCount)
 			switch {
-			case errors.Is(err, sql.ErrNoRows):
-				// Not more than MaxCount: nothing to trim.
 			case err != nil:
 				return nil, fmt.Errorf("retention: stream %q: %w", st.id, mapErr(err))
+			case !ok:
+				// Not more than MaxCount: nothing to trim.
 			default:
 				before = max(before, v)
 			}

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -246,24 +245,15 @@ type candidate struct {
 func (s *Store) scavengeCandidates(ctx context.Context, trims []RetentionTrim, dry bool) ([]candidate, error) {
 	var out []candidate
 	seen := map[[2]string]int{}
-	err := s.eachRow(ctx, func(r *sql.Rows) error {
-		var c candidate
-		var lo sql.NullInt64
-		if err := r.Scan(&c.tenant, &c.stream, &lo, &c.hi); err != nil {
-			return err
-		}
-		if lo.Valid && lo.Int64 < c.hi {
-			c.lo = lo.Int64
-			seen[[2]string{c.tenant, c.stream}] = len(out)
-			out = append(out, c)
-		}
-		return nil
-	}, `SELECT s.tenant, s.stream_id,
-		(SELECT MIN(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id),
-		MIN(s.first_version, (SELECT MAX(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id))
-		FROM streams s WHERE s.first_version > 1 ORDER BY s.tenant, s.stream_id`)
+	rows, err := s.ex.ScavengeCandidates(ctx, s.rdb)
 	if err != nil {
-		return nil, fmt.Errorf("scavenge: list streams: %w", err)
+		return nil, fmt.Errorf("scavenge: list streams: %w", mapErr(err))
+	}
+	for _, r := range rows {
+		if r.HasLo && r.Lo < r.Hi {
+			seen[[2]string{r.Tenant, r.Stream}] = len(out)
+			out = append(out, candidate{tenant: r.Tenant, stream: r.Stream, lo: r.Lo, hi: r.Hi})
+		}
 	}
 	if !dry {
 		return out, nil
@@ -274,8 +264,8 @@ func (s *Store) scavengeCandidates(ctx context.Context, trims []RetentionTrim, d
 			out[i].hi = max(out[i].hi, t.Before)
 			continue
 		}
-		var lo int64
-		if err := s.rdb.QueryRowContext(ctx, `SELECT MIN(version) FROM events WHERE tenant = ? AND stream_id = ?`, t.Tenant, t.Stream).Scan(&lo); err != nil {
+		lo, err := s.ex.OldestVersion(ctx, s.rdb, t.Tenant, t.Stream)
+		if err != nil {
 			return nil, fmt.Errorf("scavenge: stream %q: %w", t.Stream, mapErr(err))
 		}
 		if lo < t.Before {

@@ -2,12 +2,11 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
-	"strings"
+
+	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
 // horizon is the position up to which every reader has applied the log:
@@ -25,23 +24,15 @@ type horizon struct {
 // readHorizon reads the lowest checkpoint of the projections (a
 // registered projection without one holds everything) and of the
 // running rebuilds.
-func readHorizon(ctx context.Context, q queryer) (horizon, error) {
+func (s *Store) readHorizon(ctx context.Context, q driver.ReadQuerier) (horizon, error) {
 	var h horizon
-	err := q.QueryRowContext(ctx, `SELECT by, name, position FROM (
-		SELECT 'projection' AS by, name, position FROM checkpoints
-		UNION ALL SELECT 'projection', p.name, 0 FROM projections p WHERE NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.name = p.name)
-		UNION ALL SELECT 'rebuild', projection, checkpoint FROM rebuilds)
-		ORDER BY position, by, name LIMIT 1`).Scan(&h.by, &h.name, &h.pos)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
+	var err error
+	h.by, h.name, h.pos, h.ok, err = s.ex.LowestReader(ctx, q)
+	if err != nil {
 		return horizon{}, fmt.Errorf("scavenge: read checkpoints: %w", mapErr(err))
-	default:
-		h.ok = true
 	}
 	// Only positions at or below W may go: the relay has settled them.
-	err = q.QueryRowContext(ctx, `SELECT w.settled, COALESCE((SELECT e.position FROM events e LEFT JOIN outbox o ON o.position = e.position
-		WHERE e.position > w.settled AND `+unsettled+` ORDER BY e.position LIMIT 1), 0) FROM outbox_watermark w`).Scan(&h.settled, &h.pending)
+	h.settled, h.pending, err = s.ex.OutboxSettled(ctx, q)
 	if err != nil {
 		return horizon{}, fmt.Errorf("scavenge: read the outbox watermark: %w", mapErr(err))
 	}
@@ -62,22 +53,11 @@ type streamStep struct {
 // walkStream reads up to limit removable events of c from version lo on,
 // in version order, and stops at the first one held back. hi is the
 // version the removal stops before.
-func walkStream(ctx context.Context, q queryer, c candidate, hi int64, hz horizon, limit int, positions []int64) ([]int64, streamStep, error) {
+func (s *Store) walkStream(ctx context.Context, q driver.ReadQuerier, c candidate, hi int64, hz horizon, limit int, positions []int64) ([]int64, streamStep, error) {
 	st := streamStep{}
-	rows, err := q.QueryContext(ctx, `SELECT e.position, e.version FROM events e
-		WHERE e.tenant = ? AND e.stream_id = ? AND e.version >= ? AND e.version < ?
-		ORDER BY e.version LIMIT ?`, c.tenant, c.stream, c.lo, hi, limit)
-	if err != nil {
-		return positions, st, fmt.Errorf("scavenge: stream %q: %w", c.stream, mapErr(err))
-	}
-	defer rows.Close()
 	read := 0
-	for rows.Next() {
+	err := s.ex.WalkStream(ctx, q, c.tenant, c.stream, c.lo, hi, limit, func(pos, version int64) bool {
 		read++
-		var pos, version int64
-		if err := rows.Scan(&pos, &version); err != nil {
-			return positions, st, err
-		}
 		switch {
 		case hz.ok && pos > hz.pos:
 			st.held = &HoldBack{By: hz.by, Name: hz.name, Position: hz.pos, Events: hi - version}
@@ -91,7 +71,7 @@ func walkStream(ctx context.Context, q queryer, c candidate, hi int64, hz horizo
 		}
 		if st.held != nil {
 			st.done = true
-			break
+			return false
 		}
 		if st.n == 0 {
 			st.from = version
@@ -99,9 +79,10 @@ func walkStream(ctx context.Context, q queryer, c candidate, hi int64, hz horizo
 		st.to = version
 		st.n++
 		positions = append(positions, pos)
-	}
-	if err := rows.Err(); err != nil {
-		return positions, st, mapErr(err)
+		return true
+	})
+	if err != nil {
+		return positions, st, fmt.Errorf("scavenge: stream %q: %w", c.stream, mapErr(err))
 	}
 	if read < limit {
 		st.done = true
@@ -138,12 +119,12 @@ func (t *holdTally) list() []HoldBack {
 // scavengeDry walks the candidates on the read pool and counts what a
 // scavenge would remove, changing nothing.
 func (s *Store) scavengeDry(ctx context.Context, cands []candidate, holds *holdTally, res *ScavengeResult) error {
-	hz, err := readHorizon(ctx, s.rdb)
+	hz, err := s.readHorizon(ctx, s.rdb)
 	if err != nil {
 		return err
 	}
 	for _, c := range cands {
-		_, st, err := walkStream(ctx, s.rdb, c, c.hi, hz, int(c.hi-c.lo)+1, nil)
+		_, st, err := s.walkStream(ctx, s.rdb, c, c.hi, hz, int(c.hi-c.lo)+1, nil)
 		if err != nil {
 			return err
 		}
@@ -179,7 +160,7 @@ func (s *Store) removeBatches(ctx context.Context, cands []candidate, holds *hol
 		var merged []PositionRange
 		err := s.Update(ctx, func(tx *Tx) error {
 			steps, merged = steps[:0], merged[:0]
-			hz, err := readHorizon(ctx, tx)
+			hz, err := s.readHorizon(ctx, tx)
 			if err != nil {
 				return err
 			}
@@ -188,13 +169,12 @@ func (s *Store) removeBatches(ctx context.Context, cands []candidate, holds *hol
 				c := cands[i]
 				// The stream may have moved since the plan: never past
 				// where its reads start, never its newest event.
-				var now int64
-				if err := tx.QueryRowContext(ctx, `SELECT MIN(s.first_version, (SELECT MAX(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id))
-					FROM streams s WHERE s.tenant = ? AND s.stream_id = ?`, c.tenant, c.stream).Scan(&now); err != nil {
+				now, err := s.ex.RemovableBefore(ctx, tx, c.tenant, c.stream)
+				if err != nil {
 					return fmt.Errorf("scavenge: stream %q: %w", c.stream, mapErr(err))
 				}
 				var st streamStep
-				positions, st, err = walkStream(ctx, tx, c, min(c.hi, now), hz, opts.BatchSize-len(positions), positions)
+				positions, st, err = s.walkStream(ctx, tx, c, min(c.hi, now), hz, opts.BatchSize-len(positions), positions)
 				if err != nil {
 					return err
 				}
@@ -282,18 +262,7 @@ type scavengeBatch struct {
 
 // load puts the batch's positions in temp.scavenge_batch.
 func (b *scavengeBatch) load(ctx context.Context, tx *Tx) error {
-	if _, err := tx.ExecContext(ctx, `CREATE TEMP TABLE IF NOT EXISTS scavenge_batch (position INTEGER PRIMARY KEY)`); err != nil {
-		return fmt.Errorf("scavenge: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM temp.scavenge_batch`); err != nil {
-		return fmt.Errorf("scavenge: %w", err)
-	}
-	args := make([]any, len(b.positions))
-	for i, p := range b.positions {
-		args[i] = p
-	}
-	q := `INSERT INTO temp.scavenge_batch (position) VALUES (?)` + strings.Repeat(`, (?)`, len(args)-1)
-	if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+	if err := tx.s.ex.LoadScavengeBatch(ctx, tx, b.positions); err != nil {
 		return fmt.Errorf("scavenge: %w", err)
 	}
 	return nil
@@ -319,9 +288,7 @@ var scrubSteps = []scrubStep{
 }
 
 func recordRemovedIDs(ctx context.Context, tx *Tx, b *scavengeBatch) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO removed_event_ids (tenant, event_id)
-		SELECT tenant, event_id FROM events WHERE position IN (SELECT position FROM temp.scavenge_batch)`)
-	return err
+	return tx.s.ex.RecordRemovedIDs(ctx, tx)
 }
 
 // recordRemovedRanges records the batch's runs of consecutive positions,
@@ -330,7 +297,7 @@ func recordRemovedIDs(ctx context.Context, tx *Tx, b *scavengeBatch) error {
 // highest stored one and the floor, so no position handed out so far is
 // handed out again, even once the events that had it are gone.
 func recordRemovedRanges(ctx context.Context, tx *Tx, b *scavengeBatch) error {
-	if _, err := tx.ExecContext(ctx, `UPDATE position_floor SET position = max(position, (SELECT COALESCE(MAX(position), 0) FROM events))`); err != nil {
+	if err := tx.s.ex.RaisePositionFloor(ctx, tx); err != nil {
 		return err
 	}
 	ps := slices.Clone(b.positions)
@@ -340,55 +307,26 @@ func recordRemovedRanges(ctx context.Context, tx *Tx, b *scavengeBatch) error {
 		for j+1 < len(ps) && ps[j+1] == ps[j]+1 {
 			j++
 		}
-		r, err := mergeRange(ctx, tx, PositionRange{From: ps[i], To: ps[j]})
+		from, to, err := tx.s.ex.MergeRemovedRange(ctx, tx, ps[i], ps[j], tx.now)
 		if err != nil {
-			return err
+			return mapErr(err)
 		}
-		b.ranges = append(b.ranges, r)
+		b.ranges = append(b.ranges, PositionRange{From: from, To: to})
 		i = j + 1
 	}
 	return nil
 }
 
-// mergeRange records r, joined with the removed ranges just before and
-// just after it, and returns the range recorded.
-func mergeRange(ctx context.Context, tx *Tx, r PositionRange) (PositionRange, error) {
-	var from, to int64
-	err := tx.QueryRowContext(ctx, `SELECT from_position, to_position FROM removed_ranges WHERE from_position < ? ORDER BY from_position DESC LIMIT 1`, r.From).Scan(&from, &to)
-	switch {
-	case err == nil && to >= r.From-1:
-		r.From = from
-		r.To = max(r.To, to)
-	case err != nil && !errors.Is(err, sql.ErrNoRows):
-		return r, mapErr(err)
-	}
-	err = tx.QueryRowContext(ctx, `SELECT to_position FROM removed_ranges WHERE from_position = ?`, r.To+1).Scan(&to)
-	switch {
-	case err == nil:
-		r.To = to
-	case !errors.Is(err, sql.ErrNoRows):
-		return r, mapErr(err)
-	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM removed_ranges WHERE from_position BETWEEN ? AND ?`, r.From, r.To); err != nil {
-		return r, err
-	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO removed_ranges (from_position, to_position, removed_at) VALUES (?, ?, ?)`, r.From, r.To, tx.now)
-	return r, err
-}
-
 func deleteBatchOutbox(ctx context.Context, tx *Tx, b *scavengeBatch) error {
-	_, err := tx.ExecContext(ctx, `DELETE FROM outbox WHERE position IN (SELECT position FROM temp.scavenge_batch)`)
-	return err
+	return tx.s.ex.DeleteBatchOutbox(ctx, tx)
 }
 
 func deleteBatchEvents(ctx context.Context, tx *Tx, b *scavengeBatch) error {
-	res, err := tx.ExecContext(ctx, `DELETE FROM events WHERE position IN (SELECT position FROM temp.scavenge_batch)`)
+	n, err := tx.s.ex.DeleteBatchEvents(ctx, tx)
 	if err != nil {
 		return err
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return err
-	} else if n != int64(len(b.positions)) {
+	if n != int64(len(b.positions)) {
 		return fmt.Errorf("deleted %d events for %d positions", n, len(b.positions))
 	}
 	return nil
@@ -397,12 +335,8 @@ func deleteBatchEvents(ctx context.Context, tx *Tx, b *scavengeBatch) error {
 // idRemoved reports whether a scavenge removed the event that had id, on
 // the writer's connection (inside its transaction).
 func (s *Store) idRemoved(tenant, id string) (bool, error) {
-	var one int
-	err := s.wconn.QueryRowContext(bg, `SELECT 1 FROM removed_event_ids WHERE tenant = ? AND event_id = ?`, tenant, id).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	return err == nil, mapErr(err)
+	removed, err := s.ex.IDRemoved(bg, s.wconn, tenant, id)
+	return removed, mapErr(err)
 }
 
 func fileSize(path string) (int64, bool) {

@@ -35,11 +35,8 @@ func (s *Store) secureDelete(ctx context.Context, on bool) error {
 		if (was == 0) == (s.w.secureRefs == 0) {
 			return nil // already in the state asked for
 		}
-		v := "FAST" // the writer's setting (see dsn)
-		if s.w.secureRefs > 0 {
-			v = "ON"
-		}
-		if _, err := c.ExecContext(ctx, "PRAGMA secure_delete = "+v); err != nil {
+		// Off is back to the writer's setting (see dsn).
+		if err := s.ex.SetSecureDelete(ctx, c, s.w.secureRefs > 0); err != nil {
 			s.w.secureRefs = was
 			return fmt.Errorf("secure_delete: %w", mapErr(err))
 		}
@@ -75,10 +72,10 @@ func (s *Store) reclaim(ctx context.Context, full bool, res *ScavengeResult) err
 	if full {
 		err := s.withWriter(ctx, func(c *sql.Conn) error {
 			// VACUUM converts a file created before auto_vacuum was set.
-			if _, err := c.ExecContext(ctx, "PRAGMA auto_vacuum = INCREMENTAL"); err != nil {
+			if err := s.ex.SetIncrementalVacuum(ctx, c); err != nil {
 				return fmt.Errorf("scavenge: auto_vacuum: %w", mapErr(err))
 			}
-			if _, err := c.ExecContext(ctx, "VACUUM"); err != nil {
+			if err := s.ex.Vacuum(ctx, c); err != nil {
 				return fmt.Errorf("scavenge: vacuum: %w", mapErr(err))
 			}
 			return nil
@@ -88,46 +85,39 @@ func (s *Store) reclaim(ctx context.Context, full bool, res *ScavengeResult) err
 		}
 	}
 	for prev := int64(-1); !full; {
-		var free, mode int64
+		var free int64
+		var incremental bool
 		err := s.withWriter(ctx, func(c *sql.Conn) error {
-			if err := c.QueryRowContext(ctx, "PRAGMA auto_vacuum").Scan(&mode); err != nil {
+			var err error
+			if incremental, err = s.ex.IncrementalVacuumOn(ctx, c); err != nil {
 				return fmt.Errorf("scavenge: auto_vacuum: %w", mapErr(err))
 			}
-			if mode != 2 { // not INCREMENTAL: nothing to give back
+			if !incremental { // nothing to give back
 				return nil
 			}
-			// Each step of the pragma frees a page: read it to the end.
-			rows, err := c.QueryContext(ctx, fmt.Sprintf("PRAGMA incremental_vacuum(%d)", vacuumChunk))
-			if err != nil {
+			if err := s.ex.IncrementalVacuum(ctx, c, vacuumChunk); err != nil {
 				return fmt.Errorf("scavenge: incremental_vacuum: %w", mapErr(err))
 			}
-			for rows.Next() {
-			}
-			if err := rows.Close(); err != nil {
-				return fmt.Errorf("scavenge: incremental_vacuum: %w", mapErr(err))
-			}
-			if err := rows.Err(); err != nil {
-				return fmt.Errorf("scavenge: incremental_vacuum: %w", mapErr(err))
-			}
-			return c.QueryRowContext(ctx, "PRAGMA freelist_count").Scan(&free)
+			free, err = s.ex.FreePages(ctx, c)
+			return err
 		})
 		if err != nil {
 			return err
 		}
-		if mode != 2 || free == 0 || free == prev {
+		if !incremental || free == 0 || free == prev {
 			break
 		}
 		prev = free
 	}
 	return s.withWriter(ctx, func(c *sql.Conn) error {
-		var busy, logFrames, done int64
-		if err := c.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &done); err != nil {
+		busy, logFrames, done, err := s.ex.CheckpointWAL(ctx, c)
+		if err != nil {
 			return fmt.Errorf("scavenge: wal_checkpoint: %w", mapErr(err))
 		}
-		if err := c.QueryRowContext(ctx, "PRAGMA freelist_count").Scan(&res.FreePages); err != nil {
+		if res.FreePages, err = s.ex.FreePages(ctx, c); err != nil {
 			return fmt.Errorf("scavenge: freelist_count: %w", mapErr(err))
 		}
-		if busy != 0 {
+		if busy {
 			return fmt.Errorf("scavenge: %d of %d WAL frames checkpointed: %w; run the scavenge again once readers are done", done, logFrames, ErrCheckpointBlocked)
 		}
 		return nil

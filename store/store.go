@@ -233,6 +233,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		drv:        defaultDriver,
 		ex:         defaultDriver.Executor(),
 	}
+	keys.ex = s.ex
 	if err := s.open(ctx); err != nil {
 		s.closeDBs()
 		return nil, err

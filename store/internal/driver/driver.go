@@ -63,4 +63,11 @@ type Executor interface {
 	// Dialect is the engine the executor speaks.
 	Dialect() Dialect
 	Catalog
+	Scavenge
+	Space
+	Retention
+	Lifecycle
+	Doctor
+	Inventory
+	Keys
 }

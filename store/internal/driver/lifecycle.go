@@ -1,140 +1,39 @@
 package driver
 
-import (
-	"context"
-	"database/sql"
-	"fmt"
-	"time"
-)
+import "context"
 
-// Driver is an engine's lifecycle: how the store opens a database,
-// prepares and migrates it, frames its write transactions, learns of
-// other processes' commits and reads the engine's settings. The store
-// decides what to make of the answers (which file to refuse, which error
-// a caller sees, when to retry, what to log); a Driver only states facts
-// and runs statements. A Driver holds no state, so one value serves every
-// store.
-type Driver interface {
-	// Dialect is the engine the driver opens.
-	Dialect() Dialect
-	// Executor returns the engine's store operations.
-	Executor() Executor
-
-	// OpenWriter opens the pool of the store's writer: one connection,
-	// kept open for the store's life, on which every write transaction
-	// runs. It does not connect: the store's first use does, so that
-	// the store tells a file that is not a database (IsNotDatabase) from
-	// other failures.
-	OpenWriter(cfg OpenConfig) (*sql.DB, error)
-	// OpenReader opens the read pool of conns connections, which never
-	// write. Like OpenWriter it does not connect.
-	OpenReader(cfg OpenConfig, conns int) (*sql.DB, error)
-	// IsNotDatabase reports whether err says the file is not one of the
-	// engine's databases at all.
-	IsNotDatabase(err error) bool
-	// InitNew prepares a database that holds nothing yet, before the
-	// first migration creates a table: settings the engine takes only
-	// on an empty database.
-	InitNew(ctx context.Context, q Querier) error
-	// EnableWAL switches the database to the journal several processes
-	// write and read concurrently in. The engine may refuse at once with
-	// a Busy error while another process does the same, without waiting
-	// for the lock: the store retries. A no-op for an engine without the
-	// notion.
-	EnableWAL(ctx context.Context, q Querier) error
-
-	Migrator
-
-	// WriteTx returns the statements that open and end the writer's
-	// transactions, which the store prepares once on the writer's
-	// connection. Begin takes the write lock before the first statement
-	// (on SQLite BEGIN IMMEDIATE), so that a transaction that reads and
-	// then writes never fails for another writer's commit.
-	WriteTx() TxSQL
-	// CommitCounter reads a number that changes when another connection
-	// (another process included) commits. Compare only values read on
-	// one connection q: SQLite's counter is per connection.
-	CommitCounter(ctx context.Context, q ReadQuerier) (int64, error)
-	// Checkpoint copies the write-ahead log into the database and
-	// truncates it, on a connection outside any transaction; done is
-	// false when a reader's snapshot kept it from completing.
-	// ErrUnsupported for an engine that does not expose it.
-	Checkpoint(ctx context.Context, q ReadQuerier) (done bool, err error)
-	// SettingNames are the engine settings a diagnostic reports for each
-	// connection, in the order it reports them.
-	SettingNames() []string
-	// Setting reads one of SettingNames as the engine prints it.
-	Setting(ctx context.Context, q ReadQuerier, name string) (string, error)
+// Lifecycle deletes and truncates streams. Each is a read-then-write
+// sequence that must be atomic: the driver reads the stream's state and
+// hands it to the store's apply, which checks it (the stream exists, is
+// not deleted, a truncate's version is in range) and appends the
+// lifecycle event through the store's append path (which checks the
+// expected version); then the driver marks the stream. Nothing may change
+// the stream's row between the read and the mark: SQLite holds its only
+// writer for the whole write transaction; another engine locks the row
+// when it reads it, until the transaction ends (PostgreSQL: SELECT ...
+// FOR UPDATE).
+//
+// An error of apply is returned unchanged, and the driver writes nothing
+// after it.
+type Lifecycle interface {
+	// DeleteStream deletes a stream: after apply appended its tombstone
+	// (apply returns the tombstone's version), it sets the stream's
+	// deleted mark (1 soft, 2 hard), makes its reads start after the
+	// tombstone and drops its snapshots.
+	DeleteStream(ctx context.Context, q Querier, tenant, stream string, mark int64, apply LifecycleApply) error
+	// TruncateStream truncates a stream: after apply appended the
+	// truncation event, it makes the stream's reads start at before.
+	TruncateStream(ctx context.Context, q Querier, tenant, stream string, before int64, apply LifecycleApply) error
 }
 
-// OpenConfig is how the store wants a database opened.
-type OpenConfig struct {
-	// Path is the database file (for a server, its address).
-	Path string
-	// ReadOnly refuses every write on every connection; the file itself
-	// stays writable, so that the engine may clean up after its last
-	// connection closes.
-	ReadOnly bool
-	// Attach opens another user's file that a process has open: the
-	// engine reads through that process's shared state and writes
-	// nothing, not even its own bookkeeping files. Implies ReadOnly.
-	Attach bool
-	// BusyTimeout is how long a statement waits for another
-	// connection's lock before failing Busy.
-	BusyTimeout time.Duration
-	// Synchronous is the durability level: "FULL" or "NORMAL".
-	Synchronous string
-	// JournalSizeLimit caps the write-ahead log kept after a checkpoint,
-	// in bytes.
-	JournalSizeLimit int64
+// LifecycleApply is the store's part of a delete or truncate: it checks
+// the stream's state as read (found is false for no such stream),
+// appends the lifecycle event and returns its version.
+type LifecycleApply func(st StreamLifecycleState, found bool) (version int64, err error)
+
+// StreamLifecycleState is what a delete or truncate checks of a stream:
+// its version (0 without events), its deleted mark (0 live, 1 soft, 2
+// hard) and the version its reads start at.
+type StreamLifecycleState struct {
+	Version, Deleted, First int64
 }
-
-// TxSQL are the statements that open and end a write transaction.
-type TxSQL struct{ Begin, Commit, Rollback string }
-
-// Migrator is the engine's schema: its numbered migrations and how one is
-// applied.
-type Migrator interface {
-	// Migrations returns the migrations in version order, versions 1..n:
-	// n is the schema version the driver writes.
-	Migrations() ([]Migration, error)
-	// SchemaVersion reads the database's schema version: 0 for a
-	// database no migration has touched.
-	SchemaVersion(ctx context.Context, q ReadQuerier) (int, error)
-	// ApplyMigration applies m in a write transaction of its own on q,
-	// which must be one connection (not a pool), outside a transaction.
-	// Under the write lock it reads the schema version again and, when
-	// another process applied m meanwhile, commits nothing and returns
-	// applied false; so processes that open one database at once apply
-	// each migration exactly once. Otherwise m and the new schema
-	// version commit together or not at all: an error, an interrupt
-	// (ctx ending) or a crash leaves the database as it was. For a
-	// migration that rebuilds a table (Migration.Rebuilds), rebuilding is
-	// called first, under the lock, with the number of events it will
-	// copy (not called if they cannot be counted). An error from m's
-	// own statements, or from its commit, is a *MigrationError.
-	ApplyMigration(ctx context.Context, q Querier, m Migration, rebuilding func(events int64)) (applied bool, err error)
-}
-
-// Migration is one numbered schema change.
-type Migration struct {
-	Version int
-	Name    string // the file name: 0001_event_log.sql
-	SQL     string
-	// Rebuilds: the migration copies a table other tables reference
-	// into a new one, which takes time on a large database.
-	Rebuilds bool
-}
-
-// MigrationError is the failure of a migration's own statements or of
-// its commit, as opposed to a failure to take the lock or read the
-// version around it.
-type MigrationError struct {
-	Name string
-	Err  error
-}
-
-func (e *MigrationError) Error() string { return fmt.Sprintf("migration %s: %v", e.Name, e.Err) }
-
-// Unwrap returns the engine's error.
-func (e *MigrationError) Unwrap() error { return e.Err }

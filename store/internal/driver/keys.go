@@ -1,0 +1,62 @@
+package driver
+
+import "context"
+
+// Keys keeps the erasure data keys (stored wrapped by the master key;
+// the driver never sees a key in clear) and removes what a forgotten
+// subject leaves behind: its key, its events' ciphertext and the data of
+// the copies of its events that other tables keep.
+type Keys interface {
+	// AnyLiveKey reports whether a data key is stored that is not
+	// forgotten.
+	AnyLiveKey(ctx context.Context, q ReadQuerier) (bool, error)
+	// DataKey reads the data key of (tenant, subject); found is false for
+	// none.
+	DataKey(ctx context.Context, q ReadQuerier, tenant, subject string) (k DataKeyRow, found bool, err error)
+	// InsertDataKey stores a new wrapped data key unless (tenant,
+	// subject) has one already, which it keeps: two writers creating the
+	// same key both read the one stored first afterwards.
+	InsertDataKey(ctx context.Context, q Querier, tenant, subject string, masterKeyID, wrapped []byte, at int64) error
+	// ForgetDataKey destroys the wrapped key of (tenant, subject) and
+	// marks it forgotten at at. found is false when there is no key;
+	// already is true when it was forgotten before, and then nothing is
+	// written. The check and the destruction must be atomic (SQLite: the
+	// write transaction; PostgreSQL: the row lock of an UPDATE ... WHERE
+	// forgotten_at IS NULL).
+	ForgetDataKey(ctx context.Context, q Querier, tenant, subject string, at int64) (found, already bool, err error)
+	// NewestForget reads the newest time a key was forgotten, 0 when
+	// none was.
+	NewestForget(ctx context.Context, q ReadQuerier) (int64, error)
+	// SubjectStreams lists the tenant's streams holding events whose
+	// erasurekey is subject.
+	SubjectStreams(ctx context.Context, q ReadQuerier, tenant, subject string) ([]string, error)
+	// DropSubjectSnapshots drops the snapshots of a stream.
+	DropSubjectSnapshots(ctx context.Context, q Querier, tenant, stream string) error
+	// EraseCopies removes the data (marking dataerased: true) from the
+	// copies of subject's events that kind keeps, and returns how many
+	// copies it changed.
+	EraseCopies(ctx context.Context, q Querier, kind CopyKind, tenant, subject string) (int64, error)
+	// ScrubErased removes the ciphertext of the events of forgotten
+	// subjects and returns how many events lost it.
+	ScrubErased(ctx context.Context, q Querier) (int64, error)
+}
+
+// DataKeyRow is a stored data key: the id of the master key that wrapped
+// it and the wrapped key (both nil once forgotten).
+type DataKeyRow struct {
+	MasterKeyID, Wrapped []byte
+	Forgotten            bool
+}
+
+// CopyKind names a place that keeps copies of events as structured JSON.
+type CopyKind string
+
+// The places that keep copies of events.
+const (
+	CopiesQuarantine       CopyKind = "quarantine"
+	CopiesDeferred         CopyKind = "deferred"
+	CopiesVersionConflicts CopyKind = "version_conflicts"
+)
+
+// EventCopyKinds are every CopyKind, in the order Forget erases them.
+var EventCopyKinds = []CopyKind{CopiesQuarantine, CopiesDeferred, CopiesVersionConflicts}

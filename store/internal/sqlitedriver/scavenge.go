@@ -1,0 +1,239 @@
+package sqlitedriver
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/eventlite/eventlite/store/internal/driver"
+)
+
+// scavengeUnsettled holds for an event e left-joined to its outbox row o
+// when the relay has neither published nor discarded it.
+const scavengeUnsettled = `(o.position IS NULL OR (o.published_at IS NULL AND o.discarded_at IS NULL))`
+
+// ScavengeCandidates reads the streams with first_version > 1.
+func (Exec) ScavengeCandidates(ctx context.Context, q driver.ReadQuerier) ([]driver.ScavengeCandidate, error) {
+	rows, err := q.QueryContext(ctx, `SELECT s.tenant, s.stream_id,
+		(SELECT MIN(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id),
+		MIN(s.first_version, (SELECT MAX(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id))
+		FROM streams s WHERE s.first_version > 1 ORDER BY s.tenant, s.stream_id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.ScavengeCandidate
+	for rows.Next() {
+		var c driver.ScavengeCandidate
+		var lo sql.NullInt64
+		if err := rows.Scan(&c.Tenant, &c.Stream, &lo, &c.Hi); err != nil {
+			return nil, err
+		}
+		c.Lo, c.HasLo = lo.Int64, lo.Valid
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// OldestVersion reads MIN(version).
+func (Exec) OldestVersion(ctx context.Context, q driver.ReadQuerier, tenant, stream string) (int64, error) {
+	var lo int64
+	err := q.QueryRowContext(ctx, `SELECT MIN(version) FROM events WHERE tenant = ? AND stream_id = ?`, tenant, stream).Scan(&lo)
+	return lo, err
+}
+
+// RemovableBefore reads min(first_version, newest version).
+func (Exec) RemovableBefore(ctx context.Context, q driver.ReadQuerier, tenant, stream string) (int64, error) {
+	var now int64
+	err := q.QueryRowContext(ctx, `SELECT MIN(s.first_version, (SELECT MAX(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id))
+		FROM streams s WHERE s.tenant = ? AND s.stream_id = ?`, tenant, stream).Scan(&now)
+	return now, err
+}
+
+// LowestReader reads checkpoints, projections and rebuilds in one
+// statement.
+func (Exec) LowestReader(ctx context.Context, q driver.ReadQuerier) (by, name string, pos int64, ok bool, err error) {
+	err = q.QueryRowContext(ctx, `SELECT by, name, position FROM (
+		SELECT 'projection' AS by, name, position FROM checkpoints
+		UNION ALL SELECT 'projection', p.name, 0 FROM projections p WHERE NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.name = p.name)
+		UNION ALL SELECT 'rebuild', projection, checkpoint FROM rebuilds)
+		ORDER BY position, by, name LIMIT 1`).Scan(&by, &name, &pos)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", 0, false, nil
+	}
+	return by, name, pos, err == nil, err
+}
+
+// OutboxSettled reads outbox_watermark.settled and the oldest unsettled
+// event above it.
+func (Exec) OutboxSettled(ctx context.Context, q driver.ReadQuerier) (settled, pending int64, err error) {
+	err = q.QueryRowContext(ctx, `SELECT w.settled, COALESCE((SELECT e.position FROM events e LEFT JOIN outbox o ON o.position = e.position
+		WHERE e.position > w.settled AND `+scavengeUnsettled+` ORDER BY e.position LIMIT 1), 0) FROM outbox_watermark w`).Scan(&settled, &pending)
+	return settled, pending, err
+}
+
+// WalkStream reads the stream's events in version order.
+func (Exec) WalkStream(ctx context.Context, q driver.ReadQuerier, tenant, stream string, from, before int64, limit int, fn func(pos, version int64) bool) error {
+	rows, err := q.QueryContext(ctx, `SELECT e.position, e.version FROM events e
+		WHERE e.tenant = ? AND e.stream_id = ? AND e.version >= ? AND e.version < ?
+		ORDER BY e.version LIMIT ?`, tenant, stream, from, before, limit)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var pos, version int64
+		if err := rows.Scan(&pos, &version); err != nil {
+			return err
+		}
+		if !fn(pos, version) {
+			break
+		}
+	}
+	return rows.Err()
+}
+
+// LoadScavengeBatch fills temp.scavenge_batch.
+func (Exec) LoadScavengeBatch(ctx context.Context, q driver.Querier, positions []int64) error {
+	if _, err := q.ExecContext(ctx, `CREATE TEMP TABLE IF NOT EXISTS scavenge_batch (position INTEGER PRIMARY KEY)`); err != nil {
+		return err
+	}
+	if _, err := q.ExecContext(ctx, `DELETE FROM temp.scavenge_batch`); err != nil {
+		return err
+	}
+	args := make([]any, len(positions))
+	for i, p := range positions {
+		args[i] = p
+	}
+	_, err := q.ExecContext(ctx, `INSERT INTO temp.scavenge_batch (position) VALUES (?)`+strings.Repeat(`, (?)`, len(args)-1), args...)
+	return err
+}
+
+// RecordRemovedIDs copies the batch's ids into removed_event_ids.
+func (Exec) RecordRemovedIDs(ctx context.Context, q driver.Querier) error {
+	_, err := q.ExecContext(ctx, `INSERT INTO removed_event_ids (tenant, event_id)
+		SELECT tenant, event_id FROM events WHERE position IN (SELECT position FROM temp.scavenge_batch)`)
+	return err
+}
+
+// RaisePositionFloor raises position_floor to the highest stored
+// position.
+func (Exec) RaisePositionFloor(ctx context.Context, q driver.Querier) error {
+	_, err := q.ExecContext(ctx, `UPDATE position_floor SET position = max(position, (SELECT COALESCE(MAX(position), 0) FROM events))`)
+	return err
+}
+
+// MergeRemovedRange reads the neighbours in removed_ranges, deletes what
+// the merged range covers and inserts it.
+func (Exec) MergeRemovedRange(ctx context.Context, q driver.Querier, rFrom, rTo, at int64) (int64, int64, error) {
+	var from, to int64
+	err := q.QueryRowContext(ctx, `SELECT from_position, to_position FROM removed_ranges WHERE from_position < ? ORDER BY from_position DESC LIMIT 1`, rFrom).Scan(&from, &to)
+	switch {
+	case err == nil && to >= rFrom-1:
+		rFrom = from
+		rTo = max(rTo, to)
+	case err != nil && !errors.Is(err, sql.ErrNoRows):
+		return rFrom, rTo, err
+	}
+	err = q.QueryRowContext(ctx, `SELECT to_position FROM removed_ranges WHERE from_position = ?`, rTo+1).Scan(&to)
+	switch {
+	case err == nil:
+		rTo = to
+	case !errors.Is(err, sql.ErrNoRows):
+		return rFrom, rTo, err
+	}
+	if _, err := q.ExecContext(ctx, `DELETE FROM removed_ranges WHERE from_position BETWEEN ? AND ?`, rFrom, rTo); err != nil {
+		return rFrom, rTo, err
+	}
+	_, err = q.ExecContext(ctx, `INSERT INTO removed_ranges (from_position, to_position, removed_at) VALUES (?, ?, ?)`, rFrom, rTo, at)
+	return rFrom, rTo, err
+}
+
+// DeleteBatchOutbox deletes the batch's outbox rows.
+func (Exec) DeleteBatchOutbox(ctx context.Context, q driver.Querier) error {
+	_, err := q.ExecContext(ctx, `DELETE FROM outbox WHERE position IN (SELECT position FROM temp.scavenge_batch)`)
+	return err
+}
+
+// DeleteBatchEvents deletes the batch's events.
+func (Exec) DeleteBatchEvents(ctx context.Context, q driver.Querier) (int64, error) {
+	res, err := q.ExecContext(ctx, `DELETE FROM events WHERE position IN (SELECT position FROM temp.scavenge_batch)`)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// IDRemoved looks removed_event_ids up.
+func (Exec) IDRemoved(ctx context.Context, q driver.ReadQuerier, tenant, id string) (bool, error) {
+	var one int
+	err := q.QueryRowContext(ctx, `SELECT 1 FROM removed_event_ids WHERE tenant = ? AND event_id = ?`, tenant, id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// SetSecureDelete sets PRAGMA secure_delete to ON, or to FAST (the
+// writer's setting in its connection string).
+func (Exec) SetSecureDelete(ctx context.Context, q driver.Querier, on bool) error {
+	v := "FAST"
+	if on {
+		v = "ON"
+	}
+	_, err := q.ExecContext(ctx, "PRAGMA secure_delete = "+v)
+	return err
+}
+
+// IncrementalVacuumOn reads PRAGMA auto_vacuum (2 is INCREMENTAL).
+func (Exec) IncrementalVacuumOn(ctx context.Context, q driver.Querier) (bool, error) {
+	var mode int64
+	if err := q.QueryRowContext(ctx, "PRAGMA auto_vacuum").Scan(&mode); err != nil {
+		return false, err
+	}
+	return mode == 2, nil
+}
+
+// IncrementalVacuum runs PRAGMA incremental_vacuum(pages), reading its
+// steps to the end: each step frees a page.
+func (Exec) IncrementalVacuum(ctx context.Context, q driver.Querier, pages int) error {
+	rows, err := q.QueryContext(ctx, fmt.Sprintf("PRAGMA incremental_vacuum(%d)", pages))
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	return rows.Err()
+}
+
+// FreePages reads PRAGMA freelist_count.
+func (Exec) FreePages(ctx context.Context, q driver.Querier) (int64, error) {
+	var free int64
+	err := q.QueryRowContext(ctx, "PRAGMA freelist_count").Scan(&free)
+	return free, err
+}
+
+// SetIncrementalVacuum sets PRAGMA auto_vacuum = INCREMENTAL, which takes
+// effect with the next VACUUM on a file created without it.
+func (Exec) SetIncrementalVacuum(ctx context.Context, q driver.Querier) error {
+	_, err := q.ExecContext(ctx, "PRAGMA auto_vacuum = INCREMENTAL")
+	return err
+}
+
+// Vacuum runs VACUUM.
+func (Exec) Vacuum(ctx context.Context, q driver.Querier) error {
+	_, err := q.ExecContext(ctx, "VACUUM")
+	return err
+}
+
+// CheckpointWAL runs PRAGMA wal_checkpoint(TRUNCATE).
+func (Exec) CheckpointWAL(ctx context.Context, q driver.ReadQuerier) (busy bool, frames, done int64, err error) {
+	var b int64
+	err = q.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&b, &frames, &done)
+	return b != 0, frames, done, err
+}
