@@ -63,4 +63,8 @@ type Executor interface {
 	// Dialect is the engine the executor speaks.
 	Dialect() Dialect
 	Catalog
+	Appends
+	Reads
+	Status
+	Tables
 }
