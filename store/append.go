@@ -3,8 +3,6 @@ package store
 import (
 	"context"
 	"crypto/cipher"
-	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -13,7 +11,7 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
-	"github.com/eventlite/eventlite/internal/timecol"
+	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
 // Expected is the optimistic-concurrency condition of an append.
@@ -212,17 +210,17 @@ func (tx *Tx) appendPrepared(ctx context.Context, a *appendReq) (AppendResult, e
 	if err := ctx.Err(); err != nil {
 		return AppendResult{}, wrapAppendErr(stream, err)
 	}
-	if err := s.exec("SAVEPOINT append_tx"); err != nil {
+	if err := s.stmts.Savepoint(bg, driver.AppendScope); err != nil {
 		return AppendResult{}, fmt.Errorf("append to %q: %w", stream, mapErr(err))
 	}
 	res, err := s.appendLocked(a, tx.now)
 	if err != nil {
-		_ = s.exec("ROLLBACK TO append_tx")
+		_ = s.stmts.RollbackTo(bg, driver.AppendScope)
 	}
 	if errors.Is(err, errRetried) {
 		err = nil // the first append's result; this attempt wrote nothing
 	}
-	if rerr := s.exec("RELEASE append_tx"); rerr != nil && err == nil {
+	if rerr := s.stmts.Release(bg, driver.AppendScope); rerr != nil && err == nil {
 		err = rerr
 	}
 	if err != nil {
@@ -332,28 +330,26 @@ func (e Expected) bounds() (lo, hi int64) {
 // error the caller rolls back: it may have written part of the batch. On
 // errRetried it rolls back too, and returns the result without error.
 //
-// It reads once (streamStateSQL: the stream's lifecycle state, its
-// version and the last position handed out), checks expected against
-// that, then inserts the events (insertEvents, up to insertChunk per
-// INSERT: one more statement per further insertChunk events) at the next
-// positions (no outbox row: the relay reads events above its watermark),
-// and the streams row only for a stream it creates (or revives after a
-// soft delete). An append to an existing stream writes no streams row.
+// It reads once (StreamState: the stream's lifecycle state, its version
+// and the last position handed out), checks expected against that, then
+// inserts the events at the next positions (no outbox row: the relay
+// reads events above its watermark), and the streams row only for a
+// stream it creates (or revives after a soft delete). An append to an
+// existing stream writes no streams row. The driver keeps the read and
+// the writes one atomic step (see driver.Writer.StreamState).
 func (s *Store) appendLocked(a *appendReq, now int64) (AppendResult, error) {
-	st := &s.stmts
+	w := s.stmts
 	n := int64(len(a.events))
-	var (
-		deleted       sql.NullInt64 // NULL: no streams row
-		current, last int64
-	)
-	if err := st.streamState.QueryRowContext(bg, a.tenant, a.stream).Scan(&deleted, &current, &last); err != nil {
+	state, err := w.StreamState(bg, a.tenant, a.stream)
+	if err != nil {
 		return AppendResult{}, fmt.Errorf("read stream: %w", mapErr(err))
 	}
-	if deleted.Int64 == deletedHard {
+	current, last := state.Version, state.LastPosition
+	if state.Deleted == deletedHard {
 		return AppendResult{}, fmt.Errorf("tenant %s: it was hard-deleted: %w", a.tenant, ErrStreamDeleted)
 	}
 	effective := current
-	if !deleted.Valid || deleted.Int64 == deletedSoft {
+	if !state.Row || state.Deleted == deletedSoft {
 		effective = 0 // a soft-deleted stream counts as absent
 	}
 	if lo, hi := a.expected.bounds(); effective < lo || effective > hi {
@@ -385,12 +381,12 @@ func (s *Store) appendLocked(a *appendReq, now int64) (AppendResult, error) {
 		return AppendResult{}, err
 	}
 	switch {
-	case !deleted.Valid:
-		if _, err := st.createStream.ExecContext(bg, a.tenant, a.stream, now); err != nil {
+	case !state.Row:
+		if err := w.CreateStream(bg, a.tenant, a.stream, now); err != nil {
 			return AppendResult{}, fmt.Errorf("create stream: %w", mapErr(err))
 		}
-	case deleted.Int64 == deletedSoft:
-		if _, err := st.reviveStream.ExecContext(bg, a.tenant, a.stream); err != nil {
+	case state.Deleted == deletedSoft:
+		if err := w.ReviveStream(bg, a.tenant, a.stream); err != nil {
 			return AppendResult{}, fmt.Errorf("revive stream: %w", mapErr(err))
 		}
 	}
@@ -405,37 +401,19 @@ func (s *Store) appendLocked(a *appendReq, now int64) (AppendResult, error) {
 // the write lock, so they are the next ones: consecutive, above every
 // position ever handed out, and in commit order.
 func (s *Store) insertEvents(a *appendReq, current, first, now int64) error {
-	args := make([]any, 0, min(len(a.events), insertChunk)*eventCols)
-	for start := 0; start < len(a.events); start += insertChunk {
-		chunk := a.events[start:min(start+insertChunk, len(a.events))]
-		args = args[:0]
-		for i := range chunk {
-			e := &chunk[i]
-			e.StreamVersion = current + int64(start+i) + 1
-			var ext any // NULL when there are no other extensions
-			if len(e.Extensions) > 0 {
-				b, err := json.Marshal(e.Extensions)
-				if err != nil {
-					return &envelope.InvalidError{Index: start + i, Field: "extensions", Reason: err.Error()}
-				}
-				ext = string(b)
-			}
-			data := e.Data
-			if a.sealed != nil && a.sealed[start+i] != nil {
-				data = a.sealed[start+i] // never the plaintext
-			}
-			args = append(args, first+int64(start+i), a.tenant, a.stream, e.StreamVersion, e.ID, e.Type, e.Source,
-				timecol.Value(e.Time), e.DataContentType, e.DataSchema, data, e.CorrelationID, e.CausationID, ext, now)
-		}
-		st, err := s.insertEventsStmt(len(chunk))
-		if err != nil {
-			return err
-		}
-		if _, err := st.ExecContext(bg, args...); err != nil {
-			return fmt.Errorf("insert events %d..%d: %w", start, start+len(chunk)-1, mapErr(err))
-		}
+	for i := range a.events {
+		a.events[i].StreamVersion = current + int64(i) + 1
 	}
-	return nil
+	err := s.stmts.InsertEvents(bg, driver.EventBatch{Tenant: a.tenant, Stream: a.stream, Events: a.events,
+		Sealed: a.sealed, FirstPosition: first, RecordedAt: now})
+	if err == nil {
+		return nil // before errors.As, whose target would escape on every append
+	}
+	var oe *driver.OpError
+	if errors.As(err, &oe) {
+		return fmt.Errorf("%s: %w", oe.Op, mapErr(oe.Err))
+	}
+	return err
 }
 
 // retryResult decides whether an append whose ids may already be stored is
@@ -447,13 +425,8 @@ func (s *Store) retryResult(a *appendReq, current int64) (AppendResult, bool, er
 	found := 0
 	for i := range a.events {
 		e := &a.events[i]
-		var (
-			version     int64
-			stream, typ string
-			data, ext   []byte
-		)
-		err := s.stmts.eventByID.QueryRowContext(bg, a.tenant, e.ID).Scan(&stream, &version, &typ, &data, &ext)
-		if errors.Is(err, sql.ErrNoRows) {
+		stored, ok, err := s.stmts.EventByID(bg, a.tenant, e.ID)
+		if err == nil && !ok {
 			if removed, rerr := s.idRemoved(a.tenant, e.ID); rerr != nil {
 				return AppendResult{}, false, rerr
 			} else if removed {
@@ -471,6 +444,7 @@ func (s *Store) retryResult(a *appendReq, current int64) (AppendResult, bool, er
 			return AppendResult{}, false, &DuplicateError{Tenant: a.tenant, EventID: e.ID, Reason: "only part of this batch is stored: a batch is appended whole or not at all"}
 		}
 		found++
+		stream, version, typ, data, ext := stored.Stream, stored.Version, stored.Type, stored.Data, stored.Extensions
 		switch {
 		case stream != a.stream:
 			return AppendResult{}, false, &DuplicateError{Tenant: a.tenant, EventID: e.ID, Reason: fmt.Sprintf("it belongs to stream %q", stream)}
@@ -496,23 +470,9 @@ func (s *Store) retryResult(a *appendReq, current int64) (AppendResult, bool, er
 // newestEvents reads the newest n events of a stream whose version is
 // current, on the writer's connection (it sees the open transaction).
 func (s *Store) newestEvents(tenant, stream string, current int64, n int) ([]envelope.Event, error) {
-	rows, err := s.wconn.QueryContext(bg, selectEvents+` WHERE tenant = ? AND stream_id = ? AND version > ? ORDER BY version`,
-		tenant, stream, current-int64(n))
+	out, err := s.ex.NewestEvents(bg, s.wconn, tenant, stream, current-int64(n), n)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	out := make([]envelope.Event, 0, n)
-	for rows.Next() {
-		e, err := scanEvent(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	rows.Close()
 	return out, s.keys.openEvents(bg, s.wconn, false, out)
 }

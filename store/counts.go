@@ -41,44 +41,27 @@ func (inv *Inventory) Counts(ctx context.Context) (Counts, error) {
 		return c, wrap(err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	var oldest int64
-	// The open quarantine entries are the partial index quarantine_open.
-	err = tx.QueryRowContext(ctx, `SELECT
-		(SELECT count(*) FROM quarantine WHERE resolved_at IS NULL),
-		(SELECT count(*) FROM deferred),
-		(SELECT count(*) FROM version_conflicts WHERE resolved_at IS NULL),
-		(SELECT COALESCE(MIN(updated_at), 0) FROM effects WHERE state = 'AWAITING_APPROVAL')`).Scan(&c.Quarantined, &c.Deferred, &c.Conflicts, &oldest)
+	q, err := s.ex.QueueCounts(ctx, tx)
 	if err != nil {
 		return c, wrap(err)
 	}
+	c.Quarantined, c.Deferred, c.Conflicts = q.Quarantined, q.Deferred, q.Conflicts
 	// An effect enters AWAITING_APPROVAL when it is requested and leaves
-	// it on a decision: its updated_at is its request's time, read from
-	// the index effects_open.
-	if oldest != 0 {
+	// it on a decision: the oldest's time is its request's.
+	if oldest := q.OldestAwaitingApproval; oldest != 0 {
 		c.AwaitingApprovalAge = max(s.opts.Now().Sub(time.Unix(0, oldest)), 0)
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT kind, state, count(*) FROM effects GROUP BY kind, state`)
+	effects, err := s.ex.EffectCounts(ctx, tx)
 	if err != nil {
 		return c, wrap(err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var (
-			kind  EffectKind
-			state EffectState
-			n     int64
-		)
-		if err := rows.Scan(&kind, &state, &n); err != nil {
-			return c, wrap(err)
-		}
-		c.Effects[state] += n
+	for _, e := range effects {
+		kind, state := EffectKind(e.Kind), EffectState(e.State)
+		c.Effects[state] += e.N
 		if c.EffectsByKind[kind] == nil {
 			c.EffectsByKind[kind] = map[EffectState]int64{}
 		}
-		c.EffectsByKind[kind][state] = n
-	}
-	if err := rows.Err(); err != nil {
-		return c, wrap(err)
+		c.EffectsByKind[kind][state] = e.N
 	}
 	return c, nil
 }

@@ -53,10 +53,7 @@ func (tx *Tx) SetProjectionStatus(ctx context.Context, name string, status Proje
 		return err
 	}
 	s := tx.s
-	_, err := s.wconn.ExecContext(ctx, `INSERT INTO projections (name, status, detail, updated_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT (name) DO UPDATE SET status = excluded.status, detail = excluded.detail, updated_at = excluded.updated_at`,
-		name, status, detail, tx.now)
-	return mapErr(err)
+	return mapErr(s.ex.SetProjectionStatus(ctx, s.wconn, name, string(status), detail, tx.now))
 }
 
 // ProjectionRecord is a projection's stored status and place.
@@ -109,29 +106,17 @@ func (p *Projections) Get(ctx context.Context, name string) (ProjectionRecord, e
 // projections reads the record of the projection name, or of every
 // projection when name is "".
 func (s *Store) projections(ctx context.Context, name string) ([]ProjectionRecord, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT p.name, p.status, p.detail, p.updated_at,
-		COALESCE((SELECT position FROM checkpoints c WHERE c.name = p.name), 0),
-		(SELECT count(*) FROM quarantine q WHERE q.consumer = p.name AND q.resolved_at IS NULL),
-		COALESCE(l.owner, ''), COALESCE(l.owner != '' AND l.expires_at > `+nowMillis+`, 0),
-		COALESCE(`+nowMillis+` - l.expires_at, 0), COALESCE(l.ttl_ms, 0)
-		FROM projections p LEFT JOIN leases l ON l.resource = 'projection:' || p.name
-		WHERE ?1 = '' OR p.name = ?1
-		ORDER BY p.name`, name)
+	rows, err := s.ex.Projections(ctx, s.rdb, name)
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
 	var out []ProjectionRecord
-	for rows.Next() {
-		var r ProjectionRecord
-		var updated, expiredFor, ttl int64
-		if err := rows.Scan(&r.Name, &r.Status, &r.Detail, &updated, &r.Checkpoint, &r.Quarantined, &r.LeaseOwner, &r.LeaseLive,
-			&expiredFor, &ttl); err != nil {
-			return nil, err
-		}
-		r.UpdatedAt = time.Unix(0, updated).UTC()
+	for _, row := range rows {
+		r := ProjectionRecord{Name: row.Name, Status: ProjectionStatus(row.Status), Detail: row.Detail,
+			Checkpoint: row.Checkpoint, Quarantined: row.Quarantined, LeaseOwner: row.LeaseOwner, LeaseLive: row.LeaseLive,
+			UpdatedAt: time.Unix(0, row.UpdatedAt).UTC()}
 		if r.LeaseOwner != "" {
-			r.LeaseExpiredFor, r.LeaseTTL = time.Duration(expiredFor)*time.Millisecond, time.Duration(ttl)*time.Millisecond
+			r.LeaseExpiredFor, r.LeaseTTL = time.Duration(row.LeaseExpiredForMs)*time.Millisecond, time.Duration(row.LeaseTTLMs)*time.Millisecond
 			if r.LeaseTTL <= 0 {
 				r.LeaseTTL = DefaultLeasePeriod
 			}
@@ -140,5 +125,5 @@ func (s *Store) projections(ctx context.Context, name string) ([]ProjectionRecor
 		}
 		out = append(out, r)
 	}
-	return out, mapErr(rows.Err())
+	return out, nil
 }

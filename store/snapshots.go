@@ -2,10 +2,10 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
+
+	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
 // Snapshot is a saved aggregate state: the fold of a stream's events up to
@@ -24,18 +24,15 @@ type Snapshot struct {
 // returned: the caller cannot trust them.
 func (a *Aggregates) LoadSnapshot(ctx context.Context, tenant, stream string, schemaVersion int) (Snapshot, bool, error) {
 	s := a.s
-	snap := Snapshot{Tenant: tenant, Stream: stream, SchemaVersion: schemaVersion}
-	var created int64
-	err := s.rdb.QueryRowContext(ctx, `SELECT version, state, created_at FROM snapshots
-		WHERE tenant = ? AND stream_id = ? AND schema_version = ?`, tenant, stream, schemaVersion).Scan(&snap.Version, &snap.State, &created)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Snapshot{}, false, nil
-	}
+	row, ok, err := s.ex.LoadSnapshot(ctx, s.rdb, tenant, stream, schemaVersion)
 	if err != nil {
 		return Snapshot{}, false, fmt.Errorf("load snapshot of %q: %w", stream, mapErr(err))
 	}
-	snap.CreatedAt = time.Unix(0, created).UTC()
-	return snap, true, nil
+	if !ok {
+		return Snapshot{}, false, nil
+	}
+	return Snapshot{Tenant: tenant, Stream: stream, SchemaVersion: schemaVersion, Version: row.Version, State: row.State,
+		CreatedAt: time.Unix(0, row.CreatedAt).UTC()}, true, nil
 }
 
 // SaveSnapshot stores a snapshot inside an Update closure, replacing an
@@ -47,12 +44,8 @@ func (tx *Tx) SaveSnapshot(ctx context.Context, snap Snapshot) error {
 		return err
 	}
 	s := tx.s
-	_, err := s.wconn.ExecContext(ctx, `INSERT INTO snapshots (tenant, stream_id, schema_version, version, state, created_at)
-		VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (tenant, stream_id, schema_version) DO UPDATE
-		SET version = excluded.version, state = excluded.state, created_at = excluded.created_at
-		WHERE excluded.version > snapshots.version`,
-		snap.Tenant, snap.Stream, snap.SchemaVersion, snap.Version, snap.State, tx.now)
+	err := s.ex.SaveSnapshot(ctx, s.wconn, snap.Tenant, snap.Stream, driver.SnapshotRow{SchemaVersion: snap.SchemaVersion,
+		Version: snap.Version, State: snap.State, CreatedAt: tx.now})
 	if err != nil {
 		return fmt.Errorf("save snapshot of %q: %w", snap.Stream, mapErr(err))
 	}

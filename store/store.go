@@ -164,8 +164,8 @@ type Store struct {
 	wdb   *sql.DB         // the write pool: one connection, owned by the writer
 	wconn *writeConn      // the writer's connection
 	rdb   *readPool       // the read pool
-	stmts writeStmts
-	reads readStmts // prepared on the read pool
+	stmts driver.Writer   // the append path, prepared on the writer's connection
+	reads driver.Reader   // the common reads, prepared on the read pool
 
 	queue      chan *request
 	writerDone chan struct{}
@@ -449,10 +449,11 @@ func (s *Store) Done() <-chan struct{} { return s.doneCh }
 
 func (s *Store) closeDBs() error {
 	var errs []error
-	for _, st := range append(s.stmts.all(), s.reads.list()...) {
-		if st != nil {
-			errs = append(errs, st.Close())
-		}
+	if s.stmts != nil {
+		errs = append(errs, s.stmts.Close())
+	}
+	if s.reads != nil {
+		errs = append(errs, s.reads.Close())
 	}
 	if s.wconn != nil {
 		errs = append(errs, s.wconn.Conn.Close())

@@ -89,39 +89,16 @@ func (s *Store) Streams(ctx context.Context, tenant string, opts ...StreamsOptio
 	}
 }
 
-// streamsPageSQL lists a page of a tenant's streams from the stream id
-// ?2 on (op: > or >=). A stream's version, updated time and positions
-// come from the UNIQUE(tenant, stream_id, version) index: its newest
-// event (found by MAX(version)) and its first retained one, a few
-// lookups per stream, in the streams' primary key order.
-func streamsPageSQL(op string) string {
-	return `SELECT s.stream_id, COALESCE(n.version, 0), s.created_at, COALESCE(n.recorded_at, s.created_at),
-		COALESCE((SELECT position FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id AND e.version = s.first_version), 0),
-		COALESCE(n.position, 0)
-		FROM streams s LEFT JOIN events n ON n.tenant = s.tenant AND n.stream_id = s.stream_id
-			AND n.version = (SELECT MAX(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id)
-		WHERE s.tenant = ? AND s.stream_id ` + op + ` ? AND s.deleted = 0 ORDER BY s.stream_id LIMIT ?`
-}
-
 func (s *Store) streamsPage(ctx context.Context, tenant, from string, inclusive bool, n int) ([]StreamInfo, error) {
-	op := ">"
-	if inclusive {
-		op = ">="
-	}
-	rows, err := s.rdb.QueryContext(ctx, streamsPageSQL(op), tenant, from, n)
+	rows, err := s.ex.StreamsPage(ctx, s.rdb, tenant, from, inclusive, n)
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
 	var out []StreamInfo
-	for rows.Next() {
-		si := StreamInfo{Tenant: tenant}
-		var c, u int64
-		if err := rows.Scan(&si.Stream, &si.Version, &c, &u, &si.FirstPosition, &si.LastPosition); err != nil {
-			return nil, err
-		}
-		si.CreatedAt, si.UpdatedAt = time.Unix(0, c).UTC(), time.Unix(0, u).UTC()
-		out = append(out, si)
+	for _, r := range rows {
+		out = append(out, StreamInfo{Tenant: tenant, Stream: r.Stream, Version: r.Version,
+			FirstPosition: r.FirstPosition, LastPosition: r.LastPosition,
+			CreatedAt: time.Unix(0, r.CreatedAt).UTC(), UpdatedAt: time.Unix(0, r.UpdatedAt).UTC()})
 	}
-	return out, mapErr(rows.Err())
+	return out, nil
 }

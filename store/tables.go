@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"github.com/eventlite/eventlite/store/internal/driver"
@@ -67,11 +66,6 @@ func checkUserTable(op, name string) error {
 	return nil
 }
 
-// quoteIdent quotes an SQL identifier.
-func quoteIdent(name string) string {
-	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
-}
-
 // DropTable drops a read-model table (and its indexes) if it exists.
 // eventlite's own tables are refused with ErrReservedTable.
 func (tx *Tx) DropTable(ctx context.Context, name string) error {
@@ -82,7 +76,7 @@ func (tx *Tx) DropTable(ctx context.Context, name string) error {
 	if err := checkUserTable("drop table", name); err != nil {
 		return err
 	}
-	if _, err := s.wconn.ExecContext(ctx, `DROP TABLE IF EXISTS `+quoteIdent(name)); err != nil {
+	if err := s.ex.DropTable(ctx, s.wconn, name); err != nil {
 		return fmt.Errorf("drop table %s: %w", name, mapErr(err))
 	}
 	return nil
@@ -130,14 +124,6 @@ func (s *Store) tableShapeTx(ctx context.Context, name string) (driver.TableShap
 	return sh, mapErr(err)
 }
 
-func (s *Store) countRowsTx(ctx context.Context, q string) (int64, error) {
-	var n sql.NullInt64
-	if err := s.wconn.QueryRowContext(ctx, q).Scan(&n); err != nil {
-		return 0, mapErr(err)
-	}
-	return n.Int64, nil
-}
-
 // CompareTables compares a live read-model table with its shadow, row by
 // row: by the primary key (from the catalog) when the table declares
 // one, as whole rows otherwise. A live table that does not exist counts
@@ -163,60 +149,40 @@ func (tx *Tx) CompareTables(ctx context.Context, live, shadow string) (TableDiff
 	if err != nil {
 		return fail(err)
 	}
-	L, S := quoteIdent(live), quoteIdent(shadow)
+	ex, q := s.ex, s.wconn
 	var d TableDiff
 	if !lv.Exists {
-		if d.Missing, err = s.countRowsTx(ctx, `SELECT count(*) FROM `+S); err != nil {
-			return fail(err)
+		if d.Missing, err = ex.CountRows(ctx, q, shadow); err != nil {
+			return fail(mapErr(err))
 		}
 		return d, nil
 	}
 	if !slices.Equal(lv.Cols, sh.Cols) || !slices.Equal(lv.PK, sh.PK) {
 		d.SchemaDiffers = true
-		if d.Missing, err = s.countRowsTx(ctx, `SELECT count(*) FROM `+S); err != nil {
-			return fail(err)
+		if d.Missing, err = ex.CountRows(ctx, q, shadow); err != nil {
+			return fail(mapErr(err))
 		}
-		if d.Extra, err = s.countRowsTx(ctx, `SELECT count(*) FROM `+L); err != nil {
-			return fail(err)
+		if d.Extra, err = ex.CountRows(ctx, q, live); err != nil {
+			return fail(mapErr(err))
 		}
 		return d, nil
-	}
-	// match builds "a.c1 IS b.c1 AND ..." over cols.
-	match := func(a, b string, cols []string) string {
-		parts := make([]string, len(cols))
-		for i, c := range cols {
-			q := quoteIdent(c)
-			parts[i] = a + "." + q + " IS " + b + "." + q
-		}
-		return strings.Join(parts, " AND ")
 	}
 	if len(sh.PK) == 0 {
 		// Multisets of whole rows: how many copies of each row one side
 		// has beyond the other.
-		cols := make([]string, len(sh.Cols))
-		for i, c := range sh.Cols {
-			cols[i] = quoteIdent(c)
+		if d.Missing, err = ex.CountSurplus(ctx, q, shadow, live, sh.Cols); err != nil {
+			return fail(mapErr(err))
 		}
-		list := strings.Join(cols, ", ")
-		surplus := func(a, b string) string {
-			return `WITH x AS (SELECT ` + list + `, count(*) AS n__ FROM ` + a + ` GROUP BY ` + list + `),
-				y AS (SELECT ` + list + `, count(*) AS n__ FROM ` + b + ` GROUP BY ` + list + `)
-				SELECT SUM(MAX(x.n__ - COALESCE(y.n__, 0), 0)) FROM x LEFT JOIN y ON ` + match("x", "y", sh.Cols)
-		}
-		if d.Missing, err = s.countRowsTx(ctx, surplus(S, L)); err != nil {
-			return fail(err)
-		}
-		if d.Extra, err = s.countRowsTx(ctx, surplus(L, S)); err != nil {
-			return fail(err)
+		if d.Extra, err = ex.CountSurplus(ctx, q, live, shadow, sh.Cols); err != nil {
+			return fail(mapErr(err))
 		}
 		return d, nil
 	}
-	onKey := match("a", "b", sh.PK)
-	if d.Missing, err = s.countRowsTx(ctx, `SELECT count(*) FROM `+S+` a WHERE NOT EXISTS (SELECT 1 FROM `+L+` b WHERE `+onKey+`)`); err != nil {
-		return fail(err)
+	if d.Missing, err = ex.CountUnmatched(ctx, q, shadow, live, sh.PK); err != nil {
+		return fail(mapErr(err))
 	}
-	if d.Extra, err = s.countRowsTx(ctx, `SELECT count(*) FROM `+L+` a WHERE NOT EXISTS (SELECT 1 FROM `+S+` b WHERE `+onKey+`)`); err != nil {
-		return fail(err)
+	if d.Extra, err = ex.CountUnmatched(ctx, q, live, shadow, sh.PK); err != nil {
+		return fail(mapErr(err))
 	}
 	var rest []string
 	for _, c := range sh.Cols {
@@ -225,8 +191,8 @@ func (tx *Tx) CompareTables(ctx context.Context, live, shadow string) (TableDiff
 		}
 	}
 	if len(rest) > 0 {
-		if d.Different, err = s.countRowsTx(ctx, `SELECT count(*) FROM `+S+` a JOIN `+L+` b ON `+onKey+` WHERE NOT (`+match("a", "b", rest)+`)`); err != nil {
-			return fail(err)
+		if d.Different, err = ex.CountChanged(ctx, q, shadow, live, sh.PK, rest); err != nil {
+			return fail(mapErr(err))
 		}
 	}
 	return d, nil

@@ -57,13 +57,13 @@ func (s *Store) View(ctx context.Context, fn func(*ReadTx) error) (err error) {
 		return fmt.Errorf("view: %w", mapErr(err))
 	}
 	defer c.Close()
-	if _, err := c.ExecContext(ctx, `PRAGMA query_only = 1`); err != nil {
+	if err := s.ex.QueryOnly(ctx, c, true); err != nil {
 		return fmt.Errorf("view: %w", mapErr(err))
 	}
 	defer func() {
 		// The pool's connections only ever read, but leave this one as
 		// it was found.
-		if _, rerr := c.ExecContext(context.Background(), `PRAGMA query_only = 0`); rerr != nil {
+		if rerr := s.ex.QueryOnly(context.Background(), c, false); rerr != nil {
 			_ = c.Raw(func(any) error { return sqldriver.ErrBadConn }) // the pool drops it
 		}
 	}()

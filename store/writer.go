@@ -2,114 +2,27 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
-// writeStmts are prepared once on the writer's connection. The
-// transaction statements are prepared too: an unprepared SAVEPOINT and
-// RELEASE cost 2.8 us a request against 0.7 us prepared, on the writer's
-// critical path.
-type writeStmts struct {
-	streamState  *sql.Stmt
-	createStream *sql.Stmt
-	reviveStream *sql.Stmt
-	eventByID    *sql.Stmt
-	// insertEvents[k-1] inserts k events, prepared when first needed
-	// (insertEventsStmt); only the writer uses it.
-	insertEvents [insertChunk]*sql.Stmt
-
-	begin, commit                  *sql.Stmt
-	savepoint, release, rollbackTo *sql.Stmt
-}
-
-func (w *writeStmts) all() []*sql.Stmt {
-	return append([]*sql.Stmt{w.streamState, w.createStream, w.reviveStream, w.eventByID,
-		w.begin, w.commit, w.savepoint, w.release, w.rollbackTo}, w.insertEvents[:]...)
-}
-
-// insertChunk is the most events one INSERT statement writes: a batch of
-// 100 is four statements instead of a hundred. eventCols is the number of
-// values each event binds.
-const (
-	insertChunk = 32
-	eventCols   = 15
-)
-
-// An append reads once, then writes only the events (and the streams row
-// of a stream it creates or revives). streamStateSQL is that read: the
-// stream's lifecycle state (NULL: no streams row, the stream does not
-// exist), its version (its newest event's, from the events' unique
-// (tenant, stream_id, version) index) and the last position handed out:
-// the highest in the log or the floor a scavenge or restore recorded,
-// whichever is higher. The writer holds the write lock, so the next
-// append sees this one's rows and positions stay consecutive and
-// commit-ordered.
-const (
-	streamStateSQL = `SELECT (SELECT deleted FROM streams WHERE tenant = ?1 AND stream_id = ?2),
-	COALESCE((SELECT MAX(version) FROM events WHERE tenant = ?1 AND stream_id = ?2), 0),
-	max(COALESCE((SELECT MAX(position) FROM events), 0), COALESCE((SELECT position FROM position_floor WHERE one = 1), 0))`
-	createStreamSQL = `INSERT INTO streams (tenant, stream_id, created_at) VALUES (?, ?, ?)`
-	// A soft-deleted stream counts as absent, and an append revives it.
-	reviveStreamSQL = `UPDATE streams SET deleted = 0 WHERE tenant = ? AND stream_id = ? AND deleted = 1`
-	// streamVersionSQL reads a stream's version and lifecycle state; no
-	// row: the stream does not exist.
-	streamVersionSQL = `SELECT COALESCE((SELECT MAX(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id), 0), deleted
-	FROM streams s WHERE s.tenant = ? AND s.stream_id = ?`
-)
-
-// insertEventsSQL is the INSERT of k events, positions given.
-func insertEventsSQL(k int) string {
-	row := "(?" + strings.Repeat(", ?", eventCols-1) + ")"
-	return `INSERT INTO events (position, tenant, stream_id, version, event_id, type, source, time,
-		content_type, data_schema, data, correlation_id, causation_id, extensions, recorded_at)
-		VALUES ` + row + strings.Repeat(", "+row, k-1)
-}
-
-// insertEventsStmt returns the statement inserting k events (1 <= k <=
-// insertChunk), preparing it on first use.
-func (s *Store) insertEventsStmt(k int) (*sql.Stmt, error) {
-	if st := s.stmts.insertEvents[k-1]; st != nil {
-		return st, nil
-	}
-	st, err := s.wconn.Conn.PrepareContext(bg, insertEventsSQL(k))
-	if err != nil {
-		return nil, fmt.Errorf("prepare insert of %d events: %w", k, mapErr(err))
-	}
-	s.stmts.insertEvents[k-1] = st
-	return st, nil
-}
-
+// prepare prepares the append path on the writer's connection: the
+// statements of every append, prepared once (see driver.Writer).
 func (s *Store) prepare(ctx context.Context) error {
-	var err error
-	prep := func(q string) *sql.Stmt {
-		if err != nil {
-			return nil
-		}
-		var st *sql.Stmt
-		st, err = s.wconn.PrepareContext(ctx, q)
-		return st
-	}
-	s.stmts = writeStmts{
-		streamState:  prep(streamStateSQL),
-		createStream: prep(createStreamSQL),
-		reviveStream: prep(reviveStreamSQL),
-		eventByID:    prep(`SELECT stream_id, version, type, data, extensions FROM events WHERE tenant = ? AND event_id = ?`),
-		begin:        prep(`BEGIN IMMEDIATE`),
-		commit:       prep(`COMMIT`),
-		savepoint:    prep(`SAVEPOINT a`),
-		release:      prep(`RELEASE a`),
-		rollbackTo:   prep(`ROLLBACK TO a`),
+	sctx, err := s.wconn.ctx(ctx)
+	if err == nil {
+		s.stmts, err = s.ex.PrepareWriter(sctx, s.wconn.Conn)
 	}
 	if err != nil {
+		var oe *driver.OpError
+		if errors.As(err, &oe) {
+			return fmt.Errorf("store: %s: %w", oe.Op, mapErr(oe.Err))
+		}
 		return fmt.Errorf("store: prepare statements: %w", err)
-	}
-	if _, err := s.insertEventsStmt(1); err != nil {
-		return fmt.Errorf("store: %w", err)
 	}
 	return nil
 }
@@ -224,7 +137,7 @@ func (s *Store) runInline(r *request) {
 	finished := false
 	defer func() {
 		if !finished {
-			_ = s.exec("ROLLBACK")
+			_ = s.stmts.Rollback(bg)
 		}
 	}()
 	one := [1]*request{r}
@@ -267,37 +180,24 @@ func (s *Store) runWriter() {
 // context without Done spares the driver a goroutine per statement.
 var bg = context.Background()
 
-// exec runs one of the writer's own statements (ROLLBACK, a savepoint):
-// never interrupted, not even in a request alone in its transaction.
-func (s *Store) exec(q string) error {
-	_, err := s.wconn.Conn.ExecContext(bg, q)
-	return err
-}
-
-// run executes one of the prepared statements that take no argument.
-func run(st *sql.Stmt) error {
-	_, err := st.ExecContext(bg)
-	return err
-}
-
 // begin starts an immediate transaction, mapping a lock timeout to ErrBusy.
 func (s *Store) begin() error {
-	if err := run(s.stmts.begin); err != nil {
+	if err := s.stmts.Begin(bg); err != nil {
 		return fmt.Errorf("begin: %w", mapErr(err))
 	}
 	return nil
 }
 
 func (s *Store) commit() error {
-	if err := run(s.stmts.commit); err != nil {
-		_ = s.exec("ROLLBACK")
+	if err := s.stmts.Commit(bg); err != nil {
+		_ = s.stmts.Rollback(bg)
 		return fmt.Errorf("commit: %w", mapErr(err))
 	}
 	return nil
 }
 
 func (s *Store) rollback() {
-	if err := s.exec("ROLLBACK"); err != nil {
+	if err := s.stmts.Rollback(bg); err != nil {
 		s.log.Warn("rollback failed", "error", err)
 	}
 }
@@ -349,7 +249,7 @@ func (s *Store) runGroup(group []*request) {
 		if err != nil {
 			// An interrupted statement may have rolled the transaction
 			// back already: then ROLLBACK has nothing to do.
-			if err := s.exec("ROLLBACK"); err != nil && live[0].ctx.Err() == nil {
+			if err := s.stmts.Rollback(bg); err != nil && live[0].ctx.Err() == nil {
 				s.log.Warn("rollback failed", "error", err)
 			}
 			finish()
@@ -360,18 +260,18 @@ func (s *Store) runGroup(group []*request) {
 		defer func() { s.wconn.stmtCtx = nil }()
 		ok := 0
 		for _, r := range live {
-			if err := run(s.stmts.savepoint); err != nil {
+			if err := s.stmts.Savepoint(bg, driver.RequestScope); err != nil {
 				r.err = fmt.Errorf("savepoint: %w", mapErr(err))
 				continue
 			}
 			if err := s.runOne(r, now); err != nil {
-				if err := run(s.stmts.rollbackTo); err != nil {
+				if err := s.stmts.RollbackTo(bg, driver.RequestScope); err != nil {
 					s.log.Error("rollback to savepoint failed", "error", err)
 				}
 			} else {
 				ok++
 			}
-			if err := run(s.stmts.release); err != nil {
+			if err := s.stmts.Release(bg, driver.RequestScope); err != nil {
 				s.log.Error("release savepoint failed", "error", err)
 			}
 		}

@@ -70,4 +70,8 @@ type Executor interface {
 	Doctor
 	Inventory
 	Keys
+	Appends
+	Reads
+	Status
+	Tables
 }

@@ -1,0 +1,136 @@
+package driver
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/eventlite/eventlite/envelope"
+)
+
+// Appends is how the store reaches the engine's write path: a Writer
+// prepared once on the writer's connection.
+type Appends interface {
+	// PrepareWriter prepares the append path's statements on conn, the
+	// writer's one connection, and returns them as a Writer. The store
+	// closes the Writer before it closes conn.
+	PrepareWriter(ctx context.Context, conn *sql.Conn) (Writer, error)
+}
+
+// Writer holds the append path's statements, prepared on the writer's
+// connection: the store's writer runs thousands of them a second, and an
+// unprepared statement costs several times a prepared one. One goroutine
+// at a time uses it (the one that holds the writer), so a Writer needs no
+// lock.
+//
+// The store runs every method under a context that never ends
+// (context.Background): a group of requests shares the transaction, and
+// an interrupted statement would roll back the neighbours' work too.
+type Writer interface {
+	// Begin starts the write transaction. It takes the engine's write
+	// lock now, not at the first write, so that a transaction that reads
+	// then writes never fails half-way for another writer (SQLite: BEGIN
+	// IMMEDIATE; PostgreSQL: the log_head row lock). Busy when another
+	// writer held the lock past the wait.
+	Begin(ctx context.Context) error
+	// Commit commits the write transaction; on failure the transaction
+	// may still be open and the store rolls it back.
+	Commit(ctx context.Context) error
+	// Rollback undoes the write transaction. An error when none is open
+	// (an interrupted statement may have ended it already).
+	Rollback(ctx context.Context) error
+	// Savepoint opens the scope sp inside the write transaction,
+	// RollbackTo undoes what was written in it since (the scope stays
+	// open) and Release ends it, keeping its writes. The store opens
+	// RequestScope around each request of a group, AppendScope around an
+	// append inside an Update closure; they never nest in themselves.
+	Savepoint(ctx context.Context, sp Scope) error
+	RollbackTo(ctx context.Context, sp Scope) error
+	Release(ctx context.Context, sp Scope) error
+
+	// StreamState reads, inside the write transaction, what an append
+	// decides on: the stream's lifecycle row, its version, and the last
+	// position handed out in the log (the floor a scavenge or restore
+	// left included). The store checks the expected version against it,
+	// then writes the events at the positions that follow
+	// (InsertEvents): from StreamState to the commit, no other writer may
+	// change the stream or hand out a position, so the check holds and
+	// positions stay consecutive and in commit order. The driver makes
+	// that one atomic step: SQLite by the write lock Begin took;
+	// PostgreSQL by the log_head row lock Begin took (and the head it
+	// read), under which streams rows are read and moved.
+	StreamState(ctx context.Context, tenant, stream string) (StreamState, error)
+	// InsertEvents writes a batch's events at positions
+	// b.FirstPosition, +1..., each with the StreamVersion the store set.
+	// A failure may leave part of the batch written: the store rolls
+	// back. A refused write is returned wrapped in an *OpError naming the
+	// events refused; an event id already stored in the tenant is
+	// Constraint. An extension that cannot be encoded is an
+	// *envelope.InvalidError.
+	InsertEvents(ctx context.Context, b EventBatch) error
+	// CreateStream writes the lifecycle row of a stream that had none.
+	CreateStream(ctx context.Context, tenant, stream string, now int64) error
+	// ReviveStream marks a soft-deleted stream live again.
+	ReviveStream(ctx context.Context, tenant, stream string) error
+	// EventByID reads, inside the write transaction, what a retried
+	// append is compared with: the tenant's stored event with this id.
+	// ok is false when there is none.
+	EventByID(ctx context.Context, tenant, id string) (ev StoredID, ok bool, err error)
+	// Close releases the statements.
+	Close() error
+}
+
+// Scope names one of the writer's own savepoints.
+type Scope uint8
+
+const (
+	// RequestScope holds one request of a group commit.
+	RequestScope Scope = iota
+	// AppendScope holds an append made inside an Update closure.
+	AppendScope
+)
+
+// StreamState is what an append reads before it writes.
+type StreamState struct {
+	// Row: the stream has a lifecycle row; Deleted is its state then
+	// (0 live, 1 soft-deleted, 2 hard-deleted).
+	Row     bool
+	Deleted int64
+	// Version is the stream's newest event's version, 0 for none.
+	Version int64
+	// LastPosition is the last position handed out, 0 for none.
+	LastPosition int64
+}
+
+// EventBatch is the events of one append, ready to store.
+type EventBatch struct {
+	Tenant, Stream string
+	// Events are stored in order, with their StreamVersion; their
+	// Position is ignored (FirstPosition and on).
+	Events []envelope.Event
+	// Sealed, when not nil, holds for each event that has one the
+	// encrypted data stored in place of Data.
+	Sealed        [][]byte
+	FirstPosition int64
+	// RecordedAt is the commit's time, unix nanoseconds.
+	RecordedAt int64
+}
+
+// StoredID is a stored event as a retried append compares it.
+type StoredID struct {
+	Stream     string
+	Version    int64
+	Type       string
+	Data       []byte
+	Extensions []byte // the stored extensions' encoding; nil for none
+}
+
+// OpError is a failure of one step of an operation that runs several
+// statements: Op says which (its text is part of the error callers see),
+// Err is the engine's error.
+type OpError struct {
+	Op  string
+	Err error
+}
+
+func (e *OpError) Error() string { return e.Op + ": " + e.Err.Error() }
+func (e *OpError) Unwrap() error { return e.Err }

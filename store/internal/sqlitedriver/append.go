@@ -1,0 +1,251 @@
+package sqlitedriver
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/timecol"
+	"github.com/eventlite/eventlite/store/internal/driver"
+)
+
+// InsertChunk is the most events one INSERT statement writes: a batch of
+// 100 is four statements instead of a hundred. EventCols is the number of
+// values each event binds.
+const (
+	InsertChunk = 32
+	EventCols   = 15
+)
+
+// An append reads once, then writes only the events (and the streams row
+// of a stream it creates or revives). StreamStateSQL is that read: the
+// stream's lifecycle state (NULL: no streams row, the stream does not
+// exist), its version (its newest event's, from the events' unique
+// (tenant, stream_id, version) index) and the last position handed out:
+// the highest in the log or the floor a scavenge or restore recorded,
+// whichever is higher. The writer holds the write lock, so the next
+// append sees this one's rows and positions stay consecutive and
+// commit-ordered.
+const (
+	StreamStateSQL = `SELECT (SELECT deleted FROM streams WHERE tenant = ?1 AND stream_id = ?2),
+	COALESCE((SELECT MAX(version) FROM events WHERE tenant = ?1 AND stream_id = ?2), 0),
+	max(COALESCE((SELECT MAX(position) FROM events), 0), COALESCE((SELECT position FROM position_floor WHERE one = 1), 0))`
+	CreateStreamSQL = `INSERT INTO streams (tenant, stream_id, created_at) VALUES (?, ?, ?)`
+	// A soft-deleted stream counts as absent, and an append revives it.
+	ReviveStreamSQL = `UPDATE streams SET deleted = 0 WHERE tenant = ? AND stream_id = ? AND deleted = 1`
+	// StreamVersionSQL reads a stream's version and lifecycle state; no
+	// row: the stream does not exist.
+	StreamVersionSQL = `SELECT COALESCE((SELECT MAX(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id), 0), deleted
+	FROM streams s WHERE s.tenant = ? AND s.stream_id = ?`
+	// EventByIDSQL is what a retried append compares.
+	EventByIDSQL = `SELECT stream_id, version, type, data, extensions FROM events WHERE tenant = ? AND event_id = ?`
+)
+
+// InsertEventsSQL is the INSERT of k events, positions given.
+func InsertEventsSQL(k int) string {
+	row := "(?" + strings.Repeat(", ?", EventCols-1) + ")"
+	return `INSERT INTO events (position, tenant, stream_id, version, event_id, type, source, time,
+		content_type, data_schema, data, correlation_id, causation_id, extensions, recorded_at)
+		VALUES ` + row + strings.Repeat(", "+row, k-1)
+}
+
+// writer is the SQLite Writer. The transaction statements are prepared
+// too: an unprepared SAVEPOINT and RELEASE cost 2.8 us a request against
+// 0.7 us prepared, on the writer's critical path.
+type writer struct {
+	conn         *sql.Conn
+	streamState  *sql.Stmt
+	createStream *sql.Stmt
+	reviveStream *sql.Stmt
+	eventByID    *sql.Stmt
+	// insertEvents[k-1] inserts k events, prepared when first needed
+	// (insertStmt).
+	insertEvents [InsertChunk]*sql.Stmt
+
+	begin, commit                  *sql.Stmt
+	savepoint, release, rollbackTo *sql.Stmt
+	// args is InsertEvents' buffer of values, kept between appends.
+	args []any
+}
+
+// PrepareWriter prepares the append path on conn.
+func (Exec) PrepareWriter(ctx context.Context, conn *sql.Conn) (driver.Writer, error) {
+	w := &writer{conn: conn}
+	var err error
+	prep := func(q string) *sql.Stmt {
+		if err != nil {
+			return nil
+		}
+		var st *sql.Stmt
+		st, err = conn.PrepareContext(ctx, q)
+		return st
+	}
+	w.streamState = prep(StreamStateSQL)
+	w.createStream = prep(CreateStreamSQL)
+	w.reviveStream = prep(ReviveStreamSQL)
+	w.eventByID = prep(EventByIDSQL)
+	w.begin = prep(`BEGIN IMMEDIATE`)
+	w.commit = prep(`COMMIT`)
+	w.savepoint = prep(`SAVEPOINT a`)
+	w.release = prep(`RELEASE a`)
+	w.rollbackTo = prep(`ROLLBACK TO a`)
+	if err == nil {
+		_, err = w.insertStmt(ctx, 1)
+	}
+	if err != nil {
+		_ = w.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// insertStmt returns the statement inserting k events (1 <= k <=
+// InsertChunk), preparing it on first use.
+func (w *writer) insertStmt(ctx context.Context, k int) (*sql.Stmt, error) {
+	if st := w.insertEvents[k-1]; st != nil {
+		return st, nil
+	}
+	st, err := w.conn.PrepareContext(ctx, InsertEventsSQL(k))
+	if err != nil {
+		return nil, &driver.OpError{Op: fmt.Sprintf("prepare insert of %d events", k), Err: err}
+	}
+	w.insertEvents[k-1] = st
+	return st, nil
+}
+
+// Close closes every statement.
+func (w *writer) Close() error {
+	var errs []error
+	for _, st := range append([]*sql.Stmt{w.streamState, w.createStream, w.reviveStream, w.eventByID,
+		w.begin, w.commit, w.savepoint, w.release, w.rollbackTo}, w.insertEvents[:]...) {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func run(ctx context.Context, st *sql.Stmt) error {
+	_, err := st.ExecContext(ctx)
+	return err
+}
+
+// Begin runs BEGIN IMMEDIATE: the write lock from the start.
+func (w *writer) Begin(ctx context.Context) error { return run(ctx, w.begin) }
+
+// Commit runs COMMIT.
+func (w *writer) Commit(ctx context.Context) error { return run(ctx, w.commit) }
+
+// Rollback runs ROLLBACK.
+func (w *writer) Rollback(ctx context.Context) error {
+	_, err := w.conn.ExecContext(ctx, "ROLLBACK")
+	return err
+}
+
+// Savepoint opens the savepoint a (a request) or append_tx (an append
+// in an Update closure).
+func (w *writer) Savepoint(ctx context.Context, sp driver.Scope) error {
+	if sp == driver.RequestScope {
+		return run(ctx, w.savepoint)
+	}
+	_, err := w.conn.ExecContext(ctx, "SAVEPOINT append_tx")
+	return err
+}
+
+// RollbackTo rolls back to the savepoint.
+func (w *writer) RollbackTo(ctx context.Context, sp driver.Scope) error {
+	if sp == driver.RequestScope {
+		return run(ctx, w.rollbackTo)
+	}
+	_, err := w.conn.ExecContext(ctx, "ROLLBACK TO append_tx")
+	return err
+}
+
+// Release releases the savepoint.
+func (w *writer) Release(ctx context.Context, sp driver.Scope) error {
+	if sp == driver.RequestScope {
+		return run(ctx, w.release)
+	}
+	_, err := w.conn.ExecContext(ctx, "RELEASE append_tx")
+	return err
+}
+
+// StreamState runs StreamStateSQL: one statement, under the write lock
+// that BEGIN IMMEDIATE took.
+func (w *writer) StreamState(ctx context.Context, tenant, stream string) (driver.StreamState, error) {
+	var (
+		st      driver.StreamState
+		deleted sql.NullInt64 // NULL: no streams row
+	)
+	err := w.streamState.QueryRowContext(ctx, tenant, stream).Scan(&deleted, &st.Version, &st.LastPosition)
+	st.Row, st.Deleted = deleted.Valid, deleted.Int64
+	return st, err
+}
+
+// InsertEvents inserts up to InsertChunk events per INSERT: one more
+// statement per further InsertChunk events.
+func (w *writer) InsertEvents(ctx context.Context, b driver.EventBatch) error {
+	args := w.args[:0]
+	defer func() {
+		clear(args) // keep no event's data alive
+		w.args = args[:0]
+	}()
+	for start := 0; start < len(b.Events); start += InsertChunk {
+		chunk := b.Events[start:min(start+InsertChunk, len(b.Events))]
+		args = args[:0]
+		for i := range chunk {
+			e := &chunk[i]
+			var ext any // NULL when there are no other extensions
+			if len(e.Extensions) > 0 {
+				x, err := json.Marshal(e.Extensions)
+				if err != nil {
+					return &envelope.InvalidError{Index: start + i, Field: "extensions", Reason: err.Error()}
+				}
+				ext = string(x)
+			}
+			data := e.Data
+			if b.Sealed != nil && b.Sealed[start+i] != nil {
+				data = b.Sealed[start+i] // never the plaintext
+			}
+			args = append(args, b.FirstPosition+int64(start+i), b.Tenant, b.Stream, e.StreamVersion, e.ID, e.Type, e.Source,
+				timecol.Value(e.Time), e.DataContentType, e.DataSchema, data, e.CorrelationID, e.CausationID, ext, b.RecordedAt)
+		}
+		st, err := w.insertStmt(ctx, len(chunk))
+		if err != nil {
+			return err
+		}
+		if _, err := st.ExecContext(ctx, args...); err != nil {
+			return &driver.OpError{Op: fmt.Sprintf("insert events %d..%d", start, start+len(chunk)-1), Err: err}
+		}
+	}
+	return nil
+}
+
+// CreateStream inserts the streams row.
+func (w *writer) CreateStream(ctx context.Context, tenant, stream string, now int64) error {
+	_, err := w.createStream.ExecContext(ctx, tenant, stream, now)
+	return err
+}
+
+// ReviveStream clears the soft delete.
+func (w *writer) ReviveStream(ctx context.Context, tenant, stream string) error {
+	_, err := w.reviveStream.ExecContext(ctx, tenant, stream)
+	return err
+}
+
+// EventByID reads by the (tenant, event_id) index.
+func (w *writer) EventByID(ctx context.Context, tenant, id string) (driver.StoredID, bool, error) {
+	var ev driver.StoredID
+	err := w.eventByID.QueryRowContext(ctx, tenant, id).Scan(&ev.Stream, &ev.Version, &ev.Type, &ev.Data, &ev.Extensions)
+	if errors.Is(err, sql.ErrNoRows) {
+		return driver.StoredID{}, false, nil
+	}
+	if err != nil {
+		return driver.StoredID{}, false, err
+	}
+	return ev, true, nil
+}

@@ -1,0 +1,112 @@
+package sqlitedriver
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/store/internal/driver"
+)
+
+// appendSchema is the part of the store's schema the append path touches.
+const appendSchema = `CREATE TABLE events (
+    position INTEGER PRIMARY KEY, tenant TEXT NOT NULL, stream_id TEXT NOT NULL, version INTEGER NOT NULL,
+    event_id TEXT NOT NULL, type TEXT NOT NULL, source TEXT NOT NULL, time INTEGER NOT NULL,
+    content_type TEXT NOT NULL, data_schema TEXT NOT NULL DEFAULT '', data BLOB,
+    correlation_id TEXT NOT NULL DEFAULT '', causation_id TEXT NOT NULL DEFAULT '', extensions TEXT,
+    recorded_at INTEGER NOT NULL, UNIQUE (tenant, stream_id, version), UNIQUE (tenant, event_id));
+CREATE TABLE streams (tenant TEXT NOT NULL, stream_id TEXT NOT NULL, created_at INTEGER NOT NULL,
+    deleted INTEGER NOT NULL DEFAULT 0, first_version INTEGER NOT NULL DEFAULT 1, PRIMARY KEY (tenant, stream_id));
+CREATE TABLE position_floor (one INTEGER PRIMARY KEY CHECK (one = 1), position INTEGER NOT NULL);
+INSERT INTO position_floor VALUES (1, 7);`
+
+func batch(first, n int, stream string, ids ...string) driver.EventBatch {
+	b := driver.EventBatch{Tenant: "t", Stream: stream, FirstPosition: int64(first), RecordedAt: 1}
+	for i := range n {
+		id := fmt.Sprintf("%s-%d", stream, i)
+		if i < len(ids) && ids[i] != "" {
+			id = ids[i]
+		}
+		b.Events = append(b.Events, envelope.Event{ID: id, Type: "x", Source: "s", StreamVersion: int64(i + 1)})
+	}
+	return b
+}
+
+// TestWriterChunks: a batch longer than InsertChunk is written in
+// chunks at consecutive positions after the floor, and a refused chunk
+// is named in its OpError and classified Constraint.
+func TestWriterChunks(t *testing.T) {
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "w.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, appendSchema); err != nil {
+		t.Fatal(err)
+	}
+	w, err := Exec{}.PrepareWriter(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := w.StreamState(ctx, "t", "a")
+	if err != nil || st != (driver.StreamState{LastPosition: 7}) {
+		t.Fatalf("empty log: %+v, %v; want the floor 7 and no row", st, err)
+	}
+	if err := w.InsertEvents(ctx, batch(8, InsertChunk+8, "a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.CreateStream(ctx, "t", "a", 1); err != nil {
+		t.Fatal(err)
+	}
+	st, err = w.StreamState(ctx, "t", "a")
+	if want := (driver.StreamState{Row: true, Version: InsertChunk + 8, LastPosition: 7 + InsertChunk + 8}); err != nil || st != want {
+		t.Fatalf("after %d events: %+v, %v; want %+v", InsertChunk+8, st, err, want)
+	}
+	ev, ok, err := w.EventByID(ctx, "t", "a-33")
+	if err != nil || !ok || ev.Stream != "a" || ev.Version != 34 {
+		t.Fatalf("EventByID: %+v %v %v", ev, ok, err)
+	}
+	if _, ok, err := w.EventByID(ctx, "t", "none"); ok || err != nil {
+		t.Fatalf("EventByID of an unknown id: %v %v", ok, err)
+	}
+
+	if err := w.Savepoint(ctx, driver.RequestScope); err != nil {
+		t.Fatal(err)
+	}
+	dup := make([]string, InsertChunk+4)
+	dup[InsertChunk+2] = "a-0"
+	err = w.InsertEvents(ctx, batch(100, InsertChunk+4, "b", dup...))
+	var oe *driver.OpError
+	if !errors.As(err, &oe) || oe.Op != fmt.Sprintf("insert events %d..%d", InsertChunk, InsertChunk+3) || Classify(err) != driver.Constraint {
+		t.Fatalf("duplicate id in the second chunk: %v", err)
+	}
+	if err := w.RollbackTo(ctx, driver.RequestScope); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Release(ctx, driver.RequestScope); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := w.StreamState(ctx, "t", "b"); err != nil || st.Version != 0 || st.LastPosition != 7+InsertChunk+8 {
+		t.Fatalf("after the undone batch: %+v, %v", st, err)
+	}
+	if err := w.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Rollback(ctx); err == nil {
+		t.Fatal("Rollback without a transaction: no error")
+	}
+}
