@@ -10,10 +10,13 @@ import (
 // Backup is the file-level mechanism of backup and restore: opening a
 // database file that no store has open, copying a consistent snapshot of
 // it page by page into a new file, and copying a file into a database in
-// place while other processes have it open. It is an embedded engine's:
-// a server engine (PostgreSQL) answers ErrUnsupported to every method,
-// its backups being the server's own tools, and the store's Backup and
-// Restore then fail with that error.
+// place while other processes have it open, and the marks a restore
+// leaves in the log. The file methods (OpenFile to CopyInto) are an
+// embedded engine's: a server engine (PostgreSQL) answers ErrUnsupported
+// to them, its backups being the server's own tools, and the store's
+// Backup, Restore and their checks then fail with that error. Every
+// engine implements the log's methods (RaiseSequence, RecordRestoreHole,
+// HolesDetectedBy): doctor reads a restore's holes on an open store.
 //
 // The store keeps what a user sees: which file is refused and why, the
 // checks of a copy, progress, results and messages.
