@@ -8,11 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
+	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
 // BackupOptions configures Backup. nil means the
@@ -122,10 +120,11 @@ func Backup(ctx context.Context, src, dest string, opts *BackupOptions) (res Bac
 	}
 	defer db.Close()
 	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
+	endRead, err := fileExec.BeginFileRead(ctx, conn)
+	if err != nil {
 		return res, fmt.Errorf("backup %s: %w", srcAbs, mapErr(err))
 	}
-	defer func() { _, _ = conn.ExecContext(context.Background(), "ROLLBACK") }()
+	defer endRead()
 	// The first read fixes the snapshot that the copy will hold.
 	snap, err := readSchema(ctx, conn, srcAbs)
 	if err != nil {
@@ -149,7 +148,7 @@ func Backup(ctx context.Context, src, dest string, opts *BackupOptions) (res Bac
 	if err := copyPages(ctx, conn, tmp, o.PagesPerStep, PhaseCopy, o.Progress); err != nil {
 		return res, fmt.Errorf("backup %s: copy: %w", srcAbs, err)
 	}
-	_, _ = conn.ExecContext(ctx, "ROLLBACK")
+	endRead()
 	report(o.Progress, PhaseVerify, 0, 0, 0)
 	got, err := verifyCopy(ctx, tmp, snap, true)
 	if err != nil {
@@ -164,13 +163,13 @@ func Backup(ctx context.Context, src, dest string, opts *BackupOptions) (res Bac
 
 // fileFacts is what a database file holds, as the checks read it.
 type fileFacts struct {
-	version  int   // PRAGMA user_version
+	version  int   // the schema version
 	objects  int   // schema objects
 	ours     int   // eventlite's first tables found
 	events   int64 // rows in events
 	streams  int64
 	head     int64 // MAX(position)
-	sequence int64 // the last position handed out: the floor (or, before schema 14, sqlite_sequence), at least head
+	sequence int64 // the last position handed out, at least head
 	pageSize int64
 }
 
@@ -191,14 +190,15 @@ func readSchema(ctx context.Context, conn *sql.Conn, path string) (fileFacts, er
 	var err error
 	f.objects, f.ours, f.version, err = fileExec.SchemaObjects(ctx, conn, eventliteTables)
 	if err == nil {
-		err = conn.QueryRowContext(ctx, "PRAGMA page_size").Scan(&f.pageSize)
+		f.pageSize, err = fileExec.PageSize(ctx, conn)
 	}
-	var se *sqlite.Error
-	switch {
-	case errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_NOTADB:
+	switch driver.Classify(err) {
+	case driver.NotADatabase:
 		return f, &NotEventliteError{Path: path, Reason: "is not a SQLite database"}
-	case errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CORRUPT:
+	case driver.Corrupt:
 		return f, &BackupCheckError{Path: path, Problems: []string{"SQLite reports the file corrupt: " + err.Error()}}
+	}
+	switch {
 	case err != nil:
 		return f, fmt.Errorf("read the schema of %s: %w", path, mapErr(err))
 	case f.objects == 0 && f.version == 0:
@@ -211,31 +211,16 @@ func readSchema(ctx context.Context, conn *sql.Conn, path string) (fileFacts, er
 	return f, nil
 }
 
-// readFacts reads the counts, head and sequence into f.
-func readFacts(ctx context.Context, q queryer, f *fileFacts) error {
-	seq, err := sequenceSQL(ctx, q)
+// readFacts reads the counts, head and sequence into f. A file of an
+// old schema may keep its sequence below its head: the head was handed
+// out all the same.
+func readFacts(ctx context.Context, q driver.ReadQuerier, f *fileFacts) error {
+	lf, err := fileExec.LogFacts(ctx, q)
 	if err != nil {
-		return err
+		return mapErr(err)
 	}
-	err = q.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM streams),
-		(SELECT COALESCE(MAX(position), 0) FROM events), (`+seq+`)`).Scan(&f.events, &f.streams, &f.head, &f.sequence)
-	f.sequence = max(f.sequence, f.head)
-	return mapErr(err)
-}
-
-// sequenceSQL returns the query of the last position a file handed out
-// beyond its stored events: its position floor, or in a file older than
-// schema 14 (which has none) SQLite's AUTOINCREMENT sequence, which the
-// migration to 14 turns into the floor.
-func sequenceSQL(ctx context.Context, q queryer) (string, error) {
-	floor, err := fileExec.TableExists(ctx, q, "position_floor")
-	if err != nil {
-		return "", mapErr(err)
-	}
-	if floor {
-		return `SELECT COALESCE(MAX(position), 0) FROM position_floor`, nil
-	}
-	return `SELECT COALESCE(MAX(seq), 0) FROM sqlite_sequence WHERE name = 'events'`, nil
+	f.events, f.streams, f.head, f.sequence = lf.Events, lf.Streams, lf.Head, max(lf.Sequence, lf.Head)
+	return nil
 }
 
 // checkFile refuses a file on conn that is not an eventlite database of a
@@ -249,10 +234,9 @@ func checkFile(ctx context.Context, conn *sql.Conn, path string) (fileFacts, err
 	if f.version == 0 {
 		return f, &NotEventliteError{Path: path, Reason: "has no eventlite schema (an empty file)"}
 	}
-	problems, err := invariantProblems(ctx, conn)
+	problems, err := invariantProblems(ctx, fileExec, conn)
 	if err != nil {
-		var se *sqlite.Error
-		if errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_CORRUPT || se.Code()&0xff == sqlite3.SQLITE_NOTADB) {
+		if c := driver.Classify(err); c == driver.Corrupt || c == driver.NotADatabase {
 			return f, &BackupCheckError{Path: path, Problems: []string{"SQLite reports the file corrupt: " + err.Error()}}
 		}
 		return f, fmt.Errorf("check %s: %w", path, err)
@@ -266,23 +250,17 @@ func checkFile(ctx context.Context, conn *sql.Conn, path string) (fileFacts, err
 	return f, nil
 }
 
-// verifyCopy switches the copy at path to rollback-journal mode and
-// checks that it holds what the snapshot held; full also runs
-// integrity_check and the invariants on it.
+// verifyCopy makes the copy at path one self-contained file and checks
+// that it holds what the snapshot held; full also runs the engine's
+// integrity check and the invariants on it.
 func verifyCopy(ctx context.Context, path string, want fileFacts, full bool) (fileFacts, error) {
-	db, err := sql.Open("sqlite", fileURI(path))
-	if err != nil {
-		return fileFacts{}, err
-	}
-	db.SetMaxOpenConns(1)
-	defer db.Close()
-	conn, err := db.Conn(ctx)
+	db, conn, err := fileExec.OpenFile(ctx, path, driver.FileOptions{})
 	if err != nil {
 		return fileFacts{}, mapErr(err)
 	}
+	defer db.Close()
 	defer conn.Close()
-	var mode string
-	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode=DELETE").Scan(&mode); err != nil {
+	if err := fileExec.SealFile(ctx, conn); err != nil {
 		return fileFacts{}, fmt.Errorf("verify the copy: %w", mapErr(err))
 	}
 	var got fileFacts
@@ -314,42 +292,11 @@ func verifyCopy(ctx context.Context, path string, want fileFacts, full bool) (fi
 }
 
 // copyPages copies the database of conn (inside its read transaction,
-// which fixes the snapshot) to a new file at dst with the backup API.
+// which fixes the snapshot) to a new file at dst.
 func copyPages(ctx context.Context, conn *sql.Conn, dst string, step int, phase string, progress func(BackupProgress)) error {
-	var pageSize int64
-	if err := conn.QueryRowContext(ctx, "PRAGMA page_size").Scan(&pageSize); err != nil {
-		return mapErr(err)
-	}
-	return conn.Raw(func(dc any) error {
-		bk, ok := dc.(interface {
-			NewBackup(string) (*sqlite.Backup, error)
-		})
-		if !ok {
-			return fmt.Errorf("the SQLite driver has no backup API (%T)", dc)
-		}
-		b, err := bk.NewBackup(fileURI(dst))
-		if err != nil {
-			return mapErr(err)
-		}
-		for {
-			if err := ctx.Err(); err != nil {
-				_ = b.Finish()
-				return err
-			}
-			more, err := b.Step(int32(step))
-			if err != nil {
-				_ = b.Finish()
-				return mapErr(err)
-			}
-			total := int64(b.PageCount())
-			done := total - int64(b.Remaining())
-			report(progress, phase, done, total, pageSize)
-			if !more {
-				break
-			}
-		}
-		return mapErr(b.Finish())
-	})
+	return mapErr(fileExec.CopyFile(ctx, conn, dst, step, func(done, total, pageSize int64) {
+		report(progress, phase, done, total, pageSize)
+	}))
 }
 
 func report(progress func(BackupProgress), phase string, done, total, pageSize int64) {
@@ -359,37 +306,20 @@ func report(progress func(BackupProgress), phase string, done, total, pageSize i
 }
 
 // openSource opens the database at path for reading only, on one
-// connection, without creating it: read-write at the OS level with
-// query_only set, so that SQLite removes the -wal and -shm files it may
-// create when it closes; mode=ro when the file cannot be opened for
-// writing. A missing file is ErrNotFound.
+// connection, without creating or changing it. A missing file is
+// ErrNotFound.
 func openSource(ctx context.Context, path string, busy time.Duration) (*sql.DB, *sql.Conn, error) {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, fmt.Errorf("%s: %w", path, ErrNotFound)
 	}
-	var last error
-	for _, mode := range []string{"mode=rw", "mode=ro"} {
-		db, err := sql.Open("sqlite", fileURI(path, mode, "_pragma=query_only(1)", "_pragma=busy_timeout("+millis(busy)+")"))
-		if err != nil {
-			return nil, nil, err
+	db, conn, err := fileExec.OpenFile(ctx, path, driver.FileOptions{ReadOnly: true, BusyTimeout: busy})
+	if err != nil {
+		if driver.Classify(err) == driver.NotADatabase {
+			return nil, nil, &NotEventliteError{Path: path, Reason: "is not a SQLite database"}
 		}
-		db.SetMaxOpenConns(1)
-		conn, err := db.Conn(ctx)
-		if err == nil {
-			return db, conn, nil
-		}
-		_ = db.Close()
-		last = err
-		var se *sqlite.Error
-		if !errors.As(err, &se) || (se.Code()&0xff != sqlite3.SQLITE_CANTOPEN && se.Code()&0xff != sqlite3.SQLITE_READONLY && se.Code()&0xff != sqlite3.SQLITE_PERM) {
-			break
-		}
+		return nil, nil, fmt.Errorf("open %s: %w", path, mapErr(err))
 	}
-	var se *sqlite.Error
-	if errors.As(last, &se) && se.Code()&0xff == sqlite3.SQLITE_NOTADB {
-		return nil, nil, &NotEventliteError{Path: path, Reason: "is not a SQLite database"}
-	}
-	return nil, nil, fmt.Errorf("open %s: %w", path, mapErr(last))
+	return db, conn, nil
 }
 
 // checkDest refuses a backup destination that is the source, a
@@ -469,14 +399,3 @@ func sameFile(a, b string) bool {
 	fb, err2 := os.Stat(b)
 	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
 }
-
-// fileURI builds a file: URI for path with the given query parameters.
-func fileURI(path string, params ...string) string {
-	p := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(filepath.ToSlash(path))
-	if len(params) == 0 {
-		return "file:" + p
-	}
-	return "file:" + p + "?" + strings.Join(params, "&")
-}
-
-func millis(d time.Duration) string { return fmt.Sprint(d.Milliseconds()) }

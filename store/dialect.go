@@ -39,6 +39,6 @@ func (tx *Tx) Dialect() Dialect { return Dialect(tx.s.ex.Dialect()) }
 // Dialect returns the engine the snapshot reads from (see Tx.Dialect).
 func (r *ReadTx) Dialect() Dialect { return Dialect(r.ex.Dialect()) }
 
-// fileExec runs the catalog questions of functions that work on a file
-// rather than on an open store (backup checks, invariants of a copy).
+// fileExec runs the operations of functions that work on a file rather
+// than on an open store (Backup, Restore, Inspect, the checks of a copy).
 var fileExec driver.Executor = sqlitedriver.Exec{}

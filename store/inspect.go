@@ -2,13 +2,11 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 )
 
 // FileInfo describes a database file as Inspect found it.
@@ -32,20 +30,11 @@ func Inspect(ctx context.Context, path string) (FileInfo, error) {
 	if _, err := os.Stat(abs); errors.Is(err, fs.ErrNotExist) {
 		return FileInfo{}, fmt.Errorf("%s: %w", path, ErrNotFound)
 	}
-	p := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(filepath.ToSlash(abs))
-	db, err := sql.Open("sqlite", "file:"+p+"?mode=ro&_pragma=busy_timeout(5000)")
+	h, err := fileExec.FileHeader(ctx, abs)
 	if err != nil {
-		return FileInfo{}, err
-	}
-	defer db.Close()
-	var fi FileInfo
-	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&fi.SchemaVersion); err != nil {
 		return FileInfo{}, fmt.Errorf("inspect %s: %w", path, mapErr(err))
 	}
-	if err := db.QueryRowContext(ctx, "PRAGMA application_id").Scan(&fi.ApplicationID); err != nil {
-		return FileInfo{}, fmt.Errorf("inspect %s: %w", path, mapErr(err))
-	}
-	return fi, nil
+	return FileInfo{SchemaVersion: h.SchemaVersion, ApplicationID: h.ApplicationID}, nil
 }
 
 // SetApplicationID stamps the file's PRAGMA application_id, a number in
@@ -56,6 +45,5 @@ func (tx *Tx) SetApplicationID(ctx context.Context, id int32) error {
 	if err := tx.check(); err != nil {
 		return err
 	}
-	_, err := tx.s.wconn.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", id))
-	return mapErr(err)
+	return mapErr(tx.s.ex.SetApplicationID(ctx, tx.s.wconn, id))
 }

@@ -2,15 +2,13 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"strings"
 	"time"
 
-	"modernc.org/sqlite"
+	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
 // RestoreOptions configures Restore. nil means the defaults.
@@ -114,10 +112,11 @@ func copySource(ctx context.Context, src, target string, o RestoreOptions) (file
 	}
 	defer db.Close()
 	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
+	endRead, err := fileExec.BeginFileRead(ctx, conn)
+	if err != nil {
 		return fileFacts{}, "", fmt.Errorf("restore from %s: %w", src, mapErr(err))
 	}
-	defer func() { _, _ = conn.ExecContext(context.Background(), "ROLLBACK") }()
+	defer endRead()
 	report(o.Progress, PhaseCheck, 0, 0, 0)
 	snap, err := checkFile(ctx, conn, src)
 	if err != nil {
@@ -131,7 +130,7 @@ func copySource(ctx context.Context, src, target string, o RestoreOptions) (file
 		removeDB(tmp)
 		return fileFacts{}, "", fmt.Errorf("restore from %s: copy: %w", src, err)
 	}
-	_, _ = conn.ExecContext(ctx, "ROLLBACK")
+	endRead()
 	// The copy is the checked snapshot page for page: compare what it
 	// holds with the snapshot rather than checking it all again.
 	if _, err := verifyCopy(ctx, tmp, snap, false); err != nil {
@@ -141,163 +140,96 @@ func copySource(ctx context.Context, src, target string, o RestoreOptions) (file
 	return snap, tmp, nil
 }
 
-// restoreInto copies the database file tmp into target with the backup
-// API, holding target's write lock from before it reads target's state
-// until the copy commits. It returns what target held before.
+// restoreInto copies the database file tmp into target in place,
+// holding target's write lock from before it reads target's state until
+// the copy commits. It returns what target held before.
 func restoreInto(ctx context.Context, tmp, target string, snap fileFacts, o RestoreOptions) (prev fileFacts, err error) {
 	_, statErr := os.Stat(target)
 	created := errors.Is(statErr, fs.ErrNotExist)
-	// Read what target holds before the lock too: a target in
-	// rollback-journal mode cannot be read while the restore holds its
-	// lock (a target in WAL mode, as every eventlite store, is read again
-	// under the lock below).
+	// Read what target holds before the lock too: the engine may not let
+	// another connection read target while the restore holds its lock
+	// (when it does, target is read again under the lock below).
 	if !created {
 		if prev, err = readTarget(ctx, target, o.BusyTimeout); err != nil {
 			return prev, err
 		}
 	}
-	db, err := sql.Open("sqlite", fileURI(target, "_pragma=busy_timeout("+millis(o.BusyTimeout)+")", "_pragma=synchronous(FULL)"))
+	db, conn, err := fileExec.OpenFile(ctx, target, driver.FileOptions{BusyTimeout: o.BusyTimeout, Durable: true})
 	if err != nil {
-		return prev, err
+		if created {
+			removeDB(target)
+		}
+		return prev, fmt.Errorf("restore into %s: %w", target, mapErr(err))
 	}
-	db.SetMaxOpenConns(1)
 	defer db.Close()
 	defer func() {
 		if err != nil && created {
+			_ = conn.Close()
 			_ = db.Close()
 			removeDB(target)
 		}
 	}()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return prev, fmt.Errorf("restore into %s: %w", target, mapErr(err))
-	}
 	defer conn.Close()
-	var mode string
-	var pageSize int64
-	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
-		return prev, fmt.Errorf("restore into %s: %w", target, mapErr(err))
-	}
-	if err := conn.QueryRowContext(ctx, "PRAGMA page_size").Scan(&pageSize); err != nil {
-		return prev, fmt.Errorf("restore into %s: %w", target, mapErr(err))
-	}
-	if strings.EqualFold(mode, "wal") && pageSize != snap.pageSize {
-		// SQLite's backup API cannot change the page size of a database
-		// in WAL mode.
-		return prev, fmt.Errorf("restore into %s: its pages are %d bytes and the backup's %d, which a restore in place cannot change; it was left unchanged: "+
-			"restore into a new file (--db NEW), then move that into place while no process has the database open", target, pageSize, snap.pageSize)
-	}
-	err = conn.Raw(func(dc any) error {
-		r, ok := dc.(interface {
-			NewRestore(string) (*sqlite.Backup, error)
-		})
-		if !ok {
-			return fmt.Errorf("restore: the SQLite driver has no backup API (%T)", dc)
-		}
-		b, err := r.NewRestore(fileURI(tmp))
-		if err != nil {
-			return fmt.Errorf("restore into %s: %w", target, mapErr(err))
-		}
-		// Step 0 copies nothing: it takes target's write lock, which the
-		// backup holds until the copy commits or Finish rolls it back.
-		if _, err := b.Step(0); err != nil {
-			_ = b.Finish()
-			if isBusy(err) {
-				return fmt.Errorf("%w: restore into %s: another process holds its write lock (%v); it was left unchanged: stop the process that writes to it, or retry",
-					ErrBusy, target, err)
-			}
-			return fmt.Errorf("restore into %s: %w", target, err)
-		}
-		if strings.EqualFold(mode, "wal") {
-			if prev, err = readTarget(ctx, target, o.BusyTimeout); err != nil {
-				_ = b.Finish()
-				return err
+	var lockedErr error
+	underLock := func(readable bool) error {
+		if readable {
+			if prev, lockedErr = readTarget(ctx, target, o.BusyTimeout); lockedErr != nil {
+				return lockedErr
 			}
 		}
 		if prev.events > 0 && !o.Force {
-			_ = b.Finish()
-			return &TargetNotEmptyError{Path: target, Events: prev.events, HeadPosition: prev.head}
+			lockedErr = &TargetNotEmptyError{Path: target, Events: prev.events, HeadPosition: prev.head}
+			return lockedErr
 		}
 		if floor := max(prev.sequence, prev.head, o.MinSequence); floor > snap.sequence {
-			// Nothing is copied yet; the backup starts over at its next
-			// step when its source changed, so it copies this too.
-			if err := raiseSequence(ctx, tmp, snap.head, floor); err != nil {
-				_ = b.Finish()
-				return err
-			}
+			// Nothing is copied yet: the copy takes this change of its
+			// source along.
+			lockedErr = raiseSequence(ctx, tmp, snap.head, floor)
 		}
-		total, pageSize := int64(0), snap.pageSize
-		for {
-			if err := ctx.Err(); err != nil {
-				_ = b.Finish()
-				return err
-			}
-			more, err := b.Step(int32(o.PagesPerStep))
-			if err != nil {
-				_ = b.Finish()
-				return fmt.Errorf("restore into %s: %w", target, mapErr(err))
-			}
-			if n := int64(b.PageCount()); n > 0 {
-				total = n
-			}
-			done := total - int64(b.Remaining())
-			if !more {
-				done = total
-			}
-			report(o.Progress, PhaseRestore, done, total, pageSize)
-			if !more {
-				break
-			}
-		}
-		if err := b.Finish(); err != nil {
-			return fmt.Errorf("restore into %s: %w", target, mapErr(err))
-		}
-		return nil
+		return lockedErr
+	}
+	err = fileExec.CopyInto(ctx, conn, tmp, snap.pageSize, o.PagesPerStep, underLock, func(done, total, pageSize int64) {
+		report(o.Progress, PhaseRestore, done, total, pageSize)
 	})
+	var locked *driver.LockedError
+	var pages *driver.PageSizeError
+	switch {
+	case err == nil:
+	case err == lockedErr, err == ctx.Err():
+	case errors.As(err, &pages):
+		err = fmt.Errorf("restore into %s: its pages are %d bytes and the backup's %d, which a restore in place cannot change; it was left unchanged: "+
+			"restore into a new file (--db NEW), then move that into place while no process has the database open", target, pages.Target, pages.Source)
+	case errors.As(err, &locked):
+		err = fmt.Errorf("%w: restore into %s: another process holds its write lock (%v); it was left unchanged: stop the process that writes to it, or retry",
+			ErrBusy, target, locked.Err)
+	default:
+		err = fmt.Errorf("restore into %s: %w", target, mapErr(err))
+	}
 	return prev, err
 }
 
-// raiseSequence raises the position floor in the database file path to
-// floor (in a file older than schema 14, the events table's
-// AUTOINCREMENT sequence, which the migration turns into the floor), so
-// that no position up to floor is handed out again, and records the positions above head up to
-// floor as a hole left by a restore (in a file that has the
-// position_holes table), so that readers pass it and doctor knows it.
+// raiseSequence raises the position sequence in the database file path
+// to floor, so that no position up to floor is handed out again, and
+// records the positions above head up to floor as a hole left by a
+// restore (in a file that records holes), so that readers pass it and
+// doctor knows it.
 func raiseSequence(ctx context.Context, path string, head, floor int64) error {
-	db, err := sql.Open("sqlite", fileURI(path))
+	db, conn, err := fileExec.OpenFile(ctx, path, driver.FileOptions{})
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	tx, err := db.BeginTx(ctx, nil)
+	defer conn.Close()
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
-	hasFloor, err := fileExec.TableExists(ctx, tx, "position_floor")
-	if err != nil {
-		return err
-	}
-	if hasFloor {
-		_, err = tx.ExecContext(ctx, `UPDATE position_floor SET position = max(position, ?1)`, floor)
-	} else {
-		_, err = tx.ExecContext(ctx, `UPDATE sqlite_sequence SET seq = max(seq, ?1) WHERE name = 'events';
-		INSERT INTO sqlite_sequence (name, seq) SELECT 'events', ?1 WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'events')`, floor)
-	}
-	if err != nil {
+	if err := fileExec.RaiseSequence(ctx, tx, floor); err != nil {
 		return fmt.Errorf("restore: keep the position sequence at %d: %w", floor, err)
 	}
-	holes, err := fileExec.TableExists(ctx, tx, "position_holes")
-	if err != nil {
-		return err
-	}
-	if holes {
-		_, err = tx.ExecContext(ctx, `INSERT INTO position_holes (from_position, to_position, detected_by, detected_at) VALUES (?, ?, ?, ?)
-			ON CONFLICT (from_position) DO UPDATE SET to_position = max(to_position, excluded.to_position), detected_by = excluded.detected_by`,
-			head+1, floor, HoleRestore, time.Now().UnixNano())
-		if err != nil {
-			return fmt.Errorf("restore: record the positions %d-%d as a restore's hole: %w", head+1, floor, err)
-		}
+	if err := fileExec.RecordRestoreHole(ctx, tx, head+1, floor, HoleRestore, time.Now().UnixNano()); err != nil {
+		return fmt.Errorf("restore: record the positions %d-%d as a restore's hole: %w", head+1, floor, err)
 	}
 	return tx.Commit()
 }
@@ -356,23 +288,17 @@ func readTarget(ctx context.Context, path string, busy time.Duration) (fileFacts
 // head. CheckInvariants and Diagnose know them as no damage.
 const HoleRestore = "restore"
 
-// restoreGapClause excludes from the invariants' hole count the events
-// right above a hole that a restore recorded.
-const restoreGapClause = `
-			AND NOT EXISTS (SELECT 1 FROM position_holes h WHERE h.detected_by = 'restore' AND h.to_position = a.position - 1)`
-
 // restoreGaps returns the holes restores recorded.
 func (s *Store) restoreGaps(ctx context.Context) ([]Hole, error) {
+	holes, err := s.ex.HolesDetectedBy(ctx, s.rdb, HoleRestore)
+	if err != nil {
+		return nil, mapErr(err)
+	}
 	var out []Hole
-	err := s.eachRow(ctx, func(r *sql.Rows) error {
-		var h Hole
-		if err := r.Scan(&h.From, &h.To); err != nil {
-			return err
-		}
-		out = append(out, h)
-		return nil
-	}, `SELECT from_position, to_position FROM position_holes WHERE detected_by = ?`, HoleRestore)
-	return out, err
+	for _, h := range holes {
+		out = append(out, Hole{From: h.From, To: h.To})
+	}
+	return out, nil
 }
 
 // coveredBy reports whether h lies inside one of gaps.

@@ -74,4 +74,7 @@ type Executor interface {
 	Reads
 	Status
 	Tables
+	Backup
+	Invariants
+	Inspect
 }

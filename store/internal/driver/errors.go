@@ -19,6 +19,10 @@ const (
 	// Constraint: a unique, primary key, check or foreign key constraint
 	// refused a write.
 	Constraint
+	// NotADatabase: the file is not a database of the engine.
+	NotADatabase
+	// Corrupt: the engine found the database damaged.
+	Corrupt
 )
 
 // A Classifier tells the Class of one engine's errors, and Other for an

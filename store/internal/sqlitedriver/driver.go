@@ -22,8 +22,9 @@ func (Exec) Dialect() driver.Dialect { return driver.SQLite }
 
 func init() { driver.RegisterClassifier(Classify) }
 
-// Classify tells SQLITE_BUSY and SQLITE_LOCKED (Busy) and
-// SQLITE_CONSTRAINT (Constraint) from other errors.
+// Classify tells SQLITE_BUSY and SQLITE_LOCKED (Busy), SQLITE_CONSTRAINT
+// (Constraint), SQLITE_NOTADB (NotADatabase) and SQLITE_CORRUPT (Corrupt)
+// from other errors.
 func Classify(err error) driver.Class {
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
@@ -34,6 +35,10 @@ func Classify(err error) driver.Class {
 		return driver.Busy
 	case sqlite3.SQLITE_CONSTRAINT:
 		return driver.Constraint
+	case sqlite3.SQLITE_NOTADB:
+		return driver.NotADatabase
+	case sqlite3.SQLITE_CORRUPT:
+		return driver.Corrupt
 	}
 	return driver.Other
 }

@@ -1,0 +1,262 @@
+package sqlitedriver
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/eventlite/eventlite/store/internal/driver"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// OpenFile opens a file: URI. ReadOnly opens read-write at the OS level
+// with query_only set, so that SQLite removes the -wal and -shm files it
+// may create when it closes, and falls back to mode=ro when the file
+// cannot be opened for writing.
+func (Exec) OpenFile(ctx context.Context, path string, o driver.FileOptions) (*sql.DB, *sql.Conn, error) {
+	var params []string
+	if o.BusyTimeout > 0 {
+		params = append(params, "_pragma=busy_timeout("+fmt.Sprint(o.BusyTimeout.Milliseconds())+")")
+	}
+	if o.Durable {
+		params = append(params, "_pragma=synchronous(FULL)")
+	}
+	modes := []string{""}
+	if o.ReadOnly {
+		modes = []string{"mode=rw", "mode=ro"}
+	}
+	var last error
+	for _, mode := range modes {
+		p := params
+		if mode != "" {
+			p = append([]string{mode, "_pragma=query_only(1)"}, params...)
+		}
+		db, err := sql.Open("sqlite", fileURI(path, p...))
+		if err != nil {
+			return nil, nil, err
+		}
+		db.SetMaxOpenConns(1)
+		conn, err := db.Conn(ctx)
+		if err == nil {
+			return db, conn, nil
+		}
+		_ = db.Close()
+		last = err
+		var se *sqlite.Error
+		if !errors.As(err, &se) || (se.Code()&0xff != sqlite3.SQLITE_CANTOPEN && se.Code()&0xff != sqlite3.SQLITE_READONLY && se.Code()&0xff != sqlite3.SQLITE_PERM) {
+			break
+		}
+	}
+	return nil, nil, last
+}
+
+// BeginFileRead runs BEGIN: SQLite's deferred transaction takes its
+// snapshot at its first read, and holds it across the backup API's
+// steps on the same connection.
+func (Exec) BeginFileRead(ctx context.Context, conn *sql.Conn) (func(), error) {
+	if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
+		return func() {}, err
+	}
+	ended := false
+	return func() {
+		if !ended {
+			ended = true
+			_, _ = conn.ExecContext(context.Background(), "ROLLBACK")
+		}
+	}, nil
+}
+
+// PageSize reads PRAGMA page_size.
+func (Exec) PageSize(ctx context.Context, q driver.ReadQuerier) (int64, error) {
+	var n int64
+	err := q.QueryRowContext(ctx, "PRAGMA page_size").Scan(&n)
+	return n, err
+}
+
+// backuper and restorer are modernc's backup API on its connection.
+type backuper interface {
+	NewBackup(string) (*sqlite.Backup, error)
+}
+
+type restorer interface {
+	NewRestore(string) (*sqlite.Backup, error)
+}
+
+// CopyFile copies with SQLite's online backup API inside conn's read
+// transaction, so the copy is the database at that snapshot.
+func (x Exec) CopyFile(ctx context.Context, conn *sql.Conn, dst string, step int, progress driver.CopyProgress) error {
+	pageSize, err := x.PageSize(ctx, conn)
+	if err != nil {
+		return err
+	}
+	return conn.Raw(func(dc any) error {
+		bk, ok := dc.(backuper)
+		if !ok {
+			return fmt.Errorf("the SQLite driver has no backup API (%T)", dc)
+		}
+		b, err := bk.NewBackup(fileURI(dst))
+		if err != nil {
+			return err
+		}
+		for {
+			if err := ctx.Err(); err != nil {
+				_ = b.Finish()
+				return err
+			}
+			more, err := b.Step(int32(step))
+			if err != nil {
+				_ = b.Finish()
+				return err
+			}
+			total := int64(b.PageCount())
+			if progress != nil {
+				progress(total-int64(b.Remaining()), total, pageSize)
+			}
+			if !more {
+				break
+			}
+		}
+		return b.Finish()
+	})
+}
+
+// SealFile switches the copy to rollback-journal mode: the backup API
+// copies the source's WAL flag, and a WAL database is not whole without
+// its -wal file.
+func (Exec) SealFile(ctx context.Context, conn *sql.Conn) error {
+	var mode string
+	return conn.QueryRowContext(ctx, "PRAGMA journal_mode=DELETE").Scan(&mode)
+}
+
+// CopyInto restores with the backup API run backwards (NewRestore): the
+// pages of src are written into conn's database in one write
+// transaction. SQLite cannot change the page size of a database in WAL
+// mode, and a database in rollback-journal mode cannot be read by another
+// connection while the copy holds its write lock.
+func (Exec) CopyInto(ctx context.Context, conn *sql.Conn, src string, srcPageSize int64, step int,
+	locked func(readable bool) error, progress driver.CopyProgress) error {
+	var mode string
+	var pageSize int64
+	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return err
+	}
+	if err := conn.QueryRowContext(ctx, "PRAGMA page_size").Scan(&pageSize); err != nil {
+		return err
+	}
+	wal := strings.EqualFold(mode, "wal")
+	if wal && pageSize != srcPageSize {
+		return &driver.PageSizeError{Target: pageSize, Source: srcPageSize}
+	}
+	return conn.Raw(func(dc any) error {
+		r, ok := dc.(restorer)
+		if !ok {
+			return fmt.Errorf("the SQLite driver has no backup API (%T)", dc)
+		}
+		b, err := r.NewRestore(fileURI(src))
+		if err != nil {
+			return err
+		}
+		// Step 0 copies nothing: it takes the target's write lock, which
+		// the backup holds until the copy commits or Finish rolls it back.
+		if _, err := b.Step(0); err != nil {
+			_ = b.Finish()
+			if Classify(err) == driver.Busy {
+				return &driver.LockedError{Err: err}
+			}
+			return err
+		}
+		// Nothing is copied yet; the backup starts over at its next step
+		// when its source changed, so it copies what locked wrote too.
+		if err := locked(wal); err != nil {
+			_ = b.Finish()
+			return err
+		}
+		total := int64(0)
+		for {
+			if err := ctx.Err(); err != nil {
+				_ = b.Finish()
+				return err
+			}
+			more, err := b.Step(int32(step))
+			if err != nil {
+				_ = b.Finish()
+				return err
+			}
+			if n := int64(b.PageCount()); n > 0 {
+				total = n
+			}
+			done := total - int64(b.Remaining())
+			if !more {
+				done = total
+			}
+			if progress != nil {
+				progress(done, total, srcPageSize)
+			}
+			if !more {
+				break
+			}
+		}
+		return b.Finish()
+	})
+}
+
+// RaiseSequence raises the position floor, or in a file older than
+// schema 14 (which has none) the events table's AUTOINCREMENT sequence,
+// which the migration to 14 turns into the floor.
+func (x Exec) RaiseSequence(ctx context.Context, q driver.Querier, floor int64) error {
+	hasFloor, err := x.TableExists(ctx, q, "position_floor")
+	if err != nil {
+		return err
+	}
+	if hasFloor {
+		_, err = q.ExecContext(ctx, `UPDATE position_floor SET position = max(position, ?1)`, floor)
+	} else {
+		_, err = q.ExecContext(ctx, `UPDATE sqlite_sequence SET seq = max(seq, ?1) WHERE name = 'events';
+		INSERT INTO sqlite_sequence (name, seq) SELECT 'events', ?1 WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'events')`, floor)
+	}
+	return err
+}
+
+// RecordRestoreHole upserts into position_holes (migration 0005).
+func (x Exec) RecordRestoreHole(ctx context.Context, q driver.Querier, from, to int64, detectedBy string, now int64) error {
+	holes, err := x.TableExists(ctx, q, "position_holes")
+	if err != nil || !holes {
+		return err
+	}
+	_, err = q.ExecContext(ctx, `INSERT INTO position_holes (from_position, to_position, detected_by, detected_at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (from_position) DO UPDATE SET to_position = max(to_position, excluded.to_position), detected_by = excluded.detected_by`,
+		from, to, detectedBy, now)
+	return err
+}
+
+// HolesDetectedBy reads position_holes.
+func (Exec) HolesDetectedBy(ctx context.Context, q driver.ReadQuerier, detectedBy string) ([]driver.FileHole, error) {
+	rows, err := q.QueryContext(ctx, `SELECT from_position, to_position FROM position_holes WHERE detected_by = ?`, detectedBy)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.FileHole
+	for rows.Next() {
+		var h driver.FileHole
+		if err := rows.Scan(&h.From, &h.To); err != nil {
+			return nil, err
+		}
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+// fileURI builds a file: URI for path with the given query parameters: a
+// plain file name would ignore them.
+func fileURI(path string, params ...string) string {
+	p := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(filepath.ToSlash(path))
+	if len(params) == 0 {
+		return "file:" + p
+	}
+	return "file:" + p + "?" + strings.Join(params, "&")
+}
