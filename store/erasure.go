@@ -212,9 +212,9 @@ func (s *Store) scrubErased(ctx context.Context) (int64, error) {
 // (outside any transaction, as a checkpoint must be) and reports whether
 // it completed.
 func (s *Store) checkpointTruncate(ctx context.Context) (bool, error) {
-	done, err := s.drv.Checkpoint(ctx, s.rdb)
+	busy, _, _, err := s.ex.CheckpointWAL(ctx, s.rdb)
 	if err != nil {
 		return false, fmt.Errorf("wal_checkpoint(TRUNCATE): %w", mapErr(err))
 	}
-	return done, nil
+	return !busy, nil
 }

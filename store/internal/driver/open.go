@@ -23,15 +23,12 @@ type Driver interface {
 	// OpenWriter opens the pool of the store's writer: one connection,
 	// kept open for the store's life, on which every write transaction
 	// runs. It does not connect: the store's first use does, so that
-	// the store tells a file that is not a database (IsNotDatabase) from
+	// the store tells a file that is not a database (Classify: NotADatabase) from
 	// other failures.
 	OpenWriter(cfg OpenConfig) (*sql.DB, error)
 	// OpenReader opens the read pool of conns connections, which never
 	// write. Like OpenWriter it does not connect.
 	OpenReader(cfg OpenConfig, conns int) (*sql.DB, error)
-	// IsNotDatabase reports whether err says the file is not one of the
-	// engine's databases at all.
-	IsNotDatabase(err error) bool
 	// InitNew prepares a database that holds nothing yet, before the
 	// first migration creates a table: settings the engine takes only
 	// on an empty database.
@@ -55,11 +52,6 @@ type Driver interface {
 	// (another process included) commits. Compare only values read on
 	// one connection q: SQLite's counter is per connection.
 	CommitCounter(ctx context.Context, q ReadQuerier) (int64, error)
-	// Checkpoint copies the write-ahead log into the database and
-	// truncates it, on a connection outside any transaction; done is
-	// false when a reader's snapshot kept it from completing.
-	// ErrUnsupported for an engine that does not expose it.
-	Checkpoint(ctx context.Context, q ReadQuerier) (done bool, err error)
 	// SettingNames are the engine settings a diagnostic reports for each
 	// connection, in the order it reports them.
 	SettingNames() []string

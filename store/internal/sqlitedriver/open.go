@@ -3,15 +3,12 @@ package sqlitedriver
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/eventlite/eventlite/store/internal/driver"
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Driver is the SQLite lifecycle: one file, one writer connection, a read
@@ -89,12 +86,6 @@ func DSN(cfg driver.OpenConfig, write bool) string {
 	return "file:" + p + "?" + strings.Join(q, "&")
 }
 
-// IsNotDatabase reports SQLITE_NOTADB.
-func (Driver) IsNotDatabase(err error) bool {
-	var se *sqlite.Error
-	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_NOTADB
-}
-
 // InitNew lets a scavenge give freed pages back to the file system
 // (incremental_vacuum). SQLite takes auto_vacuum only before the first
 // table is created; on a file with tables it does nothing (a full VACUUM
@@ -130,15 +121,6 @@ func (Driver) CommitCounter(ctx context.Context, q driver.ReadQuerier) (int64, e
 	var v int64
 	err := q.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v)
 	return v, err
-}
-
-// Checkpoint runs wal_checkpoint(TRUNCATE).
-func (Driver) Checkpoint(ctx context.Context, q driver.ReadQuerier) (bool, error) {
-	var busy, logFrames, done int
-	if err := q.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &done); err != nil {
-		return false, err
-	}
-	return busy == 0, nil
 }
 
 // settingNames are the pragmas Setting reads.
