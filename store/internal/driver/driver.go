@@ -63,4 +63,7 @@ type Executor interface {
 	// Dialect is the engine the executor speaks.
 	Dialect() Dialect
 	Catalog
+	Outbox
+	Effects
+	Operations
 }
