@@ -32,7 +32,9 @@ type Outbox interface {
 	// after. It reads above after when after > 0 (never at or below W);
 	// else above the cursor max(W, C), or just below the oldest failed row
 	// due for another attempt when that is lower. One statement, one
-	// snapshot.
+	// snapshot. A driver whose positions can commit out of order returns
+	// nothing at or above a position still being written, so that no
+	// event commits later below what the relay has read.
 	ReadOutbox(ctx context.Context, q ReadQuerier, now, after int64, limit int) ([]OutboxRow, error)
 	// OutboxNextAttempt returns the earliest next attempt (unix ns) of a
 	// failed row that is not dead, and false when none waits.
