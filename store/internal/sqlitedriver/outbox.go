@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/eventlite/eventlite/internal/timecol"
@@ -199,21 +200,38 @@ const MarkPublishedQuery = `INSERT INTO outbox (position, published_at, publishe
 		broker_sequence = excluded.broker_sequence, next_attempt_at = NULL
 	WHERE outbox.published_at IS NULL AND outbox.discarded_at IS NULL`
 
-// RecordFailures upserts one row per failure: an event without a row gets
-// one; a row no longer pending, or dead, is left as it is.
+// RecordFailures upserts the failures in one statement per chunk of
+// failuresChunk, their values bound as parameters: an event without a row
+// gets one; a row no longer pending, or dead, is left as it is (the
+// upsert's WHERE, and it is not counted). A statement per failure would
+// cost a compilation of the upsert each.
 func (Exec) RecordFailures(ctx context.Context, q driver.Querier, fence driver.Fence, now int64, failures []driver.Failure) (bool, error) {
 	if held, err := fenceHeld(ctx, q, fence); err != nil || !held {
 		return held, err
 	}
 	var n int64
-	for _, f := range failures {
-		res, err := q.ExecContext(ctx, `INSERT INTO outbox (position, attempts, first_failed_at, last_failed_at, last_error, next_attempt_at)
-		SELECT position, 1, ?1, ?1, ?2, ?3 FROM events WHERE position = ?4
+	for start := 0; start < len(failures); start += failuresChunk {
+		part := failures[start:min(len(failures), start+failuresChunk)]
+		args := make([]any, 1, 1+3*len(part))
+		args[0] = now
+		var b strings.Builder
+		b.WriteString(`INSERT INTO outbox (position, attempts, first_failed_at, last_failed_at, last_error, next_attempt_at)
+		SELECT e.position, 1, ?1, ?1, v.column2, v.column3 FROM (VALUES `)
+		for i, f := range part {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(?, ?, ?)")
+			args = append(args, f.Position, f.Error, f.NextAttemptAt)
+		}
+		b.WriteString(`) AS v JOIN events e ON e.position = v.column1 WHERE true
 		ON CONFLICT (position) DO UPDATE SET attempts = attempts + 1,
-		first_failed_at = COALESCE(first_failed_at, ?1), last_failed_at = ?1, last_error = ?2, next_attempt_at = ?3
-		WHERE published_at IS NULL AND discarded_at IS NULL AND dead_at IS NULL`, now, f.Error, f.NextAttemptAt, f.Position)
+		first_failed_at = COALESCE(first_failed_at, ?1), last_failed_at = ?1, last_error = excluded.last_error,
+		next_attempt_at = excluded.next_attempt_at
+		WHERE published_at IS NULL AND discarded_at IS NULL AND dead_at IS NULL`)
+		res, err := q.ExecContext(ctx, b.String(), args...)
 		if err != nil {
-			return true, fmt.Errorf("record outbox failure at position %d: %w", f.Position, err)
+			return true, err
 		}
 		k, _ := res.RowsAffected()
 		n += k
@@ -223,6 +241,10 @@ func (Exec) RecordFailures(ctx context.Context, q driver.Querier, fence driver.F
 	}
 	return true, advanceOutbox(ctx, q)
 }
+
+// failuresChunk bounds the failures of one statement: three parameters
+// each, well under SQLite's limit of 32,766.
+const failuresChunk = 1000
 
 // MarkDead upserts one dead row per failure, as RecordFailures.
 func (Exec) MarkDead(ctx context.Context, q driver.Querier, fence driver.Fence, now int64, failures []driver.Failure) (bool, error) {
