@@ -66,22 +66,14 @@ func (c *writeConn) QueryRowContext(ctx context.Context, query string, args ...a
 }
 
 // PrepareContext prepares a statement on the write connection. Run it
-// with execStmt, so that it too sees the transaction's context.
+// under the writer's context (c.ctx), never a caller's own: the
+// transaction it runs in may be shared.
 func (c *writeConn) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
 	sctx, err := c.ctx(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return c.Conn.PrepareContext(sctx, query)
-}
-
-// execStmt runs a statement prepared on the write connection.
-func (c *writeConn) execStmt(ctx context.Context, st *sql.Stmt, args ...any) (sql.Result, error) {
-	sctx, err := c.ctx(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return st.ExecContext(sctx, args...)
 }
 
 // readPool is the read pool. Once the store is closed, every use of it

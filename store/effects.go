@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
 // Effects is the store's effect ledger, reached with Store.Effects: one
@@ -121,32 +121,26 @@ func (e Effect) ArgsText() []byte {
 	return e.Args
 }
 
-const effectColumns = `tenant, effect_key, state, provider_ref, attempts, last_error, created_at, updated_at, COALESCE(started_at, 0),
-	kind, resource, summary, args, needs_approval, approval_valid_for, requested_by, requested_at, decided_by, decided_at, reason`
-
-const selectEffect = `SELECT ` + effectColumns + ` FROM effects WHERE tenant = ? AND effect_key = ?`
-
-// rowScanner is a *sql.Row or *sql.Rows.
-type rowScanner interface{ Scan(dest ...any) error }
-
-func scanEffectColumns(sc rowScanner) (Effect, error) {
-	var (
-		e                    Effect
-		c, u, st, rq, dc, vf int64
-		args                 string
-	)
-	err := sc.Scan(&e.Tenant, &e.Key, &e.State, &e.ProviderRef, &e.Attempts, &e.LastError, &c, &u, &st,
-		&e.Kind, &e.Resource, &e.Summary, &args, &e.NeedsApproval, &vf, &e.RequestedBy, &rq, &e.DecidedBy, &dc, &e.Reason)
-	if err != nil {
-		return Effect{}, err
+// effectOf is the effect a ledger row holds.
+func effectOf(r driver.EffectRow) Effect {
+	e := Effect{Tenant: r.Tenant, Key: r.Key, State: EffectState(r.State), ProviderRef: r.ProviderRef, Attempts: r.Attempts,
+		LastError: r.LastError, CreatedAt: time.Unix(0, r.CreatedAt).UTC(), UpdatedAt: time.Unix(0, r.UpdatedAt).UTC(),
+		StartedAt: unixOrZero(r.StartedAt), Kind: EffectKind(r.Kind), Resource: r.Resource, Summary: r.Summary,
+		NeedsApproval: r.NeedsApproval, ApprovalValidFor: time.Duration(r.ApprovalValidFor), RequestedBy: r.RequestedBy,
+		RequestedAt: unixOrZero(r.RequestedAt), DecidedBy: r.DecidedBy, DecidedAt: unixOrZero(r.DecidedAt), Reason: r.Reason}
+	if r.Args != "" {
+		e.Args = json.RawMessage(r.Args)
 	}
-	e.CreatedAt, e.UpdatedAt = time.Unix(0, c).UTC(), time.Unix(0, u).UTC()
-	e.StartedAt, e.RequestedAt, e.DecidedAt = unixOrZero(st), unixOrZero(rq), unixOrZero(dc)
-	e.ApprovalValidFor = time.Duration(vf)
-	if args != "" {
-		e.Args = json.RawMessage(args)
-	}
-	return e, nil
+	return e
+}
+
+// effectRow is the ledger row of e.
+func effectRow(e Effect) driver.EffectRow {
+	return driver.EffectRow{Tenant: e.Tenant, Key: e.Key, State: string(e.State), ProviderRef: e.ProviderRef, Attempts: e.Attempts,
+		LastError: e.LastError, CreatedAt: e.CreatedAt.UnixNano(), UpdatedAt: e.UpdatedAt.UnixNano(), StartedAt: nsOrZero(e.StartedAt),
+		Kind: string(e.Kind), Resource: e.Resource, Summary: e.Summary, Args: string(e.Args), NeedsApproval: e.NeedsApproval,
+		ApprovalValidFor: int64(e.ApprovalValidFor), RequestedBy: e.RequestedBy, RequestedAt: nsOrZero(e.RequestedAt),
+		DecidedBy: e.DecidedBy, DecidedAt: nsOrZero(e.DecidedAt), Reason: e.Reason}
 }
 
 func unixOrZero(ns int64) time.Time {
@@ -161,30 +155,6 @@ func nsOrZero(t time.Time) int64 {
 		return 0
 	}
 	return t.UnixNano()
-}
-
-func scanEffect(row *sql.Row) (Effect, bool, error) {
-	e, err := scanEffectColumns(row)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Effect{}, false, nil
-	}
-	if err != nil {
-		return Effect{}, false, mapErr(err)
-	}
-	return e, true, nil
-}
-
-// writeEffect stores the mutable columns of e.
-func writeEffect(ctx context.Context, tx *Tx, e Effect) error {
-	var started any
-	if !e.StartedAt.IsZero() {
-		started = e.StartedAt.UnixNano()
-	}
-	_, err := tx.ExecContext(ctx, `UPDATE effects SET state = ?, provider_ref = ?, attempts = ?, last_error = ?, updated_at = ?, started_at = ?,
-		requested_at = ?, decided_by = ?, decided_at = ?, reason = ?
-		WHERE tenant = ? AND effect_key = ?`, e.State, e.ProviderRef, e.Attempts, e.LastError, tx.now, started,
-		nsOrZero(e.RequestedAt), e.DecidedBy, nsOrZero(e.DecidedAt), e.Reason, e.Tenant, e.Key)
-	return err
 }
 
 func validateEffect(tenant, key string) error {
@@ -203,7 +173,11 @@ func (ef *Effects) Get(ctx context.Context, tenant, key string) (Effect, bool, e
 	if err := validateEffect(tenant, key); err != nil {
 		return Effect{}, false, err
 	}
-	return scanEffect(s.rdb.QueryRowContext(ctx, selectEffect, tenant, key))
+	r, ok, err := s.ex.Effect(ctx, s.rdb, tenant, key)
+	if err != nil || !ok {
+		return Effect{}, false, mapErr(err)
+	}
+	return effectOf(r), true, nil
 }
 
 // Reserve records the intent to perform an effect. A second reserve
@@ -217,15 +191,14 @@ func (ef *Effects) Reserve(ctx context.Context, tenant, key string) (Effect, boo
 	var e Effect
 	var created bool
 	err := s.Update(ctx, func(tx *Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO effects (tenant, effect_key, state, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT DO NOTHING`, tenant, key, EffectReserved, tx.now, tx.now)
+		// An external effect without arguments: the columns' defaults.
+		r, c, err := s.ex.ReserveEffect(ctx, s.wconn, driver.EffectRow{Tenant: tenant, Key: key, State: string(EffectReserved),
+			CreatedAt: tx.now, UpdatedAt: tx.now, Kind: string(EffectExternal)}, nil)
 		if err != nil {
-			return err
+			return mapErr(err)
 		}
-		n, _ := res.RowsAffected()
-		created = n == 1
-		e, _, err = scanEffect(tx.QueryRowContext(ctx, selectEffect, tenant, key))
-		return err
+		e, created = effectOf(r), c
+		return nil
 	})
 	if err != nil {
 		return Effect{}, false, fmt.Errorf("reserve effect %q: %w", key, err)
@@ -241,26 +214,29 @@ func (s *Store) transition(ctx context.Context, tenant, key, step string, from [
 	}
 	var e Effect
 	err := s.Update(ctx, func(tx *Tx) error {
-		cur, ok, err := scanEffect(tx.QueryRowContext(ctx, selectEffect, tenant, key))
+		_, found, err := s.ex.UpdateEffect(ctx, s.wconn, tenant, key, func(r *driver.EffectRow) (bool, error) {
+			cur := effectOf(*r)
+			if !slices.Contains(from, cur.State) {
+				return false, &EffectStateError{Tenant: tenant, Key: key, State: cur.State, Step: step}
+			}
+			prev := cur.State
+			cur.State = next
+			cur.UpdatedAt = time.Unix(0, tx.now).UTC()
+			if set != nil {
+				if err := set(tx, prev, &cur); err != nil {
+					return false, err
+				}
+			}
+			e, *r = cur, effectRow(cur)
+			return true, nil
+		})
 		if err != nil {
-			return err
+			return mapErr(err)
 		}
-		if !ok {
+		if !found {
 			return &EffectNotFoundError{Tenant: tenant, Key: key}
 		}
-		if !slices.Contains(from, cur.State) {
-			return &EffectStateError{Tenant: tenant, Key: key, State: cur.State, Step: step}
-		}
-		prev := cur.State
-		cur.State = next
-		cur.UpdatedAt = time.Unix(0, tx.now).UTC()
-		if set != nil {
-			if err := set(tx, prev, &cur); err != nil {
-				return err
-			}
-		}
-		e = cur
-		return writeEffect(ctx, tx, cur)
+		return nil
 	})
 	if err != nil {
 		return Effect{}, err
@@ -422,34 +398,17 @@ func (ef *Effects) List(ctx context.Context, f EffectFilter) ([]Effect, error) {
 			return nil, err
 		}
 	}
-	q := `SELECT ` + effectColumns + ` FROM effects WHERE (? = '' OR tenant = ?)`
-	args := []any{f.Tenant, f.Tenant}
-	if len(f.States) > 0 {
-		q += ` AND state IN (?` + repeatPlaceholders(len(f.States)-1) + `)`
-		for _, st := range f.States {
-			args = append(args, st)
-		}
+	states := make([]string, len(f.States))
+	for i, st := range f.States {
+		states[i] = string(st)
 	}
-	rows, err := s.rdb.QueryContext(ctx, q+` ORDER BY updated_at, tenant, effect_key`, args...)
+	rows, err := s.ex.ListEffects(ctx, s.rdb, f.Tenant, states)
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
 	var out []Effect
-	for rows.Next() {
-		e, err := scanEffectColumns(rows)
-		if err != nil {
-			return nil, mapErr(err)
-		}
-		out = append(out, e)
+	for _, r := range rows {
+		out = append(out, effectOf(r))
 	}
-	return out, mapErr(rows.Err())
-}
-
-func repeatPlaceholders(n int) string {
-	b := make([]byte, 0, 3*n)
-	for range n {
-		b = append(b, ", ?"...)
-	}
-	return string(b)
+	return out, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/jcs"
+	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
 // EffectKind says what may run again, and when.
@@ -299,26 +300,23 @@ func (ef *Effects) record(ctx context.Context, r EffectRun, kind EffectKind, arg
 		if r.NeedsApproval {
 			state, requested = EffectAwaitingApproval, tx.now
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO effects (tenant, effect_key, state, created_at, updated_at,
-			kind, resource, summary, args, needs_approval, approval_valid_for, requested_by, requested_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-			r.Tenant, r.Key, state, tx.now, tx.now, kind, r.Resource, r.Summary, args, r.NeedsApproval, int64(r.ApprovalValidFor), r.RequestedBy, requested)
-		if err != nil {
-			return err
-		}
-		e, _, err = scanEffect(tx.QueryRowContext(ctx, selectEffect, r.Tenant, r.Key))
-		if err != nil {
-			return err
-		}
-		if err := matches(e, r, kind, args); err != nil {
-			return err
-		}
-		if e.NeedsApproval && (e.State == EffectApproved || e.State == EffectFailed) && approvalExpired(e, tx.now) {
-			askAgain(&e, tx.now)
-			e.UpdatedAt = time.Unix(0, tx.now).UTC()
-			return writeEffect(ctx, tx, e)
-		}
-		return nil
+		row := driver.EffectRow{Tenant: r.Tenant, Key: r.Key, State: string(state), CreatedAt: tx.now, UpdatedAt: tx.now,
+			Kind: string(kind), Resource: r.Resource, Summary: r.Summary, Args: args, NeedsApproval: r.NeedsApproval,
+			ApprovalValidFor: int64(r.ApprovalValidFor), RequestedBy: r.RequestedBy, RequestedAt: requested}
+		_, _, err := ef.s.ex.ReserveEffect(ctx, ef.s.wconn, row, func(cur *driver.EffectRow) (bool, error) {
+			e = effectOf(*cur)
+			if err := matches(e, r, kind, args); err != nil {
+				return false, err
+			}
+			if e.NeedsApproval && (e.State == EffectApproved || e.State == EffectFailed) && approvalExpired(e, tx.now) {
+				askAgain(&e, tx.now)
+				e.UpdatedAt = time.Unix(0, tx.now).UTC()
+				*cur = effectRow(e)
+				return true, nil
+			}
+			return false, nil
+		})
+		return mapErr(err)
 	})
 	if err != nil {
 		return Effect{}, fmt.Errorf("record effect %q: %w", r.Key, err)

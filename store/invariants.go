@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"github.com/eventlite/eventlite/store/internal/driver"
@@ -28,13 +27,6 @@ func (s *Store) CheckInvariants(ctx context.Context) error {
 		return &InvariantError{Problems: problems}
 	}
 	return nil
-}
-
-// queryer is what invariantProblems reads through: the store's read pool,
-// or one connection to a file that is not open as a Store (a backup).
-type queryer interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
 // invariantProblems runs CheckInvariants' checks through q and returns

@@ -2,12 +2,12 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
 // ErrIdempotencyMismatch: an operation id was reused with a different
@@ -58,20 +58,13 @@ func validateOperation(tenant, id string) error {
 	return nil
 }
 
-const selectOperation = `SELECT operation_type, input_hash, result, created_at FROM operations WHERE tenant = ? AND operation_id = ?`
-
-func scanOperation(row *sql.Row, tenant, id string) (Operation, bool, error) {
-	op := Operation{Tenant: tenant, ID: id}
-	var created int64
-	err := row.Scan(&op.Type, &op.InputHash, &op.Result, &created)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Operation{}, false, nil
-	}
-	if err != nil {
+// operationOf is the operation a ledger row holds.
+func operationOf(r driver.OperationRow, ok bool, err error) (Operation, bool, error) {
+	if err != nil || !ok {
 		return Operation{}, false, mapErr(err)
 	}
-	op.CreatedAt = time.Unix(0, created).UTC()
-	return op, true, nil
+	return Operation{Tenant: r.Tenant, ID: r.ID, Type: r.Type, InputHash: r.InputHash, Result: r.Result,
+		CreatedAt: time.Unix(0, r.CreatedAt).UTC()}, true, nil
 }
 
 // Operation reads a ledger row from the read pool. It may be stale by the
@@ -81,7 +74,7 @@ func (a *Aggregates) Operation(ctx context.Context, tenant, id string) (Operatio
 	if err := validateOperation(tenant, id); err != nil {
 		return Operation{}, false, err
 	}
-	return scanOperation(s.rdb.QueryRowContext(ctx, selectOperation, tenant, id), tenant, id)
+	return operationOf(s.ex.Operation(ctx, s.rdb, tenant, id))
 }
 
 // Operation reads a ledger row inside an Update closure. The writer
@@ -94,7 +87,7 @@ func (tx *Tx) Operation(ctx context.Context, tenant, id string) (Operation, bool
 	if err := validateOperation(tenant, id); err != nil {
 		return Operation{}, false, err
 	}
-	return scanOperation(s.wconn.QueryRowContext(ctx, selectOperation, tenant, id), tenant, id)
+	return operationOf(s.ex.Operation(ctx, s.wconn, tenant, id))
 }
 
 // RecordOperation writes a ledger row inside an Update closure, in the
@@ -110,24 +103,21 @@ func (tx *Tx) RecordOperation(ctx context.Context, op Operation) (Operation, err
 	if err := validateOperation(op.Tenant, op.ID); err != nil {
 		return Operation{}, err
 	}
-	stored, ok, err := tx.Operation(ctx, op.Tenant, op.ID)
-	if err != nil {
-		return Operation{}, err
-	}
-	if ok {
-		if stored.InputHash != op.InputHash || stored.Type != op.Type {
-			return stored, &IdempotencyMismatchError{Tenant: op.Tenant, OperationID: op.ID, StoredType: stored.Type, GivenType: op.Type}
-		}
-		return stored, nil
-	}
 	if op.Result == nil {
 		op.Result = []byte("null")
 	}
 	op.CreatedAt = time.Unix(0, tx.now).UTC()
-	_, err = s.wconn.ExecContext(ctx, `INSERT INTO operations (tenant, operation_id, operation_type, input_hash, result, created_at)
-		VALUES (?, ?, ?, ?, ?, ?)`, op.Tenant, op.ID, op.Type, op.InputHash, op.Result, tx.now)
+	row, found, err := s.ex.RecordOperation(ctx, s.wconn, driver.OperationRow{Tenant: op.Tenant, ID: op.ID, Type: op.Type,
+		InputHash: op.InputHash, Result: op.Result, CreatedAt: tx.now})
 	if err != nil {
 		return Operation{}, fmt.Errorf("record operation %q: %w", op.ID, mapErr(err))
+	}
+	if found {
+		stored, _, _ := operationOf(row, true, nil)
+		if stored.InputHash != op.InputHash || stored.Type != op.Type {
+			return stored, &IdempotencyMismatchError{Tenant: op.Tenant, OperationID: op.ID, StoredType: stored.Type, GivenType: op.Type}
+		}
+		return stored, nil
 	}
 	return op, nil
 }

@@ -15,10 +15,7 @@ import (
 // The events' columns and their scanning are the driver's; lifecycle.go
 // and outbox.go still read events with their own SQL and use these until
 // they move behind the seam too.
-const (
-	selectStreamEvents = sqlitedriver.SelectStreamEvents
-	selectAttrs        = sqlitedriver.SelectAttrs
-)
+const selectStreamEvents = sqlitedriver.SelectStreamEvents
 
 // pageSize is how many rows one read query fetches. Reads page by key so
 // that no read transaction stays open while the caller works through a long
@@ -35,8 +32,6 @@ func newStreamEventScanner(tenant, stream string) eventScanner {
 func (s eventScanner) scan(r scanner) (envelope.Event, error) { return s.EventScanner.Scan(r) }
 
 type scanner interface{ Scan(dest ...any) error }
-
-func splitAttrs(b []byte, e *envelope.Event) error { return sqlitedriver.SplitAttrs(b, e) }
 
 // ReadStreamOptions selects events of one stream.
 type ReadStreamOptions struct {

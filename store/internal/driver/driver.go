@@ -77,4 +77,7 @@ type Executor interface {
 	Backup
 	Invariants
 	Inspect
+	Outbox
+	Effects
+	Operations
 }

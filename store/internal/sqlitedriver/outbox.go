@@ -1,0 +1,602 @@
+package sqlitedriver
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/eventlite/eventlite/internal/timecol"
+	"github.com/eventlite/eventlite/store/internal/driver"
+)
+
+// The outbox's tables (migrations 0001, 0004 and 0015): outbox holds the
+// ledger rows, outbox_watermark the one row of W (settled) and C
+// (scanned), outbox_counters the totals. SQLite has one writer at a time,
+// so the writer's transaction makes each write method atomic: the fence
+// check, the ledger writes and the watermark move see no other writer.
+
+// outboxColumns are the event's read columns on the events table aliased
+// e, then the ledger row's own (o, left-joined: a pending event that never
+// failed has no row). SelectAttrs names its columns unqualified: the
+// outbox has none of them.
+const outboxColumns = `e.position, e.tenant, e.stream_id, e.version, e.event_id, e.type, e.source, e.time,
+	e.content_type, e.data, ` + SelectAttrs + `,
+	COALESCE(o.attempts, 0), o.first_failed_at, o.last_error`
+
+// Unsettled holds for an event e left-joined to its outbox row o when the
+// event is neither published nor discarded (above the watermark, that is
+// pending).
+const Unsettled = `(o.position IS NULL OR (o.published_at IS NULL AND o.discarded_at IS NULL))`
+
+// FailingRow holds for an outbox row f that failed and is still pending:
+// the rows of the outbox_failing index.
+const FailingRow = `f.published_at IS NULL AND f.discarded_at IS NULL AND f.attempts > 0`
+
+// heldStreams lists the streams the relay must hold back at time ?1 for a
+// read above position ?2: those with a pending dead letter (parked), a
+// pending row whose next attempt is still to come, or a pending row that
+// failed before and lies at or below ?2 (the read would skip it and pass
+// its stream's later rows). It reads the outbox_failing index only.
+const heldStreams = `SELECT DISTINCT e.tenant, e.stream_id FROM outbox f JOIN events e ON e.position = f.position
+	WHERE f.published_at IS NULL AND f.discarded_at IS NULL AND f.attempts > 0
+	AND (f.dead_at IS NOT NULL OR f.next_attempt_at > ?1 OR f.position <= ?2)`
+
+// readFrom is the position a relay's read starts above. ?1 now, ?2
+// after. A read that goes on from a batch (after > 0) starts above
+// after, never at or below W. A read from the start starts above the
+// cursor, max(W, C), or just below the oldest failed row that is due for
+// another attempt when that lies lower: its stream's waiting events are
+// below C.
+const readFrom = `(SELECT CASE WHEN ?2 > 0 THEN max(w.settled, ?2)
+	ELSE max(w.settled, min(max(w.settled, w.scanned), COALESCE((SELECT min(f.position) - 1 FROM outbox f
+		WHERE ` + FailingRow + ` AND f.dead_at IS NULL AND f.next_attempt_at <= ?1), w.scanned))) END
+	FROM outbox_watermark w)`
+
+// ReadOutboxQuery reads pending events above readFrom in position order,
+// skipping held streams. ?1 now, ?2 after, ?3 limit. SQLite evaluates the
+// start and the NOT IN list once per query, the list into a temporary
+// index. Exported, as the other queries below, for the store's test of
+// their plans.
+const ReadOutboxQuery = `SELECT ` + outboxColumns + `
+	FROM events e LEFT JOIN outbox o ON o.position = e.position
+	WHERE e.position > ` + readFrom + ` AND ` + Unsettled + `
+	AND (e.tenant, e.stream_id) NOT IN (` + heldStreams + `)
+	ORDER BY e.position LIMIT ?3`
+
+// ReadOutbox runs ReadOutboxQuery.
+func (Exec) ReadOutbox(ctx context.Context, q driver.ReadQuerier, now, after int64, limit int) ([]driver.OutboxRow, error) {
+	rows, err := q.QueryContext(ctx, ReadOutboxQuery, now, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make([]driver.OutboxRow, 0, min(limit, 1024))
+	sc := newOutboxScanner()
+	for rows.Next() {
+		r, err := sc.scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// outboxScanner scans rows of outboxColumns, reusing its destinations: a
+// Scan with a new list of pointers into a new row allocates both on every
+// row.
+type outboxScanner struct {
+	r        driver.OutboxRow
+	t        timecol.Time
+	attrs    []byte // SelectAttrs
+	ff       sql.NullInt64
+	lastErr  sql.NullString
+	dest     []any
+	attempts int64
+}
+
+func newOutboxScanner() *outboxScanner {
+	s := &outboxScanner{}
+	e := &s.r.Event
+	s.dest = []any{&e.Position, &e.Tenant, &e.Stream, &e.StreamVersion, &e.ID, &e.Type, &e.Source, &s.t,
+		&e.DataContentType, &e.Data, &s.attrs,
+		&s.attempts, &s.ff, &s.lastErr}
+	return s
+}
+
+func (s *outboxScanner) scan(rows *sql.Rows) (driver.OutboxRow, error) {
+	s.r, s.attrs = driver.OutboxRow{}, nil
+	if err := rows.Scan(s.dest...); err != nil {
+		return driver.OutboxRow{}, err
+	}
+	r := s.r
+	r.Event.Time, r.Event.TimeSet = s.t.T, s.t.T.IsZero()
+	if s.attrs != nil {
+		if err := SplitAttrs(s.attrs, &r.Event); err != nil {
+			return r, fmt.Errorf("event at position %d: %w", r.Event.Position, err)
+		}
+	}
+	r.Attempts = int(s.attempts)
+	if s.ff.Valid {
+		r.FirstFailedAt = time.Unix(0, s.ff.Int64).UTC()
+	}
+	r.LastError = s.lastErr.String
+	return r, nil
+}
+
+// OutboxNextAttempt reads the outbox_failing index.
+func (Exec) OutboxNextAttempt(ctx context.Context, q driver.ReadQuerier) (int64, bool, error) {
+	var next sql.NullInt64
+	err := q.QueryRowContext(ctx, `SELECT min(next_attempt_at) FROM outbox
+		WHERE published_at IS NULL AND discarded_at IS NULL AND attempts > 0 AND dead_at IS NULL`).Scan(&next)
+	return next.Int64, next.Valid, err
+}
+
+// fenceHeld reports whether the fence's lease row has its owner and token
+// and has not expired by SQLite's clock (milliseconds).
+func fenceHeld(ctx context.Context, q driver.ReadQuerier, f driver.Fence) (bool, error) {
+	var ok int
+	err := q.QueryRowContext(ctx, `SELECT count(*) FROM leases WHERE resource = ? AND owner = ? AND token = ?
+		AND expires_at > CAST(unixepoch('subsec') * 1000 AS INTEGER)`, f.Resource, f.Owner, f.Token).Scan(&ok)
+	return ok > 0, err
+}
+
+// MarkPublished sends the batch as one JSON array of [position, sequence]
+// pairs: one statement lowers C, one marks the rows.
+func (Exec) MarkPublished(ctx context.Context, q driver.Querier, fence driver.Fence, now int64, rows []driver.Published) (int64, bool, error) {
+	if held, err := fenceHeld(ctx, q, fence); err != nil || !held {
+		return 0, held, err
+	}
+	b := make([]byte, 0, len(rows)*24)
+	b = append(b, '[')
+	for i, r := range rows {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		b = strconv.AppendInt(b, r.Position, 10)
+		b = append(b, ',')
+		b = strconv.AppendUint(b, r.BrokerSequence, 10)
+		b = append(b, ']')
+	}
+	b = append(b, ']')
+	// A row that had failed leaves the failed rows: its stream's waiting
+	// events below the cursor must be read again.
+	if _, err := q.ExecContext(ctx, `UPDATE outbox_watermark SET scanned = min(scanned, COALESCE(
+		(SELECT min(f.position) - 1 FROM json_each(?1) AS j JOIN outbox f ON f.position = j.value ->> 0 WHERE `+FailingRow+`), scanned))`,
+		string(b)); err != nil {
+		return 0, true, err
+	}
+	res, err := q.ExecContext(ctx, MarkPublishedQuery, now, fence.Token, string(b))
+	if err != nil {
+		return 0, true, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, true, err
+	}
+	if err := addCounter(ctx, q, "published", n); err != nil {
+		return 0, true, err
+	}
+	return n, true, advanceOutbox(ctx, q)
+}
+
+// MarkPublishedQuery marks a batch: ?1 now, ?2 lease token, ?3 a JSON
+// array of [position, sequence] pairs. One statement for the batch: it
+// writes a row for each event that has none (most of them) and marks a
+// failed row published; a row already published or discarded keeps its
+// facts (the upsert's WHERE leaves it, and it is not counted). Positions
+// without an event are skipped (the join).
+const MarkPublishedQuery = `INSERT INTO outbox (position, published_at, published_token, broker_sequence)
+	SELECT e.position, ?1, ?2, NULLIF(j.value ->> 1, 0) FROM json_each(?3) AS j JOIN events e ON e.position = j.value ->> 0 WHERE true
+	ON CONFLICT (position) DO UPDATE SET published_at = excluded.published_at, published_token = excluded.published_token,
+		broker_sequence = excluded.broker_sequence, next_attempt_at = NULL
+	WHERE outbox.published_at IS NULL AND outbox.discarded_at IS NULL`
+
+// RecordFailures upserts the failures in one statement per chunk of
+// failuresChunk, their values bound as parameters: an event without a row
+// gets one; a row no longer pending, or dead, is left as it is (the
+// upsert's WHERE, and it is not counted). A statement per failure would
+// cost a compilation of the upsert each.
+func (Exec) RecordFailures(ctx context.Context, q driver.Querier, fence driver.Fence, now int64, failures []driver.Failure) (bool, error) {
+	if held, err := fenceHeld(ctx, q, fence); err != nil || !held {
+		return held, err
+	}
+	var n int64
+	for start := 0; start < len(failures); start += failuresChunk {
+		part := failures[start:min(len(failures), start+failuresChunk)]
+		args := make([]any, 1, 1+3*len(part))
+		args[0] = now
+		var b strings.Builder
+		b.WriteString(`INSERT INTO outbox (position, attempts, first_failed_at, last_failed_at, last_error, next_attempt_at)
+		SELECT e.position, 1, ?1, ?1, v.column2, v.column3 FROM (VALUES `)
+		for i, f := range part {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(?, ?, ?)")
+			args = append(args, f.Position, f.Error, f.NextAttemptAt)
+		}
+		b.WriteString(`) AS v JOIN events e ON e.position = v.column1 WHERE true
+		ON CONFLICT (position) DO UPDATE SET attempts = attempts + 1,
+		first_failed_at = COALESCE(first_failed_at, ?1), last_failed_at = ?1, last_error = excluded.last_error,
+		next_attempt_at = excluded.next_attempt_at
+		WHERE published_at IS NULL AND discarded_at IS NULL AND dead_at IS NULL`)
+		res, err := q.ExecContext(ctx, b.String(), args...)
+		if err != nil {
+			return true, err
+		}
+		k, _ := res.RowsAffected()
+		n += k
+	}
+	if err := addCounter(ctx, q, "retried", n); err != nil {
+		return true, err
+	}
+	return true, advanceOutbox(ctx, q)
+}
+
+// failuresChunk bounds the failures of one statement: three parameters
+// each, well under SQLite's limit of 32,766.
+const failuresChunk = 1000
+
+// MarkDead upserts one dead row per failure, as RecordFailures.
+func (Exec) MarkDead(ctx context.Context, q driver.Querier, fence driver.Fence, now int64, failures []driver.Failure) (bool, error) {
+	if held, err := fenceHeld(ctx, q, fence); err != nil || !held {
+		return held, err
+	}
+	var n int64
+	for _, f := range failures {
+		res, err := q.ExecContext(ctx, `INSERT INTO outbox (position, attempts, first_failed_at, last_failed_at, last_error, dead_at)
+			SELECT position, 1, ?1, ?1, ?2, ?1 FROM events WHERE position = ?3
+			ON CONFLICT (position) DO UPDATE SET attempts = attempts + 1,
+			first_failed_at = COALESCE(first_failed_at, ?1), last_failed_at = ?1, last_error = ?2,
+			dead_at = ?1, next_attempt_at = NULL
+			WHERE published_at IS NULL AND discarded_at IS NULL AND dead_at IS NULL`,
+			now, f.Error, f.Position)
+		if err != nil {
+			return true, fmt.Errorf("dead-letter outbox row at position %d: %w", f.Position, err)
+		}
+		k, _ := res.RowsAffected()
+		n += k
+	}
+	if err := addCounter(ctx, q, "dead_lettered", n); err != nil {
+		return true, err
+	}
+	return true, advanceOutbox(ctx, q)
+}
+
+// outboxStep is the most positions one transaction moves W or C over.
+// Once a stream parked for long is resolved they may pass every event
+// published since; the relay's next batches move them on from there, so
+// no transaction holds the writer for a scan of the whole log.
+const outboxStep = 1 << 20
+
+// AdvanceSettledQuery finds the first event in (?1, ?2] that is not
+// settled: W stops just below it.
+const AdvanceSettledQuery = `SELECT e.position FROM events e LEFT JOIN outbox o ON o.position = e.position
+	WHERE e.position > ?1 AND e.position <= ?2 AND ` + Unsettled + ` ORDER BY e.position LIMIT 1`
+
+// AdvanceScannedQuery finds the first event in (?1, ?2] that is neither
+// settled nor behind a failed row of its stream: C stops just below it.
+const AdvanceScannedQuery = `WITH failing (tenant, stream_id, position) AS MATERIALIZED (
+		SELECT e.tenant, e.stream_id, min(f.position) FROM outbox f JOIN events e ON e.position = f.position
+		WHERE ` + FailingRow + ` GROUP BY e.tenant, e.stream_id)
+	SELECT e.position FROM events e LEFT JOIN outbox o ON o.position = e.position
+	WHERE e.position > ?1 AND e.position <= ?2 AND ` + Unsettled + `
+	AND NOT EXISTS (SELECT 1 FROM failing t WHERE t.tenant = e.tenant AND t.stream_id = e.stream_id AND t.position <= e.position)
+	ORDER BY e.position LIMIT 1`
+
+// advanceOutbox moves W over the settled events above it, then C over
+// the events above max(W, C) that are settled or wait behind a failed row
+// of their stream: each by at most outboxStep positions, never past the
+// newest event. Every method that settles or fails rows runs it last, in
+// the writer's transaction, so W never passes an event that is not
+// settled.
+func advanceOutbox(ctx context.Context, q driver.Querier) error {
+	var w, c, head int64
+	err := q.QueryRowContext(ctx, `SELECT settled, scanned, COALESCE((SELECT max(position) FROM events), 0) FROM outbox_watermark`).Scan(&w, &c, &head)
+	if err != nil {
+		return fmt.Errorf("read the outbox watermark: %w", err)
+	}
+	stop := func(query string, from int64) (int64, error) {
+		to := min(head, from+outboxStep)
+		var p int64
+		err := q.QueryRowContext(ctx, query, from, to).Scan(&p)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return max(from, to), nil
+		case err != nil:
+			return 0, fmt.Errorf("move the outbox watermark: %w", err)
+		}
+		return p - 1, nil
+	}
+	nw, err := stop(AdvanceSettledQuery, w)
+	if err != nil {
+		return err
+	}
+	nc, err := stop(AdvanceScannedQuery, max(nw, c))
+	if err != nil {
+		return err
+	}
+	if nw == w && nc == c {
+		return nil
+	}
+	if _, err := q.ExecContext(ctx, `UPDATE outbox_watermark SET settled = ?, scanned = ?`, nw, nc); err != nil {
+		return fmt.Errorf("move the outbox watermark: %w", err)
+	}
+	return nil
+}
+
+// lowerOutboxCursor brings C below position p, whose row leaves the failed
+// rows (re-queued, discarded or published): the events its stream kept
+// waiting below C must be read again.
+func lowerOutboxCursor(ctx context.Context, q driver.Querier, p int64) error {
+	_, err := q.ExecContext(ctx, `UPDATE outbox_watermark SET scanned = min(scanned, ?)`, p-1)
+	return err
+}
+
+// addCounter moves an outbox counter inside the writer's transaction.
+func addCounter(ctx context.Context, q driver.Querier, name string, n int64) error {
+	if n == 0 {
+		return nil
+	}
+	if _, err := q.ExecContext(ctx, `UPDATE outbox_counters SET value = value + ? WHERE name = ?`, n, name); err != nil {
+		return fmt.Errorf("outbox counter %s: %w", name, err)
+	}
+	return nil
+}
+
+// SelectDeadLetters reads the dead letters, through the outbox_failing
+// index; a caller appends its conditions.
+const SelectDeadLetters = `SELECT e.tenant, e.event_id, e.stream_id, e.version, e.position, e.type,
+	o.attempts, COALESCE(o.last_error, ''), COALESCE(o.first_failed_at, 0), COALESCE(o.last_failed_at, 0), o.dead_at
+	FROM outbox o JOIN events e ON e.position = o.position
+	WHERE o.published_at IS NULL AND o.discarded_at IS NULL AND o.attempts > 0 AND o.dead_at IS NOT NULL`
+
+func scanDeadLetter(r interface{ Scan(...any) error }) (driver.DeadLetter, error) {
+	var (
+		d            driver.DeadLetter
+		ff, lf, dead int64
+	)
+	if err := r.Scan(&d.Tenant, &d.EventID, &d.Stream, &d.Version, &d.Position, &d.Type,
+		&d.Attempts, &d.Error, &ff, &lf, &dead); err != nil {
+		return d, err
+	}
+	d.FirstFailed, d.LastFailed, d.DeadAt = time.Unix(0, ff).UTC(), time.Unix(0, lf).UTC(), time.Unix(0, dead).UTC()
+	return d, nil
+}
+
+// deadLetters reads the dead letters of tenant ("" every tenant's), and
+// only the one with eventID when that is not "".
+func deadLetters(ctx context.Context, q driver.ReadQuerier, tenant, eventID string) ([]driver.DeadLetter, error) {
+	query, args := SelectDeadLetters, []any{}
+	if tenant != "" {
+		query += ` AND e.tenant = ?`
+		args = append(args, tenant)
+	}
+	if eventID != "" {
+		query += ` AND e.event_id = ?`
+		args = append(args, eventID)
+	}
+	rows, err := q.QueryContext(ctx, query+` ORDER BY o.position`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.DeadLetter
+	for rows.Next() {
+		d, err := scanDeadLetter(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	return out, rows.Err()
+}
+
+// DeadLetters reads the outbox_failing index.
+func (Exec) DeadLetters(ctx context.Context, q driver.ReadQuerier, tenant string) ([]driver.DeadLetter, error) {
+	return deadLetters(ctx, q, tenant, "")
+}
+
+// RequeueDeadLetters reads the dead letters, then clears each: SQLite's
+// writer holds the write lock from the read to the commit.
+func (Exec) RequeueDeadLetters(ctx context.Context, q driver.Querier, tenant, eventID string) ([]driver.DeadLetter, error) {
+	ds, err := deadLetters(ctx, q, tenant, eventID)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range ds {
+		_, err := q.ExecContext(ctx, `UPDATE outbox SET dead_at = NULL, attempts = 0, next_attempt_at = NULL,
+			first_failed_at = NULL WHERE position = ?`, d.Position)
+		if err != nil {
+			return nil, err
+		}
+		if err := lowerOutboxCursor(ctx, q, d.Position); err != nil {
+			return nil, err
+		}
+	}
+	if err := addCounter(ctx, q, "requeued", int64(len(ds))); err != nil {
+		return nil, err
+	}
+	return ds, nil
+}
+
+// DiscardDeadLetter reads the dead letter, then marks it, under the
+// writer's lock.
+func (Exec) DiscardDeadLetter(ctx context.Context, q driver.Querier, now int64, tenant, eventID string) (driver.DeadLetter, bool, error) {
+	d, err := scanDeadLetter(q.QueryRowContext(ctx, SelectDeadLetters+` AND e.tenant = ? AND e.event_id = ?`, tenant, eventID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return driver.DeadLetter{}, false, nil
+	}
+	if err != nil {
+		return d, false, err
+	}
+	if _, err := q.ExecContext(ctx, `UPDATE outbox SET discarded_at = ? WHERE position = ?`, now, d.Position); err != nil {
+		return d, true, err
+	}
+	if err := lowerOutboxCursor(ctx, q, d.Position); err != nil {
+		return d, true, err
+	}
+	if err := addCounter(ctx, q, "discarded", 1); err != nil {
+		return d, true, err
+	}
+	return d, true, advanceOutbox(ctx, q)
+}
+
+// ParkedStreams groups the dead letters by stream, then counts each
+// stream's pending rows through the stream's own index.
+func (Exec) ParkedStreams(ctx context.Context, q driver.ReadQuerier, tenant string) ([]driver.ParkedStream, error) {
+	query := `SELECT e.tenant, e.stream_id, min(e.position), min(e.version) FROM outbox o JOIN events e ON e.position = o.position
+		WHERE o.published_at IS NULL AND o.discarded_at IS NULL AND o.attempts > 0 AND o.dead_at IS NOT NULL`
+	var args []any
+	if tenant != "" {
+		query += ` AND e.tenant = ?`
+		args = append(args, tenant)
+	}
+	rows, err := q.QueryContext(ctx, query+` GROUP BY e.tenant, e.stream_id ORDER BY 3`, args...)
+	if err != nil {
+		return nil, err
+	}
+	type parked struct {
+		driver.ParkedStream
+		version int64
+	}
+	var ps []parked
+	for rows.Next() {
+		var p parked
+		if err := rows.Scan(&p.Tenant, &p.Stream, &p.DeadLetter, &p.version); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		ps = append(ps, p)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]driver.ParkedStream, 0, len(ps))
+	for _, p := range ps {
+		// The stream's events from its dead letter on, through the
+		// stream's own index.
+		err := q.QueryRowContext(ctx, `SELECT count(*) FROM events e LEFT JOIN outbox o ON o.position = e.position
+			WHERE e.tenant = ? AND e.stream_id = ? AND e.version >= ? AND `+Unsettled,
+			p.Tenant, p.Stream, p.version).Scan(&p.Waiting)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p.ParkedStream)
+	}
+	return out, nil
+}
+
+// PendingCTE names the pending events, pending(position): those above
+// the cursor max(W, C) that are not settled, and those in (W, max(W, C)]
+// that are not settled, read through their streams' failed rows (every
+// pending event there waits behind one). It visits the events above the
+// cursor and the failed streams' events, not what was published below.
+const PendingCTE = `WITH mark (w, c) AS MATERIALIZED (SELECT settled, max(settled, scanned) FROM outbox_watermark),
+	failing (tenant, stream_id, version) AS MATERIALIZED (
+		SELECT e.tenant, e.stream_id, min(e.version) FROM outbox f JOIN events e ON e.position = f.position
+		WHERE ` + FailingRow + ` GROUP BY e.tenant, e.stream_id),
+	pending (position) AS (
+		SELECT e.position FROM events e LEFT JOIN outbox o ON o.position = e.position
+		WHERE e.position > (SELECT c FROM mark) AND ` + Unsettled + `
+		UNION ALL
+		SELECT e.position FROM failing t JOIN events e ON e.tenant = t.tenant AND e.stream_id = t.stream_id AND e.version >= t.version
+		LEFT JOIN outbox o ON o.position = e.position
+		WHERE e.position > (SELECT w FROM mark) AND e.position <= (SELECT c FROM mark) AND ` + Unsettled + `)`
+
+// OutboxStats runs its queries on the snapshot it is given.
+func (Exec) OutboxStats(ctx context.Context, q driver.ReadQuerier) (driver.OutboxStats, error) {
+	var st driver.OutboxStats
+	var first sql.NullInt64
+	if err := q.QueryRowContext(ctx, PendingCTE+` SELECT count(*), min(position) FROM pending`).Scan(&st.Pending, &first); err != nil {
+		return st, err
+	}
+	if first.Valid {
+		var oldest int64
+		if err := q.QueryRowContext(ctx, `SELECT recorded_at FROM events WHERE position = ?`, first.Int64).Scan(&oldest); err != nil {
+			return st, err
+		}
+		st.Oldest = time.Unix(0, oldest).UTC()
+	}
+	err := q.QueryRowContext(ctx, `SELECT count(*), count(DISTINCT e.tenant || x'00' || e.stream_id) FROM outbox o JOIN events e ON e.position = o.position
+		WHERE o.published_at IS NULL AND o.discarded_at IS NULL AND o.attempts > 0 AND o.dead_at IS NOT NULL`).Scan(&st.DeadLetters, &st.ParkedStreams)
+	if err != nil {
+		return st, err
+	}
+	if st.DeadLetters > 0 {
+		err = q.QueryRowContext(ctx, `WITH parked (tenant, stream_id) AS MATERIALIZED (
+				SELECT DISTINCT e.tenant, e.stream_id FROM outbox f JOIN events e ON e.position = f.position
+				WHERE f.published_at IS NULL AND f.discarded_at IS NULL AND f.attempts > 0 AND f.dead_at IS NOT NULL)
+			SELECT count(*) FROM parked p JOIN events e ON e.tenant = p.tenant AND e.stream_id = p.stream_id
+			LEFT JOIN outbox o ON o.position = e.position WHERE `+Unsettled).Scan(&st.Parked)
+		if err != nil {
+			return st, err
+		}
+	}
+	rows, err := q.QueryContext(ctx, `SELECT name, value FROM outbox_counters`)
+	if err != nil {
+		return st, err
+	}
+	defer rows.Close()
+	st.Counters = make(map[string]int64, 5)
+	for rows.Next() {
+		var (
+			name string
+			v    int64
+		)
+		if err := rows.Scan(&name, &v); err != nil {
+			return st, err
+		}
+		st.Counters[name] = v
+	}
+	return st, rows.Err()
+}
+
+// OutboxEntries left-joins the events to their ledger rows.
+func (Exec) OutboxEntries(ctx context.Context, q driver.ReadQuerier, after int64, limit int) ([]driver.OutboxEntry, error) {
+	rows, err := q.QueryContext(ctx, `SELECT e.position, e.tenant, e.event_id, e.stream_id, e.version, COALESCE(o.attempts, 0),
+		COALESCE(o.last_error, ''), o.next_attempt_at, o.first_failed_at, o.last_failed_at, o.dead_at, o.discarded_at,
+		o.published_at, COALESCE(o.broker_sequence, 0), COALESCE(o.published_token, 0), e.recorded_at
+		FROM events e LEFT JOIN outbox o ON o.position = e.position WHERE e.position > ? ORDER BY e.position LIMIT ?`, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.OutboxEntry
+	for rows.Next() {
+		var (
+			x                             driver.OutboxEntry
+			next, ff, lf, dead, disc, pub sql.NullInt64
+			seq, rec                      int64
+		)
+		if err := rows.Scan(&x.Position, &x.Tenant, &x.EventID, &x.Stream, &x.Version, &x.Attempts, &x.LastError,
+			&next, &ff, &lf, &dead, &disc, &pub, &seq, &x.PublishedToken, &rec); err != nil {
+			return nil, err
+		}
+		x.BrokerSequence, x.RecordedAt = uint64(seq), time.Unix(0, rec).UTC()
+		x.NextAttemptAt, x.FirstFailedAt, x.LastFailedAt = nullTime(next), nullTime(ff), nullTime(lf)
+		x.DeadAt, x.DiscardedAt, x.PublishedAt = nullTime(dead), nullTime(disc), nullTime(pub)
+		out = append(out, x)
+	}
+	return out, rows.Err()
+}
+
+func nullTime(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return time.Unix(0, n.Int64).UTC()
+}
