@@ -252,26 +252,24 @@ func (tx *Tx) StreamEvents(ctx context.Context, tenant, stream string, from, to 
 	if err := tx.check(); err != nil {
 		return err
 	}
-	rows, err := tx.s.wconn.QueryContext(ctx, selectStreamEvents+` WHERE tenant = ? AND stream_id = ? AND version BETWEEN ? AND ? ORDER BY version`,
-		tenant, stream, from, to)
-	if err != nil {
-		return mapErr(err)
-	}
-	defer rows.Close()
-	sc := newStreamEventScanner(tenant, stream)
-	for rows.Next() {
-		e, err := sc.scan(rows)
-		if err != nil {
-			return err
-		}
+	// fn's own error comes back as it is (fnErr tells it from the
+	// engine's, which is mapped).
+	var fnErr error
+	err := tx.s.ex.StreamEvents(ctx, tx.s.wconn, tenant, stream, from, to, func(e envelope.Event) error {
 		if subject := erasureKeyOf(&e); subject != "" {
 			if err := tx.s.keys.openEvent(ctx, tx.s.wconn, false, &e, subject); err != nil {
+				fnErr = err
 				return err
 			}
 		}
 		if err := fn(e); err != nil {
+			fnErr = err
 			return err
 		}
+		return nil
+	})
+	if err != nil && fnErr == nil {
+		return mapErr(err)
 	}
-	return mapErr(rows.Err())
+	return err
 }

@@ -9,27 +9,12 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store/internal/driver"
-	"github.com/eventlite/eventlite/store/internal/sqlitedriver"
 )
-
-// The events' columns and their scanning are the driver's; lifecycle.go
-// and outbox.go still read events with their own SQL and use these until
-// they move behind the seam too.
-const selectStreamEvents = sqlitedriver.SelectStreamEvents
 
 // pageSize is how many rows one read query fetches. Reads page by key so
 // that no read transaction stays open while the caller works through a long
 // iteration (an open snapshot would keep the WAL from being checkpointed).
 const pageSize = 1000
-
-// eventScanner scans rows of selectStreamEvents (see sqlitedriver).
-type eventScanner struct{ *sqlitedriver.EventScanner }
-
-func newStreamEventScanner(tenant, stream string) eventScanner {
-	return eventScanner{sqlitedriver.NewStreamEventScanner(tenant, stream)}
-}
-
-func (s eventScanner) scan(r scanner) (envelope.Event, error) { return s.EventScanner.Scan(r) }
 
 type scanner interface{ Scan(dest ...any) error }
 

@@ -21,6 +21,11 @@ type Reads interface {
 	// version order; n is a capacity hint. On the writer's connection it
 	// sees the open transaction.
 	NewestEvents(ctx context.Context, q ReadQuerier, tenant, stream string, after int64, n int) ([]envelope.Event, error)
+	// StreamEvents calls fn for each event of a stream with a version
+	// from from to to (inclusive), in version order, as q sees the log:
+	// a truncate or a delete does not hide them. fn's error stops the
+	// reading and is returned as it is. Sealed data comes back sealed.
+	StreamEvents(ctx context.Context, q ReadQuerier, tenant, stream string, from, to int64, fn func(envelope.Event) error) error
 	// StreamsPage lists up to n of a tenant's live streams in stream id
 	// (byte) order, from the id from on (inclusive or after it).
 	StreamsPage(ctx context.Context, q ReadQuerier, tenant, from string, inclusive bool, n int) ([]StreamRow, error)

@@ -192,6 +192,27 @@ func (Exec) NewestEvents(ctx context.Context, q driver.ReadQuerier, tenant, stre
 	return scanEvents(rows, NewEventScanner(), make([]envelope.Event, 0, n))
 }
 
+// StreamEvents reads a stream's versions from..to, row by row.
+func (Exec) StreamEvents(ctx context.Context, q driver.ReadQuerier, tenant, stream string, from, to int64, fn func(envelope.Event) error) error {
+	rows, err := q.QueryContext(ctx, SelectStreamEvents+` WHERE tenant = ? AND stream_id = ? AND version BETWEEN ? AND ? ORDER BY version`,
+		tenant, stream, from, to)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	sc := NewStreamEventScanner(tenant, stream)
+	for rows.Next() {
+		e, err := sc.Scan(rows)
+		if err != nil {
+			return err
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
 // StreamsPageSQL lists a page of a tenant's streams from the stream id
 // ?2 on (op: > or >=). A stream's version, updated time and positions
 // come from the UNIQUE(tenant, stream_id, version) index: its newest
