@@ -63,4 +63,10 @@ type Executor interface {
 	// Dialect is the engine the executor speaks.
 	Dialect() Dialect
 	Catalog
+	Leases
+	Checkpoints
+	Consumers
+	Holes
+	Rebuilds
+	Quarantine
 }
