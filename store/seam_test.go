@@ -132,7 +132,7 @@ var sqlStatement = regexp.MustCompile(`(?is)^\s*(?:SELECT|INSERT|UPDATE|DELETE|R
 
 // storeStatementsLeft is how many SQL statements package store still
 // runs itself rather than through the driver.
-const storeStatementsLeft = 248
+const storeStatementsLeft = 202
 
 // TestSQLiteOnlyDetector: the detector of TestNoSQLiteSQLOutsideStore
 // finds each kind in interpreted and raw strings, in any case, and
