@@ -2,9 +2,9 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
+
+	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
 // Checkpoint returns the position the named projection has applied up
@@ -12,11 +12,7 @@ import (
 // closure, read tx.Checkpoint.
 func (p *Projections) Checkpoint(ctx context.Context, name string) (int64, error) {
 	s := p.s
-	var pos int64
-	err := s.rdb.QueryRowContext(ctx, `SELECT position FROM checkpoints WHERE name = ?`, name).Scan(&pos)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
+	pos, err := s.ex.Checkpoint(ctx, s.rdb, name)
 	return pos, mapErr(err)
 }
 
@@ -26,12 +22,8 @@ func (tx *Tx) Checkpoint(ctx context.Context, name string) (int64, error) {
 		return 0, err
 	}
 	s := tx.s
-	var p int64
-	err := s.wconn.QueryRowContext(ctx, `SELECT position FROM checkpoints WHERE name = ?`, name).Scan(&p)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
-	return p, mapErr(err)
+	pos, err := s.ex.Checkpoint(ctx, s.wconn, name)
+	return pos, mapErr(err)
 }
 
 // SetCheckpoint moves a checkpoint inside an Update closure, in the
@@ -43,18 +35,17 @@ func (tx *Tx) SetCheckpoint(ctx context.Context, name string, position int64, le
 		return err
 	}
 	s := tx.s
-	var token int64
+	var fence *driver.Fence
 	if lease != nil {
-		if err := tx.CheckFence(ctx, *lease); err != nil {
-			return err
-		}
-		token = lease.Token
+		f := lease.fence()
+		fence = &f
 	}
-	_, err := s.wconn.ExecContext(ctx, `INSERT INTO checkpoints (name, position, token, updated_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT (name) DO UPDATE SET position = excluded.position, token = excluded.token, updated_at = excluded.updated_at`,
-		name, position, token, tx.now)
+	ok, err := s.ex.SetCheckpoint(ctx, s.wconn, name, position, fence, tx.now)
 	if err != nil {
 		return fmt.Errorf("set checkpoint %q: %w", name, mapErr(err))
+	}
+	if !ok {
+		return lease.staleFence()
 	}
 	return nil
 }
@@ -62,19 +53,6 @@ func (tx *Tx) SetCheckpoint(ctx context.Context, name string, position int64, le
 // Checkpoints lists every checkpoint by name.
 func (p *Projections) Checkpoints(ctx context.Context) (map[string]int64, error) {
 	s := p.s
-	rows, err := s.rdb.QueryContext(ctx, `SELECT name, position FROM checkpoints`)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	defer rows.Close()
-	out := map[string]int64{}
-	for rows.Next() {
-		var n string
-		var p int64
-		if err := rows.Scan(&n, &p); err != nil {
-			return nil, err
-		}
-		out[n] = p
-	}
-	return out, mapErr(rows.Err())
+	out, err := s.ex.Checkpoints(ctx, s.rdb)
+	return out, mapErr(err)
 }

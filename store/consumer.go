@@ -2,10 +2,10 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
+
+	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
 // Consumers is the external-consumer ledger, reached with Store.Consumers:
@@ -38,13 +38,8 @@ func (tx *Tx) InboxInsert(ctx context.Context, p InboxInsertParams) (bool, error
 		return false, err
 	}
 	s := tx.s
-	res, err := s.wconn.ExecContext(ctx, `INSERT INTO inbox (tenant, consumer, source, message_id, processed_at) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT DO NOTHING`, p.Tenant, p.Consumer, p.Source, p.MessageID, tx.now)
-	if err != nil {
-		return false, mapErr(err)
-	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	fresh, err := s.ex.InboxInsert(ctx, s.wconn, driver.InboxMessage{Tenant: p.Tenant, Consumer: p.Consumer, Source: p.Source, MessageID: p.MessageID}, tx.now)
+	return fresh, mapErr(err)
 }
 
 // ConsumerVersion returns the last version of an aggregate that consumer
@@ -54,12 +49,8 @@ func (tx *Tx) ConsumerVersion(ctx context.Context, tenant, consumer, subject str
 		return 0, "", false, err
 	}
 	s := tx.s
-	err = s.wconn.QueryRowContext(ctx, `SELECT version, event_id FROM consumer_versions WHERE consumer = ? AND tenant = ? AND subject = ?`,
-		consumer, tenant, subject).Scan(&version, &eventID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, "", false, nil
-	}
-	return version, eventID, err == nil, mapErr(err)
+	version, eventID, ok, err = s.ex.ConsumerVersion(ctx, s.wconn, driver.AggregateKey{Tenant: tenant, Consumer: consumer, Subject: subject})
+	return version, eventID, ok, mapErr(err)
 }
 
 // SetConsumerVersionParams names the version of an aggregate a consumer
@@ -79,10 +70,8 @@ func (tx *Tx) SetConsumerVersion(ctx context.Context, p SetConsumerVersionParams
 		return err
 	}
 	s := tx.s
-	_, err := s.wconn.ExecContext(ctx, `INSERT INTO consumer_versions (consumer, tenant, subject, version, event_id, updated_at) VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (consumer, tenant, subject) DO UPDATE SET version = excluded.version, event_id = excluded.event_id, updated_at = excluded.updated_at`,
-		p.Consumer, p.Tenant, p.Subject, p.Version, p.EventID, tx.now)
-	return mapErr(err)
+	k := driver.AggregateKey{Tenant: p.Tenant, Consumer: p.Consumer, Subject: p.Subject}
+	return mapErr(s.ex.SetConsumerVersion(ctx, s.wconn, k, p.Version, p.EventID, tx.now))
 }
 
 // DeferredEvent is an event that arrived ahead of a version gap.
@@ -106,33 +95,23 @@ func (tx *Tx) Defer(ctx context.Context, d DeferredEvent) (existing DeferredEven
 		return DeferredEvent{}, false, err
 	}
 	s := tx.s
-	res, err := s.wconn.ExecContext(ctx, `INSERT INTO deferred (consumer, tenant, subject, version, event_id, event, expected, first_seen, reason)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-		d.Consumer, d.Tenant, d.Subject, d.Version, d.EventID, d.Event, d.Expected, d.FirstSeen.UnixNano(), d.Reason)
-	if err != nil {
+	row, clash, err := s.ex.Defer(ctx, s.wconn, deferredRow(d))
+	if err != nil || !clash {
 		return DeferredEvent{}, false, mapErr(err)
 	}
-	if n, _ := res.RowsAffected(); n == 1 {
-		return DeferredEvent{}, false, nil
-	}
-	existing, ok, err = s.deferredAt(ctx, d.Tenant, d.Consumer, d.Subject, d.Version)
-	return existing, ok, err
+	return deferredEvent(row), true, nil
 }
 
-func (s *Store) deferredAt(ctx context.Context, tenant, consumer, subject string, version int64) (DeferredEvent, bool, error) {
-	d := DeferredEvent{Consumer: consumer, Tenant: tenant, Subject: subject, Version: version}
-	var seen int64
-	err := s.wconn.QueryRowContext(ctx, `SELECT event_id, event, expected, first_seen, reason FROM deferred
-		WHERE consumer = ? AND tenant = ? AND subject = ? AND version = ?`, consumer, tenant, subject, version).
-		Scan(&d.EventID, &d.Event, &d.Expected, &seen, &d.Reason)
-	if errors.Is(err, sql.ErrNoRows) {
-		return DeferredEvent{}, false, nil
-	}
-	if err != nil {
-		return DeferredEvent{}, false, mapErr(err)
-	}
-	d.FirstSeen = time.Unix(0, seen).UTC()
-	return d, true, nil
+// deferredRow is d as the driver stores it.
+func deferredRow(d DeferredEvent) driver.DeferredRow {
+	return driver.DeferredRow{AggregateKey: driver.AggregateKey{Tenant: d.Tenant, Consumer: d.Consumer, Subject: d.Subject},
+		Version: d.Version, EventID: d.EventID, Event: d.Event, Expected: d.Expected, FirstSeen: d.FirstSeen.UnixNano(), Reason: d.Reason}
+}
+
+// deferredEvent is a stored row as callers see it.
+func deferredEvent(r driver.DeferredRow) DeferredEvent {
+	return DeferredEvent{Tenant: r.Tenant, Consumer: r.Consumer, Subject: r.Subject, Version: r.Version, EventID: r.EventID,
+		Event: r.Event, Expected: r.Expected, FirstSeen: time.Unix(0, r.FirstSeen).UTC(), Reason: r.Reason}
 }
 
 // TakeDeferred removes and returns the event deferred at version, if
@@ -142,15 +121,11 @@ func (tx *Tx) TakeDeferred(ctx context.Context, tenant, consumer, subject string
 		return DeferredEvent{}, false, err
 	}
 	s := tx.s
-	d, ok, err := s.deferredAt(ctx, tenant, consumer, subject, version)
+	row, ok, err := s.ex.TakeDeferred(ctx, s.wconn, driver.AggregateKey{Tenant: tenant, Consumer: consumer, Subject: subject}, version)
 	if err != nil || !ok {
-		return DeferredEvent{}, false, err
-	}
-	if _, err := s.wconn.ExecContext(ctx, `DELETE FROM deferred WHERE consumer = ? AND tenant = ? AND subject = ? AND version = ?`,
-		consumer, tenant, subject, version); err != nil {
 		return DeferredEvent{}, false, mapErr(err)
 	}
-	return d, true, nil
+	return deferredEvent(row), true, nil
 }
 
 // DropStaleDeferred removes the events deferred for an aggregate at or
@@ -160,23 +135,19 @@ func (tx *Tx) DropStaleDeferred(ctx context.Context, tenant, consumer, subject s
 		return nil, err
 	}
 	s := tx.s
-	rows, err := s.wconn.QueryContext(ctx, `DELETE FROM deferred WHERE consumer = ? AND tenant = ? AND subject = ? AND version <= ?
-		RETURNING version, event_id, event, expected, first_seen, reason`, consumer, tenant, subject, version)
+	rows, err := s.ex.DropStaleDeferred(ctx, s.wconn, driver.AggregateKey{Tenant: tenant, Consumer: consumer, Subject: subject}, version)
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
+	return deferredEvents(rows), nil
+}
+
+func deferredEvents(rows []driver.DeferredRow) []DeferredEvent {
 	var out []DeferredEvent
-	for rows.Next() {
-		d := DeferredEvent{Consumer: consumer, Tenant: tenant, Subject: subject}
-		var seen int64
-		if err := rows.Scan(&d.Version, &d.EventID, &d.Event, &d.Expected, &seen, &d.Reason); err != nil {
-			return nil, err
-		}
-		d.FirstSeen = time.Unix(0, seen).UTC()
-		out = append(out, d)
+	for _, r := range rows {
+		out = append(out, deferredEvent(r))
 	}
-	return out, mapErr(rows.Err())
+	return out
 }
 
 // Deferred lists events deferred by consumer ("" for all) that were
@@ -187,23 +158,11 @@ func (c *Consumers) Deferred(ctx context.Context, consumer string, seenBefore ti
 	if !seenBefore.IsZero() {
 		before = seenBefore.UnixNano()
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT consumer, tenant, subject, version, event_id, event, expected, first_seen, reason FROM deferred
-		WHERE (? = '' OR consumer = ?) AND first_seen < ? ORDER BY first_seen`, consumer, consumer, before)
+	rows, err := s.ex.ListDeferred(ctx, s.rdb, consumer, before)
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
-	var out []DeferredEvent
-	for rows.Next() {
-		var d DeferredEvent
-		var seen int64
-		if err := rows.Scan(&d.Consumer, &d.Tenant, &d.Subject, &d.Version, &d.EventID, &d.Event, &d.Expected, &seen, &d.Reason); err != nil {
-			return nil, err
-		}
-		d.FirstSeen = time.Unix(0, seen).UTC()
-		out = append(out, d)
-	}
-	return out, mapErr(rows.Err())
+	return deferredEvents(rows), nil
 }
 
 // VersionConflict is two different events claiming one version of an aggregate.
@@ -226,8 +185,8 @@ func (tx *Tx) RecordConflict(ctx context.Context, c VersionConflict) error {
 		return err
 	}
 	s := tx.s
-	_, err := s.wconn.ExecContext(ctx, `INSERT INTO version_conflicts (consumer, tenant, subject, version, kept_event_id, conflicting_id, conflicting_event, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, c.Consumer, c.Tenant, c.Subject, c.Version, c.KeptEventID, c.ConflictingID, c.ConflictingEvent, tx.now)
+	err := s.ex.RecordConflict(ctx, s.wconn, driver.ConflictRow{AggregateKey: driver.AggregateKey{Tenant: c.Tenant, Consumer: c.Consumer, Subject: c.Subject},
+		Version: c.Version, KeptEventID: c.KeptEventID, ConflictingID: c.ConflictingID, ConflictingEvent: c.ConflictingEvent}, tx.now)
 	if err != nil {
 		return fmt.Errorf("record version conflict: %w", mapErr(err))
 	}
@@ -237,23 +196,16 @@ func (tx *Tx) RecordConflict(ctx context.Context, c VersionConflict) error {
 // Conflicts lists the unresolved version conflicts of consumer ("" for all).
 func (c *Consumers) Conflicts(ctx context.Context, consumer string) ([]VersionConflict, error) {
 	s := c.s
-	rows, err := s.rdb.QueryContext(ctx, `SELECT id, consumer, tenant, subject, version, kept_event_id, conflicting_id, conflicting_event, created_at
-		FROM version_conflicts WHERE (? = '' OR consumer = ?) AND resolved_at IS NULL ORDER BY id`, consumer, consumer)
+	rows, err := s.ex.ListConflicts(ctx, s.rdb, consumer)
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
 	var out []VersionConflict
-	for rows.Next() {
-		var c VersionConflict
-		var at int64
-		if err := rows.Scan(&c.ID, &c.Consumer, &c.Tenant, &c.Subject, &c.Version, &c.KeptEventID, &c.ConflictingID, &c.ConflictingEvent, &at); err != nil {
-			return nil, err
-		}
-		c.CreatedAt = time.Unix(0, at).UTC()
-		out = append(out, c)
+	for _, r := range rows {
+		out = append(out, VersionConflict{ID: r.ID, Tenant: r.Tenant, Consumer: r.Consumer, Subject: r.Subject, Version: r.Version,
+			KeptEventID: r.KeptEventID, ConflictingID: r.ConflictingID, ConflictingEvent: r.ConflictingEvent, CreatedAt: time.Unix(0, r.CreatedAt).UTC()})
 	}
-	return out, mapErr(rows.Err())
+	return out, nil
 }
 
 // CountConsumer adds to a consumer's counters.
@@ -262,10 +214,7 @@ func (tx *Tx) CountConsumer(ctx context.Context, consumer string, applied, dupli
 		return err
 	}
 	s := tx.s
-	_, err := s.wconn.ExecContext(ctx, `INSERT INTO consumer_stats (consumer, applied, duplicates, stale) VALUES (?, ?, ?, ?)
-		ON CONFLICT (consumer) DO UPDATE SET applied = applied + excluded.applied, duplicates = duplicates + excluded.duplicates, stale = stale + excluded.stale`,
-		consumer, applied, duplicates, stale)
-	return mapErr(err)
+	return mapErr(s.ex.CountConsumer(ctx, s.wconn, consumer, applied, duplicates, stale))
 }
 
 // ConsumerStats are an external consumer's counters and queues.
@@ -283,22 +232,14 @@ type ConsumerStats struct {
 // Stats reads consumer's counters and queues.
 func (c *Consumers) Stats(ctx context.Context, consumer string) (ConsumerStats, error) {
 	s := c.s
-	st := ConsumerStats{Consumer: consumer}
-	var oldest sql.NullInt64
-	err := s.rdb.QueryRowContext(ctx, `SELECT
-		COALESCE((SELECT applied FROM consumer_stats WHERE consumer = ?1), 0),
-		COALESCE((SELECT duplicates FROM consumer_stats WHERE consumer = ?1), 0),
-		COALESCE((SELECT stale FROM consumer_stats WHERE consumer = ?1), 0),
-		(SELECT count(*) FROM deferred WHERE consumer = ?1),
-		(SELECT MIN(first_seen) FROM deferred WHERE consumer = ?1),
-		(SELECT count(*) FROM version_conflicts WHERE consumer = ?1 AND resolved_at IS NULL),
-		(SELECT count(*) FROM quarantine WHERE consumer = ?1 AND resolved_at IS NULL)`, consumer).
-		Scan(&st.Applied, &st.Duplicates, &st.Stale, &st.Deferred, &oldest, &st.Conflicts, &st.Quarantined)
+	r, err := s.ex.ConsumerStats(ctx, s.rdb, consumer)
+	st := ConsumerStats{Consumer: consumer, Applied: r.Applied, Duplicates: r.Duplicates, Stale: r.Stale,
+		Deferred: r.Deferred, Conflicts: r.Conflicts, Quarantined: r.Quarantined}
 	if err != nil {
 		return st, mapErr(err)
 	}
-	if oldest.Valid {
-		st.OldestDeferred = time.Unix(0, oldest.Int64).UTC()
+	if r.Deferred > 0 {
+		st.OldestDeferred = time.Unix(0, r.OldestDeferred).UTC()
 	}
 	return st, nil
 }

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strconv"
 	"time"
@@ -136,21 +135,6 @@ func (s *Store) Diagnose(ctx context.Context, opts DiagnoseOptions) ([]Finding, 
 		}
 	}
 	return out, nil
-}
-
-// eachRow runs q and hands every row to fn.
-func (s *Store) eachRow(ctx context.Context, fn func(*sql.Rows) error, q string, args ...any) error {
-	rows, err := s.rdb.QueryContext(ctx, q, args...)
-	if err != nil {
-		return mapErr(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := fn(rows); err != nil {
-			return err
-		}
-	}
-	return mapErr(rows.Err())
 }
 
 func (s *Store) relayHasRun(ctx context.Context) (bool, error) {

@@ -2,8 +2,9 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"time"
+
+	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
 // Hole is a run of missing global positions between two stored events.
@@ -17,54 +18,42 @@ type Hole struct {
 // of missing positions between stored events. It reads on the read pool.
 func (p *Projections) HolesBetween(ctx context.Context, after, upto int64) ([]Hole, error) {
 	s := p.s
-	var lo sql.NullInt64
-	var n int64
-	if err := s.rdb.QueryRowContext(ctx, `SELECT MIN(position), count(*) FROM events WHERE position > ? AND position <= ?`, after, upto).Scan(&lo, &n); err != nil {
+	lo, n, ok, err := s.ex.PositionSpan(ctx, s.rdb, after, upto)
+	if err != nil {
 		return nil, mapErr(err)
 	}
-	if !lo.Valid || n == upto-lo.Int64+1 {
+	if !ok || n == upto-lo+1 {
 		return nil, nil
 	}
-	removed, err := p.removedRanges(ctx, lo.Int64, upto)
+	removed, err := p.removedRanges(ctx, lo, upto)
 	if err != nil {
 		return nil, err
 	}
-	if n+removedCount(removed, lo.Int64, upto) == upto-lo.Int64+1 {
+	if n+removedCount(removed, lo, upto) == upto-lo+1 {
 		return nil, nil
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT position + 1, (SELECT MIN(b.position) FROM events b WHERE b.position > a.position) - 1
-		FROM events a WHERE a.position >= ? AND a.position < ?
-		AND NOT EXISTS (SELECT 1 FROM events c WHERE c.position = a.position + 1)`, lo.Int64, upto)
+	gaps, err := s.ex.PositionGaps(ctx, s.rdb, lo, upto)
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
 	var out []Hole
-	for rows.Next() {
-		var h Hole
-		var to sql.NullInt64
-		if err := rows.Scan(&h.From, &to); err != nil {
-			return nil, err
-		}
-		if !to.Valid {
-			continue // past the newest event: not a hole
-		}
-		h.To = to.Int64
-		out = append(out, subtractRanges(h, removed)...)
+	for _, g := range gaps {
+		out = append(out, subtractRanges(Hole{From: g.From, To: g.To}, removed)...)
 	}
-	return out, mapErr(rows.Err())
+	return out, nil
 }
 
 // removedRanges lists the ranges a scavenge removed that overlap from..to.
 func (p *Projections) removedRanges(ctx context.Context, from, to int64) ([]PositionRange, error) {
+	rs, err := p.s.ex.RemovedRangesIn(ctx, p.s.rdb, from, to)
+	if err != nil {
+		return nil, mapErr(err)
+	}
 	var out []PositionRange
-	err := p.s.eachRow(ctx, func(r *sql.Rows) error {
-		var pr PositionRange
-		err := r.Scan(&pr.From, &pr.To)
-		out = append(out, pr)
-		return err
-	}, `SELECT from_position, to_position FROM removed_ranges WHERE from_position <= ? AND to_position >= ? ORDER BY from_position`, to, from)
-	return out, err
+	for _, r := range rs {
+		out = append(out, PositionRange{From: r.From, To: r.To})
+	}
+	return out, nil
 }
 
 // removedCount counts the positions from..to that rs cover.
@@ -108,28 +97,19 @@ func (tx *Tx) RecordHole(ctx context.Context, h Hole) error {
 		return err
 	}
 	s := tx.s
-	_, err := s.wconn.ExecContext(ctx, `INSERT INTO position_holes (from_position, to_position, detected_by, detected_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT (from_position) DO NOTHING`, h.From, h.To, h.DetectedBy, tx.now)
-	return mapErr(err)
+	return mapErr(s.ex.RecordHole(ctx, s.wconn, driver.HoleRow{From: h.From, To: h.To, DetectedBy: h.DetectedBy}, tx.now))
 }
 
 // RecordedHoles lists the holes readers recorded.
 func (p *Projections) RecordedHoles(ctx context.Context) ([]Hole, error) {
 	s := p.s
-	rows, err := s.rdb.QueryContext(ctx, `SELECT from_position, to_position, detected_by, detected_at FROM position_holes ORDER BY from_position`)
+	rows, err := s.ex.RecordedHoles(ctx, s.rdb)
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
 	var out []Hole
-	for rows.Next() {
-		var h Hole
-		var at int64
-		if err := rows.Scan(&h.From, &h.To, &h.DetectedBy, &at); err != nil {
-			return nil, err
-		}
-		h.DetectedAt = time.Unix(0, at).UTC()
-		out = append(out, h)
+	for _, r := range rows {
+		out = append(out, Hole{From: r.From, To: r.To, DetectedBy: r.DetectedBy, DetectedAt: time.Unix(0, r.DetectedAt).UTC()})
 	}
-	return out, mapErr(rows.Err())
+	return out, nil
 }

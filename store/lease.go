@@ -2,10 +2,11 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
 // Leases is the store's lease table, reached with Store.Leases: one
@@ -49,10 +50,6 @@ type Lease struct {
 	TTL       time.Duration
 }
 
-// nowMillis is SQLite's clock in unix milliseconds: one clock source for
-// every process on the host, read inside the transaction.
-const nowMillis = `CAST(unixepoch('subsec') * 1000 AS INTEGER)`
-
 // Acquire takes the lease on resource for owner for ttl. A lease
 // that is free, released or expired is taken with a new, higher token; one
 // owner's own live lease is renewed with its token unchanged; a lease held
@@ -64,35 +61,14 @@ func (ls *Leases) Acquire(ctx context.Context, resource, owner string, ttl time.
 	}
 	var l Lease
 	err := s.Update(ctx, func(tx *Tx) error {
-		var (
-			curOwner        string
-			token, exp, now int64
-		)
-		err := s.wconn.QueryRowContext(ctx, `SELECT owner, token, expires_at, `+nowMillis+` FROM leases WHERE resource = ?`, resource).
-			Scan(&curOwner, &token, &exp, &now)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			if err := s.wconn.QueryRowContext(ctx, `SELECT `+nowMillis).Scan(&now); err != nil {
-				return err
-			}
-			token = 1
-			_, err = s.wconn.ExecContext(ctx, `INSERT INTO leases (resource, owner, token, expires_at, acquired_at, ttl_ms) VALUES (?, ?, ?, ?, ?, ?)`,
-				resource, owner, token, now+ttl.Milliseconds(), now, ttl.Milliseconds())
-		case err != nil:
-			return err
-		case curOwner == owner && exp > now:
-			_, err = s.wconn.ExecContext(ctx, `UPDATE leases SET expires_at = ?, ttl_ms = ? WHERE resource = ?`, now+ttl.Milliseconds(), ttl.Milliseconds(), resource)
-		case curOwner != "" && exp > now:
-			return &LeaseHeldError{Resource: resource, Owner: curOwner, ExpiresIn: time.Duration(exp-now) * time.Millisecond}
-		default:
-			token++
-			_, err = s.wconn.ExecContext(ctx, `UPDATE leases SET owner = ?, token = ?, expires_at = ?, acquired_at = ?, ttl_ms = ? WHERE resource = ?`,
-				owner, token, now+ttl.Milliseconds(), now, ttl.Milliseconds(), resource)
-		}
+		g, err := s.ex.AcquireLease(ctx, s.wconn, resource, owner, ttl.Milliseconds())
 		if err != nil {
 			return mapErr(err)
 		}
-		l = Lease{Resource: resource, Owner: owner, Token: token, ExpiresAt: time.UnixMilli(now + ttl.Milliseconds()).UTC(), TTL: ttl}
+		if g.Held {
+			return &LeaseHeldError{Resource: resource, Owner: g.Owner, ExpiresIn: time.Duration(g.ExpiresAt-g.Now) * time.Millisecond}
+		}
+		l = Lease{Resource: resource, Owner: owner, Token: g.Token, ExpiresAt: time.UnixMilli(g.ExpiresAt).UTC(), TTL: ttl}
 		return nil
 	})
 	if err != nil {
@@ -108,19 +84,14 @@ func (ls *Leases) Acquire(ctx context.Context, resource, owner string, ttl time.
 func (ls *Leases) Renew(ctx context.Context, l Lease) (Lease, error) {
 	s := ls.s
 	err := s.Update(ctx, func(tx *Tx) error {
-		var now int64
-		if err := s.wconn.QueryRowContext(ctx, `SELECT `+nowMillis).Scan(&now); err != nil {
-			return err
-		}
-		res, err := s.wconn.ExecContext(ctx, `UPDATE leases SET expires_at = ?, ttl_ms = ? WHERE resource = ? AND owner = ? AND token = ?`,
-			now+l.TTL.Milliseconds(), l.TTL.Milliseconds(), l.Resource, l.Owner, l.Token)
+		exp, ok, err := s.ex.RenewLease(ctx, s.wconn, l.fence(), l.TTL.Milliseconds())
 		if err != nil {
 			return mapErr(err)
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
+		if !ok {
 			return fmt.Errorf("%w: %q token %d is no longer current", ErrStaleFence, l.Resource, l.Token)
 		}
-		l.ExpiresAt = time.UnixMilli(now + l.TTL.Milliseconds()).UTC()
+		l.ExpiresAt = time.UnixMilli(exp).UTC()
 		return nil
 	})
 	if err != nil {
@@ -134,9 +105,7 @@ func (ls *Leases) Renew(ctx context.Context, l Lease) (Lease, error) {
 func (ls *Leases) Release(ctx context.Context, l Lease) error {
 	s := ls.s
 	err := s.Update(ctx, func(tx *Tx) error {
-		_, err := s.wconn.ExecContext(ctx, `UPDATE leases SET owner = '', expires_at = 0 WHERE resource = ? AND owner = ? AND token = ?`,
-			l.Resource, l.Owner, l.Token)
-		return mapErr(err)
+		return mapErr(s.ex.ReleaseLease(ctx, s.wconn, l.fence()))
 	})
 	if err != nil {
 		return fmt.Errorf("release lease %q: %w", l.Resource, err)
@@ -154,16 +123,25 @@ func (tx *Tx) CheckFence(ctx context.Context, l Lease) error {
 		return err
 	}
 	s := tx.s
-	var ok int
-	err := s.wconn.QueryRowContext(ctx, `SELECT count(*) FROM leases WHERE resource = ? AND owner = ? AND token = ? AND expires_at > `+nowMillis,
-		l.Resource, l.Owner, l.Token).Scan(&ok)
+	ok, err := s.ex.CheckFence(ctx, s.wconn, l.fence())
 	if err != nil {
 		return mapErr(err)
 	}
-	if ok == 0 {
-		return fmt.Errorf("%w: %q token %d (owner %s)", ErrStaleFence, l.Resource, l.Token, l.Owner)
+	if !ok {
+		return l.staleFence()
 	}
 	return nil
+}
+
+// fence is the lease as a fenced write carries it to the driver.
+func (l Lease) fence() driver.Fence {
+	return driver.Fence{Resource: l.Resource, Owner: l.Owner, Token: l.Token}
+}
+
+// staleFence is the error of a fenced write whose lease is no longer
+// current.
+func (l Lease) staleFence() error {
+	return fmt.Errorf("%w: %q token %d (owner %s)", ErrStaleFence, l.Resource, l.Token, l.Owner)
 }
 
 // LeaseInfo describes a lease row, for reporting.
@@ -179,20 +157,14 @@ type LeaseInfo struct {
 // List lists every lease row.
 func (ls *Leases) List(ctx context.Context) ([]LeaseInfo, error) {
 	s := ls.s
-	rows, err := s.rdb.QueryContext(ctx, `SELECT resource, owner, token, expires_at, acquired_at, expires_at <= `+nowMillis+` FROM leases ORDER BY resource`)
+	rows, err := s.ex.ListLeases(ctx, s.rdb)
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
 	var out []LeaseInfo
-	for rows.Next() {
-		var li LeaseInfo
-		var exp, acq int64
-		if err := rows.Scan(&li.Resource, &li.Owner, &li.Token, &exp, &acq, &li.Expired); err != nil {
-			return nil, err
-		}
-		li.ExpiresAt, li.AcquiredAt = time.UnixMilli(exp).UTC(), time.UnixMilli(acq).UTC()
-		out = append(out, li)
+	for _, r := range rows {
+		out = append(out, LeaseInfo{Resource: r.Resource, Owner: r.Owner, Token: r.Token,
+			ExpiresAt: time.UnixMilli(r.ExpiresAt).UTC(), AcquiredAt: time.UnixMilli(r.AcquiredAt).UTC(), Expired: r.Expired})
 	}
-	return out, mapErr(rows.Err())
+	return out, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
 // QuarantineReason says why an event was set aside.
@@ -61,12 +63,8 @@ func (tx *Tx) Quarantine(ctx context.Context, q Quarantined) error {
 	if q.Evidence == "" {
 		q.Evidence = "{}"
 	}
-	_, err := s.wconn.ExecContext(ctx, `INSERT INTO quarantine (consumer, reason, tenant, subject, version, position, event_id, event, error, attempts, evidence, created_at, last_failed_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (consumer, tenant, event_id, position) WHERE resolved_at IS NULL
-		DO UPDATE SET reason = excluded.reason, error = excluded.error, attempts = quarantine.attempts + excluded.attempts, evidence = excluded.evidence,
-			last_failed_at = excluded.last_failed_at, retry_requested_at = NULL`,
-		q.Consumer, q.Reason, q.Tenant, q.Subject, q.Version, q.Position, q.EventID, q.Event, q.Error, q.Attempts, q.Evidence, tx.now, tx.now)
+	err := s.ex.Quarantine(ctx, s.wconn, driver.QuarantineRow{Consumer: q.Consumer, Reason: string(q.Reason), Tenant: q.Tenant, Subject: q.Subject,
+		Version: q.Version, Position: q.Position, EventID: q.EventID, Event: q.Event, Error: q.Error, Attempts: q.Attempts, Evidence: q.Evidence}, tx.now)
 	if err != nil {
 		return fmt.Errorf("quarantine %s event %q: %w", q.Consumer, q.EventID, mapErr(err))
 	}
@@ -80,9 +78,7 @@ func (tx *Tx) ResolveQuarantine(ctx context.Context, consumer string, position i
 		return err
 	}
 	s := tx.s
-	_, err := s.wconn.ExecContext(ctx, `UPDATE quarantine SET resolved_at = ?, resolution = 'applied', retry_requested_at = NULL WHERE consumer = ? AND resolved_at IS NULL
-		AND ((? > 0 AND position = ?) OR (? = 0 AND event_id = ?))`, tx.now, consumer, position, position, position, eventID)
-	return mapErr(err)
+	return mapErr(s.ex.ResolveQuarantine(ctx, s.wconn, consumer, position, eventID, tx.now))
 }
 
 // QuarantineFilter selects quarantine entries.
@@ -94,9 +90,5 @@ type QuarantineFilter struct {
 // QuarantinedEvents lists quarantine entries, oldest first.
 func (p *Projections) QuarantinedEvents(ctx context.Context, f QuarantineFilter) ([]Quarantined, error) {
 	s := p.s
-	q := quarantineColumns + ` WHERE (? = '' OR consumer = ?)`
-	if f.Open {
-		q += ` AND resolved_at IS NULL`
-	}
-	return s.scanQuarantine(s.rdb.QueryContext(ctx, q+` ORDER BY id`, f.Consumer, f.Consumer))
+	return quarantined(s.ex.QuarantineEntries(ctx, s.rdb, f.Consumer, f.Open))
 }

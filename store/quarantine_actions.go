@@ -2,11 +2,11 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
+
+	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
 // Operators act on quarantine entries by the projection's or consumer's
@@ -32,34 +32,26 @@ func (e *QuarantineNotFoundError) Error() string {
 // Unwrap lets errors.Is(err, ErrNotFound) match.
 func (e *QuarantineNotFoundError) Unwrap() error { return ErrNotFound }
 
-const quarantineColumns = `SELECT id, consumer, reason, tenant, subject, version, position, event_id, event, error, attempts, evidence,
-	created_at, COALESCE(resolved_at, 0), COALESCE(last_failed_at, created_at), COALESCE(retry_requested_at, 0), resolution,
-	EXISTS (SELECT 1 FROM projections p WHERE p.name = quarantine.consumer)
-	FROM quarantine`
-
-func (s *Store) scanQuarantine(rows *sql.Rows, err error) ([]Quarantined, error) {
+// quarantined turns stored entries into what callers see: times, the kind
+// of name, and the event's type read from its JSON.
+func quarantined(rows []driver.QuarantineRow, err error) ([]Quarantined, error) {
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
 	var out []Quarantined
-	for rows.Next() {
-		var e Quarantined
-		var created, resolved, failed, retry int64
-		var projection bool
-		if err := rows.Scan(&e.ID, &e.Consumer, &e.Reason, &e.Tenant, &e.Subject, &e.Version, &e.Position, &e.EventID, &e.Event,
-			&e.Error, &e.Attempts, &e.Evidence, &created, &resolved, &failed, &retry, &e.Resolution, &projection); err != nil {
-			return nil, err
+	for _, r := range rows {
+		e := Quarantined{ID: r.ID, Consumer: r.Consumer, Reason: QuarantineReason(r.Reason), Tenant: r.Tenant, Subject: r.Subject,
+			Version: r.Version, Position: r.Position, EventID: r.EventID, Event: r.Event, Error: r.Error, Attempts: r.Attempts,
+			Evidence: r.Evidence, Resolution: r.Resolution}
+		e.CreatedAt, e.LastFailedAt = time.Unix(0, r.CreatedAt).UTC(), time.Unix(0, r.LastFailedAt).UTC()
+		if r.ResolvedAt != 0 {
+			e.ResolvedAt = time.Unix(0, r.ResolvedAt).UTC()
 		}
-		e.CreatedAt, e.LastFailedAt = time.Unix(0, created).UTC(), time.Unix(0, failed).UTC()
-		if resolved != 0 {
-			e.ResolvedAt = time.Unix(0, resolved).UTC()
-		}
-		if retry != 0 {
-			e.RetryRequestedAt = time.Unix(0, retry).UTC()
+		if r.RetryRequestedAt != 0 {
+			e.RetryRequestedAt = time.Unix(0, r.RetryRequestedAt).UTC()
 		}
 		e.Kind = "consumer"
-		if projection {
+		if r.Projection {
 			e.Kind = "projection"
 		}
 		var head struct {
@@ -70,23 +62,7 @@ func (s *Store) scanQuarantine(rows *sql.Rows, err error) ([]Quarantined, error)
 		}
 		out = append(out, e)
 	}
-	return out, mapErr(rows.Err())
-}
-
-// rowQuerier is a pool or the writer's connection.
-type rowQuerier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-// quarantineNameKnown reports whether name is a projection or consumer
-// the store has a record of.
-func quarantineNameKnown(ctx context.Context, q rowQuerier, name string) (bool, error) {
-	var ok bool
-	err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM projections WHERE name = ?1)
-		OR EXISTS (SELECT 1 FROM quarantine WHERE consumer = ?1)
-		OR EXISTS (SELECT 1 FROM consumer_stats WHERE consumer = ?1)
-		OR EXISTS (SELECT 1 FROM checkpoints WHERE name = ?1)`, name).Scan(&ok)
-	return ok, mapErr(err)
+	return out, nil
 }
 
 // Projections.OpenQuarantine lists the open quarantine entries of the projection or
@@ -95,9 +71,9 @@ func quarantineNameKnown(ctx context.Context, q rowQuerier, name string) (bool, 
 func (p *Projections) OpenQuarantine(ctx context.Context, name string) ([]Quarantined, error) {
 	s := p.s
 	if name != "" {
-		ok, err := quarantineNameKnown(ctx, s.rdb, name)
+		ok, err := s.ex.QuarantineNameKnown(ctx, s.rdb, name)
 		if err != nil {
-			return nil, err
+			return nil, mapErr(err)
 		}
 		if !ok {
 			return nil, &QuarantineNotFoundError{Name: name}
@@ -109,13 +85,13 @@ func (p *Projections) OpenQuarantine(ctx context.Context, name string) ([]Quaran
 // openEntriesTx reads the open entries of name for eventID in the write
 // transaction; none is a *QuarantineNotFoundError.
 func (s *Store) openEntriesTx(ctx context.Context, name, eventID string) ([]Quarantined, error) {
-	qs, err := s.scanQuarantine(s.wconn.QueryContext(ctx, quarantineColumns+` WHERE consumer = ? AND event_id = ? AND resolved_at IS NULL ORDER BY id`, name, eventID))
+	qs, err := quarantined(s.ex.OpenQuarantineEntries(ctx, s.wconn, name, eventID))
 	if err != nil || len(qs) > 0 {
 		return qs, err
 	}
-	ok, err := quarantineNameKnown(ctx, s.wconn, name)
+	ok, err := s.ex.QuarantineNameKnown(ctx, s.wconn, name)
 	if err != nil {
-		return nil, err
+		return nil, mapErr(err)
 	}
 	if !ok {
 		return nil, &QuarantineNotFoundError{Name: name}
@@ -137,8 +113,7 @@ func (p *Projections) RetryQuarantined(ctx context.Context, name, eventID string
 		if err != nil {
 			return err
 		}
-		if _, err := s.wconn.ExecContext(ctx, `UPDATE quarantine SET retry_requested_at = ? WHERE consumer = ? AND event_id = ? AND resolved_at IS NULL`,
-			tx.now, name, eventID); err != nil {
+		if err := s.ex.MarkQuarantineRetry(ctx, s.wconn, name, eventID, tx.now); err != nil {
 			return mapErr(err)
 		}
 		for i := range qs {
@@ -166,8 +141,7 @@ func (p *Projections) SkipQuarantined(ctx context.Context, name, eventID string)
 		if err != nil {
 			return err
 		}
-		if _, err := s.wconn.ExecContext(ctx, `UPDATE quarantine SET resolved_at = ?, resolution = 'skipped', retry_requested_at = NULL
-			WHERE consumer = ? AND event_id = ? AND resolved_at IS NULL`, tx.now, name, eventID); err != nil {
+		if err := s.ex.SkipQuarantine(ctx, s.wconn, name, eventID, tx.now); err != nil {
 			return mapErr(err)
 		}
 		for _, q := range qs {
@@ -187,12 +161,11 @@ func (p *Projections) SkipQuarantined(ctx context.Context, name, eventID string)
 			if err := tx.SetCheckpoint(ctx, name, q.Position, nil); err != nil {
 				return err
 			}
-			var status ProjectionStatus
-			err = s.wconn.QueryRowContext(ctx, `SELECT status FROM projections WHERE name = ?`, name).Scan(&status)
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			status, err := s.ex.QuarantinedProjectionStatus(ctx, s.wconn, name)
+			if err != nil {
 				return mapErr(err)
 			}
-			if status == ProjectionStopped {
+			if ProjectionStatus(status) == ProjectionStopped {
 				if err := tx.SetProjectionStatus(ctx, name, ProjectionActive, ""); err != nil {
 					return err
 				}
@@ -215,8 +188,7 @@ func (p *Projections) SkipQuarantined(ctx context.Context, name, eventID string)
 // in position then entry order.
 func (p *Projections) QuarantineRetries(ctx context.Context, name string) ([]Quarantined, error) {
 	s := p.s
-	return s.scanQuarantine(s.rdb.QueryContext(ctx, quarantineColumns+` WHERE consumer = ? AND resolved_at IS NULL AND retry_requested_at IS NOT NULL
-		ORDER BY position, id`, name))
+	return quarantined(s.ex.QuarantineRetries(ctx, s.rdb, name))
 }
 
 // ResolveRetry resolves the entry id with resolution ("retried", say)
@@ -227,13 +199,8 @@ func (tx *Tx) ResolveRetry(ctx context.Context, id int64, resolution string) (bo
 		return false, err
 	}
 	s := tx.s
-	res, err := s.wconn.ExecContext(ctx, `UPDATE quarantine SET resolved_at = ?, resolution = ?, retry_requested_at = NULL
-		WHERE id = ? AND resolved_at IS NULL AND retry_requested_at IS NOT NULL`, tx.now, resolution, id)
-	if err != nil {
-		return false, mapErr(err)
-	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	ok, err := s.ex.ResolveRetry(ctx, s.wconn, id, resolution, tx.now)
+	return ok, mapErr(err)
 }
 
 // RetryFailed records that a requested retry of entry id failed again
@@ -245,11 +212,6 @@ func (tx *Tx) RetryFailed(ctx context.Context, id int64, cause string) (bool, er
 		return false, err
 	}
 	s := tx.s
-	res, err := s.wconn.ExecContext(ctx, `UPDATE quarantine SET attempts = attempts + 1, error = ?, last_failed_at = ?, retry_requested_at = NULL
-		WHERE id = ? AND resolved_at IS NULL AND retry_requested_at IS NOT NULL`, cause, tx.now, id)
-	if err != nil {
-		return false, mapErr(err)
-	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	ok, err := s.ex.RetryFailed(ctx, s.wconn, id, cause, tx.now)
+	return ok, mapErr(err)
 }

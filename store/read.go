@@ -16,8 +16,6 @@ import (
 // iteration (an open snapshot would keep the WAL from being checkpointed).
 const pageSize = 1000
 
-type scanner interface{ Scan(dest ...any) error }
-
 // ReadStreamOptions selects events of one stream.
 type ReadStreamOptions struct {
 	// From is the first version to read, inclusive. 0 means the first

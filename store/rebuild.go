@@ -2,11 +2,11 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
+
+	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
 // Rebuilds is the bookkeeping of projection rebuilds, reached with
@@ -46,30 +46,28 @@ func ShadowTable(table string, gen int64) string {
 	return fmt.Sprintf("%s__rb%d", table, gen)
 }
 
-const selectRebuild = `SELECT projection, generation, checkpoint, watermark, applied, started_at, updated_at FROM rebuilds`
-
-func scanRebuild(r scanner) (Rebuild, error) {
-	var rb Rebuild
-	var started, updated int64
-	if err := r.Scan(&rb.Projection, &rb.Generation, &rb.Checkpoint, &rb.Watermark, &rb.Applied, &started, &updated); err != nil {
-		return Rebuild{}, err
-	}
-	rb.StartedAt, rb.UpdatedAt = time.Unix(0, started).UTC(), time.Unix(0, updated).UTC()
-	return rb, nil
+// rebuildOf is a stored row as callers see it.
+func rebuildOf(r driver.RebuildRow) Rebuild {
+	return Rebuild{Projection: r.Projection, Generation: r.Generation, Checkpoint: r.Checkpoint, Watermark: r.Watermark,
+		Applied: r.Applied, StartedAt: time.Unix(0, r.StartedAt).UTC(), UpdatedAt: time.Unix(0, r.UpdatedAt).UTC()}
 }
 
 // Load returns the projection's rebuild in progress; ok is false
 // when there is none.
 func (r *Rebuilds) Load(ctx context.Context, projection string) (rb Rebuild, ok bool, err error) {
 	s := r.s
-	rb, err = scanRebuild(s.rdb.QueryRowContext(ctx, selectRebuild+` WHERE projection = ?`, projection))
-	if errors.Is(err, sql.ErrNoRows) {
-		return Rebuild{}, false, nil
-	}
+	return s.loadRebuild(ctx, s.rdb, projection)
+}
+
+func (s *Store) loadRebuild(ctx context.Context, q driver.ReadQuerier, projection string) (Rebuild, bool, error) {
+	row, ok, err := s.ex.LoadRebuild(ctx, q, projection)
 	if err != nil {
 		return Rebuild{}, false, fmt.Errorf("load rebuild of %s: %w", projection, mapErr(err))
 	}
-	return rb, true, nil
+	if !ok {
+		return Rebuild{}, false, nil
+	}
+	return rebuildOf(row), true, nil
 }
 
 // LoadRebuild is Rebuilds.Load inside an Update closure.
@@ -77,35 +75,22 @@ func (tx *Tx) LoadRebuild(ctx context.Context, projection string) (rb Rebuild, o
 	if err := tx.check(); err != nil {
 		return Rebuild{}, false, err
 	}
-	s := tx.s
-	rb, err = scanRebuild(s.wconn.QueryRowContext(ctx, selectRebuild+` WHERE projection = ?`, projection))
-	if errors.Is(err, sql.ErrNoRows) {
-		return Rebuild{}, false, nil
-	}
-	if err != nil {
-		return Rebuild{}, false, fmt.Errorf("load rebuild of %s: %w", projection, mapErr(err))
-	}
-	return rb, true, nil
+	return tx.s.loadRebuild(ctx, tx.s.wconn, projection)
 }
 
 // List lists every rebuild in progress (or left behind by a run that
 // failed or was killed), by projection name.
 func (r *Rebuilds) List(ctx context.Context) ([]Rebuild, error) {
 	s := r.s
-	rows, err := s.rdb.QueryContext(ctx, selectRebuild+` ORDER BY projection`)
+	rows, err := s.ex.ListRebuilds(ctx, s.rdb)
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
 	var out []Rebuild
-	for rows.Next() {
-		rb, err := scanRebuild(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, rb)
+	for _, row := range rows {
+		out = append(out, rebuildOf(row))
 	}
-	return out, mapErr(rows.Err())
+	return out, nil
 }
 
 // NewRebuildGeneration hands out the projection's next rebuild
@@ -116,10 +101,7 @@ func (tx *Tx) NewRebuildGeneration(ctx context.Context, projection string) (int6
 		return 0, err
 	}
 	s := tx.s
-	var gen int64
-	err := s.wconn.QueryRowContext(ctx, `INSERT INTO rebuild_generations (projection, generation) VALUES (?, 1)
-		ON CONFLICT (projection) DO UPDATE SET generation = generation + 1
-		RETURNING generation`, projection).Scan(&gen)
+	gen, err := s.ex.NewRebuildGeneration(ctx, s.wconn, projection)
 	if err != nil {
 		return 0, fmt.Errorf("new rebuild generation for %s: %w", projection, mapErr(err))
 	}
@@ -141,11 +123,8 @@ func (tx *Tx) SaveRebuild(ctx context.Context, rb Rebuild) error {
 	if !rb.StartedAt.IsZero() {
 		started = rb.StartedAt.UnixNano()
 	}
-	_, err := s.wconn.ExecContext(ctx, `INSERT INTO rebuilds (projection, generation, checkpoint, watermark, applied, started_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (projection) DO UPDATE SET generation = excluded.generation, checkpoint = excluded.checkpoint,
-			watermark = excluded.watermark, applied = excluded.applied, started_at = excluded.started_at, updated_at = excluded.updated_at`,
-		rb.Projection, rb.Generation, rb.Checkpoint, rb.Watermark, rb.Applied, started, tx.now)
+	err := s.ex.SaveRebuild(ctx, s.wconn, driver.RebuildRow{Projection: rb.Projection, Generation: rb.Generation, Checkpoint: rb.Checkpoint,
+		Watermark: rb.Watermark, Applied: rb.Applied, StartedAt: started, UpdatedAt: tx.now})
 	if err != nil {
 		return fmt.Errorf("save rebuild of %s: %w", rb.Projection, mapErr(err))
 	}
@@ -159,7 +138,7 @@ func (tx *Tx) DeleteRebuild(ctx context.Context, projection string) error {
 		return err
 	}
 	s := tx.s
-	if _, err := s.wconn.ExecContext(ctx, `DELETE FROM rebuilds WHERE projection = ?`, projection); err != nil {
+	if err := s.ex.DeleteRebuild(ctx, s.wconn, projection); err != nil {
 		return fmt.Errorf("delete rebuild of %s: %w", projection, mapErr(err))
 	}
 	return nil
@@ -171,24 +150,8 @@ func (tx *Tx) DeleteRebuild(ctx context.Context, projection string) error {
 // log's count comes from its smallest index).
 func (r *Rebuilds) CountEvents(ctx context.Context, after, upto int64, types []string) (int64, error) {
 	s := r.s
-	q := `SELECT count(*) FROM events WHERE position > ? AND position <= ?`
-	args := []any{after, upto}
-	if len(types) == 0 {
-		// Counting a range walks the table's pages; counting the whole
-		// table reads an index a tenth of its size. Most of the log:
-		// count the whole and take away the rest.
-		q = `SELECT CASE WHEN ?2 - ?1 > (SELECT COALESCE(MAX(position), 0) FROM events) / 2
-			THEN (SELECT count(*) FROM events) - (SELECT count(*) FROM events WHERE position <= ?1)
-				- (SELECT count(*) FROM events WHERE position > ?2)
-			ELSE (SELECT count(*) FROM events WHERE position > ?1 AND position <= ?2) END`
-	} else {
-		q += ` AND type IN (?` + strings.Repeat(", ?", len(types)-1) + `)`
-		for _, t := range types {
-			args = append(args, t)
-		}
-	}
-	var n int64
-	if err := s.rdb.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
+	n, err := s.ex.CountEventsBetween(ctx, s.rdb, after, upto, types)
+	if err != nil {
 		return 0, fmt.Errorf("count events: %w", mapErr(err))
 	}
 	return n, nil

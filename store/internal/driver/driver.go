@@ -80,4 +80,10 @@ type Executor interface {
 	Outbox
 	Effects
 	Operations
+	Leases
+	Checkpoints
+	Consumers
+	Holes
+	Rebuilds
+	Quarantine
 }

@@ -91,15 +91,6 @@ type Outbox interface {
 	OutboxEntries(ctx context.Context, q ReadQuerier, after int64, limit int) ([]OutboxEntry, error)
 }
 
-// Fence is a lease that a write must hold: the resource, its owner and the
-// token the owner was given. It holds when the lease row has this owner
-// and token and has not expired by the engine's clock.
-type Fence struct {
-	Resource string
-	Owner    string
-	Token    int64
-}
-
 // OutboxRow is a pending event and its ledger row's failure facts (zero
 // when it never failed).
 type OutboxRow struct {

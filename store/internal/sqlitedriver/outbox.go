@@ -139,13 +139,10 @@ func (Exec) OutboxNextAttempt(ctx context.Context, q driver.ReadQuerier) (int64,
 	return next.Int64, next.Valid, err
 }
 
-// fenceHeld reports whether the fence's lease row has its owner and token
-// and has not expired by SQLite's clock (milliseconds).
-func fenceHeld(ctx context.Context, q driver.ReadQuerier, f driver.Fence) (bool, error) {
-	var ok int
-	err := q.QueryRowContext(ctx, `SELECT count(*) FROM leases WHERE resource = ? AND owner = ? AND token = ?
-		AND expires_at > CAST(unixepoch('subsec') * 1000 AS INTEGER)`, f.Resource, f.Owner, f.Token).Scan(&ok)
-	return ok > 0, err
+// fenceHeld is CheckFence: the relay's writes check their fence first, in
+// their transaction.
+func fenceHeld(ctx context.Context, q driver.Querier, f driver.Fence) (bool, error) {
+	return Exec{}.CheckFence(ctx, q, f)
 }
 
 // MarkPublished sends the batch as one JSON array of [position, sequence]

@@ -8,10 +8,6 @@ import (
 	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
-// nowMillis is SQLite's clock in unix milliseconds, the unit of the
-// leases' expiries.
-const nowMillis = `CAST(unixepoch('subsec') * 1000 AS INTEGER)`
-
 // LoadSnapshot reads by the snapshots' primary key.
 func (Exec) LoadSnapshot(ctx context.Context, q driver.ReadQuerier, tenant, stream string, schemaVersion int) (driver.SnapshotRow, bool, error) {
 	snap := driver.SnapshotRow{SchemaVersion: schemaVersion}
