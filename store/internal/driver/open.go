@@ -42,12 +42,11 @@ type Driver interface {
 
 	Migrator
 
-	// WriteTx returns the statements that open and end the writer's
-	// transactions, which the store prepares once on the writer's
-	// connection. Begin takes the write lock before the first statement
-	// (on SQLite BEGIN IMMEDIATE), so that a transaction that reads and
-	// then writes never fails for another writer's commit.
-	WriteTx() TxSQL
+	// The writer's transactions begin and end through the Writer that
+	// the Executor prepares on the writer's connection (PrepareWriter);
+	// read snapshots are database/sql read-only transactions on the read
+	// pool that Catalog.StartSnapshot pins.
+
 	// CommitCounter reads a number that changes when another connection
 	// (another process included) commits. Compare only values read on
 	// one connection q: SQLite's counter is per connection.
@@ -80,9 +79,6 @@ type OpenConfig struct {
 	// in bytes.
 	JournalSizeLimit int64
 }
-
-// TxSQL are the statements that open and end a write transaction.
-type TxSQL struct{ Begin, Commit, Rollback string }
 
 // Migrator is the engine's schema: its numbered migrations and how one is
 // applied.

@@ -8,22 +8,6 @@ import (
 	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
-// doctorPendingCTE names the events the relay has pending,
-// pending(position), as the outbox reads them: those above the cursor
-// max(W, C) that are not settled, and those in (W, max(W, C)] that are
-// not settled, read through their streams' failed rows.
-const doctorPendingCTE = `WITH mark (w, c) AS MATERIALIZED (SELECT settled, max(settled, scanned) FROM outbox_watermark),
-	failing (tenant, stream_id, version) AS MATERIALIZED (
-		SELECT e.tenant, e.stream_id, min(e.version) FROM outbox f JOIN events e ON e.position = f.position
-		WHERE f.published_at IS NULL AND f.discarded_at IS NULL AND f.attempts > 0 GROUP BY e.tenant, e.stream_id),
-	pending (position) AS (
-		SELECT e.position FROM events e LEFT JOIN outbox o ON o.position = e.position
-		WHERE e.position > (SELECT c FROM mark) AND ` + scavengeUnsettled + `
-		UNION ALL
-		SELECT e.position FROM failing t JOIN events e ON e.tenant = t.tenant AND e.stream_id = t.stream_id AND e.version >= t.version
-		LEFT JOIN outbox o ON o.position = e.position
-		WHERE e.position > (SELECT w FROM mark) AND e.position <= (SELECT c FROM mark) AND ` + scavengeUnsettled + `)`
-
 // RelayHasRun reads the relay's lease and published counter.
 func (Exec) RelayHasRun(ctx context.Context, q driver.ReadQuerier) (bool, error) {
 	var n int
@@ -34,7 +18,7 @@ func (Exec) RelayHasRun(ctx context.Context, q driver.ReadQuerier) (bool, error)
 
 // EachPendingOutbox reads the pending events without a dead letter.
 func (Exec) EachPendingOutbox(ctx context.Context, q driver.ReadQuerier, before int64, fn func(tenant, eventID string, recordedAt int64) error) error {
-	rows, err := q.QueryContext(ctx, doctorPendingCTE+` SELECT e.tenant, e.event_id, e.recorded_at FROM pending p JOIN events e ON e.position = p.position
+	rows, err := q.QueryContext(ctx, PendingCTE+` SELECT e.tenant, e.event_id, e.recorded_at FROM pending p JOIN events e ON e.position = p.position
 		LEFT JOIN outbox o ON o.position = p.position
 		WHERE o.dead_at IS NULL AND e.recorded_at < ? ORDER BY p.position`, before)
 	if err != nil {
@@ -57,7 +41,7 @@ func (Exec) EachPendingOutbox(ctx context.Context, q driver.ReadQuerier, before 
 // RelayBacklog asks whether a pending event is not a dead letter.
 func (Exec) RelayBacklog(ctx context.Context, q driver.ReadQuerier) (bool, error) {
 	var n int
-	err := q.QueryRowContext(ctx, doctorPendingCTE+` SELECT EXISTS (SELECT 1 FROM pending p LEFT JOIN outbox o ON o.position = p.position WHERE o.dead_at IS NULL)`).Scan(&n)
+	err := q.QueryRowContext(ctx, PendingCTE+` SELECT EXISTS (SELECT 1 FROM pending p LEFT JOIN outbox o ON o.position = p.position WHERE o.dead_at IS NULL)`).Scan(&n)
 	return n > 0, err
 }
 

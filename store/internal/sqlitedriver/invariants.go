@@ -137,15 +137,6 @@ const invariantRestoreGap = `
 const invariantOutboxRows = `SELECT COUNT(*) FROM events e
 			WHERE NOT EXISTS (SELECT 1 FROM outbox o WHERE o.position = e.position)`
 
-// invariantUnsettled holds for an event e left-joined to its outbox row o
-// when the event is neither published nor discarded; invariantFailingRow
-// for an outbox row f that failed and is still pending (as the outbox
-// defines them).
-const (
-	invariantUnsettled  = `(o.position IS NULL OR (o.published_at IS NULL AND o.discarded_at IS NULL))`
-	invariantFailingRow = `f.published_at IS NULL AND f.discarded_at IS NULL AND f.attempts > 0`
-)
-
 // invariantWatermarkChecks check the outbox's watermark (migration 0015): W
 // (settled) and the cursor C (scanned).
 var invariantWatermarkChecks = []invariantCheck{
@@ -155,9 +146,9 @@ var invariantWatermarkChecks = []invariantCheck{
 		AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.position = e.position AND (o.published_at IS NOT NULL OR o.discarded_at IS NOT NULL))`},
 	{driver.PendingBelowCursorBlocked, `SELECT COUNT(*) FROM events e
 		LEFT JOIN outbox o ON o.position = e.position
-		WHERE e.position > (SELECT settled FROM outbox_watermark) AND e.position <= (SELECT scanned FROM outbox_watermark) AND ` + invariantUnsettled + `
+		WHERE e.position > (SELECT settled FROM outbox_watermark) AND e.position <= (SELECT scanned FROM outbox_watermark) AND ` + Unsettled + `
 		AND NOT EXISTS (SELECT 1 FROM outbox f JOIN events x ON x.position = f.position
-			WHERE ` + invariantFailingRow + ` AND x.tenant = e.tenant AND x.stream_id = e.stream_id AND f.position <= e.position)`},
+			WHERE ` + FailingRow + ` AND x.tenant = e.tenant AND x.stream_id = e.stream_id AND f.position <= e.position)`},
 	{driver.WatermarkNotAhead, `SELECT COUNT(*) FROM outbox_watermark
 		WHERE max(settled, scanned) > max(COALESCE((SELECT MAX(position) FROM events), 0),
 			COALESCE((SELECT MAX(to_position) FROM removed_ranges), 0))`},

@@ -109,12 +109,6 @@ func (Driver) EnableWAL(ctx context.Context, q driver.Querier) error {
 	return nil
 }
 
-// WriteTx: BEGIN IMMEDIATE takes the write lock at once (the DSN's
-// _txlock does the same for database/sql's own BeginTx).
-func (Driver) WriteTx() driver.TxSQL {
-	return driver.TxSQL{Begin: "BEGIN IMMEDIATE", Commit: "COMMIT", Rollback: "ROLLBACK"}
-}
-
 // CommitCounter reads PRAGMA data_version, which changes on a connection
 // when any other connection commits.
 func (Driver) CommitCounter(ctx context.Context, q driver.ReadQuerier) (int64, error) {

@@ -10,10 +10,6 @@ import (
 	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
-// scavengeUnsettled holds for an event e left-joined to its outbox row o
-// when the relay has neither published nor discarded it.
-const scavengeUnsettled = `(o.position IS NULL OR (o.published_at IS NULL AND o.discarded_at IS NULL))`
-
 // ScavengeCandidates reads the streams with first_version > 1.
 func (Exec) ScavengeCandidates(ctx context.Context, q driver.ReadQuerier) ([]driver.ScavengeCandidate, error) {
 	rows, err := q.QueryContext(ctx, `SELECT s.tenant, s.stream_id,
@@ -70,7 +66,7 @@ func (Exec) LowestReader(ctx context.Context, q driver.ReadQuerier) (by, name st
 // event above it.
 func (Exec) OutboxSettled(ctx context.Context, q driver.ReadQuerier) (settled, pending int64, err error) {
 	err = q.QueryRowContext(ctx, `SELECT w.settled, COALESCE((SELECT e.position FROM events e LEFT JOIN outbox o ON o.position = e.position
-		WHERE e.position > w.settled AND `+scavengeUnsettled+` ORDER BY e.position LIMIT 1), 0) FROM outbox_watermark w`).Scan(&settled, &pending)
+		WHERE e.position > w.settled AND `+Unsettled+` ORDER BY e.position LIMIT 1), 0) FROM outbox_watermark w`).Scan(&settled, &pending)
 	return settled, pending, err
 }
 
