@@ -1,10 +1,11 @@
 // Package pgdriver holds the PostgreSQL pieces of eventlite's store that do
-// not depend on the storage seam's interface (issue 20): reading a
+// not depend on the storage seam's interfaces (package driver): reading a
 // postgres:// address, opening a pool whose sessions carry the store's
 // settings, the log schema and its migrations, and the global-position
 // mechanism with an append and a follower read built on it. The
-// PostgreSQL driver (issue 21) will be made of these once the seam lands;
-// until then nothing outside this package uses it.
+// PostgreSQL driver, which implements driver.Driver and driver.Executor,
+// will be made of these; until it is, nothing outside this package uses
+// it.
 //
 // # Positions
 //
