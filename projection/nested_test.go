@@ -11,6 +11,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -81,9 +82,9 @@ func TestConsumerQuarantineUndoesHandlerWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	handle(t, c, orderEvent("h1", "order-h", 1, "order.placed"), projection.Applied)
-	handle(t, c, orderEvent("h2", "order-h", 2, "order.teleported"), projection.Quarantined)
-	handle(t, c, orderEvent("h2", "order-h", 2, "order.teleported"), projection.Duplicate)
+	drivertest.HandleWant(t, c, drivertest.OrderEvent("h1", "order-h", 1, "order.placed"), projection.Applied)
+	drivertest.HandleWant(t, c, drivertest.OrderEvent("h2", "order-h", 2, "order.teleported"), projection.Quarantined)
+	drivertest.HandleWant(t, c, drivertest.OrderEvent("h2", "order-h", 2, "order.teleported"), projection.Duplicate)
 	for id, want := range map[string]bool{"h1": true, "h2": false} {
 		var got string
 		err := s.View(ctx, func(rt *store.ReadTx) error {

@@ -11,6 +11,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -152,7 +153,7 @@ func TestConsumerAppliesRetriedEvent(t *testing.T) {
 	ctx := context.Background()
 	s := storetest.MustOpen(t, nil)
 	var knows atomic.Bool
-	orderView(t, s, projection.ConsumerOptions{Name: "setup"}) // creates order_view
+	drivertest.OrderView(t, s, projection.ConsumerOptions{Name: "setup"}) // creates order_view
 	learning := projection.ConsumerOptions{Name: "orders"}
 	learning.Apply = func(ctx context.Context, tx *store.Tx, e envelope.Event) error {
 		if e.Type == "order.teleported" && !knows.Load() {
@@ -167,10 +168,10 @@ func TestConsumerAppliesRetriedEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	handle(t, c, orderEvent("c1", "order-c", 1, "order.placed"), projection.Applied)
-	handle(t, c, orderEvent("c2", "order-c", 2, "order.teleported"), projection.Quarantined)
-	handle(t, c, orderEvent("c3", "order-c", 3, "order.shipped"), projection.Deferred)
-	handle(t, c, orderEvent("d1", "order-d", 1, "order.teleported"), projection.Quarantined)
+	drivertest.HandleWant(t, c, drivertest.OrderEvent("c1", "order-c", 1, "order.placed"), projection.Applied)
+	drivertest.HandleWant(t, c, drivertest.OrderEvent("c2", "order-c", 2, "order.teleported"), projection.Quarantined)
+	drivertest.HandleWant(t, c, drivertest.OrderEvent("c3", "order-c", 3, "order.shipped"), projection.Deferred)
+	drivertest.HandleWant(t, c, drivertest.OrderEvent("d1", "order-d", 1, "order.teleported"), projection.Quarantined)
 	if n, err := c.ApplyRetries(ctx); err != nil || n != 0 {
 		t.Fatalf("ApplyRetries with nothing marked = %d, %v", n, err)
 	}
@@ -184,14 +185,14 @@ func TestConsumerAppliesRetriedEvent(t *testing.T) {
 	if n, err := c.ApplyRetries(ctx); err != nil || n != 1 {
 		t.Fatalf("ApplyRetries = %d, %v, want 1", n, err)
 	}
-	if st, v := viewOf(t, s, "order-c"); st != "shipped" || v != 3 {
+	if st, v := drivertest.ViewOf(t, s, "order-c"); st != "shipped" || v != 3 {
 		t.Fatalf("order-c is %s v%d, want shipped v3 (c2 retried, c3 drained)", st, v)
 	}
-	if st, _ := viewOf(t, s, "order-d"); st != "" {
+	if st, _ := drivertest.ViewOf(t, s, "order-d"); st != "" {
 		t.Fatalf("a skipped event applied: order-d is %s", st)
 	}
 	// The retried message is in the inbox: a copy is a duplicate.
-	handle(t, c, orderEvent("c2", "order-c", 2, "order.teleported"), projection.Duplicate)
+	drivertest.HandleWant(t, c, drivertest.OrderEvent("c2", "order-c", 2, "order.teleported"), projection.Duplicate)
 	open, err := s.Projections().OpenQuarantine(ctx, "orders")
 	if err != nil || len(open) != 0 {
 		t.Fatalf("open entries %+v (%v)", open, err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -55,10 +56,10 @@ func TestRetryAndConflictLeaveStreamRow(t *testing.T) {
 	for _, exp := range []store.Expected{store.Any, store.StreamExists, store.Exact(3), store.NoStream} {
 		t.Run(exp.String(), func(t *testing.T) {
 			s := storetest.MustOpen(t, &store.Options{Now: tickClock()})
-			if _, err := s.Append(ctx, "acme", "s", store.Any, evID(t, "x", "t", 0)); err != nil {
+			if _, err := s.Append(ctx, "acme", "s", store.Any, drivertest.EventWithID(t, "x", "t", 0)); err != nil {
 				t.Fatal(err)
 			}
-			batch := []envelope.Event{evID(t, "a", "t", 1), evID(t, "b", "t", 2)}
+			batch := []envelope.Event{drivertest.EventWithID(t, "a", "t", 1), drivertest.EventWithID(t, "b", "t", 2)}
 			first, err := s.Append(ctx, "acme", "s", store.Any, batch...)
 			if err != nil {
 				t.Fatal(err)
@@ -77,7 +78,7 @@ func TestRetryAndConflictLeaveStreamRow(t *testing.T) {
 			// A conflict: a new event with an expectation that fails
 			// (Any and StreamExists hold on this stream).
 			if exp != store.Any && exp != store.StreamExists {
-				_, err = s.Append(ctx, "acme", "s", exp, evID(t, "new", "t", 9))
+				_, err = s.Append(ctx, "acme", "s", exp, drivertest.EventWithID(t, "new", "t", 9))
 				var ce *store.ConflictError
 				if exp == store.Exact(3) {
 					// version 3 holds: append, then conflict on the same
@@ -87,7 +88,7 @@ func TestRetryAndConflictLeaveStreamRow(t *testing.T) {
 					}
 					before = streamInfo(t, s, "acme", "s")
 					headBefore, _ = s.Head(ctx)
-					_, err = s.Append(ctx, "acme", "s", exp, evID(t, "new2", "t", 10))
+					_, err = s.Append(ctx, "acme", "s", exp, drivertest.EventWithID(t, "new2", "t", 10))
 				}
 				if !errors.As(err, &ce) {
 					t.Fatalf("append with %v: %v, want a *ConflictError", exp, err)
@@ -114,7 +115,7 @@ func TestRetryAndConflictLeaveStreamRow(t *testing.T) {
 func TestRetryInsideUpdate(t *testing.T) {
 	ctx := context.Background()
 	s := storetest.MustOpen(t, nil)
-	batch := []envelope.Event{evID(t, "a", "t", 1), evID(t, "b", "t", 2)}
+	batch := []envelope.Event{drivertest.EventWithID(t, "a", "t", 1), drivertest.EventWithID(t, "b", "t", 2)}
 	first, err := s.Append(ctx, "acme", "s", store.Any, batch...)
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +128,7 @@ func TestRetryInsideUpdate(t *testing.T) {
 		if again.Version != first.Version {
 			return fmt.Errorf("retry version %d, want %d", again.Version, first.Version)
 		}
-		_, err = tx.Append(ctx, "acme", "other", store.NoStream, evID(t, "c", "t", 3))
+		_, err = tx.Append(ctx, "acme", "other", store.NoStream, drivertest.EventWithID(t, "c", "t", 3))
 		return err
 	})
 	if err != nil {
@@ -150,7 +151,7 @@ func TestRetryInGroup(t *testing.T) {
 	const n = 16
 	batches := make([][]envelope.Event, n)
 	for i := range n {
-		batches[i] = []envelope.Event{evID(t, fmt.Sprintf("e%d-1", i), "t", i), evID(t, fmt.Sprintf("e%d-2", i), "t", i)}
+		batches[i] = []envelope.Event{drivertest.EventWithID(t, fmt.Sprintf("e%d-1", i), "t", i), drivertest.EventWithID(t, fmt.Sprintf("e%d-2", i), "t", i)}
 		if i%2 == 0 { // stored once already: the group's append is a retry
 			if _, err := s.Append(ctx, "acme", fmt.Sprintf("s%d", i), store.Any, batches[i]...); err != nil {
 				t.Fatal(err)
@@ -191,7 +192,7 @@ func TestAppendBatchSizes(t *testing.T) {
 		stream := fmt.Sprintf("s%d", i%3)
 		evs := make([]envelope.Event, n)
 		for j := range evs {
-			evs[j] = evID(t, fmt.Sprintf("b%d-%d", i, j), "t", j)
+			evs[j] = drivertest.EventWithID(t, fmt.Sprintf("b%d-%d", i, j), "t", j)
 		}
 		res, err := s.Append(ctx, "acme", stream, store.Exact(version[stream]), evs...)
 		if err != nil {
@@ -210,7 +211,7 @@ func TestAppendBatchSizes(t *testing.T) {
 		}
 	}
 	for stream, v := range version {
-		got := readStream(t, s, "acme", stream)
+		got := drivertest.ReadStream(t, s, "acme", stream)
 		if int64(len(got)) != v {
 			t.Errorf("%s: read %d events, want %d", stream, len(got), v)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -19,7 +20,7 @@ import (
 func TestCounts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	clock := drivertest.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	s := storetest.MustOpen(t, &store.Options{Now: clock.Now})
 	got, err := s.Inventory().Counts(ctx)
 	if err != nil {

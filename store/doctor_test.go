@@ -5,63 +5,16 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/drivertest"
 )
-
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
-func problems(fs []store.Finding) map[string]store.Finding {
-	out := map[string]store.Finding{}
-	for _, f := range fs {
-		if f.Severity == store.SeverityProblem {
-			out[f.Kind] = f
-		}
-	}
-	return out
-}
-
-func diagnose(t *testing.T, s *store.Store) []store.Finding {
-	t.Helper()
-	start := time.Now()
-	fs, err := s.Diagnose(context.Background(), store.DiagnoseOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("diagnose took %s", time.Since(start))
-	return fs
-}
-
-func appendEvents(t testing.TB, s *store.Store, stream string, n int) store.AppendResult {
-	t.Helper()
-	evs := make([]envelope.Event, n)
-	for i := range evs {
-		evs[i] = ev(t, "t", map[string]int{"i": i})
-	}
-	res, err := s.Append(context.Background(), "default", stream, store.Any, evs...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
-}
 
 func TestDiagnoseFindsPlantedDefects(t *testing.T) {
 	ctx := context.Background()
-	clock := &fakeClock{now: time.Now()}
+	clock := drivertest.NewFakeClock(time.Now())
 	path := filepath.Join(t.TempDir(), "defects.db")
 	s, err := store.Open(ctx, path, &store.Options{Synchronous: "NORMAL", Now: clock.Now})
 	if err != nil {
@@ -76,8 +29,8 @@ func TestDiagnoseFindsPlantedDefects(t *testing.T) {
 	}
 	_ = s.Leases().Release(ctx, l)
 	// Stale outbox rows, one dead letter parking its stream.
-	appendEvents(t, s, "stale", 2)
-	poison := appendEvents(t, s, "poison", 2)
+	drivertest.AppendEvents(t, s, "stale", 2)
+	poison := drivertest.AppendEvents(t, s, "poison", 2)
 	relay, _ := s.Leases().Acquire(ctx, "relay", "relay-2", 200*time.Millisecond)
 	if err := s.Update(ctx, func(tx *store.Tx) error {
 		return tx.DeadLetter(ctx, relay, []store.Failure{{Position: poison.FirstPosition(), Error: "message too large"}})
@@ -121,9 +74,9 @@ func TestDiagnoseFindsPlantedDefects(t *testing.T) {
 	// Damage behind the store's back: a hole and a version gap, and a
 	// stream whose only event is gone (the newest of the log: no hole),
 	// which reads as version 0 while its row says it exists.
-	gappy := appendEvents(t, s, "gappy", 3)
-	appendEvents(t, s, "tail", 1)
-	gone := appendEvents(t, s, "gone", 1)
+	gappy := drivertest.AppendEvents(t, s, "gappy", 3)
+	drivertest.AppendEvents(t, s, "tail", 1)
+	gone := drivertest.AppendEvents(t, s, "gone", 1)
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
@@ -155,7 +108,7 @@ func TestDiagnoseFindsPlantedDefects(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // polling a wall-clock expiry
 	}
 
-	got := problems(diagnose(t, s))
+	got := drivertest.Problems(drivertest.Diagnose(t, s))
 	want := map[string]int64{
 		"outbox_stale": 3, "dead_letters": 1, "parked_streams": 1, "effects_unknown": 1, "effects_stuck": 1,
 		"leases_expired": 2, "deferred_old": 1, "quarantined": 1, "version_conflicts": 1,

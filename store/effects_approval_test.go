@@ -14,17 +14,9 @@ import (
 	"testing"
 
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/storetest"
 )
-
-func mustGet(t *testing.T, s *store.Store, tenant, key string) store.Effect {
-	t.Helper()
-	e, ok, err := s.Effects().Get(t.Context(), tenant, key)
-	if err != nil || !ok {
-		t.Fatalf("get %s/%s: %v (found %v)", tenant, key, err, ok)
-	}
-	return e
-}
 
 // A file from before approvals: its effects become external effects
 // without arguments, and keep running as before.
@@ -66,7 +58,7 @@ func TestEffectMigrationOfOldRows(t *testing.T) {
 			t.Errorf("migrated %+v", e)
 		}
 	}
-	if e := mustGet(t, s, "default", "email:1"); e.State != store.EffectCompleted || e.ProviderRef != "msg-1" || e.Attempts != 1 {
+	if e := drivertest.MustGetEffect(t, s, "default", "email:1"); e.State != store.EffectCompleted || e.ProviderRef != "msg-1" || e.Attempts != 1 {
 		t.Errorf("migrated row lost its facts: %+v", e)
 	}
 	calls := 0

@@ -9,6 +9,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/drivertest"
 )
 
 // erasureBenchData is a typical personal record, about 150 bytes.
@@ -25,12 +26,12 @@ var erasureBenchData = map[string]string{
 // plain time).
 func BenchmarkErasureAppend(b *testing.B) {
 	ctx := context.Background()
-	s, err := store.Open(ctx, filepath.Join(b.TempDir(), "b.db"), &store.Options{Synchronous: "NORMAL", MasterKey: testMasterKey(b, 11)})
+	s, err := store.Open(ctx, filepath.Join(b.TempDir(), "b.db"), &store.Options{Synchronous: "NORMAL", MasterKey: drivertest.MasterKey(b, 11)})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = s.Close() })
-	plain := ev(b, "user.registered", erasureBenchData)
+	plain := drivertest.Event(b, "user.registered", erasureBenchData)
 	plain.Extensions = map[string]any{"subjectref": "subject-0"} // as many extensions as the encrypted
 	var tPlain, tSealed time.Duration
 	b.ResetTimer()
@@ -71,7 +72,7 @@ func BenchmarkErasureRead(b *testing.B) {
 	for _, subjects := range []int{1, 1000, 5000} {
 		b.Run(fmt.Sprintf("subjects=%d", subjects), func(b *testing.B) {
 			ctx := context.Background()
-			s, err := store.Open(ctx, filepath.Join(b.TempDir(), "b.db"), &store.Options{Synchronous: "NORMAL", MasterKey: testMasterKey(b, 12)})
+			s, err := store.Open(ctx, filepath.Join(b.TempDir(), "b.db"), &store.Options{Synchronous: "NORMAL", MasterKey: drivertest.MasterKey(b, 12)})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -83,10 +84,10 @@ func BenchmarkErasureRead(b *testing.B) {
 					// The plain event carries an extension of the same size,
 					// so that the ratio shows decryption and the key
 					// lookup, not the decoding of extensions.
-					e := ev(b, "user.registered", erasureBenchData)
+					e := drivertest.Event(b, "user.registered", erasureBenchData)
 					e.Extensions = map[string]any{"subjectref": fmt.Sprint("subject-", i%subjects)}
 					ps = append(ps, e)
-					e2 := ev(b, "user.registered", erasureBenchData)
+					e2 := drivertest.Event(b, "user.registered", erasureBenchData)
 					es = append(es, e2.WithErasureKey(fmt.Sprint("subject-", i%subjects)))
 				}
 				// One transaction per 100 events: the keys of a batch are

@@ -11,6 +11,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -108,16 +109,16 @@ func erasureProof(t *testing.T, scavenge bool) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "e.db")
-	master := testMasterKey(t, 42)
+	master := drivertest.MasterKey(t, 42)
 	s := storetest.MustOpenPath(t, path, &store.Options{MasterKey: master})
 	email := []byte("alice.7c1f0e@example.org")
 
 	// Alice's events, and others' that must survive.
 	for _, e := range []envelope.Event{
-		personal(t, "alice", string(email)),
-		personal(t, "bob", "bob.51aa@example.org"),
-		ev(t, "user.renamed", map[string]string{"name": "Alice A."}).WithErasureKey("alice"),
-		ev(t, "user.seen", 1),
+		drivertest.Personal(t, "alice", string(email)),
+		drivertest.Personal(t, "bob", "bob.51aa@example.org"),
+		drivertest.Event(t, "user.renamed", map[string]string{"name": "Alice A."}).WithErasureKey("alice"),
+		drivertest.Event(t, "user.seen", 1),
 	} {
 		if _, err := s.Append(ctx, "default", "user-1", store.Any, e); err != nil {
 			t.Fatal(err)
@@ -198,7 +199,7 @@ func erasureProof(t *testing.T, scavenge bool) {
 	if in := holds(t, sealed, path, after); len(in) > 0 {
 		t.Errorf("after scrub, the erased event's ciphertext is still in %v", in)
 	}
-	evs := readAllStream(t, s, "default", "user-1")
+	evs := drivertest.ReadStream(t, s, "default", "user-1")
 	if len(evs) != 4 || !envelope.Erased(evs[0]) || envelope.Erased(evs[1]) || !envelope.Erased(evs[2]) ||
 		!strings.Contains(string(evs[1].Data), "bob.51aa") {
 		t.Fatalf("after scrub: %+v", evs)
@@ -206,7 +207,7 @@ func erasureProof(t *testing.T, scavenge bool) {
 
 	// 4. The backup taken before still decrypts with the master key.
 	old := storetest.MustOpenPath(t, before, &store.Options{MasterKey: master, ReadOnly: true})
-	oevs := readAllStream(t, old, "default", "user-1")
+	oevs := drivertest.ReadStream(t, old, "default", "user-1")
 	if !bytes.Contains(oevs[0].Data, email) || envelope.Erased(oevs[0]) {
 		t.Fatalf("the backup taken before forget: %s, want the plaintext", oevs[0].Data)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,54 +12,23 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/storetest"
 )
-
-// testMasterKey returns a master key drawn from a seeded generator (the
-// seed is logged).
-func testMasterKey(t testing.TB, seed uint64) []byte {
-	t.Helper()
-	t.Logf("master key seed %d", seed)
-	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	k := make([]byte, store.MasterKeySize)
-	for i := range k {
-		k[i] = byte(r.UintN(256))
-	}
-	return k
-}
-
-// personal is an event of subject's carrying a value that must never be
-// in the file in clear.
-func personal(t testing.TB, subject, email string) envelope.Event {
-	t.Helper()
-	return ev(t, "user.registered", map[string]string{"email": email}).WithErasureKey(subject)
-}
-
-func readAllStream(t testing.TB, s *store.Store, tenant, stream string) []envelope.Event {
-	t.Helper()
-	var out []envelope.Event
-	for e, err := range s.ReadStream(context.Background(), tenant, stream, store.ReadStreamOptions{}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, e)
-	}
-	return out
-}
 
 func TestErasureEncryptsAndReadsDecrypt(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "e.db")
-	s := storetest.MustOpenPath(t, path, &store.Options{MasterKey: testMasterKey(t, 1)})
+	s := storetest.MustOpenPath(t, path, &store.Options{MasterKey: drivertest.MasterKey(t, 1)})
 	email := "alice.f3a9@example.org"
-	res, err := s.Append(ctx, "default", "user-1", store.NoStream, personal(t, "alice", email))
+	res, err := s.Append(ctx, "default", "user-1", store.NoStream, drivertest.Personal(t, "alice", email))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(res.Events[0].Data), email) {
 		t.Errorf("append result data %s, want the plaintext", res.Events[0].Data)
 	}
-	evs := readAllStream(t, s, "default", "user-1")
+	evs := drivertest.ReadStream(t, s, "default", "user-1")
 	if len(evs) != 1 || !strings.Contains(string(evs[0].Data), email) || envelope.Erased(evs[0]) || envelope.Encrypted(evs[0]) {
 		t.Fatalf("ReadStream: %+v, want the plaintext", evs)
 	}
@@ -92,7 +60,7 @@ func TestErasureNeedsMasterKey(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "e.db")
 	plain := storetest.MustOpenPath(t, path, nil)
-	_, err := plain.Append(ctx, "default", "user-1", store.Any, personal(t, "alice", "a@example.org"))
+	_, err := plain.Append(ctx, "default", "user-1", store.Any, drivertest.Personal(t, "alice", "a@example.org"))
 	if !errors.Is(err, store.ErrNoMasterKey) || !errors.Is(err, store.ErrMasterKey) || !strings.Contains(err.Error(), "--master-key-file") {
 		t.Fatalf("append with erasurekey and no master key: %v, want ErrNoMasterKey naming the flag", err)
 	}
@@ -100,11 +68,11 @@ func TestErasureNeedsMasterKey(t *testing.T) {
 		t.Fatalf("after the refused append the stream has version %d (%v), want nothing stored", v, err)
 	}
 
-	keyed := storetest.MustOpenPath(t, path, &store.Options{MasterKey: testMasterKey(t, 2)})
-	if _, err := keyed.Append(ctx, "default", "user-1", store.Any, personal(t, "alice", "a@example.org")); err != nil {
+	keyed := storetest.MustOpenPath(t, path, &store.Options{MasterKey: drivertest.MasterKey(t, 2)})
+	if _, err := keyed.Append(ctx, "default", "user-1", store.Any, drivertest.Personal(t, "alice", "a@example.org")); err != nil {
 		t.Fatal(err)
 	}
-	evs := readAllStream(t, plain, "default", "user-1")
+	evs := drivertest.ReadStream(t, plain, "default", "user-1")
 	if len(evs) != 1 || evs[0].Data != nil || !envelope.Encrypted(evs[0]) || envelope.Erased(evs[0]) || evs[0].Type != "user.registered" {
 		t.Fatalf("read without a master key: %+v, want the attributes, no data, dataencrypted", evs)
 	}
@@ -119,11 +87,11 @@ func TestErasureNeedsMasterKey(t *testing.T) {
 func TestErasureWrongMasterKeyIsAnErrorNotErased(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "e.db")
-	s := storetest.MustOpenPath(t, path, &store.Options{MasterKey: testMasterKey(t, 3)})
-	if _, err := s.Append(ctx, "default", "user-1", store.Any, personal(t, "alice", "a@example.org")); err != nil {
+	s := storetest.MustOpenPath(t, path, &store.Options{MasterKey: drivertest.MasterKey(t, 3)})
+	if _, err := s.Append(ctx, "default", "user-1", store.Any, drivertest.Personal(t, "alice", "a@example.org")); err != nil {
 		t.Fatal(err)
 	}
-	wrong := storetest.MustOpenPath(t, path, &store.Options{MasterKey: testMasterKey(t, 4)})
+	wrong := storetest.MustOpenPath(t, path, &store.Options{MasterKey: drivertest.MasterKey(t, 4)})
 	for e, err := range wrong.ReadStream(ctx, "default", "user-1", store.ReadStreamOptions{}) {
 		var me *store.MasterKeyError
 		if !errors.As(err, &me) || !strings.Contains(err.Error(), "wrong master key") || !strings.Contains(err.Error(), me.Stored) {
@@ -131,7 +99,7 @@ func TestErasureWrongMasterKeyIsAnErrorNotErased(t *testing.T) {
 		}
 		break
 	}
-	_, err := wrong.Append(ctx, "default", "user-1", store.Any, personal(t, "alice", "b@example.org"))
+	_, err := wrong.Append(ctx, "default", "user-1", store.Any, drivertest.Personal(t, "alice", "b@example.org"))
 	if !errors.Is(err, store.ErrMasterKey) {
 		t.Fatalf("append under a key the master key does not unwrap: %v, want ErrMasterKey", err)
 	}
@@ -139,7 +107,7 @@ func TestErasureWrongMasterKeyIsAnErrorNotErased(t *testing.T) {
 
 func TestMasterKeyFile(t *testing.T) {
 	dir := t.TempDir()
-	key := testMasterKey(t, 5)
+	key := drivertest.MasterKey(t, 5)
 	write := func(name string, b []byte) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, b, 0o600); err != nil {
@@ -178,16 +146,16 @@ func hexEncode(b []byte) []byte {
 func TestForget(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "e.db")
-	master := testMasterKey(t, 9)
+	master := drivertest.MasterKey(t, 9)
 	s := storetest.MustOpenPath(t, path, &store.Options{MasterKey: master})
 	appended := map[string]envelope.Event{}
 	for _, tenant := range []string{"a", "b"} {
-		res, err := s.Append(ctx, tenant, "user-1", store.Any, personal(t, "alice", "alice@"+tenant), ev(t, "user.seen", 1))
+		res, err := s.Append(ctx, tenant, "user-1", store.Any, drivertest.Personal(t, "alice", "alice@"+tenant), drivertest.Event(t, "user.seen", 1))
 		if err != nil {
 			t.Fatal(err)
 		}
 		appended[tenant] = res.Events[0]
-		if _, err := s.Append(ctx, tenant, "user-2", store.Any, personal(t, "bob", "bob@"+tenant)); err != nil {
+		if _, err := s.Append(ctx, tenant, "user-2", store.Any, drivertest.Personal(t, "bob", "bob@"+tenant)); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Update(ctx, func(tx *store.Tx) error {
@@ -213,7 +181,7 @@ func TestForget(t *testing.T) {
 		t.Errorf("Forget result %+v, want stream user-1 and 2 copies", fr)
 	}
 	// Tenant a: alice's event is erased, its attributes intact.
-	evs := readAllStream(t, s, "a", "user-1")
+	evs := drivertest.ReadStream(t, s, "a", "user-1")
 	got, want := evs[0], appended["a"]
 	if got.Data != nil || !envelope.Erased(got) || got.ID != want.ID || got.Type != want.Type || !got.Time.Equal(want.Time) ||
 		got.Extensions[store.ExtErasureKey] != "alice" || got.DataContentType != want.DataContentType {
@@ -225,17 +193,17 @@ func TestForget(t *testing.T) {
 	if evs[1].Data == nil || envelope.Erased(evs[1]) {
 		t.Errorf("an event without erasurekey in the same stream was touched: %+v", evs[1])
 	}
-	if bob := readAllStream(t, s, "a", "user-2"); !strings.Contains(string(bob[0].Data), "bob@a") {
+	if bob := drivertest.ReadStream(t, s, "a", "user-2"); !strings.Contains(string(bob[0].Data), "bob@a") {
 		t.Errorf("another subject of the tenant: %s", bob[0].Data)
 	}
 	// Tenant b: nothing touched, as the file says (a store that opens it
 	// now has no key in its cache).
 	fresh := storetest.MustOpenPath(t, path, &store.Options{MasterKey: master})
 	for _, st := range []*store.Store{s, fresh} {
-		if b := readAllStream(t, st, "b", "user-1"); !strings.Contains(string(b[0].Data), "alice@b") || envelope.Erased(b[0]) {
+		if b := drivertest.ReadStream(t, st, "b", "user-1"); !strings.Contains(string(b[0].Data), "alice@b") || envelope.Erased(b[0]) {
 			t.Errorf("tenant b's alice after forgetting tenant a's: %+v", b[0])
 		}
-		if a := readAllStream(t, st, "a", "user-1"); !envelope.Erased(a[0]) {
+		if a := drivertest.ReadStream(t, st, "a", "user-1"); !envelope.Erased(a[0]) {
 			t.Errorf("tenant a's alice after forget: %+v", a[0])
 		}
 	}
@@ -278,7 +246,7 @@ func TestForget(t *testing.T) {
 		t.Errorf("deferred copies after forget: %q", deferred)
 	}
 	// The forgotten event.
-	fe := readAllStream(t, s, "a", store.ForgottenStream)
+	fe := drivertest.ReadStream(t, s, "a", store.ForgottenStream)
 	if len(fe) != 1 || fe[0].Type != store.TypeSubjectForgotten || string(fe[0].Data) != `{"erasurekey":"alice"}` {
 		t.Fatalf("%s stream: %+v", store.ForgottenStream, fe)
 	}
@@ -297,7 +265,7 @@ func TestForget(t *testing.T) {
 	}
 	// New data under a forgotten subject is refused.
 	var ie *envelope.InvalidError
-	if _, err := s.Append(ctx, "a", "user-1", store.Any, personal(t, "alice", "again@a")); !errors.As(err, &ie) || ie.Field != store.ExtErasureKey {
+	if _, err := s.Append(ctx, "a", "user-1", store.Any, drivertest.Personal(t, "alice", "again@a")); !errors.As(err, &ie) || ie.Field != store.ExtErasureKey {
 		t.Errorf("append under a forgotten subject: %v, want an *InvalidError on erasurekey", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -82,7 +83,7 @@ func TestConformanceVectorsThroughAppend(t *testing.T) {
 		for _, v := range vf.Tests {
 			t.Run(v.ID, func(t *testing.T) {
 				s := storetest.MustOpen(t, nil)
-				if _, err := s.Append(ctx, "default", "existing", store.Any, ev(t, "t", 1)); err != nil {
+				if _, err := s.Append(ctx, "default", "existing", store.Any, drivertest.Event(t, "t", 1)); err != nil {
 					t.Fatal(err)
 				}
 				before := dump(t, s.Path())
@@ -129,7 +130,7 @@ func TestConformanceVectorsThroughAppend(t *testing.T) {
 				if err != nil {
 					t.Fatalf("append: %v", err)
 				}
-				got := readStream(t, s, "default", "vector")
+				got := drivertest.ReadStream(t, s, "default", "vector")
 				if diff := cmp.Diff(res.Events, got); diff != "" {
 					t.Errorf("read back (-appended +read):\n%s", diff)
 				}
@@ -149,17 +150,17 @@ func TestConformanceVectorsThroughAppend(t *testing.T) {
 func TestHostileStreamIDs(t *testing.T) {
 	ctx := context.Background()
 	s := storetest.MustOpen(t, nil)
-	if _, err := s.Append(ctx, "default", "existing", store.Any, ev(t, "t", 1)); err != nil {
+	if _, err := s.Append(ctx, "default", "existing", store.Any, drivertest.Event(t, "t", 1)); err != nil {
 		t.Fatal(err)
 	}
 	stored := []string{"'; DROP TABLE events;--", "%", "_", "a%b_c", `"quoted"`, "ünïcødé/🙂", strings.Repeat("x", 255)}
 	for _, id := range stored {
 		t.Run(fmt.Sprintf("stored %.20q", id), func(t *testing.T) {
-			e := ev(t, "t", map[string]string{"stream": id})
+			e := drivertest.Event(t, "t", map[string]string{"stream": id})
 			if _, err := s.Append(ctx, "default", id, store.NoStream, e); err != nil {
 				t.Fatalf("append: %v", err)
 			}
-			got := readStream(t, s, "default", id)
+			got := drivertest.ReadStream(t, s, "default", id)
 			if len(got) != 1 || got[0].Stream != id {
 				t.Fatalf("read back %d events, stream %q", len(got), got[0].Stream)
 			}
@@ -194,7 +195,7 @@ func TestHostileStreamIDs(t *testing.T) {
 	for name, id := range refused {
 		t.Run("refused "+name, func(t *testing.T) {
 			before := dump(t, s.Path())
-			_, err := s.Append(ctx, "default", id, store.Any, ev(t, "t", 1))
+			_, err := s.Append(ctx, "default", id, store.Any, drivertest.Event(t, "t", 1))
 			var ie *envelope.InvalidError
 			if !errors.As(err, &ie) || ie.Field != "stream" {
 				t.Fatalf("want an InvalidError on field stream, got %v", err)
@@ -210,9 +211,9 @@ func TestOversizedData(t *testing.T) {
 	ctx := context.Background()
 	s := storetest.MustOpen(t, &store.Options{MaxDataBytes: 1000})
 	before := dump(t, s.Path())
-	big := ev(t, "t", nil)
+	big := drivertest.Event(t, "t", nil)
 	big.Data = []byte(`"` + strings.Repeat("x", 999) + `"`) // 1001 bytes
-	_, err := s.Append(ctx, "default", "s", store.Any, ev(t, "t", 1), big)
+	_, err := s.Append(ctx, "default", "s", store.Any, drivertest.Event(t, "t", 1), big)
 	var te *envelope.TooLargeError
 	if !errors.As(err, &te) || !errors.Is(err, store.ErrTooLarge) || te.Field != "data" || te.Limit != 1000 || te.Index != 1 {
 		t.Fatalf("want TooLargeError on data of event 1 with limit 1000, got %v", err)
@@ -223,14 +224,14 @@ func TestOversizedData(t *testing.T) {
 	if after := dump(t, s.Path()); after != before {
 		t.Error("a refused append changed the file")
 	}
-	exact := ev(t, "t", nil)
+	exact := drivertest.Event(t, "t", nil)
 	exact.Data = []byte(`"` + strings.Repeat("x", 998) + `"`) // 1000 bytes: the limit is inclusive
 	if _, err := s.Append(ctx, "default", "s", store.Any, exact); err != nil {
 		t.Fatalf("data at the limit: %v", err)
 	}
 	// The limit is measured on the data as stored: white space that
 	// compaction removes does not count.
-	spaced := ev(t, "t", nil)
+	spaced := drivertest.Event(t, "t", nil)
 	spaced.Data = []byte("[" + strings.Repeat(" ", 2000) + "1]")
 	if _, err := s.Append(ctx, "default", "s", store.Any, spaced); err != nil {
 		t.Fatalf("compactable data: %v", err)
@@ -241,14 +242,14 @@ func TestInvalidDataRefused(t *testing.T) {
 	ctx := context.Background()
 	s := storetest.MustOpen(t, nil)
 	before := dump(t, s.Path())
-	bad := ev(t, "t", nil)
+	bad := drivertest.Event(t, "t", nil)
 	bad.Data = []byte(`{"unterminated":`)
 	_, err := s.Append(ctx, "default", "s", store.Any, bad)
 	var ie *envelope.InvalidError
 	if !errors.As(err, &ie) || ie.Field != "data" {
 		t.Fatalf("want InvalidError on data, got %v", err)
 	}
-	mismatch := ev(t, "t", 1)
+	mismatch := drivertest.Event(t, "t", 1)
 	mismatch.Stream = "other"
 	if _, err := s.Append(ctx, "default", "s", store.Any, mismatch); !errors.As(err, &ie) || ie.Field != "subject" {
 		t.Fatalf("want InvalidError on subject, got %v", err)

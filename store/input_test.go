@@ -12,6 +12,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -41,7 +42,7 @@ func TestExtremeTimesStoredExactly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := ev(t, "t", i)
+		e := drivertest.Event(t, "t", i)
 		e.Time, e.TimeSet = tm, tm.IsZero()
 		if _, err := s.Append(ctx, "default", "times", store.Any, e); err != nil {
 			t.Fatalf("%s: %v", x.ts, err)
@@ -49,7 +50,7 @@ func TestExtremeTimesStoredExactly(t *testing.T) {
 		want = append(want, tm.UTC())
 	}
 	// An event with no time gets the store's clock.
-	if _, err := s.Append(ctx, "default", "times", store.Any, ev(t, "t", nil)); err != nil {
+	if _, err := s.Append(ctx, "default", "times", store.Any, drivertest.Event(t, "t", nil)); err != nil {
 		t.Fatal(err)
 	}
 	i := 0
@@ -157,18 +158,18 @@ func TestHostileAttributesRefused(t *testing.T) {
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			e := ev(t, "t", 1)
+			e := drivertest.Event(t, "t", 1)
 			tt.edit(&e)
-			_, err := s.Append(ctx, "default", "s", store.Any, ev(t, "t", 0), e)
+			_, err := s.Append(ctx, "default", "s", store.Any, drivertest.Event(t, "t", 0), e)
 			refused(t, s, before, err, tt.field)
 		})
 	}
-	_, err := s.Append(ctx, "default", "s\x00", store.Any, ev(t, "t", 0))
+	_, err := s.Append(ctx, "default", "s\x00", store.Any, drivertest.Event(t, "t", 0))
 	refused(t, s, before, err, "stream")
-	_, err = s.Append(ctx, "default", "s\u009b", store.Any, ev(t, "t", 0))
+	_, err = s.Append(ctx, "default", "s\u009b", store.Any, drivertest.Event(t, "t", 0))
 	refused(t, s, before, err, "stream")
 	// A type that only contains the prefix further on is the caller's.
-	if _, err := s.Append(ctx, "default", "s", store.Any, ev(t, "com.example.eventlite.x", 0)); err != nil {
+	if _, err := s.Append(ctx, "default", "s", store.Any, drivertest.Event(t, "com.example.eventlite.x", 0)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -178,7 +179,7 @@ func TestMaxEventBytes(t *testing.T) {
 	s := storetest.MustOpen(t, nil)
 	before := dump(t, s.Path())
 	// 20,000 extensions of 1 KB, each under the attribute cap.
-	e := ev(t, "t", 1)
+	e := drivertest.Event(t, "t", 1)
 	e.Extensions = map[string]any{}
 	for i := range 20_000 {
 		e.Extensions[fmt.Sprintf("x%d", i)] = strings.Repeat("v", 1000)
@@ -191,7 +192,7 @@ func TestMaxEventBytes(t *testing.T) {
 	}
 	// Options.MaxEventBytes sets the limit.
 	small := storetest.MustOpen(t, &store.Options{MaxDataBytes: 100, MaxEventBytes: 400})
-	e = ev(t, "t", 1)
+	e = drivertest.Event(t, "t", 1)
 	e.Extensions = map[string]any{"x": strings.Repeat("v", 300)}
 	_, err = small.Append(ctx, "default", "s", store.Any, e)
 	if !errors.As(err, &te) || te.Field != "event" || te.Limit != 400 {

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -24,8 +25,8 @@ func TestInvariantsFindPlantedDefects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fillStream(t, s, "a", 3)
-	fillStream(t, s, "tr", 4)
+	drivertest.FillStream(t, s, "a", 3)
+	drivertest.FillStream(t, s, "tr", 4)
 	if _, err := s.Lifecycle().Truncate(ctx, "default", "tr", 3, store.Any); err != nil {
 		t.Fatal(err)
 	}

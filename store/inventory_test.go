@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -24,7 +25,7 @@ func TestStatsAndTenants(t *testing.T) {
 		t.Fatalf("empty store: %+v, %v", st, err)
 	}
 	for i := range 3 { // old: two minutes before the read
-		if _, err := s.Append(ctx, "a", "old", store.Any, ev(t, "x", i)); err != nil {
+		if _, err := s.Append(ctx, "a", "old", store.Any, drivertest.Event(t, "x", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -32,7 +33,7 @@ func TestStatsAndTenants(t *testing.T) {
 	now = now.Add(2 * time.Minute)
 	mu.Unlock()
 	for _, ts := range []struct{ tenant, stream string }{{"a", "new-1"}, {"a", "new-2"}, {"b", "new-1"}, {"a", "new-1"}} {
-		if _, err := s.Append(ctx, ts.tenant, ts.stream, store.Any, ev(t, "x", 0)); err != nil {
+		if _, err := s.Append(ctx, ts.tenant, ts.stream, store.Any, drivertest.Event(t, "x", 0)); err != nil {
 			t.Fatal(err)
 		}
 	}

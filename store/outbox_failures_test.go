@@ -9,6 +9,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -24,7 +25,7 @@ func TestRecordFailureBatch(t *testing.T) {
 	for i := 0; i < n; i += 500 {
 		evs := make([]envelope.Event, 500)
 		for j := range evs {
-			evs[j] = evID(t, fmt.Sprintf("e-%d", i+j), "order.placed", map[string]any{"i": i + j})
+			evs[j] = drivertest.EventWithID(t, fmt.Sprintf("e-%d", i+j), "order.placed", map[string]any{"i": i + j})
 		}
 		if _, err := s.Append(ctx, "acme", fmt.Sprintf("order-%d", i+1), store.NoStream, evs...); err != nil {
 			t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -58,7 +59,7 @@ func TestOutboxWatermarkRandomized(t *testing.T) {
 		n := 1 + rng.IntN(4)
 		evs := make([]envelope.Event, n)
 		for i := range evs {
-			evs[i] = ev(t, "thing.happened", map[string]int{"i": i})
+			evs[i] = drivertest.Event(t, "thing.happened", map[string]int{"i": i})
 		}
 		res, err := s.Append(ctx, "default", st, store.Any, evs...)
 		if err != nil {
@@ -91,7 +92,7 @@ func TestOutboxWatermarkRandomized(t *testing.T) {
 		var rows []store.OutboxRow
 		after := int64(0)
 		for range 1 + rng.IntN(2) { // a read from the start, sometimes one going on
-			more := mustRead(t, s, store.OutboxReadOptions{After: after, Limit: 1 + rng.IntN(8), Now: clock})
+			more := drivertest.MustRead(t, s, store.OutboxReadOptions{After: after, Limit: 1 + rng.IntN(8), Now: clock})
 			rows = append(rows, more...)
 			if len(more) == 0 {
 				break
@@ -117,7 +118,7 @@ func TestOutboxWatermarkRandomized(t *testing.T) {
 				failed[st] = true
 			}
 		}
-		if err := settle(t, s, l, pub, fail, dead); err != nil {
+		if err := drivertest.Settle(t, s, l, pub, fail, dead); err != nil {
 			t.Fatal(err)
 		}
 		for _, p := range pub {
@@ -202,14 +203,14 @@ func TestOutboxParkedStreamCursor(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	parked := appendN(t, s, "default", "parked", 1)
-	if err := settle(t, s, l, nil, nil, []store.Failure{{Position: parked[0], Error: "poison"}}); err != nil {
+	parked := drivertest.AppendN(t, s, "default", "parked", 1)
+	if err := drivertest.Settle(t, s, l, nil, nil, []store.Failure{{Position: parked[0], Error: "poison"}}); err != nil {
 		t.Fatal(err)
 	}
-	waiting := appendN(t, s, "default", "parked", 2)
+	waiting := drivertest.AppendN(t, s, "default", "parked", 2)
 	for range 5 {
-		appendN(t, s, "default", "other", 20)
-		rows := mustRead(t, s, store.OutboxReadOptions{Now: now})
+		drivertest.AppendN(t, s, "default", "other", 20)
+		rows := drivertest.MustRead(t, s, store.OutboxReadOptions{Now: now})
 		if len(rows) != 20 {
 			t.Fatalf("read %d rows, want the 20 new ones of the other stream", len(rows))
 		}
@@ -220,7 +221,7 @@ func TestOutboxParkedStreamCursor(t *testing.T) {
 			}
 			pub[i] = store.Published{Position: r.Event.Position}
 		}
-		if err := settle(t, s, l, pub, nil, nil); err != nil {
+		if err := drivertest.Settle(t, s, l, pub, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -236,11 +237,11 @@ func TestOutboxParkedStreamCursor(t *testing.T) {
 	if _, err := s.Outbox().DiscardDeadLetter(ctx, "default", dls[0].EventID); err != nil {
 		t.Fatal(err)
 	}
-	rows := mustRead(t, s, store.OutboxReadOptions{Now: now})
+	rows := drivertest.MustRead(t, s, store.OutboxReadOptions{Now: now})
 	if len(rows) != 2 || rows[0].Event.Position != waiting[0] || rows[1].Event.Position != waiting[1] {
 		t.Fatalf("after the discard: %+v, want the parked stream's waiting %v", rows, waiting)
 	}
-	if err := settle(t, s, l, []store.Published{{Position: waiting[0]}, {Position: waiting[1]}}, nil, nil); err != nil {
+	if err := drivertest.Settle(t, s, l, []store.Published{{Position: waiting[0]}, {Position: waiting[1]}}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if w, c := watermark(t, s); w != head || c < head {
@@ -263,16 +264,16 @@ func TestOutboxFailedRowDueBelowCursor(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Unix(1_000_000, 0)
-	a := appendN(t, s, "default", "a", 3)
-	if err := settle(t, s, l, nil, []store.Failure{{Position: a[0], Error: "flaky", NextAttemptAt: now.Add(time.Minute)}}, nil); err != nil {
+	a := drivertest.AppendN(t, s, "default", "a", 3)
+	if err := drivertest.Settle(t, s, l, nil, []store.Failure{{Position: a[0], Error: "flaky", NextAttemptAt: now.Add(time.Minute)}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	b := appendN(t, s, "default", "b", 4)
-	rows := mustRead(t, s, store.OutboxReadOptions{Now: now})
+	b := drivertest.AppendN(t, s, "default", "b", 4)
+	rows := drivertest.MustRead(t, s, store.OutboxReadOptions{Now: now})
 	if len(rows) != 4 || rows[0].Event.Position != b[0] {
 		t.Fatalf("while a backs off: %+v", rows)
 	}
-	if err := settle(t, s, l, []store.Published{{Position: b[0]}, {Position: b[1]}, {Position: b[2]}, {Position: b[3]}}, nil, nil); err != nil {
+	if err := drivertest.Settle(t, s, l, []store.Published{{Position: b[0]}, {Position: b[1]}, {Position: b[2]}, {Position: b[3]}}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if w, c := watermark(t, s); w != a[0]-1 || c != b[3] {
@@ -281,15 +282,15 @@ func TestOutboxFailedRowDueBelowCursor(t *testing.T) {
 	// Due: read from a's failed row, with only one row per batch.
 	later := now.Add(2 * time.Minute)
 	for i, p := range a {
-		rows := mustRead(t, s, store.OutboxReadOptions{Now: later, Limit: 1})
+		rows := drivertest.MustRead(t, s, store.OutboxReadOptions{Now: later, Limit: 1})
 		if len(rows) != 1 || rows[0].Event.Position != p {
 			t.Fatalf("due read %d: %+v, want position %d", i, rows, p)
 		}
-		if err := settle(t, s, l, []store.Published{{Position: p}}, nil, nil); err != nil {
+		if err := drivertest.Settle(t, s, l, []store.Published{{Position: p}}, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if rows := mustRead(t, s, store.OutboxReadOptions{Now: later}); len(rows) != 0 {
+	if rows := drivertest.MustRead(t, s, store.OutboxReadOptions{Now: later}); len(rows) != 0 {
 		t.Fatalf("left: %+v", rows)
 	}
 	head, _ := s.Head(ctx)
@@ -314,7 +315,7 @@ func TestOutboxMigrationToWatermark(t *testing.T) {
 		stream string
 		n      int
 	}{{"a", 3}, {"b", 2}, {"c", 2}, {"d", 2}, {"e", 1}, {"f", 1}} {
-		appendN(t, s, "default", x.stream, x.n) // positions 1..11
+		drivertest.AppendN(t, s, "default", x.stream, x.n) // positions 1..11
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -391,10 +392,10 @@ func TestOutboxMigrationToWatermark(t *testing.T) {
 	}
 	// The relay reads what it read before: b backs off, c is parked.
 	now := time.Now()
-	if got := pendingPositions(t, s, now); !slices.Equal(got, []int64{10, 11}) {
+	if got := drivertest.PendingPositions(t, s, now); !slices.Equal(got, []int64{10, 11}) {
 		t.Errorf("migrated relay read %v, want [10 11]", got)
 	}
-	if got := pendingPositions(t, s, time.Unix(0, future+1)); !slices.Equal(got, []int64{5, 10, 11}) {
+	if got := drivertest.PendingPositions(t, s, time.Unix(0, future+1)); !slices.Equal(got, []int64{5, 10, 11}) {
 		t.Errorf("migrated relay read once b is due %v, want [5 10 11]", got)
 	}
 	// And goes on as before: publishes what it can, then c's waiting
@@ -403,7 +404,7 @@ func TestOutboxMigrationToWatermark(t *testing.T) {
 	if _, err := s.Outbox().DiscardDeadLetter(ctx, "default", dls[0].EventID); err != nil {
 		t.Fatal(err)
 	}
-	if got := pendingPositions(t, s, now); !slices.Equal(got, []int64{7}) {
+	if got := drivertest.PendingPositions(t, s, now); !slices.Equal(got, []int64{7}) {
 		t.Errorf("after the discard the relay reads %v, want [7]", got)
 	}
 	storetest.PublishAll(t, s)
@@ -429,7 +430,7 @@ func TestOutboxWatermarkInvariants(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a := appendN(t, s, "default", "a", 5) // positions 1..5
+		a := drivertest.AppendN(t, s, "default", "a", 5) // positions 1..5
 		l, err := s.Leases().Acquire(ctx, "relay", "me", time.Hour)
 		if err != nil {
 			t.Fatal(err)
@@ -438,7 +439,7 @@ func TestOutboxWatermarkInvariants(t *testing.T) {
 		if failed {
 			fail = []store.Failure{{Position: a[2], Error: "flaky", NextAttemptAt: time.Now().Add(time.Hour)}}
 		}
-		if err := settle(t, s, l, []store.Published{{Position: a[0]}, {Position: a[1]}}, fail, nil); err != nil {
+		if err := drivertest.Settle(t, s, l, []store.Published{{Position: a[0]}, {Position: a[1]}}, fail, nil); err != nil {
 			t.Fatal(err)
 		}
 		if w, c := watermark(t, s); w != 2 || c != 5 && failed || c != 2 && !failed {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/storetest"
 	"github.com/google/go-cmp/cmp"
 )
@@ -22,7 +23,7 @@ func TestReadAttrsEveryCombination(t *testing.T) {
 	s := storetest.MustOpen(t, nil)
 	var in []envelope.Event
 	for m := range 16 {
-		e := evID(t, fmt.Sprintf("e-%d", m), "order.placed", map[string]any{"m": m})
+		e := drivertest.EventWithID(t, fmt.Sprintf("e-%d", m), "order.placed", map[string]any{"m": m})
 		if m&1 != 0 {
 			e.DataSchema = "https://example.com/schema/" + fmt.Sprint(m)
 		}
@@ -42,7 +43,7 @@ func TestReadAttrsEveryCombination(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := res.Events
-	if diff := cmp.Diff(want, readStream(t, s, "acme", "order-1")); diff != "" {
+	if diff := cmp.Diff(want, drivertest.ReadStream(t, s, "acme", "order-1")); diff != "" {
 		t.Errorf("ReadStream (-appended +read):\n%s", diff)
 	}
 	var all []envelope.Event

@@ -8,6 +8,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -17,9 +18,9 @@ import (
 // checked when the test ends (storetest).
 func TestScavengeCancelledMidway(t *testing.T) {
 	s := storetest.MustOpen(t, nil)
-	lifecycleFixture(t, s)
+	drivertest.LifecycleFixture(t, s)
 	storetest.PublishAll(t, s)
-	before := countEvents(t, s)
+	before := drivertest.CountEvents(t, s)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	res, err := s.Lifecycle().Scavenge(ctx, store.ScavengeOptions{BatchSize: 3, Progress: func(removed, total int64) {
@@ -31,16 +32,16 @@ func TestScavengeCancelledMidway(t *testing.T) {
 	if res.Removed != 3 {
 		t.Fatalf("cancelled scavenge removed %d, want its first batch of 3", res.Removed)
 	}
-	if got := countEvents(t, s); got != before-3 {
+	if got := drivertest.CountEvents(t, s); got != before-3 {
 		t.Fatalf("%d events after the cancelled scavenge, want %d", got, before-3)
 	}
 	// The writer still appends, and the next scavenge removes the rest.
-	fillStream(t, s, "order-5", 1)
+	drivertest.FillStream(t, s, "order-5", 1)
 	storetest.PublishAll(t, s)
-	if res := scavenge(t, s, store.ScavengeOptions{}); res.Removed != 7 {
+	if res := drivertest.Scavenge(t, s, store.ScavengeOptions{}); res.Removed != 7 {
 		t.Fatalf("the scavenge after a cancelled one removed %d, want the other 7", res.Removed)
 	}
-	if got := countEvents(t, s); got != before-10+1 {
+	if got := drivertest.CountEvents(t, s); got != before-10+1 {
 		t.Fatalf("%d events at the end, want %d", got, before-10+1)
 	}
 }
@@ -48,9 +49,9 @@ func TestScavengeCancelledMidway(t *testing.T) {
 // A Forget whose context is cancelled before it runs destroys nothing:
 // the subject's events still decrypt, and a Forget after it works.
 func TestForgetCancelledDestroysNothing(t *testing.T) {
-	master := testMasterKey(t, 11)
+	master := drivertest.MasterKey(t, 11)
 	s := storetest.MustOpenPath(t, filepath.Join(t.TempDir(), "e.db"), &store.Options{MasterKey: master})
-	if _, err := s.Append(context.Background(), "default", "user-1", store.Any, personal(t, "alice", "alice@example.org")); err != nil {
+	if _, err := s.Append(context.Background(), "default", "user-1", store.Any, drivertest.Personal(t, "alice", "alice@example.org")); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -58,14 +59,14 @@ func TestForgetCancelledDestroysNothing(t *testing.T) {
 	if _, err := s.Erasure().Forget(ctx, "default", "alice"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled forget: %v, want context.Canceled", err)
 	}
-	evs := readAllStream(t, s, "default", "user-1")
+	evs := drivertest.ReadStream(t, s, "default", "user-1")
 	if len(evs) != 1 || envelope.Erased(evs[0]) || string(evs[0].Data) != `{"email":"alice@example.org"}` {
 		t.Fatalf("after a cancelled forget: %+v, want the event decrypted", evs)
 	}
 	if _, err := s.Erasure().Forget(context.Background(), "default", "alice"); err != nil {
 		t.Fatal(err)
 	}
-	if evs := readAllStream(t, s, "default", "user-1"); !envelope.Erased(evs[0]) {
+	if evs := drivertest.ReadStream(t, s, "default", "user-1"); !envelope.Erased(evs[0]) {
 		t.Fatalf("after forget: %+v, want erased", evs[0])
 	}
 }

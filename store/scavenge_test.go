@@ -14,51 +14,9 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/storetest"
 )
-
-func countEvents(t testing.TB, s *store.Store) int {
-	t.Helper()
-	n := 0
-	for _, err := range s.ReadAll(context.Background(), store.ReadAllOptions{}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		n++
-	}
-	return n
-}
-
-func scavenge(t testing.TB, s *store.Store, opts store.ScavengeOptions) store.ScavengeResult {
-	t.Helper()
-	res, err := s.Lifecycle().Scavenge(context.Background(), opts)
-	if err != nil {
-		t.Fatalf("scavenge: %v", err)
-	}
-	return res
-}
-
-// lifecycleFixture: order-1 truncated before 4 (of 6, then 7 with the
-// truncate), order-2 soft-deleted (4 events and the tombstone), order-3
-// hard-deleted (3 and the tombstone), order-4 live (2): 10 events a
-// scavenge may remove.
-func lifecycleFixture(t *testing.T, s *store.Store) {
-	t.Helper()
-	ctx := context.Background()
-	fillStream(t, s, "order-1", 6)
-	fillStream(t, s, "order-2", 4)
-	fillStream(t, s, "order-3", 3)
-	fillStream(t, s, "order-4", 2)
-	if _, err := s.Lifecycle().Truncate(ctx, "default", "order-1", 4, store.Any); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Lifecycle().Delete(ctx, "default", "order-2", store.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Lifecycle().Delete(ctx, "default", "order-3", store.DeleteOptions{Hard: true}); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func TestScavengeDryRunChangesNothing(t *testing.T) {
 	ctx := context.Background()
@@ -68,7 +26,7 @@ func TestScavengeDryRunChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lifecycleFixture(t, s)
+	drivertest.LifecycleFixture(t, s)
 	storetest.PublishAll(t, s)
 	if err := s.Lifecycle().SetRetention(ctx, store.RetentionPolicy{Prefix: "order-4", MaxCount: 1}); err != nil {
 		t.Fatal(err)
@@ -81,7 +39,7 @@ func TestScavengeDryRunChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := scavenge(t, s, store.ScavengeOptions{DryRun: true})
+	res := drivertest.Scavenge(t, s, store.ScavengeOptions{DryRun: true})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -104,11 +62,11 @@ func TestScavengeOverwritesRemovedBytes(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "eventlite.db")
 	s := storetest.MustOpenPath(t, path, nil)
 	marker := "MARKER-7f3a9c-secret-value"
-	if _, err := s.Append(ctx, "default", "user-1", store.NoStream, ev(t, "t", map[string]string{"ssn": marker})); err != nil {
+	if _, err := s.Append(ctx, "default", "user-1", store.NoStream, drivertest.Event(t, "t", map[string]string{"ssn": marker})); err != nil {
 		t.Fatal(err)
 	}
-	fillStream(t, s, "user-1", 3)
-	fillStream(t, s, "other", 50)
+	drivertest.FillStream(t, s, "user-1", 3)
+	drivertest.FillStream(t, s, "other", 50)
 	if _, err := s.Lifecycle().Delete(ctx, "default", "user-1", store.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +74,7 @@ func TestScavengeOverwritesRemovedBytes(t *testing.T) {
 	if !fileContains(t, path, marker) {
 		t.Fatal("the marker is not in the file or its WAL before the scavenge: the test proves nothing")
 	}
-	res := scavenge(t, s, store.ScavengeOptions{})
+	res := drivertest.Scavenge(t, s, store.ScavengeOptions{})
 	if res.Removed != 4 {
 		t.Fatalf("removed %d, want 4", res.Removed)
 	}
@@ -161,7 +119,7 @@ func TestScavengeKeepsTheOperationLedger(t *testing.T) {
 	s := storetest.MustOpen(t, nil)
 	op := store.Operation{Tenant: "default", ID: "op-1", Type: "AddItem", InputHash: "h", Result: []byte(`{"version":1}`)}
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		if _, err := tx.Append(ctx, "default", "cart-9", store.NoStream, ev(t, "t", nil)); err != nil {
+		if _, err := tx.Append(ctx, "default", "cart-9", store.NoStream, drivertest.Event(t, "t", nil)); err != nil {
 			return err
 		}
 		_, err := tx.RecordOperation(ctx, op)
@@ -169,12 +127,12 @@ func TestScavengeKeepsTheOperationLedger(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	fillStream(t, s, "cart-9", 1)
+	drivertest.FillStream(t, s, "cart-9", 1)
 	if _, err := s.Lifecycle().Delete(ctx, "default", "cart-9", store.DeleteOptions{Hard: true}); err != nil {
 		t.Fatal(err)
 	}
 	storetest.PublishAll(t, s)
-	if res := scavenge(t, s, store.ScavengeOptions{}); res.Removed != 2 {
+	if res := drivertest.Scavenge(t, s, store.ScavengeOptions{}); res.Removed != 2 {
 		t.Fatalf("removed %d, want 2", res.Removed)
 	}
 	got, ok, err := s.Aggregates().Operation(ctx, "default", "op-1")
@@ -189,7 +147,7 @@ func TestScavengeCheckpointBlockedByAReader(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "eventlite.db")
 	s := storetest.MustOpenPath(t, path, &store.Options{BusyTimeout: 50 * time.Millisecond})
-	lifecycleFixture(t, s)
+	drivertest.LifecycleFixture(t, s)
 	storetest.PublishAll(t, s)
 	// A reader in another connection holds a snapshot of the WAL.
 	db, err := sql.Open("sqlite", "file:"+filepath.ToSlash(path))
@@ -212,7 +170,7 @@ func TestScavengeCheckpointBlockedByAReader(t *testing.T) {
 	if err := tx.Rollback(); err != nil {
 		t.Fatal(err)
 	}
-	if res := scavenge(t, s, store.ScavengeOptions{}); res.Removed != 0 {
+	if res := drivertest.Scavenge(t, s, store.ScavengeOptions{}); res.Removed != 0 {
 		t.Fatalf("again: removed %d", res.Removed)
 	}
 }
@@ -230,8 +188,8 @@ func TestPositionsNeverGoBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fillStream(t, s, "a", 5) // positions 1-5
-	fillStream(t, s, "b", 5) // 6-10
+	drivertest.FillStream(t, s, "a", 5) // positions 1-5
+	drivertest.FillStream(t, s, "b", 5) // 6-10
 	if _, err := s.Lifecycle().Truncate(ctx, "default", "b", 3, store.Any); err != nil {
 		t.Fatal(err) // its event: 11
 	}
@@ -258,7 +216,7 @@ func TestPositionsNeverGoBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	r, err := s.Append(ctx, "default", "c", store.NoStream, ev(t, "t", nil))
+	r, err := s.Append(ctx, "default", "c", store.NoStream, drivertest.Event(t, "t", nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,29 +241,29 @@ func TestScavengeVacuumConvertsAnOlderFile(t *testing.T) {
 	storetest.RawExec(t, path, "PRAGMA auto_vacuum = NONE", "VACUUM")
 	s = storetest.MustOpenPath(t, path, nil)
 	for i := range 20 {
-		fillStream(t, s, fmt.Sprintf("old-%d", i), 30)
+		drivertest.FillStream(t, s, fmt.Sprintf("old-%d", i), 30)
 		if _, err := s.Lifecycle().Delete(ctx, "default", fmt.Sprintf("old-%d", i), store.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	storetest.PublishAll(t, s)
-	res := scavenge(t, s, store.ScavengeOptions{})
+	res := drivertest.Scavenge(t, s, store.ScavengeOptions{})
 	if res.Removed != 20*30 || res.FreePages == 0 {
 		t.Fatalf("older file: removed %d, %d free pages; want 600 and free pages kept", res.Removed, res.FreePages)
 	}
-	res = scavenge(t, s, store.ScavengeOptions{Vacuum: true})
+	res = drivertest.Scavenge(t, s, store.ScavengeOptions{Vacuum: true})
 	if res.FreePages != 0 || res.BytesReclaimed <= 0 {
 		t.Fatalf("with Vacuum: %d free pages, %d bytes reclaimed", res.FreePages, res.BytesReclaimed)
 	}
 	// Converted: the next scavenge gives its pages back by itself.
 	for i := range 20 {
-		fillStream(t, s, fmt.Sprintf("new-%d", i), 30)
+		drivertest.FillStream(t, s, fmt.Sprintf("new-%d", i), 30)
 		if _, err := s.Lifecycle().Delete(ctx, "default", fmt.Sprintf("new-%d", i), store.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	storetest.PublishAll(t, s)
-	if res := scavenge(t, s, store.ScavengeOptions{}); res.Removed != 600 || res.FreePages != 0 {
+	if res := drivertest.Scavenge(t, s, store.ScavengeOptions{}); res.Removed != 600 || res.FreePages != 0 {
 		t.Fatalf("after the conversion: removed %d, %d free pages left", res.Removed, res.FreePages)
 	}
 }

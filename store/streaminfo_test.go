@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -17,11 +18,11 @@ func TestStreamsOptions(t *testing.T) {
 	s := storetest.MustOpen(t, nil)
 	// Appended out of order, so that positions do not follow ids.
 	for i, id := range []string{"order-2", "b", "order-1", "order-10", "order", "order-1", "p", "order-"} {
-		if _, err := s.Append(ctx, "default", id, store.Any, ev(t, "x", i)); err != nil {
+		if _, err := s.Append(ctx, "default", id, store.Any, drivertest.Event(t, "x", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Append(ctx, "other", "order-3", store.Any, ev(t, "x", 0)); err != nil {
+	if _, err := s.Append(ctx, "other", "order-3", store.Any, drivertest.Event(t, "x", 0)); err != nil {
 		t.Fatal(err)
 	}
 	list := func(o store.StreamsOptions) []string {
@@ -76,7 +77,7 @@ func TestStreamsOptions(t *testing.T) {
 func TestAppendReplayed(t *testing.T) {
 	ctx := context.Background()
 	s := storetest.MustOpen(t, nil)
-	e := evID(t, "01J00000000000000000000001", "x", 1)
+	e := drivertest.EventWithID(t, "01J00000000000000000000001", "x", 1)
 	first, err := s.Append(ctx, "default", "s", store.NoStream, e)
 	if err != nil || first.Replayed {
 		t.Fatalf("first append: %+v, %v", first, err)

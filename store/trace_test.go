@@ -19,6 +19,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -59,7 +60,7 @@ func TestAppendSpanIsStoredAsTraceparent(t *testing.T) {
 	}
 	ctx, parent := tp.Tracer("test").Start(context.Background(), "caller")
 	ctx = trace.ContextWithSpanContext(ctx, parent.SpanContext().WithTraceState(ts))
-	res, err := s.Append(ctx, "t", "order-1", store.NoStream, ev(t, "a", 1), ev(t, "b", 2))
+	res, err := s.Append(ctx, "t", "order-1", store.NoStream, drivertest.Event(t, "a", 1), drivertest.Event(t, "b", 2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestAppendSpanIsStoredAsTraceparent(t *testing.T) {
 		t.Errorf("attributes (-want +got):\n%s", d)
 	}
 	wantTP := traceparentOf(sp.SpanContext())
-	for i, e := range append(readStream(t, s, "t", "order-1"), res.Events...) {
+	for i, e := range append(drivertest.ReadStream(t, s, "t", "order-1"), res.Events...) {
 		if e.Extensions["traceparent"] != wantTP || e.Extensions["tracestate"] != "vendor=abc" {
 			t.Errorf("event %d: traceparent %v tracestate %v, want %s vendor=abc", i, e.Extensions["traceparent"], e.Extensions["tracestate"], wantTP)
 		}
@@ -96,7 +97,7 @@ func TestTxAppendSpan(t *testing.T) {
 	s, rec, _ := tracedStore(t, nil)
 	ctx := context.Background()
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		_, err := tx.Append(ctx, "t", "s", store.Any, ev(t, "a", 1))
+		_, err := tx.Append(ctx, "t", "s", store.Any, drivertest.Event(t, "a", 1))
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -105,7 +106,7 @@ func TestTxAppendSpan(t *testing.T) {
 	if len(spans) != 1 || spans[0].Name() != "append" || spans[0].Parent().IsValid() {
 		t.Fatalf("spans %v, want one root append span", spans)
 	}
-	got := readStream(t, s, "t", "s")[0].Extensions["traceparent"]
+	got := drivertest.ReadStream(t, s, "t", "s")[0].Extensions["traceparent"]
 	if got != traceparentOf(spans[0].SpanContext()) {
 		t.Errorf("stored traceparent %v, want the append span's", got)
 	}
@@ -119,7 +120,7 @@ func TestAppendKeepsCallerTraceparent(t *testing.T) {
 	s, rec, _ := tracedStore(t, &store.Options{Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Debug})})
 	const valid = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	const invalid = "00-0AF7651916CD43DD8448EB211C80319C-B7AD6B7169203331-01" // upper case is not W3C
-	a, b, c := ev(t, "a", 1), ev(t, "b", 2), ev(t, "c", 3)
+	a, b, c := drivertest.Event(t, "a", 1), drivertest.Event(t, "b", 2), drivertest.Event(t, "c", 3)
 	a.Extensions = map[string]any{"traceparent": valid, "tracestate": "k=v,  x=y"}
 	b.Extensions = map[string]any{"traceparent": invalid, "other": "kept"}
 	c.Extensions = map[string]any{"other": "mine"}
@@ -133,7 +134,7 @@ func TestAppendKeepsCallerTraceparent(t *testing.T) {
 		}
 	}
 	sp := rec.Ended()[0]
-	got := readStream(t, s, "t", "s")
+	got := drivertest.ReadStream(t, s, "t", "s")
 	if got[0].Extensions["traceparent"] != valid || got[0].Extensions["tracestate"] != "k=v,  x=y" {
 		t.Errorf("event 0: %v, want the caller's values byte-exact", got[0].Extensions)
 	}
@@ -155,7 +156,7 @@ func TestAppendKeepsCallerTraceparent(t *testing.T) {
 // The stored traceparent/tracestate count toward the event size limit:
 // an event that fits without them is refused, and nothing is stored.
 func TestTraceparentCountsTowardEventLimit(t *testing.T) {
-	base := ev(t, "a", "x")
+	base := drivertest.Event(t, "a", "x")
 	base.Tenant, base.Stream = "t", "s"
 	if err := base.Prepare(time.Now(), 0); err != nil {
 		t.Fatal(err)
@@ -181,13 +182,13 @@ func TestTraceparentCountsTowardEventLimit(t *testing.T) {
 func TestAppendTracingOff(t *testing.T) {
 	s := storetest.MustOpen(t, nil)
 	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, TraceFlags: trace.FlagsSampled})
-	if _, err := s.Append(trace.ContextWithSpanContext(context.Background(), sc), "t", "s", store.Any, ev(t, "a", 1)); err != nil {
+	if _, err := s.Append(trace.ContextWithSpanContext(context.Background(), sc), "t", "s", store.Any, drivertest.Event(t, "a", 1)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Append(context.Background(), "t", "s", store.Any, ev(t, "a", 1)); err != nil {
+	if _, err := s.Append(context.Background(), "t", "s", store.Any, drivertest.Event(t, "a", 1)); err != nil {
 		t.Fatal(err)
 	}
-	got := readStream(t, s, "t", "s")
+	got := drivertest.ReadStream(t, s, "t", "s")
 	if got[0].Extensions["traceparent"] != traceparentOf(sc) {
 		t.Errorf("with a span in ctx: %v, want its context", got[0].Extensions)
 	}

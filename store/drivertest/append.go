@@ -38,12 +38,12 @@ func testAppendExpectedVersions(t *testing.T, h Harness) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := h.Open(t, nil)
 			for i := range tc.existing {
-				if _, err := s.Append(ctx, "default", "order-1", store.Any, ev(t, "t", map[string]int{"i": i})); err != nil {
+				if _, err := s.Append(ctx, "default", "order-1", store.Any, Event(t, "t", map[string]int{"i": i})); err != nil {
 					t.Fatal(err)
 				}
 			}
 			headBefore, _ := s.Head(ctx)
-			res, err := s.Append(ctx, "default", "order-1", tc.expected, ev(t, "t", 1), ev(t, "t", 2))
+			res, err := s.Append(ctx, "default", "order-1", tc.expected, Event(t, "t", 1), Event(t, "t", 2))
 			if tc.wantErr {
 				var ce *store.ConflictError
 				if !errors.As(err, &ce) || !errors.Is(err, store.ErrConflict) {
@@ -59,7 +59,7 @@ func testAppendExpectedVersions(t *testing.T, h Harness) {
 					t.Errorf("a conflict wrote: head %d -> %d", headBefore, head)
 				}
 				if tc.existing > 0 {
-					if got := len(readStream(t, s, "default", "order-1")); got != tc.existing {
+					if got := len(ReadStream(t, s, "default", "order-1")); got != tc.existing {
 						t.Errorf("stream has %d events after a conflict, want %d", got, tc.existing)
 					}
 				}
@@ -74,7 +74,7 @@ func testAppendExpectedVersions(t *testing.T, h Harness) {
 			if res.LastPosition() != res.FirstPosition()+1 {
 				t.Errorf("positions %v not consecutive", res.Positions())
 			}
-			got := readStream(t, s, "default", "order-1")
+			got := ReadStream(t, s, "default", "order-1")
 			for i, e := range got {
 				if e.StreamVersion != int64(i+1) {
 					t.Errorf("event %d has version %d", i, e.StreamVersion)
@@ -98,7 +98,7 @@ func testConcurrentSameExpectedVersion(t *testing.T, h Harness) {
 		wins, conflicts := 0, 0
 		for w := range writers {
 			wg.Go(func() {
-				_, err := s.Append(ctx, "default", "hot", store.Exact(int64(round)), ev(t, "t", map[string]int{"w": w, "r": round}))
+				_, err := s.Append(ctx, "default", "hot", store.Exact(int64(round)), Event(t, "t", map[string]int{"w": w, "r": round}))
 				mu.Lock()
 				defer mu.Unlock()
 				switch {
@@ -116,7 +116,7 @@ func testConcurrentSameExpectedVersion(t *testing.T, h Harness) {
 			t.Fatalf("round %d: %d wins, %d conflicts; want 1 and %d", round, wins, conflicts, writers-1)
 		}
 	}
-	if got := len(readStream(t, s, "default", "hot")); got != rounds {
+	if got := len(ReadStream(t, s, "default", "hot")); got != rounds {
 		t.Errorf("stream has %d events, want %d", got, rounds)
 	}
 }
@@ -127,11 +127,11 @@ func testIdempotentRetry(t *testing.T, h Harness) {
 		t.Run(exp.String(), func(t *testing.T) {
 			s := h.Open(t, nil)
 			if exp == store.StreamExists {
-				if _, err := s.Append(ctx, "default", "s", store.Any, ev(t, "first", nil)); err != nil {
+				if _, err := s.Append(ctx, "default", "s", store.Any, Event(t, "first", nil)); err != nil {
 					t.Fatal(err)
 				}
 			}
-			batch := []envelope.Event{evID(t, "a", "t", 1), evID(t, "b", "t", 2)}
+			batch := []envelope.Event{EventWithID(t, "a", "t", 1), EventWithID(t, "b", "t", 2)}
 			first, err := s.Append(ctx, "default", "s", exp, batch...)
 			if err != nil {
 				t.Fatal(err)
@@ -159,10 +159,10 @@ func testIDReuse(t *testing.T, h Harness) {
 	ctx := context.Background()
 	setup := func(t *testing.T) *store.Store {
 		s := h.Open(t, nil)
-		if _, err := s.Append(ctx, "default", "s1", store.Any, evID(t, "a", "t", 1), evID(t, "b", "t", 2)); err != nil {
+		if _, err := s.Append(ctx, "default", "s1", store.Any, EventWithID(t, "a", "t", 1), EventWithID(t, "b", "t", 2)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Append(ctx, "default", "s1", store.Any, evID(t, "c", "t", 3)); err != nil {
+		if _, err := s.Append(ctx, "default", "s1", store.Any, EventWithID(t, "c", "t", 3)); err != nil {
 			t.Fatal(err)
 		}
 		return s
@@ -173,20 +173,20 @@ func testIDReuse(t *testing.T, h Harness) {
 		events func(t *testing.T) []envelope.Event
 		reused string // the id the error must name
 	}{
-		{"different data", "s1", func(t *testing.T) []envelope.Event { return []envelope.Event{evID(t, "c", "t", 99)} }, "c"},
-		{"different type", "s1", func(t *testing.T) []envelope.Event { return []envelope.Event{evID(t, "c", "other", 3)} }, "c"},
-		{"different stream", "s2", func(t *testing.T) []envelope.Event { return []envelope.Event{evID(t, "c", "t", 3)} }, "c"},
+		{"different data", "s1", func(t *testing.T) []envelope.Event { return []envelope.Event{EventWithID(t, "c", "t", 99)} }, "c"},
+		{"different type", "s1", func(t *testing.T) []envelope.Event { return []envelope.Event{EventWithID(t, "c", "other", 3)} }, "c"},
+		{"different stream", "s2", func(t *testing.T) []envelope.Event { return []envelope.Event{EventWithID(t, "c", "t", 3)} }, "c"},
 		{"part of a batch is new", "s1", func(t *testing.T) []envelope.Event {
-			return []envelope.Event{evID(t, "c", "t", 3), evID(t, "d", "t", 4)}
+			return []envelope.Event{EventWithID(t, "c", "t", 3), EventWithID(t, "d", "t", 4)}
 		}, "c"},
 		{"new then stored", "s1", func(t *testing.T) []envelope.Event {
-			return []envelope.Event{evID(t, "d", "t", 4), evID(t, "c", "t", 3)}
+			return []envelope.Event{EventWithID(t, "d", "t", 4), EventWithID(t, "c", "t", 3)}
 		}, "c"},
 		{"not the newest events", "s1", func(t *testing.T) []envelope.Event {
-			return []envelope.Event{evID(t, "a", "t", 1), evID(t, "b", "t", 2)}
+			return []envelope.Event{EventWithID(t, "a", "t", 1), EventWithID(t, "b", "t", 2)}
 		}, "a"},
 		{"same id twice in one batch", "s3", func(t *testing.T) []envelope.Event {
-			return []envelope.Event{evID(t, "x", "t", 1), evID(t, "x", "t", 1)}
+			return []envelope.Event{EventWithID(t, "x", "t", 1), EventWithID(t, "x", "t", 1)}
 		}, "x"},
 	}
 	for _, tc := range tests {
@@ -239,7 +239,7 @@ func testGroupCommitPositionsConsecutive(t *testing.T, h Harness) {
 				expected := store.Any
 				evs := make([]envelope.Event, 1+(w+r)%3)
 				for i := range evs {
-					evs[i] = evID(t, fmt.Sprintf("w%d-r%d-%d", w, r, i), "t", i)
+					evs[i] = EventWithID(t, fmt.Sprintf("w%d-r%d-%d", w, r, i), "t", i)
 				}
 				switch r % 5 {
 				case 1: // refused: the id of this writer's first event
@@ -306,7 +306,7 @@ func testGroupCommitPositionsConsecutive(t *testing.T, h Harness) {
 func testAppendReadBack(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
-	in := evID(t, "e-1", "order.placed", map[string]any{"total": 42})
+	in := EventWithID(t, "e-1", "order.placed", map[string]any{"total": 42})
 	in.Data = []byte("{\n  \"total\": 42\n}")
 	in.CorrelationID, in.CausationID = "corr", "cause"
 	in.Extensions = map[string]any{"traceparent": "00-abc", "n": int32(7), "ok": true}
@@ -314,7 +314,7 @@ func testAppendReadBack(t *testing.T, h Harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := readStream(t, s, "acme", "order-1")
+	got := ReadStream(t, s, "acme", "order-1")
 	if len(got) != 1 {
 		t.Fatalf("read %d events", len(got))
 	}
@@ -334,18 +334,18 @@ func testTenantsIsolated(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
 	// The same id and stream in two tenants are two independent events.
-	a, err := s.Append(ctx, "tenant-a", "s", store.NoStream, evID(t, "same", "t", "a"))
+	a, err := s.Append(ctx, "tenant-a", "s", store.NoStream, EventWithID(t, "same", "t", "a"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := s.Append(ctx, "tenant-b", "s", store.NoStream, evID(t, "same", "t", "b"))
+	b, err := s.Append(ctx, "tenant-b", "s", store.NoStream, EventWithID(t, "same", "t", "b"))
 	if err != nil {
 		t.Fatalf("same id in another tenant: %v", err)
 	}
 	if a.FirstPosition() == b.FirstPosition() {
 		t.Error("tenants share an event")
 	}
-	if got := readStream(t, s, "tenant-a", "s"); len(got) != 1 || string(got[0].Data) != `"a"` {
+	if got := ReadStream(t, s, "tenant-a", "s"); len(got) != 1 || string(got[0].Data) != `"a"` {
 		t.Errorf("tenant-a sees %v", got)
 	}
 	var n int
@@ -361,7 +361,7 @@ func testTenantsIsolated(t *testing.T, h Harness) {
 	if n != 1 {
 		t.Errorf("tenant-b read %d events", n)
 	}
-	if _, err := s.Append(ctx, "tenant a", "s", store.Any, ev(t, "t", 1)); !errors.Is(err, store.ErrInvalidEvent) {
+	if _, err := s.Append(ctx, "tenant a", "s", store.Any, Event(t, "t", 1)); !errors.Is(err, store.ErrInvalidEvent) {
 		t.Errorf("bad tenant name: %v", err)
 	}
 }

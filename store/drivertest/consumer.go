@@ -15,8 +15,8 @@ import (
 	"github.com/eventlite/eventlite/store"
 )
 
-// orderView is a consumer's read model of another service's orders.
-func orderView(t testing.TB, s *store.Store, opts projection.ConsumerOptions) *projection.Consumer {
+// OrderView is a consumer's read model of another service's orders.
+func OrderView(t testing.TB, s *store.Store, opts projection.ConsumerOptions) *projection.Consumer {
 	t.Helper()
 	ctx := context.Background()
 	if err := s.Update(ctx, func(tx *store.Tx) error {
@@ -53,7 +53,9 @@ func orderView(t testing.TB, s *store.Store, opts projection.ConsumerOptions) *p
 	return c
 }
 
-func viewOf(t testing.TB, s *store.Store, id string) (string, int64) {
+// ViewOf returns the status and version OrderView holds for an order,
+// or "" and 0 for none.
+func ViewOf(t testing.TB, s *store.Store, id string) (string, int64) {
 	t.Helper()
 	var status string
 	var version int64
@@ -71,16 +73,19 @@ func viewOf(t testing.TB, s *store.Store, id string) (string, int64) {
 
 // canShip is the shipping service's decision on its read model.
 func canShip(t testing.TB, s *store.Store, id string) bool {
-	status, _ := viewOf(t, s, id)
+	status, _ := ViewOf(t, s, id)
 	return status == "paid"
 }
 
-func orderEvent(id, stream string, version int64, typ string) envelope.Event {
+// OrderEvent is an event of the orders service, as a consumer receives it.
+func OrderEvent(id, stream string, version int64, typ string) envelope.Event {
 	return envelope.Event{ID: id, Source: "/orders-service", Type: typ, Stream: stream, Tenant: "default", StreamVersion: version,
 		Time: time.Unix(1700000000, 0).UTC(), DataContentType: "application/json", Data: []byte(`{}`)}
 }
 
-func handle(t testing.TB, c *projection.Consumer, e envelope.Event, want projection.Outcome) projection.HandleResult {
+// HandleWant hands e to the consumer and fails the test unless the
+// outcome is want.
+func HandleWant(t testing.TB, c *projection.Consumer, e envelope.Event, want projection.Outcome) projection.HandleResult {
 	t.Helper()
 	res, err := c.Handle(context.Background(), e)
 	if err != nil {
@@ -97,31 +102,31 @@ func handle(t testing.TB, c *projection.Consumer, e envelope.Event, want project
 func testOrderScenario(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
-	c := orderView(t, s, projection.ConsumerOptions{})
-	placed := orderEvent("e1", "order-1", 1, "order.placed")
-	paid := orderEvent("e2", "order-1", 2, "order.paid")
-	cancelled := orderEvent("e3", "order-1", 3, "order.cancelled")
+	c := OrderView(t, s, projection.ConsumerOptions{})
+	placed := OrderEvent("e1", "order-1", 1, "order.placed")
+	paid := OrderEvent("e2", "order-1", 2, "order.paid")
+	cancelled := OrderEvent("e3", "order-1", 3, "order.cancelled")
 
-	handle(t, c, placed, projection.Applied)
-	handle(t, c, cancelled, projection.Deferred)
-	if st, v := viewOf(t, s, "order-1"); st != "placed" || v != 1 {
+	HandleWant(t, c, placed, projection.Applied)
+	HandleWant(t, c, cancelled, projection.Deferred)
+	if st, v := ViewOf(t, s, "order-1"); st != "placed" || v != 1 {
 		t.Errorf("after the early v3 the read model moved: %s v%d", st, v)
 	}
 	if d, _ := s.Consumers().Deferred(ctx, "orders", time.Time{}); len(d) != 1 || d[0].Version != 3 || d[0].Expected != 2 {
 		t.Errorf("deferred: %+v", d)
 	}
-	res := handle(t, c, paid, projection.Applied)
+	res := HandleWant(t, c, paid, projection.Applied)
 	if res.Drained != 1 {
 		t.Errorf("v3 drained %d times after v2", res.Drained)
 	}
-	if st, v := viewOf(t, s, "order-1"); st != "cancelled" || v != 3 {
+	if st, v := ViewOf(t, s, "order-1"); st != "cancelled" || v != 3 {
 		t.Errorf("after v2: %s v%d, want cancelled v3", st, v)
 	}
-	handle(t, c, paid, projection.Duplicate)
-	handle(t, c, cancelled, projection.Duplicate)
-	impostor := orderEvent("e3-other", "order-1", 3, "order.shipped")
-	handle(t, c, impostor, projection.Conflict)
-	if st, v := viewOf(t, s, "order-1"); st != "cancelled" || v != 3 {
+	HandleWant(t, c, paid, projection.Duplicate)
+	HandleWant(t, c, cancelled, projection.Duplicate)
+	impostor := OrderEvent("e3-other", "order-1", 3, "order.shipped")
+	HandleWant(t, c, impostor, projection.Conflict)
+	if st, v := ViewOf(t, s, "order-1"); st != "cancelled" || v != 3 {
 		t.Errorf("after a conflicting v3: %s v%d", st, v)
 	}
 	conflicts, _ := s.Consumers().Conflicts(ctx, "orders")
@@ -132,8 +137,8 @@ func testOrderScenario(t *testing.T, h Harness) {
 		t.Error("shipping allowed after the cancellation")
 	}
 	// An older version under a new id is stale: never a rollback.
-	handle(t, c, orderEvent("e2-late", "order-1", 2, "order.paid"), projection.Stale)
-	if st, _ := viewOf(t, s, "order-1"); st != "cancelled" {
+	HandleWant(t, c, OrderEvent("e2-late", "order-1", 2, "order.paid"), projection.Stale)
+	if st, _ := ViewOf(t, s, "order-1"); st != "cancelled" {
 		t.Errorf("stale event rolled back: %s", st)
 	}
 	st, _ := c.Stats(ctx)
@@ -149,9 +154,9 @@ func testDeferralSweep(t *testing.T, h Harness) {
 	var mu sync.Mutex
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	c := orderView(t, s, projection.ConsumerOptions{DeferFor: time.Minute, Now: clock})
-	handle(t, c, orderEvent("a1", "order-a", 1, "order.placed"), projection.Applied)
-	handle(t, c, orderEvent("a3", "order-a", 3, "order.paid"), projection.Deferred)
+	c := OrderView(t, s, projection.ConsumerOptions{DeferFor: time.Minute, Now: clock})
+	HandleWant(t, c, OrderEvent("a1", "order-a", 1, "order.placed"), projection.Applied)
+	HandleWant(t, c, OrderEvent("a3", "order-a", 3, "order.paid"), projection.Deferred)
 	if n, err := c.Sweep(ctx); err != nil || n != 0 {
 		t.Fatalf("early sweep moved %d (%v)", n, err)
 	}
@@ -169,7 +174,7 @@ func testDeferralSweep(t *testing.T, h Harness) {
 	if err := json.Unmarshal([]byte(q[0].Evidence), &ev); err != nil || ev["expected"] != float64(2) || ev["got"] != float64(3) || ev["waited_seconds"] != float64(120) {
 		t.Errorf("evidence %s", q[0].Evidence)
 	}
-	if st, v := viewOf(t, s, "order-a"); st != "placed" || v != 1 {
+	if st, v := ViewOf(t, s, "order-a"); st != "placed" || v != 1 {
 		t.Errorf("a swept event was applied: %s v%d", st, v)
 	}
 	if d, _ := s.Consumers().Deferred(ctx, "orders", time.Time{}); len(d) != 0 {
@@ -180,16 +185,16 @@ func testDeferralSweep(t *testing.T, h Harness) {
 func testUninterpretableQuarantinedAtOnce(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
-	c := orderView(t, s, projection.ConsumerOptions{})
-	handle(t, c, orderEvent("b1", "order-b", 1, "order.placed"), projection.Applied)
-	handle(t, c, orderEvent("b2", "order-b", 2, "order.teleported"), projection.Quarantined)
+	c := OrderView(t, s, projection.ConsumerOptions{})
+	HandleWant(t, c, OrderEvent("b1", "order-b", 1, "order.placed"), projection.Applied)
+	HandleWant(t, c, OrderEvent("b2", "order-b", 2, "order.teleported"), projection.Quarantined)
 	q, _ := s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: "orders", Open: true})
 	if len(q) != 1 || q[0].Reason != store.ReasonUninterpretable || q[0].EventID != "b2" || q[0].Attempts != 1 {
 		t.Errorf("quarantine %+v", q)
 	}
 	// Redelivery is a duplicate, not a retry.
-	handle(t, c, orderEvent("b2", "order-b", 2, "order.teleported"), projection.Duplicate)
-	if st, v := viewOf(t, s, "order-b"); st != "placed" || v != 1 {
+	HandleWant(t, c, OrderEvent("b2", "order-b", 2, "order.teleported"), projection.Duplicate)
+	if st, v := ViewOf(t, s, "order-b"); st != "placed" || v != 1 {
 		t.Errorf("read model moved: %s v%d", st, v)
 	}
 }
@@ -207,21 +212,21 @@ func testTransientApplyErrorChangesNothing(t *testing.T, h Harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := orderEvent("x1", "order-x", 1, "order.placed")
+	e := OrderEvent("x1", "order-x", 1, "order.placed")
 	if _, err := c.Handle(ctx, e); err == nil {
 		t.Fatal("want the error back")
 	}
 	fail = false
 	// Not recorded as a duplicate: the inbox insert rolled back with it.
-	handle(t, c, e, projection.Applied)
+	HandleWant(t, c, e, projection.Applied)
 }
 
 func testStartAtFirstSeen(t *testing.T, h Harness) {
 	s := h.Open(t, nil)
-	strict := orderView(t, s, projection.ConsumerOptions{Name: "strict"})
-	late := orderView(t, s, projection.ConsumerOptions{Name: "late", StartAtFirstSeen: true})
-	e := orderEvent("c7", "order-c", 7, "order.paid")
-	handle(t, strict, e, projection.Deferred)
-	handle(t, late, e, projection.Applied)
-	handle(t, late, orderEvent("c8", "order-c", 8, "order.shipped"), projection.Applied)
+	strict := OrderView(t, s, projection.ConsumerOptions{Name: "strict"})
+	late := OrderView(t, s, projection.ConsumerOptions{Name: "late", StartAtFirstSeen: true})
+	e := OrderEvent("c7", "order-c", 7, "order.paid")
+	HandleWant(t, strict, e, projection.Deferred)
+	HandleWant(t, late, e, projection.Applied)
+	HandleWant(t, late, OrderEvent("c8", "order-c", 8, "order.shipped"), projection.Applied)
 }

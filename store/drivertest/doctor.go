@@ -10,7 +10,8 @@ import (
 	"github.com/eventlite/eventlite/store"
 )
 
-func problems(fs []store.Finding) map[string]store.Finding {
+// Problems keeps the findings of severity problem, by kind.
+func Problems(fs []store.Finding) map[string]store.Finding {
 	out := map[string]store.Finding{}
 	for _, f := range fs {
 		if f.Severity == store.SeverityProblem {
@@ -20,7 +21,8 @@ func problems(fs []store.Finding) map[string]store.Finding {
 	return out
 }
 
-func diagnose(t *testing.T, s *store.Store) []store.Finding {
+// Diagnose runs the doctor with default options and logs how long it took.
+func Diagnose(t *testing.T, s *store.Store) []store.Finding {
 	t.Helper()
 	start := time.Now()
 	fs, err := s.Diagnose(context.Background(), store.DiagnoseOptions{})
@@ -31,11 +33,13 @@ func diagnose(t *testing.T, s *store.Store) []store.Finding {
 	return fs
 }
 
-func appendEvents(t testing.TB, s *store.Store, stream string, n int) store.AppendResult {
+// AppendEvents appends n events to a stream of the default tenant in
+// one append.
+func AppendEvents(t testing.TB, s *store.Store, stream string, n int) store.AppendResult {
 	t.Helper()
 	evs := make([]envelope.Event, n)
 	for i := range evs {
-		evs[i] = ev(t, "t", map[string]int{"i": i})
+		evs[i] = Event(t, "t", map[string]int{"i": i})
 	}
 	res, err := s.Append(context.Background(), "default", stream, store.Any, evs...)
 	if err != nil {
@@ -46,12 +50,12 @@ func appendEvents(t testing.TB, s *store.Store, stream string, n int) store.Appe
 
 func testDiagnoseFreshStore(t *testing.T, h Harness) {
 	s := h.Open(t, nil)
-	if fs := diagnose(t, s); len(fs) != 0 {
+	if fs := Diagnose(t, s); len(fs) != 0 {
 		t.Errorf("an empty store has findings: %+v", fs)
 	}
-	appendEvents(t, s, "order-1", 3)
-	fs := diagnose(t, s)
-	if len(problems(fs)) != 0 {
+	AppendEvents(t, s, "order-1", 3)
+	fs := Diagnose(t, s)
+	if len(Problems(fs)) != 0 {
 		t.Errorf("a fresh dev store where no relay ran has problems: %+v", fs)
 	}
 	if len(fs) != 1 || fs[0].Kind != "outbox_pending" || fs[0].Severity != store.SeverityInfo || fs[0].Count != 3 {
@@ -69,7 +73,7 @@ func testDiagnoseCleanLargeStore(t *testing.T, h Harness) {
 	}
 	s := h.Open(t, nil)
 	for i := 0; i < n; i += 1000 {
-		appendEvents(t, s, fmt.Sprintf("stream-%d", i/1000%37), 1000)
+		AppendEvents(t, s, fmt.Sprintf("stream-%d", i/1000%37), 1000)
 	}
 	l, err := s.Leases().Acquire(ctx, "relay", "test-relay", time.Minute)
 	if err != nil {
@@ -95,7 +99,7 @@ func testDiagnoseCleanLargeStore(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	fs := diagnose(t, s)
+	fs := Diagnose(t, s)
 	t.Logf("scan of a clean %d-event store: %s", n, time.Since(start))
 	if len(fs) != 0 {
 		t.Errorf("false positives on a clean store: %+v", fs)

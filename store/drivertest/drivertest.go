@@ -16,6 +16,11 @@
 // process, or the same one after a restart) from Harness.Reopen. Tests
 // that need a file, the engine's own SQL or the store's internals stay
 // beside the driver they test.
+//
+// The suite's fixtures (events, fills, read models, clocks) are exported
+// so that those tests build their stores' content the same way instead
+// of keeping copies; like the suite, they reach a store only through its
+// public API.
 package drivertest
 
 import (

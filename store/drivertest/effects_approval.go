@@ -55,7 +55,8 @@ func refundRun(key string, args any) store.EffectRun {
 		Summary: "refund 1250 cents to the customer of o-1", RequestedBy: "support-bot", Args: args, NeedsApproval: true}
 }
 
-func mustGet(t *testing.T, s *store.Store, tenant, key string) store.Effect {
+// MustGetEffect reads an effect that must exist.
+func MustGetEffect(t *testing.T, s *store.Store, tenant, key string) store.Effect {
 	t.Helper()
 	e, ok, err := s.Effects().Get(t.Context(), tenant, key)
 	if err != nil || !ok {
@@ -89,7 +90,7 @@ func testEffectApproveExactArguments(t *testing.T, h Harness) {
 	}
 	// Running again while it waits changes nothing.
 	again, err := s.Effects().Do(ctx, run, ext.call)
-	if diff := cmp.Diff(e, mustGet(t, s, "default", "refund:o-1")); !errors.Is(err, store.ErrAwaitingApproval) || diff != "" || again.State != e.State {
+	if diff := cmp.Diff(e, MustGetEffect(t, s, "default", "refund:o-1")); !errors.Is(err, store.ErrAwaitingApproval) || diff != "" || again.State != e.State {
 		t.Errorf("run while awaiting: %v, row (-before +after):\n%s", err, diff)
 	}
 
@@ -101,7 +102,7 @@ func testEffectApproveExactArguments(t *testing.T, h Harness) {
 			t.Errorf("approve with hash %q: %v", h, err)
 		}
 	}
-	if got := mustGet(t, s, "default", "refund:o-1"); got.State != store.EffectAwaitingApproval || got.DecidedBy != "" {
+	if got := MustGetEffect(t, s, "default", "refund:o-1"); got.State != store.EffectAwaitingApproval || got.DecidedBy != "" {
 		t.Fatalf("after refused approvals: %+v", got)
 	}
 	if n := len(ext.calls()); n != 0 {
@@ -151,7 +152,7 @@ func testEffectChangedArgumentsRefused(t *testing.T, h Harness) {
 	if _, err := s.Effects().Approve(ctx, "default", "refund:o-2", e.ArgsHash(), "alice"); err != nil {
 		t.Fatal(err)
 	}
-	before := mustGet(t, s, "default", "refund:o-2")
+	before := MustGetEffect(t, s, "default", "refund:o-2")
 	changes := map[string]func(r *store.EffectRun){
 		"args":           func(r *store.EffectRun) { r.Args = refund{Order: "o-2", Amount: 99999} },
 		"no args":        func(r *store.EffectRun) { r.Args = nil },
@@ -175,7 +176,7 @@ func testEffectChangedArgumentsRefused(t *testing.T, h Harness) {
 	if n := len(ext.calls()); n != 0 {
 		t.Errorf("a refused run executed (%d calls)", n)
 	}
-	if after := mustGet(t, s, "default", "refund:o-2"); after.State != store.EffectApproved || !after.UpdatedAt.Equal(before.UpdatedAt) {
+	if after := MustGetEffect(t, s, "default", "refund:o-2"); after.State != store.EffectApproved || !after.UpdatedAt.Equal(before.UpdatedAt) {
 		t.Errorf("a refused run changed the effect: %+v", after)
 	}
 }
@@ -201,7 +202,7 @@ func testEffectConcurrentApprovals(t *testing.T, h Harness) {
 	}
 	close(start)
 	wg.Wait()
-	final := mustGet(t, s, "default", "refund:o-3")
+	final := MustGetEffect(t, s, "default", "refund:o-3")
 	if final.State != store.EffectApproved {
 		t.Fatalf("%+v", final)
 	}
@@ -246,7 +247,7 @@ func testEffectRejectThenRun(t *testing.T, h Harness) {
 	if n := len(ext.calls()); n != 0 {
 		t.Errorf("a rejected effect ran %d times", n)
 	}
-	if got := mustGet(t, s, "default", "refund:o-4"); got.DecidedBy != "bob" {
+	if got := MustGetEffect(t, s, "default", "refund:o-4"); got.DecidedBy != "bob" {
 		t.Errorf("a refused decision changed the row: %+v", got)
 	}
 }
@@ -372,11 +373,11 @@ func testEffectKinds(t *testing.T, h Harness) {
 		if !errors.As(err, &pe) || !errors.Is(err, denied) || e.State != store.EffectReserved || len(ext.calls()) != 0 {
 			t.Fatalf("denied: %+v %v", e, err)
 		}
-		before := mustGet(t, s, "default", "grant:u-1")
+		before := MustGetEffect(t, s, "default", "grant:u-1")
 		if _, err := s.Effects().Do(ctx, run, ext.call); !errors.As(err, &pe) {
 			t.Fatal(err)
 		}
-		if after := mustGet(t, s, "default", "grant:u-1"); !after.UpdatedAt.Equal(before.UpdatedAt) || after.Attempts != 0 {
+		if after := MustGetEffect(t, s, "default", "grant:u-1"); !after.UpdatedAt.Equal(before.UpdatedAt) || after.Attempts != 0 {
 			t.Errorf("a denied attempt changed the effect: %+v", after)
 		}
 		allowed.Store(true)
@@ -434,7 +435,7 @@ func testEffectKinds(t *testing.T, h Harness) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if got := mustGet(t, s, "default", "delete:acct-9"); got.State != store.EffectAwaitingApproval || got.DecidedBy != "" {
+		if got := MustGetEffect(t, s, "default", "delete:acct-9"); got.State != store.EffectAwaitingApproval || got.DecidedBy != "" {
 			t.Fatalf("after reconciliation said it did not happen: %+v", got)
 		}
 		approve("carol")
@@ -449,7 +450,7 @@ func testEffectKinds(t *testing.T, h Harness) {
 // person.
 func testEffectApprovalExpires(t *testing.T, h Harness) {
 	ctx := t.Context()
-	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	clock := NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	s := h.Open(t, &store.Options{Now: clock.Now})
 	ext := &recorder{}
 	run := refundRun("refund:o-6", refund{Order: "o-6", Amount: 7})
@@ -549,11 +550,11 @@ func testEffectResumeApprovedAfterCrash(t *testing.T, h Harness) {
 		t.Errorf("second resume: %+v %v (%d calls)", res, err, len(ext.calls()))
 	}
 	for key, want := range map[string]store.EffectState{"refund:c": store.EffectAwaitingApproval, "grant:p": store.EffectApproved} {
-		if got := mustGet(t, s, "default", key); got.State != want {
+		if got := MustGetEffect(t, s, "default", key); got.State != want {
 			t.Errorf("%s: %s, want %s", key, got.State, want)
 		}
 	}
-	if got := mustGet(t, s, "acme", "refund:a"); got.State != store.EffectApproved {
+	if got := MustGetEffect(t, s, "acme", "refund:a"); got.State != store.EffectApproved {
 		t.Errorf("another tenant's effect: %s", got.State)
 	}
 }
@@ -609,7 +610,7 @@ func testEffectInputRefused(t *testing.T, h Harness) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if got := mustGet(t, s, "default", "k"); got.State != store.EffectAwaitingApproval || got.DecidedBy != "" {
+	if got := MustGetEffect(t, s, "default", "k"); got.State != store.EffectAwaitingApproval || got.DecidedBy != "" {
 		t.Errorf("refused decisions changed %+v", got)
 	}
 }
@@ -618,7 +619,7 @@ func testEffectInputRefused(t *testing.T, h Harness) {
 // nothing ran.
 func testEffectDoctorFindings(t *testing.T, h Harness) {
 	ctx := t.Context()
-	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	clock := NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	s := h.Open(t, &store.Options{Now: clock.Now})
 	ext := &recorder{}
 	ask := func(tenant, key string) store.Effect {
@@ -645,7 +646,7 @@ func testEffectDoctorFindings(t *testing.T, h Harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := problems(fs)
+	got := Problems(fs)
 	aw := got["effects_awaiting_approval"]
 	if aw.Count != 2 || strings.Join(aw.IDs, ",") != "default:refund:old,acme:refund:older" && strings.Join(aw.IDs, ",") != "acme:refund:older,default:refund:old" {
 		t.Errorf("awaiting: %+v", aw)
@@ -659,7 +660,7 @@ func testEffectDoctorFindings(t *testing.T, h Harness) {
 	}
 	// Tighter bounds count the younger ones too; a decision clears them.
 	fs, _ = s.Diagnose(ctx, store.DiagnoseOptions{ApprovalAge: 20 * time.Minute, ApprovedAge: 20 * time.Minute})
-	got = problems(fs)
+	got = Problems(fs)
 	if got["effects_awaiting_approval"].Count != 3 || got["effects_approved_not_run"].Count != 2 {
 		t.Errorf("tight bounds: %+v %+v", got["effects_awaiting_approval"], got["effects_approved_not_run"])
 	}
@@ -672,7 +673,7 @@ func testEffectDoctorFindings(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 	fs, _ = s.Diagnose(ctx, store.DiagnoseOptions{})
-	got = problems(fs)
+	got = Problems(fs)
 	if got["effects_awaiting_approval"].Count != 1 || got["effects_approved_not_run"].Count != 0 {
 		t.Errorf("after decisions: %+v %+v", got["effects_awaiting_approval"], got["effects_approved_not_run"])
 	}

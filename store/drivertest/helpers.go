@@ -12,8 +12,9 @@ import (
 	"github.com/eventlite/eventlite/store"
 )
 
-// ev is an event of type typ carrying data as JSON.
-func ev(t testing.TB, typ string, data any) envelope.Event {
+// Event is an event of type typ carrying data as JSON, from the source
+// "/test".
+func Event(t testing.TB, typ string, data any) envelope.Event {
 	t.Helper()
 	e, err := envelope.New(typ, data)
 	if err != nil {
@@ -23,14 +24,16 @@ func ev(t testing.TB, typ string, data any) envelope.Event {
 	return e
 }
 
-// evID is ev with a given id, for the tests of idempotent retries.
-func evID(t testing.TB, id, typ string, data any) envelope.Event {
-	e := ev(t, typ, data)
+// EventWithID is Event with a given id, for the tests of idempotent
+// retries.
+func EventWithID(t testing.TB, id, typ string, data any) envelope.Event {
+	e := Event(t, typ, data)
 	e.ID = id
 	return e
 }
 
-func readStream(t testing.TB, s *store.Store, tenant, stream string) []envelope.Event {
+// ReadStream reads a whole stream and fails the test on an error.
+func ReadStream(t testing.TB, s *store.Store, tenant, stream string) []envelope.Event {
 	t.Helper()
 	var out []envelope.Event
 	for e, err := range s.ReadStream(context.Background(), tenant, stream, store.ReadStreamOptions{}) {
@@ -42,12 +45,13 @@ func readStream(t testing.TB, s *store.Store, tenant, stream string) []envelope.
 	return out
 }
 
-// fillStream appends n events to a stream and returns its version.
-func fillStream(t *testing.T, s *store.Store, stream string, n int) int64 {
+// FillStream appends n events to a stream of the default tenant, one
+// append each, and returns its version.
+func FillStream(t *testing.T, s *store.Store, stream string, n int) int64 {
 	t.Helper()
 	var v int64
 	for i := range n {
-		res, err := s.Append(context.Background(), "default", stream, store.Any, ev(t, "t", map[string]int{"i": i}))
+		res, err := s.Append(context.Background(), "default", stream, store.Any, Event(t, "t", map[string]int{"i": i}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,15 +91,20 @@ func bind(d store.Dialect, q string) string {
 	return b.String()
 }
 
-// fakeClock is a clock the test moves.
-type fakeClock struct {
+// FakeClock is a clock the test moves, for store.Options.Clock.
+type FakeClock struct {
 	mu  sync.Mutex
 	now time.Time
 }
 
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+// NewFakeClock returns a clock that reads now until the test moves it.
+func NewFakeClock(now time.Time) *FakeClock { return &FakeClock{now: now} }
 
-func (c *fakeClock) Advance(d time.Duration) {
+// Now returns the clock's time.
+func (c *FakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+// Advance moves the clock forward by d.
+func (c *FakeClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.now = c.now.Add(d)
 	c.mu.Unlock()

@@ -13,7 +13,8 @@ import (
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
-func countEvents(t testing.TB, s *store.Store) int {
+// CountEvents counts the events in the log, all tenants.
+func CountEvents(t testing.TB, s *store.Store) int {
 	t.Helper()
 	n := 0
 	for _, err := range s.ReadAll(context.Background(), store.ReadAllOptions{}) {
@@ -25,7 +26,8 @@ func countEvents(t testing.TB, s *store.Store) int {
 	return n
 }
 
-func scavenge(t testing.TB, s *store.Store, opts store.ScavengeOptions) store.ScavengeResult {
+// Scavenge runs a scavenge and fails the test on an error.
+func Scavenge(t testing.TB, s *store.Store, opts store.ScavengeOptions) store.ScavengeResult {
 	t.Helper()
 	res, err := s.Lifecycle().Scavenge(context.Background(), opts)
 	if err != nil {
@@ -34,17 +36,17 @@ func scavenge(t testing.TB, s *store.Store, opts store.ScavengeOptions) store.Sc
 	return res
 }
 
-// lifecycleFixture: order-1 truncated before 4 (of 6, then 7 with the
+// LifecycleFixture: order-1 truncated before 4 (of 6, then 7 with the
 // truncate), order-2 soft-deleted (4 events and the tombstone), order-3
 // hard-deleted (3 and the tombstone), order-4 live (2): 10 events a
 // scavenge may remove.
-func lifecycleFixture(t *testing.T, s *store.Store) {
+func LifecycleFixture(t *testing.T, s *store.Store) {
 	t.Helper()
 	ctx := context.Background()
-	fillStream(t, s, "order-1", 6)
-	fillStream(t, s, "order-2", 4)
-	fillStream(t, s, "order-3", 3)
-	fillStream(t, s, "order-4", 2)
+	FillStream(t, s, "order-1", 6)
+	FillStream(t, s, "order-2", 4)
+	FillStream(t, s, "order-3", 3)
+	FillStream(t, s, "order-4", 2)
 	if _, err := s.Lifecycle().Truncate(ctx, "default", "order-1", 4, store.Any); err != nil {
 		t.Fatal(err)
 	}
@@ -59,15 +61,15 @@ func lifecycleFixture(t *testing.T, s *store.Store) {
 func testScavengeRemovesWhatLifecycleAllows(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
-	lifecycleFixture(t, s)
+	LifecycleFixture(t, s)
 	storetest.PublishAll(t, s)
 	head, _ := s.Head(ctx)
-	before := countEvents(t, s)
-	res := scavenge(t, s, store.ScavengeOptions{BatchSize: 3})
+	before := CountEvents(t, s)
+	res := Scavenge(t, s, store.ScavengeOptions{BatchSize: 3})
 	if res.Removed != 10 {
 		t.Fatalf("removed %d events, want 10 (%+v)", res.Removed, res.Streams)
 	}
-	if got := countEvents(t, s); got != before-10 {
+	if got := CountEvents(t, s); got != before-10 {
 		t.Fatalf("%d events left, want %d", got, before-10)
 	}
 	if res.Batches != 4 {
@@ -111,7 +113,7 @@ func testScavengeRemovesWhatLifecycleAllows(t *testing.T, h Harness) {
 		}
 	}
 	// A second scavenge finds nothing more.
-	if res := scavenge(t, s, store.ScavengeOptions{}); res.Removed != 0 {
+	if res := Scavenge(t, s, store.ScavengeOptions{}); res.Removed != 0 {
 		t.Fatalf("second scavenge removed %d", res.Removed)
 	}
 }
@@ -119,9 +121,9 @@ func testScavengeRemovesWhatLifecycleAllows(t *testing.T, h Harness) {
 func testScavengeHoldsBackUnpublishedAndUnpassed(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
-	lifecycleFixture(t, s)
+	LifecycleFixture(t, s)
 	// Nothing published: the outbox holds every event back.
-	res := scavenge(t, s, store.ScavengeOptions{})
+	res := Scavenge(t, s, store.ScavengeOptions{})
 	if res.Removed != 0 || len(res.HeldBack) == 0 || res.HeldBack[0].By != "outbox" {
 		t.Fatalf("unpublished: removed %d, held %+v", res.Removed, res.HeldBack)
 	}
@@ -130,7 +132,7 @@ func testScavengeHoldsBackUnpublishedAndUnpassed(t *testing.T, h Harness) {
 	if err := s.Update(ctx, func(tx *store.Tx) error { return tx.SetCheckpoint(ctx, "slow", 3, nil) }); err != nil {
 		t.Fatal(err)
 	}
-	res = scavenge(t, s, store.ScavengeOptions{})
+	res = Scavenge(t, s, store.ScavengeOptions{})
 	if res.Removed != 3 {
 		t.Fatalf("removed %d with a checkpoint at 3, want 3 (order-1's first three)", res.Removed)
 	}
@@ -147,7 +149,7 @@ func testScavengeHoldsBackUnpublishedAndUnpassed(t *testing.T, h Harness) {
 	if err := s.Update(ctx, func(tx *store.Tx) error { return tx.SetCheckpoint(ctx, "slow", head, nil) }); err != nil {
 		t.Fatal(err)
 	}
-	if res := scavenge(t, s, store.ScavengeOptions{}); res.Removed != 7 {
+	if res := Scavenge(t, s, store.ScavengeOptions{}); res.Removed != 7 {
 		t.Fatalf("removed %d once the projection passed, want 7", res.Removed)
 	}
 }
@@ -155,27 +157,27 @@ func testScavengeHoldsBackUnpublishedAndUnpassed(t *testing.T, h Harness) {
 func testScavengeRemovedIDIsDuplicate(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
-	first := evID(t, "evt-removed", "t", map[string]int{"i": 0})
+	first := EventWithID(t, "evt-removed", "t", map[string]int{"i": 0})
 	if _, err := s.Append(ctx, "default", "cart-1", store.NoStream, first); err != nil {
 		t.Fatal(err)
 	}
-	fillStream(t, s, "cart-1", 2)
+	FillStream(t, s, "cart-1", 2)
 	if _, err := s.Lifecycle().Truncate(ctx, "default", "cart-1", 2, store.Any); err != nil {
 		t.Fatal(err)
 	}
 	storetest.PublishAll(t, s)
-	if res := scavenge(t, s, store.ScavengeOptions{}); res.Removed != 1 {
+	if res := Scavenge(t, s, store.ScavengeOptions{}); res.Removed != 1 {
 		t.Fatalf("removed %d, want 1", res.Removed)
 	}
 	for _, stream := range []string{"cart-1", "cart-2"} {
-		_, err := s.Append(ctx, "default", stream, store.Any, evID(t, "evt-removed", "t", map[string]int{"i": 0}))
+		_, err := s.Append(ctx, "default", stream, store.Any, EventWithID(t, "evt-removed", "t", map[string]int{"i": 0}))
 		var de *store.DuplicateError
 		if !errors.As(err, &de) || !errors.Is(err, store.ErrDuplicate) {
 			t.Fatalf("append to %s with a removed event's id: %v, want a *DuplicateError", stream, err)
 		}
 	}
 	// Another tenant may use it: ids are unique per tenant.
-	if _, err := s.Append(ctx, "other", "cart-1", store.Any, evID(t, "evt-removed", "t", nil)); err != nil {
+	if _, err := s.Append(ctx, "other", "cart-1", store.Any, EventWithID(t, "evt-removed", "t", nil)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -183,15 +185,15 @@ func testScavengeRemovedIDIsDuplicate(t *testing.T, h Harness) {
 func testScavengePositionsNeverReusedAfterRestart(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
-	lifecycleFixture(t, s)
+	LifecycleFixture(t, s)
 	storetest.PublishAll(t, s)
 	head, _ := s.Head(ctx)
-	res := scavenge(t, s, store.ScavengeOptions{})
+	res := Scavenge(t, s, store.ScavengeOptions{})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	s = h.reopen(t, s, nil)
-	r, err := s.Append(ctx, "default", "order-9", store.Any, ev(t, "t", nil))
+	r, err := s.Append(ctx, "default", "order-9", store.Any, Event(t, "t", nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,9 +262,9 @@ func testRetentionRefusesBadPolicies(t *testing.T, h Harness) {
 func testRetentionMaxCountTrimsAndLongestPrefixWins(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
-	fillStream(t, s, "cart-1", 5)
-	fillStream(t, s, "cart-vip-1", 5)
-	fillStream(t, s, "order-1", 5)
+	FillStream(t, s, "cart-1", 5)
+	FillStream(t, s, "cart-vip-1", 5)
+	FillStream(t, s, "order-1", 5)
 	// A truncate's own event does not count toward max count.
 	if _, err := s.Lifecycle().Truncate(ctx, "default", "cart-1", 2, store.Any); err != nil {
 		t.Fatal(err)
@@ -273,7 +275,7 @@ func testRetentionMaxCountTrimsAndLongestPrefixWins(t *testing.T, h Harness) {
 		}
 	}
 	storetest.PublishAll(t, s)
-	res := scavenge(t, s, store.ScavengeOptions{})
+	res := Scavenge(t, s, store.ScavengeOptions{})
 	want := map[string]int64{"cart-1": 4, "cart-vip-1": 2}
 	if len(res.Trims) != 2 {
 		t.Fatalf("trims %+v, want cart-1 before 4 and cart-vip-1 before 2", res.Trims)
@@ -297,7 +299,7 @@ func testRetentionMaxCountTrimsAndLongestPrefixWins(t *testing.T, h Harness) {
 	}
 	// Stable: a second scavenge trims nothing more.
 	storetest.PublishAll(t, s)
-	if res := scavenge(t, s, store.ScavengeOptions{}); len(res.Trims) != 0 || res.Removed != 0 {
+	if res := Scavenge(t, s, store.ScavengeOptions{}); len(res.Trims) != 0 || res.Removed != 0 {
 		t.Fatalf("second scavenge: trims %+v, removed %d", res.Trims, res.Removed)
 	}
 }
@@ -308,22 +310,22 @@ func testRetentionMaxAgeKeepsTheNewestEvent(t *testing.T, h Harness) {
 	now.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
 	clock := func() time.Time { return time.Unix(0, now.Load()) }
 	s := h.Open(t, &store.Options{Now: clock})
-	fillStream(t, s, "log-a", 3) // recorded at day 0
+	FillStream(t, s, "log-a", 3) // recorded at day 0
 	now.Add(int64(48 * time.Hour))
-	fillStream(t, s, "log-a", 2) // day 2
-	fillStream(t, s, "log-b", 2) // day 2, all expired by day 10
+	FillStream(t, s, "log-a", 2) // day 2
+	FillStream(t, s, "log-b", 2) // day 2, all expired by day 10
 	if err := s.Lifecycle().SetRetention(ctx, store.RetentionPolicy{Prefix: "log-", MaxAge: 24 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	now.Add(int64(23 * time.Hour)) // log-a's first three are older than a day, the rest younger
 	storetest.PublishAll(t, s)
-	res := scavenge(t, s, store.ScavengeOptions{})
+	res := Scavenge(t, s, store.ScavengeOptions{})
 	if res.Removed != 3 {
 		t.Fatalf("day 3: removed %d, want 3 (%+v)", res.Removed, res.Trims)
 	}
 	now.Add(int64(7 * 24 * time.Hour)) // everything expired
 	storetest.PublishAll(t, s)
-	res = scavenge(t, s, store.ScavengeOptions{})
+	res = Scavenge(t, s, store.ScavengeOptions{})
 	for _, st := range []string{"log-a", "log-b"} {
 		evs, err := readErr(s, st)
 		if err != nil || len(evs) < 2 || evs[0].Type != "t" || evs[len(evs)-1].Type != store.TypeStreamTruncated {
@@ -336,7 +338,7 @@ func testRetentionMaxAgeKeepsTheNewestEvent(t *testing.T, h Harness) {
 		}
 	}
 	storetest.PublishAll(t, s)
-	if res := scavenge(t, s, store.ScavengeOptions{}); len(res.Trims) != 0 {
+	if res := Scavenge(t, s, store.ScavengeOptions{}); len(res.Trims) != 0 {
 		t.Fatalf("a scavenge of expired streams trims again: %+v", res.Trims)
 	}
 }
@@ -355,7 +357,7 @@ func isInvalid(field string) func(error) bool {
 func testSoftDelete(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
-	fillStream(t, s, "order-1", 4)
+	FillStream(t, s, "order-1", 4)
 	err := s.Update(ctx, func(tx *store.Tx) error {
 		return tx.SaveSnapshot(ctx, store.Snapshot{Tenant: "default", Stream: "order-1", SchemaVersion: 1, Version: 4, State: []byte("{}")})
 	})
@@ -404,14 +406,14 @@ func testSoftDelete(t *testing.T, h Harness) {
 	}
 	// exists and N conflict with actual 0.
 	for _, exp := range []store.Expected{store.StreamExists, store.Exact(5)} {
-		_, err := s.Append(ctx, "default", "order-1", exp, ev(t, "t", nil))
+		_, err := s.Append(ctx, "default", "order-1", exp, Event(t, "t", nil))
 		var ce *store.ConflictError
 		if !errors.As(err, &ce) || ce.Actual != 0 {
 			t.Fatalf("append %v after soft delete: %v, want a conflict with actual 0", exp, err)
 		}
 	}
 	// no-stream continues after the tombstone's version; reads start there.
-	res, err = s.Append(ctx, "default", "order-1", store.NoStream, ev(t, "t", nil))
+	res, err = s.Append(ctx, "default", "order-1", store.NoStream, Event(t, "t", nil))
 	if err != nil || res.Version != 6 {
 		t.Fatalf("no-stream append after tombstone at 5: version %d, %v; want 6", res.Version, err)
 	}
@@ -427,11 +429,11 @@ func testSoftDelete(t *testing.T, h Harness) {
 func testSoftDeleteThenAny(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
-	fillStream(t, s, "a", 2)
+	FillStream(t, s, "a", 2)
 	if _, err := s.Lifecycle().Delete(ctx, "default", "a", store.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.Append(ctx, "default", "a", store.Any, ev(t, "t", nil))
+	res, err := s.Append(ctx, "default", "a", store.Any, Event(t, "t", nil))
 	if err != nil || res.Version != 4 {
 		t.Fatalf("any append after tombstone at 3: version %d, %v; want 4", res.Version, err)
 	}
@@ -440,7 +442,7 @@ func testSoftDeleteThenAny(t *testing.T, h Harness) {
 func testHardDelete(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
-	fillStream(t, s, "a", 2)
+	FillStream(t, s, "a", 2)
 	res, err := s.Lifecycle().Delete(ctx, "default", "a", store.DeleteOptions{Hard: true, By: "bob"})
 	if err == nil {
 		err = s.CheckInvariants(ctx)
@@ -449,7 +451,7 @@ func testHardDelete(t *testing.T, h Harness) {
 		t.Fatalf("hard delete: %d, %v", res.Version, err)
 	}
 	for _, exp := range []store.Expected{store.Any, store.NoStream, store.StreamExists, store.Exact(3)} {
-		if _, err := s.Append(ctx, "default", "a", exp, ev(t, "t", nil)); !errors.Is(err, store.ErrStreamDeleted) {
+		if _, err := s.Append(ctx, "default", "a", exp, Event(t, "t", nil)); !errors.Is(err, store.ErrStreamDeleted) {
 			t.Fatalf("append %v to a hard-deleted stream: %v, want ErrStreamDeleted", exp, err)
 		}
 	}
@@ -475,7 +477,7 @@ func testHardDelete(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 	s = h.reopen(t, s, nil)
-	if _, err := s.Append(ctx, "default", "a", store.Any, ev(t, "t", nil)); !errors.Is(err, store.ErrStreamDeleted) {
+	if _, err := s.Append(ctx, "default", "a", store.Any, Event(t, "t", nil)); !errors.Is(err, store.ErrStreamDeleted) {
 		t.Fatalf("append after a restart: %v, want ErrStreamDeleted", err)
 	}
 }
@@ -483,7 +485,7 @@ func testHardDelete(t *testing.T, h Harness) {
 func testTruncate(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
-	fillStream(t, s, "a", 5)
+	FillStream(t, s, "a", 5)
 	res, err := s.Lifecycle().Truncate(ctx, "default", "a", 4, store.Exact(5))
 	if err != nil || res.Version != 6 || res.Events[0].Type != store.TypeStreamTruncated || string(res.Events[0].Data) != `{"before":4}` {
 		t.Fatalf("truncate: %+v, %v", res, err)
@@ -522,7 +524,7 @@ func testTruncate(t *testing.T, h Harness) {
 func testLifecycleBadInputChangesNothing(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
-	fillStream(t, s, "a", 3)
+	FillStream(t, s, "a", 3)
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	cases := []struct {
@@ -569,9 +571,9 @@ func testLifecycleBadInputChangesNothing(t *testing.T, h Harness) {
 func testStreamsListsNoDeletedStream(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
-	fillStream(t, s, "a", 3)
-	fillStream(t, s, "b", 1)
-	fillStream(t, s, "c", 1)
+	FillStream(t, s, "a", 3)
+	FillStream(t, s, "b", 1)
+	FillStream(t, s, "c", 1)
 	if _, err := s.Lifecycle().Truncate(ctx, "default", "a", 3, store.Any); err != nil {
 		t.Fatal(err)
 	}

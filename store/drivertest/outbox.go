@@ -11,12 +11,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// appendN appends n events to a stream and returns their positions.
-func appendN(t *testing.T, s *store.Store, tenant, stream string, n int) []int64 {
+// AppendN appends n events to a stream, one append each, and returns
+// their positions.
+func AppendN(t *testing.T, s *store.Store, tenant, stream string, n int) []int64 {
 	t.Helper()
 	var ps []int64
 	for i := range n {
-		res, err := s.Append(context.Background(), tenant, stream, store.Any, ev(t, "thing.happened", map[string]int{"i": i}))
+		res, err := s.Append(context.Background(), tenant, stream, store.Any, Event(t, "thing.happened", map[string]int{"i": i}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -25,7 +26,8 @@ func appendN(t *testing.T, s *store.Store, tenant, stream string, n int) []int64
 	return ps
 }
 
-func pendingPositions(t *testing.T, s *store.Store, now time.Time) []int64 {
+// PendingPositions returns the positions the outbox hands out at now.
+func PendingPositions(t *testing.T, s *store.Store, now time.Time) []int64 {
 	t.Helper()
 	rows, err := s.Outbox().Read(context.Background(), store.OutboxReadOptions{Limit: 1000, Now: now})
 	if err != nil {
@@ -38,7 +40,9 @@ func pendingPositions(t *testing.T, s *store.Store, now time.Time) []int64 {
 	return ps
 }
 
-func settle(t *testing.T, s *store.Store, l store.Lease, pub []store.Published, fail, dead []store.Failure) error {
+// Settle records, in one transaction under lease l, what a relay
+// published, what failed and what it gave up on.
+func Settle(t *testing.T, s *store.Store, l store.Lease, pub []store.Published, fail, dead []store.Failure) error {
 	t.Helper()
 	return s.Update(context.Background(), func(tx *store.Tx) error {
 		ctx := context.Background()
@@ -52,7 +56,8 @@ func settle(t *testing.T, s *store.Store, l store.Lease, pub []store.Published, 
 	})
 }
 
-func mustRead(t *testing.T, s *store.Store, o store.OutboxReadOptions) []store.OutboxRow {
+// MustRead reads the outbox and fails the test on an error.
+func MustRead(t *testing.T, s *store.Store, o store.OutboxReadOptions) []store.OutboxRow {
 	t.Helper()
 	rows, err := s.Outbox().Read(context.Background(), o)
 	if err != nil {
@@ -64,8 +69,8 @@ func mustRead(t *testing.T, s *store.Store, o store.OutboxReadOptions) []store.O
 func testOutboxReadMarkAndFence(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
-	a := appendN(t, s, "t1", "a", 2)
-	b := appendN(t, s, "t2", "b", 1)
+	a := AppendN(t, s, "t1", "a", 2)
+	b := AppendN(t, s, "t2", "b", 1)
 	now := time.Now()
 	rows, err := s.Outbox().Read(ctx, store.OutboxReadOptions{Now: now})
 	if err != nil {
@@ -79,10 +84,10 @@ func testOutboxReadMarkAndFence(t *testing.T, h Harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := settle(t, s, l, []store.Published{{Position: a[0], BrokerSequence: 7}, {Position: b[0]}}, nil, nil); err != nil {
+	if err := Settle(t, s, l, []store.Published{{Position: a[0], BrokerSequence: 7}, {Position: b[0]}}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]int64{a[1]}, pendingPositions(t, s, now)); diff != "" {
+	if diff := cmp.Diff([]int64{a[1]}, PendingPositions(t, s, now)); diff != "" {
 		t.Errorf("pending after marking (-want +got):\n%s", diff)
 	}
 	es, err := s.Outbox().Entries(ctx, 0, 10)
@@ -93,19 +98,19 @@ func testOutboxReadMarkAndFence(t *testing.T, h Harness) {
 		t.Errorf("entries: %+v", es)
 	}
 	// Marking again is harmless.
-	if err := settle(t, s, l, []store.Published{{Position: a[0], BrokerSequence: 9}}, nil, nil); err != nil {
+	if err := Settle(t, s, l, []store.Published{{Position: a[0], BrokerSequence: 9}}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	// A stale lease writes nothing, whatever it carries.
 	stale := l
 	stale.Token--
-	err = settle(t, s, stale, []store.Published{{Position: a[1]}}, nil, nil)
+	err = Settle(t, s, stale, []store.Published{{Position: a[1]}}, nil, nil)
 	if !errors.Is(err, store.ErrStaleFence) {
 		t.Fatalf("stale mark: %v", err)
 	}
 	for _, f := range []func() error{
-		func() error { return settle(t, s, stale, nil, []store.Failure{{Position: a[1], Error: "x"}}, nil) },
-		func() error { return settle(t, s, stale, nil, nil, []store.Failure{{Position: a[1], Error: "x"}}) },
+		func() error { return Settle(t, s, stale, nil, []store.Failure{{Position: a[1], Error: "x"}}, nil) },
+		func() error { return Settle(t, s, stale, nil, nil, []store.Failure{{Position: a[1], Error: "x"}}) },
 	} {
 		if err := f(); !errors.Is(err, store.ErrStaleFence) {
 			t.Fatalf("stale failure write: %v", err)
@@ -114,7 +119,7 @@ func testOutboxReadMarkAndFence(t *testing.T, h Harness) {
 	if err := s.Leases().Release(ctx, l); err != nil {
 		t.Fatal(err)
 	}
-	if err := settle(t, s, l, []store.Published{{Position: a[1]}}, nil, nil); !errors.Is(err, store.ErrStaleFence) {
+	if err := Settle(t, s, l, []store.Published{{Position: a[1]}}, nil, nil); !errors.Is(err, store.ErrStaleFence) {
 		t.Fatalf("mark after release: %v", err)
 	}
 	st, err := s.Outbox().Stats(ctx)
@@ -129,8 +134,8 @@ func testOutboxReadMarkAndFence(t *testing.T, h Harness) {
 func testOutboxFailuresHoldTheirStream(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
-	a := appendN(t, s, "default", "a", 3)
-	b := appendN(t, s, "default", "b", 2)
+	a := AppendN(t, s, "default", "a", 3)
+	b := AppendN(t, s, "default", "b", 2)
 	l, err := s.Leases().Acquire(ctx, "relay", "me", time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -138,10 +143,10 @@ func testOutboxFailuresHoldTheirStream(t *testing.T, h Harness) {
 	now := time.Unix(1_000_000, 0)
 	// a's first event failed once and waits until now+10s: a's later
 	// events wait too, b goes on.
-	if err := settle(t, s, l, nil, []store.Failure{{Position: a[0], Error: "timeout", NextAttemptAt: now.Add(10 * time.Second)}}, nil); err != nil {
+	if err := Settle(t, s, l, nil, []store.Failure{{Position: a[0], Error: "timeout", NextAttemptAt: now.Add(10 * time.Second)}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(b, pendingPositions(t, s, now)); diff != "" {
+	if diff := cmp.Diff(b, PendingPositions(t, s, now)); diff != "" {
 		t.Errorf("pending while a backs off (-want +got):\n%s", diff)
 	}
 	next, ok, err := s.Outbox().NextAttempt(ctx)
@@ -157,7 +162,7 @@ func testOutboxFailuresHoldTheirStream(t *testing.T, h Harness) {
 		t.Fatalf("rows when due: %+v", rows[0])
 	}
 	// After rows: paging.
-	if got := len(mustRead(t, s, store.OutboxReadOptions{After: a[2], Now: now.Add(time.Hour)})); got != 2 {
+	if got := len(MustRead(t, s, store.OutboxReadOptions{After: a[2], Now: now.Add(time.Hour)})); got != 2 {
 		t.Errorf("after %d: %d rows, want 2", a[2], got)
 	}
 	st, _ := s.Outbox().Stats(ctx)
@@ -169,19 +174,19 @@ func testOutboxFailuresHoldTheirStream(t *testing.T, h Harness) {
 func testDeadLettersParkRetryDiscard(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
-	a := appendN(t, s, "default", "a", 3)
-	b := appendN(t, s, "default", "b", 1)
-	other := appendN(t, s, "other", "a", 1) // same stream id, another tenant
+	a := AppendN(t, s, "default", "a", 3)
+	b := AppendN(t, s, "default", "b", 1)
+	other := AppendN(t, s, "other", "a", 1) // same stream id, another tenant
 	l, err := s.Leases().Acquire(ctx, "relay", "me", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	if err := settle(t, s, l, []store.Published{{Position: b[0]}}, nil, []store.Failure{{Position: a[0], Error: "too big"}}); err != nil {
+	if err := Settle(t, s, l, []store.Published{{Position: b[0]}}, nil, []store.Failure{{Position: a[0], Error: "too big"}}); err != nil {
 		t.Fatal(err)
 	}
 	// a is parked in tenant default only; it stays parked however late.
-	if diff := cmp.Diff(other, pendingPositions(t, s, now.Add(24*time.Hour))); diff != "" {
+	if diff := cmp.Diff(other, PendingPositions(t, s, now.Add(24*time.Hour))); diff != "" {
 		t.Errorf("pending with a parked (-want +got):\n%s", diff)
 	}
 	dls, err := s.Outbox().DeadLetters(ctx, "default")
@@ -220,7 +225,7 @@ func testDeadLettersParkRetryDiscard(t *testing.T, h Harness) {
 	if err != nil || d.Position != a[0] {
 		t.Fatalf("retry: %+v %v", d, err)
 	}
-	rows := mustRead(t, s, store.OutboxReadOptions{Now: now})
+	rows := MustRead(t, s, store.OutboxReadOptions{Now: now})
 	if len(rows) != 4 || rows[0].Event.Position != a[0] || rows[0].Attempts != 0 || rows[0].Event.ID != dls[0].EventID {
 		t.Fatalf("after retry: %+v", rows)
 	}
@@ -228,20 +233,20 @@ func testDeadLettersParkRetryDiscard(t *testing.T, h Harness) {
 		t.Errorf("second retry: %v", err)
 	}
 	// Dead again, then discarded: never read again, the stream unparked.
-	if err := settle(t, s, l, nil, nil, []store.Failure{{Position: a[0], Error: "still too big"}}); err != nil {
+	if err := Settle(t, s, l, nil, nil, []store.Failure{{Position: a[0], Error: "still too big"}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Outbox().DiscardDeadLetter(ctx, "default", dls[0].EventID); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]int64{a[1], a[2], other[0]}, pendingPositions(t, s, now)); diff != "" {
+	if diff := cmp.Diff([]int64{a[1], a[2], other[0]}, PendingPositions(t, s, now)); diff != "" {
 		t.Errorf("pending after discard (-want +got):\n%s", diff)
 	}
 	// A discarded row is no longer a dead letter, and cannot be marked.
 	if dls, _ := s.Outbox().DeadLetters(ctx, ""); len(dls) != 0 {
 		t.Errorf("dead letters after discard: %+v", dls)
 	}
-	if err := settle(t, s, l, []store.Published{{Position: a[0]}}, nil, nil); err != nil {
+	if err := Settle(t, s, l, []store.Published{{Position: a[0]}}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	es, _ := s.Outbox().Entries(ctx, a[0]-1, 1)
@@ -263,12 +268,12 @@ func testRetryAllDeadLetters(t *testing.T, h Harness) {
 	}
 	var dead []store.Failure
 	for i := range 3 {
-		p := appendN(t, s, "default", fmt.Sprint("s", i), 1)
+		p := AppendN(t, s, "default", fmt.Sprint("s", i), 1)
 		dead = append(dead, store.Failure{Position: p[0], Error: "no"})
 	}
-	p := appendN(t, s, "other", "x", 1)
+	p := AppendN(t, s, "other", "x", 1)
 	dead = append(dead, store.Failure{Position: p[0], Error: "no"})
-	if err := settle(t, s, l, nil, nil, dead); err != nil {
+	if err := Settle(t, s, l, nil, nil, dead); err != nil {
 		t.Fatal(err)
 	}
 	ds, err := s.Outbox().RetryDeadLetters(ctx, "default")
@@ -289,7 +294,7 @@ func testOutboxInTheAppendsTransaction(t *testing.T, h Harness) {
 	s := h.Open(t, nil)
 	errBoom := errors.New("boom")
 	err := s.Update(ctx, func(tx *store.Tx) error {
-		if _, err := tx.Append(ctx, "default", "a", store.NoStream, ev(t, "t", 1), ev(t, "t", 2)); err != nil {
+		if _, err := tx.Append(ctx, "default", "a", store.NoStream, Event(t, "t", 1), Event(t, "t", 2)); err != nil {
 			return err
 		}
 		if err := tx.SetCheckpoint(ctx, "p", 2, nil); err != nil {
@@ -303,7 +308,7 @@ func testOutboxInTheAppendsTransaction(t *testing.T, h Harness) {
 	if head, _ := s.Head(ctx); head != 0 {
 		t.Errorf("head %d after a rolled-back append, want 0", head)
 	}
-	if ps := pendingPositions(t, s, time.Now()); len(ps) != 0 {
+	if ps := PendingPositions(t, s, time.Now()); len(ps) != 0 {
 		t.Errorf("pending after a rolled-back append: %v", ps)
 	}
 	if st, err := s.Outbox().Stats(ctx); err != nil || st.Pending != 0 {
@@ -314,7 +319,7 @@ func testOutboxInTheAppendsTransaction(t *testing.T, h Harness) {
 	}
 	var res store.AppendResult
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		res, err = tx.Append(ctx, "default", "a", store.NoStream, ev(t, "t", 1), ev(t, "t", 2))
+		res, err = tx.Append(ctx, "default", "a", store.NoStream, Event(t, "t", 1), Event(t, "t", 2))
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -322,7 +327,7 @@ func testOutboxInTheAppendsTransaction(t *testing.T, h Harness) {
 	if diff := cmp.Diff([]int64{1, 2}, res.Positions()); diff != "" {
 		t.Errorf("positions after a rolled-back append (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(res.Positions(), pendingPositions(t, s, time.Now())); diff != "" {
+	if diff := cmp.Diff(res.Positions(), PendingPositions(t, s, time.Now())); diff != "" {
 		t.Errorf("pending after the commit (-want +got):\n%s", diff)
 	}
 }

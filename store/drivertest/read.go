@@ -14,7 +14,7 @@ import (
 func testEventByID(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
-	if _, err := s.Append(ctx, "a", "s", store.Any, evID(t, "id-1", "x", 1), evID(t, "id-2", "y", 2)); err != nil {
+	if _, err := s.Append(ctx, "a", "s", store.Any, EventWithID(t, "id-1", "x", 1), EventWithID(t, "id-2", "y", 2)); err != nil {
 		t.Fatal(err)
 	}
 	e, err := s.EventByID(ctx, "a", "id-2")
@@ -35,7 +35,7 @@ func testReadAllFilters(t *testing.T, h Harness) {
 	for _, a := range []struct {
 		tenant, stream, corr string
 	}{{"a", "order-1", "c1"}, {"a", "cart-1", "c1"}, {"b", "order-1", "c1"}, {"a", "order-2", "c2"}, {"a", "ordex", ""}, {"a", "order-1", "c1"}} {
-		if _, err := s.Append(ctx, a.tenant, a.stream, store.Any, corr(ev(t, "x", 0), a.corr)); err != nil {
+		if _, err := s.Append(ctx, a.tenant, a.stream, store.Any, corr(Event(t, "x", 0), a.corr)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -68,7 +68,7 @@ func testRebuildSwapsAtTheWatermark(t *testing.T, h Harness) {
 		n = 60
 	}
 	for i := range n {
-		if _, err := s.Append(ctx, "default", fmt.Sprint("s-", i%7), store.Any, ev(t, "t", i)); err != nil {
+		if _, err := s.Append(ctx, "default", fmt.Sprint("s-", i%7), store.Any, Event(t, "t", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -93,7 +93,7 @@ func testRebuildSwapsAtTheWatermark(t *testing.T, h Harness) {
 		// being built: the catch-up must take it in before the swap.
 		if pr.Phase == replay.PhaseRebuild && pr.Position > 0 && !appended {
 			appended = true
-			if _, err := s.Append(ctx, "default", "s-late", store.Any, ev(t, "t", "late")); err != nil {
+			if _, err := s.Append(ctx, "default", "s-late", store.Any, Event(t, "t", "late")); err != nil {
 				t.Error(err)
 			}
 		}
@@ -127,7 +127,7 @@ func testRebuildSwapsAtTheWatermark(t *testing.T, h Harness) {
 	if _, ok, _ := s.Rebuilds().Load(ctx, p.Name); ok {
 		t.Error("the rebuild row outlived the swap")
 	}
-	if _, err := s.Append(ctx, "default", "s-late", store.Any, ev(t, "t", "later")); err != nil {
+	if _, err := s.Append(ctx, "default", "s-late", store.Any, Event(t, "t", "later")); err != nil {
 		t.Fatal(err)
 	}
 	if cp, err := r.CatchUp(ctx); err != nil || cp != head+1 {

@@ -50,7 +50,7 @@ func testRelayDeliversEveryEventOnceInStreamOrder(t *testing.T, h Harness) {
 		for i := range 30 {
 			evs := make([]envelope.Event, 1+i%3)
 			for j := range evs {
-				evs[j] = ev(t, "t", map[string]int{"round": round, "i": i, "j": j})
+				evs[j] = Event(t, "t", map[string]int{"round": round, "i": i, "j": j})
 			}
 			if _, err := s.Append(ctx, []string{"default", "acme"}[i%2], fmt.Sprint("s-", i%5), store.Any, evs...); err != nil {
 				t.Fatal(err)

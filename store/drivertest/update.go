@@ -39,7 +39,7 @@ func testConcurrentUpdatesIsolated(t *testing.T, h Harness) {
 				key := fmt.Sprintf("r%d-%d", round, i)
 				switch {
 				case i%8 == 7: // an append beside the updates
-					_, results[i] = s.Append(ctx, "default", key, store.NoStream, ev(t, "t", i))
+					_, results[i] = s.Append(ctx, "default", key, store.NoStream, Event(t, "t", i))
 					return
 				}
 				results[i] = s.Update(ctx, func(tx *store.Tx) error {
@@ -87,8 +87,8 @@ func testConcurrentUpdatesIsolated(t *testing.T, h Harness) {
 	}
 }
 
-// kvTable makes the table the nested-scope tests write to.
-func kvTable(t *testing.T, s *store.Store) {
+// KVTable makes the table the nested-scope tests write to.
+func KVTable(t *testing.T, s *store.Store) {
 	t.Helper()
 	ctx := context.Background()
 	if err := s.Update(ctx, func(tx *store.Tx) error {
@@ -99,13 +99,14 @@ func kvTable(t *testing.T, s *store.Store) {
 	}
 }
 
-func put(ctx context.Context, tx *store.Tx, k string) error {
+// KVPut inserts key k into the table KVTable made.
+func KVPut(ctx context.Context, tx *store.Tx, k string) error {
 	_, err := tx.ExecContext(ctx, bind(tx.Dialect(), `INSERT INTO kv (k) VALUES (?)`), k)
 	return err
 }
 
-// keys reads the committed keys, sorted.
-func keys(t *testing.T, s *store.Store) []string {
+// KVKeys reads the committed keys, sorted.
+func KVKeys(t *testing.T, s *store.Store) []string {
 	t.Helper()
 	ctx := context.Background()
 	var ks []string
@@ -136,14 +137,14 @@ func keys(t *testing.T, s *store.Store) []string {
 func testNestedUndoesOnlyItsScope(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
-	kvTable(t, s)
+	KVTable(t, s)
 	errBoom := errors.New("boom")
 	err := s.Update(ctx, func(tx *store.Tx) error {
-		if err := put(ctx, tx, "before"); err != nil {
+		if err := KVPut(ctx, tx, "before"); err != nil {
 			return err
 		}
 		err := tx.Nested(ctx, func() error {
-			if err := put(ctx, tx, "failed-scope"); err != nil {
+			if err := KVPut(ctx, tx, "failed-scope"); err != nil {
 				return err
 			}
 			return errBoom
@@ -151,23 +152,23 @@ func testNestedUndoesOnlyItsScope(t *testing.T, h Harness) {
 		if err != errBoom {
 			return fmt.Errorf("tx.Nested returned %v, want fn's error unchanged", err)
 		}
-		if err := tx.Nested(ctx, func() error { return put(ctx, tx, "kept-scope") }); err != nil {
+		if err := tx.Nested(ctx, func() error { return KVPut(ctx, tx, "kept-scope") }); err != nil {
 			return err
 		}
 		// Scopes nest: the inner one fails, the outer one keeps its own.
 		if err := tx.Nested(ctx, func() error {
-			if err := put(ctx, tx, "outer"); err != nil {
+			if err := KVPut(ctx, tx, "outer"); err != nil {
 				return err
 			}
 			if err := tx.Nested(ctx, func() error {
-				if err := put(ctx, tx, "inner"); err != nil {
+				if err := KVPut(ctx, tx, "inner"); err != nil {
 					return err
 				}
 				return errBoom
 			}); !errors.Is(err, errBoom) {
 				return fmt.Errorf("inner Nested returned %v", err)
 			}
-			return put(ctx, tx, "outer-after")
+			return KVPut(ctx, tx, "outer-after")
 		}); err != nil {
 			return err
 		}
@@ -180,7 +181,7 @@ func testNestedUndoesOnlyItsScope(t *testing.T, h Harness) {
 				}
 			}()
 			_ = tx.Nested(ctx, func() error {
-				if err := put(ctx, tx, "panicked-scope"); err != nil {
+				if err := KVPut(ctx, tx, "panicked-scope"); err != nil {
 					panic(err)
 				}
 				panic("scope panic")
@@ -192,7 +193,7 @@ func testNestedUndoesOnlyItsScope(t *testing.T, h Harness) {
 		// A scope whose own ctx ended in it is still undone.
 		sctx, cancel := context.WithCancel(ctx)
 		err = tx.Nested(sctx, func() error {
-			if err := put(sctx, tx, "cancelled-scope"); err != nil {
+			if err := KVPut(sctx, tx, "cancelled-scope"); err != nil {
 				return err
 			}
 			cancel()
@@ -201,13 +202,13 @@ func testNestedUndoesOnlyItsScope(t *testing.T, h Harness) {
 		if !errors.Is(err, context.Canceled) {
 			return fmt.Errorf("cancelled scope returned %v", err)
 		}
-		return put(ctx, tx, "after")
+		return KVPut(ctx, tx, "after")
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"after", "before", "kept-scope", "outer", "outer-after"}
-	if got := keys(t, s); !slices.Equal(got, want) {
+	if got := KVKeys(t, s); !slices.Equal(got, want) {
 		t.Fatalf("committed %v, want %v", got, want)
 	}
 }
@@ -218,10 +219,10 @@ func testNestedUndoesOnlyItsScope(t *testing.T, h Harness) {
 func testNestedCommitsWithItsTransaction(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
-	kvTable(t, s)
+	KVTable(t, s)
 	errLater := errors.New("later")
 	err := s.Update(ctx, func(tx *store.Tx) error {
-		if err := tx.Nested(ctx, func() error { return put(ctx, tx, "scope") }); err != nil {
+		if err := tx.Nested(ctx, func() error { return KVPut(ctx, tx, "scope") }); err != nil {
 			return err
 		}
 		return errLater
@@ -229,7 +230,7 @@ func testNestedCommitsWithItsTransaction(t *testing.T, h Harness) {
 	if !errors.Is(err, errLater) {
 		t.Fatalf("Update returned %v", err)
 	}
-	if got := keys(t, s); len(got) != 0 {
+	if got := KVKeys(t, s); len(got) != 0 {
 		t.Fatalf("committed %v, want nothing", got)
 	}
 }
@@ -241,7 +242,7 @@ func testNestedCommitsWithItsTransaction(t *testing.T, h Harness) {
 func testNestedInGroupCommit(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
-	kvTable(t, s)
+	KVTable(t, s)
 	errBoom := errors.New("boom")
 	const n = 24
 	rounds := 10
@@ -256,14 +257,14 @@ func testNestedInGroupCommit(t *testing.T, h Harness) {
 				k := fmt.Sprintf("%02d-%02d", round, i)
 				errs[i] = s.Update(ctx, func(tx *store.Tx) error {
 					if err := tx.Nested(ctx, func() error {
-						if err := put(ctx, tx, k+"-drop"); err != nil {
+						if err := KVPut(ctx, tx, k+"-drop"); err != nil {
 							return err
 						}
 						return errBoom
 					}); !errors.Is(err, errBoom) {
 						return fmt.Errorf("nested: %v", err)
 					}
-					if err := tx.Nested(ctx, func() error { return put(ctx, tx, k+"-keep") }); err != nil {
+					if err := tx.Nested(ctx, func() error { return KVPut(ctx, tx, k+"-keep") }); err != nil {
 						return err
 					}
 					if i%5 == 0 {
@@ -288,7 +289,7 @@ func testNestedInGroupCommit(t *testing.T, h Harness) {
 			}
 		}
 	}
-	if got := keys(t, s); !slices.Equal(got, want) {
+	if got := KVKeys(t, s); !slices.Equal(got, want) {
 		t.Fatalf("committed %v\nwant %v", got, want)
 	}
 }
@@ -312,13 +313,13 @@ func testNestedOutsideUpdate(t *testing.T, h Harness) {
 func testNestedDeep(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
-	kvTable(t, s)
+	KVTable(t, s)
 	errBoom := errors.New("boom")
 	const depth = 12
 	var scope func(tx *store.Tx, d int) error
 	scope = func(tx *store.Tx, d int) error {
 		return tx.Nested(ctx, func() error {
-			if err := put(ctx, tx, fmt.Sprintf("d%02d", d)); err != nil {
+			if err := KVPut(ctx, tx, fmt.Sprintf("d%02d", d)); err != nil {
 				return err
 			}
 			if d == depth {
@@ -338,7 +339,7 @@ func testNestedDeep(t *testing.T, h Harness) {
 	for d := 1; d < depth; d++ {
 		want = append(want, fmt.Sprintf("d%02d", d))
 	}
-	if got := keys(t, s); !slices.Equal(got, want) {
+	if got := KVKeys(t, s); !slices.Equal(got, want) {
 		t.Fatalf("committed %v, want %v", got, want)
 	}
 }
