@@ -103,13 +103,8 @@ func (x Exec) CopyFile(ctx context.Context, conn *sql.Conn, dst string, step int
 			return err
 		}
 		for {
-			if err := ctx.Err(); err != nil {
-				_ = b.Finish()
-				return err
-			}
-			more, err := b.Step(int32(step))
+			more, err := stepCopy(ctx, b, step)
 			if err != nil {
-				_ = b.Finish()
 				return err
 			}
 			total := int64(b.PageCount())
@@ -177,13 +172,8 @@ func (Exec) CopyInto(ctx context.Context, conn *sql.Conn, src string, srcPageSiz
 		}
 		total := int64(0)
 		for {
-			if err := ctx.Err(); err != nil {
-				_ = b.Finish()
-				return err
-			}
-			more, err := b.Step(int32(step))
+			more, err := stepCopy(ctx, b, step)
 			if err != nil {
-				_ = b.Finish()
 				return err
 			}
 			if n := int64(b.PageCount()); n > 0 {
@@ -202,6 +192,22 @@ func (Exec) CopyInto(ctx context.Context, conn *sql.Conn, src string, srcPageSiz
 		}
 		return b.Finish()
 	})
+}
+
+// stepCopy copies up to n more pages. On a cancel or an error it
+// finishes b, which for a restore rolls the target back, and returns
+// the error.
+func stepCopy(ctx context.Context, b *sqlite.Backup, n int) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		_ = b.Finish()
+		return false, err
+	}
+	more, err := b.Step(int32(n))
+	if err != nil {
+		_ = b.Finish()
+		return false, err
+	}
+	return more, nil
 }
 
 // RaiseSequence raises the position floor, or in a file older than

@@ -20,19 +20,7 @@ func (Exec) PositionSpan(ctx context.Context, q driver.ReadQuerier, after, upto 
 // RemovedRangesIn reads removed_ranges.
 func (Exec) RemovedRangesIn(ctx context.Context, q driver.ReadQuerier, from, to int64) ([]driver.PositionRun, error) {
 	rows, err := q.QueryContext(ctx, `SELECT from_position, to_position FROM removed_ranges WHERE from_position <= ? AND to_position >= ? ORDER BY from_position`, to, from)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []driver.PositionRun
-	for rows.Next() {
-		var r driver.PositionRun
-		if err := rows.Scan(&r.From, &r.To); err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return positionRuns(rows, err)
 }
 
 // PositionGaps finds every stored event whose successor position is not
@@ -41,6 +29,14 @@ func (Exec) PositionGaps(ctx context.Context, q driver.ReadQuerier, from, upto i
 	rows, err := q.QueryContext(ctx, `SELECT position + 1, (SELECT MIN(b.position) FROM events b WHERE b.position > a.position) - 1
 		FROM events a WHERE a.position >= ? AND a.position < ?
 		AND NOT EXISTS (SELECT 1 FROM events c WHERE c.position = a.position + 1)`, from, upto)
+	return positionRuns(rows, err)
+}
+
+// positionRuns scans rows of (from, to) into runs, for the queries of
+// both removed ranges and gaps. A NULL to is the gap past the newest
+// event, not a hole, and is skipped; removed_ranges.to_position is NOT
+// NULL, so it skips nothing there.
+func positionRuns(rows *sql.Rows, err error) ([]driver.PositionRun, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +49,7 @@ func (Exec) PositionGaps(ctx context.Context, q driver.ReadQuerier, from, upto i
 			return nil, err
 		}
 		if !to.Valid {
-			continue // past the newest event: not a hole
+			continue
 		}
 		r.To = to.Int64
 		out = append(out, r)
