@@ -66,10 +66,10 @@
 //	conn.go         the read connections
 //	tx.go, view.go  Update and *Tx (tx.Nested: a scope that undoes only its
 //	                own writes), View and *ReadTx
-//	dialect.go      Dialect, tx.Dialect, rt.Dialect
-//	catalog_sqlite.go  the SQLite behind the seam projection and replay
-//	                use: which tables exist, their columns, renames,
-//	                savepoints (a second driver replaces this file)
+//	dialect.go      Dialect, tx.Dialect, rt.Dialect; the driver a store
+//	                runs on (its SQL is in internal/sqlitedriver, behind
+//	                the interfaces of internal/driver: this package runs
+//	                no SQL of its own)
 //	append.go       Append, tx.Append, Expected
 //	trace.go        the append span, the traceparent/tracestate extension, LatencyObserver
 //	read.go         ReadStream, ReadAll, Head, StreamVersion, EventByID
@@ -106,6 +106,7 @@
 //	doctor.go       Diagnose; invariants.go CheckInvariants
 //	backup.go, restore.go, inspect.go, migrate.go, readonly.go, access.go
 //	                the file: backup, restore, inspect, schema, modes, owner
+//	                (the migrations themselves are the driver's)
 //	errors.go       the sentinel and typed errors
 //
 // Backup copies a live file consistently (SQLite's backup API in one read
