@@ -8,12 +8,17 @@
 // pragma, catalog query and migration of one engine: today SQLite
 // (sqlitedriver), next PostgreSQL.
 //
-// An Executor has one method per store operation. Every read-then-write
-// sequence that is correct on SQLite only because SQLite serializes
-// writers (the expected-version check of an append, taking a lease, a
-// fence check, a consumer's version check) is one Executor method, so that
-// a driver can make it atomic in its own way: SQLite by its write lock,
-// PostgreSQL by a row lock.
+// A Driver is an engine's lifecycle: opening the writer's and the read
+// pools, preparing and migrating a database, the commit counter the
+// store's change poller compares. An Executor has one method per store
+// operation. Every read-then-write sequence that is correct on SQLite
+// only because SQLite serializes writers (the expected-version check of
+// an append, taking a lease, a fence check with the write it guards) is
+// one Executor method, so that a driver can make it atomic in its own
+// way: SQLite by its write lock, PostgreSQL by a row lock. Where the
+// public API splits a decision across calls of one transaction (a
+// consumer reads an aggregate's version, applies the event, then sets
+// the version), the read's contract is to hold what it read until commit.
 //
 // Methods take the Querier they run on as an argument: the writer's
 // connection inside its write transaction, a read snapshot, or the read
@@ -23,8 +28,10 @@
 //
 // Errors: a driver returns the engine's errors wrapped, never replaced, and
 // classifies them (Classify): a lock held past the wait is Busy, a unique
-// or foreign key violation is Constraint. The store turns these into the
-// errors its callers see (ErrBusy, ErrConflict, ErrDuplicate).
+// or foreign key violation is Constraint, a file that is not the engine's
+// is NotADatabase, a damaged one Corrupt. The store turns these into the
+// errors its callers see (ErrBusy, ErrConflict, ErrDuplicate,
+// ErrNotEventlite).
 package driver
 
 import (
