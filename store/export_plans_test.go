@@ -2,8 +2,8 @@ package store
 
 import "github.com/eventlite/eventlite/store/internal/sqlitedriver"
 
-// The append path's and the reads' SQL, now the driver's, for the query
-// plan test.
+// The SQLite driver's statements under the names the query plan tests
+// (append_plan_test.go, outbox_plan_test.go) use.
 var (
 	insertEventsSQL    = sqlitedriver.InsertEventsSQL
 	streamsPageSQL     = sqlitedriver.StreamsPageSQL
@@ -15,4 +15,12 @@ var (
 	selectStreamEvents = sqlitedriver.SelectStreamEvents
 )
 
-const eventCols = sqlitedriver.EventCols
+const (
+	eventCols           = sqlitedriver.EventCols
+	readOutboxQuery     = sqlitedriver.ReadOutboxQuery
+	advanceSettledQuery = sqlitedriver.AdvanceSettledQuery
+	advanceScannedQuery = sqlitedriver.AdvanceScannedQuery
+	markPublishedQuery  = sqlitedriver.MarkPublishedQuery
+	selectDeadLetters   = sqlitedriver.SelectDeadLetters
+	pendingCTE          = sqlitedriver.PendingCTE
+)
