@@ -12,9 +12,17 @@ import (
 // binary writes, and the names it reserves (reservedTable).
 func migrations() ([]driver.Migration, error) { return defaultDriver.Migrations() }
 
-// SchemaVersion is the schema version this binary writes.
+// SchemaVersion is the schema version this binary writes to a SQLite
+// file. A PostgreSQL schema has its own numbers.
 func SchemaVersion() int {
 	ms, _ := migrations()
+	return len(ms)
+}
+
+// schemaKnown is the schema version this binary writes with the store's
+// driver.
+func (s *Store) schemaKnown() int {
+	ms, _ := s.drv.Migrations()
 	return len(ms)
 }
 

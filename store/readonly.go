@@ -115,6 +115,6 @@ func Migrate(ctx context.Context, path string, opts *Options) (MigrateResult, er
 	if err != nil {
 		return MigrateResult{}, err
 	}
-	res := MigrateResult{Path: s.path, From: s.schemaAtOpen, To: SchemaVersion()}
+	res := MigrateResult{Path: s.path, From: s.schemaAtOpen, To: s.schemaKnown()}
 	return res, s.Close()
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/tracing"
 	"github.com/eventlite/eventlite/store/internal/driver"
+	"github.com/eventlite/eventlite/store/internal/pgdriver"
 	"github.com/eventlite/eventlite/store/internal/sqlitedriver"
 )
 
@@ -88,6 +89,11 @@ type Options struct {
 	// extension are encrypted and reads decrypt them. It is never stored
 	// in the database. Default: none (MasterKeyFile, when set).
 	MasterKey []byte
+	// Schema is the PostgreSQL schema the store's tables live in, when
+	// Open's address is a postgres:// URL. Default: the address's
+	// eventlite_schema parameter, else "eventlite". Giving both with
+	// different values is an error. Ignored for a SQLite file.
+	Schema string
 	// MasterKeyFile, when MasterKey is not set, is a file holding the
 	// master key (see ReadMasterKeyFile for its format). Default: none,
 	// and then an append carrying erasurekey fails with ErrNoMasterKey
@@ -151,7 +157,8 @@ func (o *Options) withDefaults() (Options, error) {
 // or, when nothing else is pending, the caller itself (see submit). Reads
 // use a pool.
 type Store struct {
-	path  string
+	path  string // the file's absolute path; for a server, its address without the password
+	addr  string // what the driver opens: the file, or the server's address with its password
 	opts  Options
 	log   hclog.Logger
 	trace tracing.Config
@@ -213,12 +220,13 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("store: Options.MasterKey: %w", err)
 	}
 	o.MasterKey, o.MasterKeyFile = nil, "" // kept in the keyring only
-	abs, err := filepath.Abs(path)
+	drv, abs, err := chooseDriver(path)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	s := &Store{
 		path:       abs,
+		addr:       path,
 		opts:       o,
 		log:        o.Logger.Named("store"),
 		trace:      tracing.Config{TP: o.TracerProvider, Prop: o.Propagator},
@@ -230,8 +238,11 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		doneCh:     make(chan struct{}),
 		closeEnd:   make(chan struct{}),
 		keys:       keys,
-		drv:        defaultDriver,
-		ex:         defaultDriver.Executor(),
+		drv:        drv,
+		ex:         drv.Executor(),
+	}
+	if drv.Dialect() == driver.SQLite {
+		s.addr = abs
 	}
 	keys.ex = s.ex
 	if err := s.open(ctx); err != nil {
@@ -243,16 +254,34 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	return s, nil
 }
 
-// Path returns the absolute path of the database file.
+// Path returns the absolute path of the database file; for a store on
+// PostgreSQL, its address with any password replaced by "xxxxx".
 func (s *Store) Path() string { return s.path }
 
-// defaultDriver is the engine every store runs on.
+// defaultDriver is the engine of a database file.
 var defaultDriver driver.Driver = sqlitedriver.Driver{}
+
+// chooseDriver picks the engine by the address: a postgres:// or
+// postgresql:// URL is PostgreSQL's, anything else a SQLite file. It
+// returns the name the store gives the database in messages: the file's
+// absolute path, or the address without its password.
+func chooseDriver(addr string) (driver.Driver, string, error) {
+	if pgdriver.IsAddress(addr) {
+		return pgdriver.Driver{}, pgdriver.Redact(addr), nil
+	}
+	abs, err := filepath.Abs(addr)
+	return defaultDriver, abs, err
+}
+
+// onServer reports whether the store runs on a database server rather
+// than on a file: there is no file to check, copy or vacuum.
+func (s *Store) onServer() bool { return s.drv.Dialect() != driver.SQLite }
 
 // openConfig is how the driver opens the file for this store.
 func (s *Store) openConfig() driver.OpenConfig {
 	return driver.OpenConfig{
-		Path:             s.path,
+		Path:             s.addr,
+		Schema:           s.opts.Schema,
 		ReadOnly:         s.opts.ReadOnly,
 		Attach:           s.plan == planAttach,
 		BusyTimeout:      s.opts.BusyTimeout,
@@ -312,13 +341,15 @@ func (s *Store) pragmas(ctx context.Context) (map[string]string, error) {
 
 func (s *Store) open(ctx context.Context) error {
 	var err error
-	if s.opts.ReadOnly {
+	if s.opts.ReadOnly && !s.onServer() {
 		if _, err := os.Stat(s.path); errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("store: no database at %s (a read-only open does not create one): %w", s.path, ErrNotFound)
 		}
 	}
-	if s.plan, err = checkAccess(s.path, s.opts.ReadOnly); err != nil {
-		return err
+	if !s.onServer() {
+		if s.plan, err = checkAccess(s.path, s.opts.ReadOnly); err != nil {
+			return err
+		}
 	}
 	if s.wdb, err = s.drv.OpenWriter(s.openConfig()); err != nil {
 		return fmt.Errorf("store: open %s: %w", s.path, err)
@@ -334,7 +365,7 @@ func (s *Store) open(ctx context.Context) error {
 	// Refuse a file from a newer eventlite, or one that is not eventlite's,
 	// before changing anything in it (the WAL switch writes to it).
 	// migrate reads the version again under the write lock.
-	if s.schemaAtOpen, err = s.checkSchema(ctx, SchemaVersion()); err != nil {
+	if s.schemaAtOpen, err = s.checkSchema(ctx, s.schemaKnown()); err != nil {
 		return err
 	}
 	if !s.opts.ReadOnly {

@@ -78,6 +78,10 @@ type OpenConfig struct {
 	// JournalSizeLimit caps the write-ahead log kept after a checkpoint,
 	// in bytes.
 	JournalSizeLimit int64
+	// Schema, for a server that keeps several stores in one database,
+	// names the store's (PostgreSQL: the schema). Empty: the address's,
+	// else the driver's default.
+	Schema string
 }
 
 // Migrator is the engine's schema: its numbered migrations and how one is

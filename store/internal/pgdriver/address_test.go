@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
 func TestParseAddress(t *testing.T) {
@@ -105,7 +107,7 @@ func TestPasswordNeverInErrors(t *testing.T) {
 		"mysql://u:" + secret + "@h/db",                                              // not postgres
 	}
 	for _, addr := range offline {
-		_, err := Open(ctx, addr, &Options{BusyTimeout: 10 * time.Second})
+		err := open(ctx, addr)
 		if err == nil {
 			t.Errorf("%s: opened", Redact(addr))
 			continue
@@ -122,7 +124,7 @@ func TestPasswordNeverInErrors(t *testing.T) {
 	// Authentication failure: a role that does not exist (the test server
 	// trusts every role that does, so a wrong password alone would pass).
 	u.User = url.UserPassword("no_such_role_eventlite", secret)
-	_, err = Open(ctx, u.String(), nil)
+	err = open(ctx, u.String())
 	if err == nil {
 		t.Fatal("a role that does not exist connected")
 	}
@@ -135,26 +137,32 @@ func TestPasswordNeverInErrors(t *testing.T) {
 	// A database that does not exist.
 	u.User = url.UserPassword("postgres", secret)
 	u.Path = "/no_such_db_eventlite"
-	if _, err := Open(ctx, u.String(), nil); err == nil || strings.Contains(err.Error(), secret) {
+	if err := open(ctx, u.String()); err == nil || strings.Contains(err.Error(), secret) {
 		t.Errorf("missing database: %v", err)
 	}
 }
 
-func TestOptionsRefused(t *testing.T) {
-	for _, o := range []Options{
-		{PoolSize: -1}, {BusyTimeout: -time.Second}, {StatementTimeout: time.Microsecond}, {IdleInTxTimeout: -1},
-		{Schema: "Bad"},
-	} {
-		_, err := Open(context.Background(), "postgres://u@h/db", &o)
-		var oe *OptionError
-		var se *SchemaError
-		if !errors.As(err, &oe) && !errors.As(err, &se) {
-			t.Errorf("%+v: %v, want an *OptionError or *SchemaError", o, err)
-		}
-	}
-	_, err := Open(context.Background(), "postgres://u@h/db?eventlite_schema=a", &Options{Schema: "b"})
-	var oe *OptionError
-	if !errors.As(err, &oe) || oe.Field != "Schema" {
+// TestSchemaGivenTwice: Options.Schema and the address's eventlite_schema
+// must agree, and Options.Schema is validated like the parameter.
+func TestSchemaGivenTwice(t *testing.T) {
+	_, err := Driver{}.OpenWriter(driver.OpenConfig{Path: "postgres://u@h/db?eventlite_schema=a", Schema: "b"})
+	var ae *AddressError
+	if !errors.As(err, &ae) || !strings.Contains(err.Error(), "give one") {
 		t.Errorf("schema given twice, differently: %v", err)
 	}
+	_, err = Driver{}.OpenWriter(driver.OpenConfig{Path: "postgres://u@h/db", Schema: "Bad"})
+	var se *SchemaError
+	if !errors.As(err, &se) {
+		t.Errorf("bad Options.Schema: %v, want a *SchemaError", err)
+	}
+}
+
+// open opens the writer's pool on addr and connects, as the store does.
+func open(ctx context.Context, addr string) error {
+	db, err := Driver{}.OpenWriter(driver.OpenConfig{Path: addr, BusyTimeout: 10 * time.Second})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return db.PingContext(ctx)
 }

@@ -66,29 +66,3 @@ func withSchema(tb testing.TB, schema string) string {
 	u.RawQuery = q.Encode()
 	return u.String()
 }
-
-// openTest opens a migrated DB on a fresh schema, closed when the test ends.
-func openTest(tb testing.TB, opts *Options) *DB {
-	tb.Helper()
-	db := openSchema(tb, freshSchema(tb), opts)
-	if err := db.Migrate(context.Background()); err != nil {
-		tb.Fatal(err)
-	}
-	return db
-}
-
-// openSchema opens a DB on schema (not migrated), closed when the test ends.
-func openSchema(tb testing.TB, schema string, opts *Options) *DB {
-	tb.Helper()
-	db, err := Open(context.Background(), withSchema(tb, schema), opts)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(db.Close)
-	return db
-}
-
-// ev is a small event with a JSON body.
-func ev(id string) Event {
-	return Event{ID: id, Type: "test.happened", Source: "/test", Time: 1, ContentType: "application/json", Data: []byte(`{"id":"` + id + `"}`)}
-}

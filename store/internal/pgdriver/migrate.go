@@ -12,54 +12,61 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
 //go:embed migrations/*.sql
-var migrationFiles embed.FS
+var migrationFS embed.FS
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// migrations reads the embedded NNNN_name.sql files in order and checks
-// that they are numbered 1, 2, ... without a gap.
-func migrations() ([]migration, error) {
-	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+// Migrations returns the embedded migrations in order, numbered 1, 2, ...
+// without a gap. PostgreSQL's schema starts at the SQLite store's last
+// schema: its numbers are its own.
+func Migrations() ([]driver.Migration, error) {
+	entries, err := fs.ReadDir(migrationFS, "migrations")
 	if err != nil {
 		return nil, err
 	}
-	slices.Sort(names)
-	var ms []migration
-	for i, n := range names {
-		base := path.Base(n)
-		num, _, ok := strings.Cut(base, "_")
+	var ms []driver.Migration
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
 		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v != i+1 {
-			return nil, fmt.Errorf("migration %s: want number %04d", base, i+1)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("migration %s: name must start with a number and '_'", e.Name())
 		}
-		b, err := migrationFiles.ReadFile(n)
+		b, err := migrationFS.ReadFile(path.Join("migrations", e.Name()))
 		if err != nil {
 			return nil, err
 		}
-		ms = append(ms, migration{version: v, name: base, sql: string(b)})
+		ms = append(ms, driver.Migration{Version: v, Name: e.Name(), SQL: string(b)})
+	}
+	slices.SortFunc(ms, func(a, b driver.Migration) int { return a.Version - b.Version })
+	for i, m := range ms {
+		if m.Version != i+1 {
+			return nil, fmt.Errorf("migration %s: expected version %d", m.Name, i+1)
+		}
 	}
 	return ms, nil
 }
 
-// SchemaVersion is the schema version this binary knows: the number of its
-// migrations.
-func SchemaVersion() int {
-	ms, err := migrations()
-	if err != nil {
-		panic(err)
-	}
-	return len(ms)
+// Migrations returns the embedded migrations.
+func (Driver) Migrations() ([]driver.Migration, error) { return Migrations() }
+
+// versionSQL reads the schema version in one statement, whether or not
+// schema_migrations exists: 0 when it does not. (A query naming a missing
+// table fails when it is planned; query_to_xml plans its query only when
+// the CASE reaches it.)
+const versionSQL = `SELECT CASE WHEN to_regclass('schema_migrations') IS NULL THEN 0
+	ELSE ((xpath('/row/v/text()', query_to_xml('SELECT COALESCE(max(version), 0) AS v FROM schema_migrations', false, true, '')))[1])::text::int END`
+
+// SchemaVersion reads the highest version in schema_migrations: 0 for a
+// schema (or a database) no migration has touched.
+func (Driver) SchemaVersion(ctx context.Context, q driver.ReadQuerier) (int, error) {
+	var v int
+	err := q.QueryRowContext(ctx, versionSQL).Scan(&v)
+	return v, err
 }
 
-// migrateLockKey is the advisory lock key of schema's migrations: two
+// migrateLockKey is the advisory lock key of a schema's migrations: two
 // processes migrating one schema wait for each other, different schemas
 // do not.
 func migrateLockKey(schema string) int64 {
@@ -68,60 +75,60 @@ func migrateLockKey(schema string) int64 {
 	return int64(h.Sum64())
 }
 
-// Migrate creates the schema if needed and applies every pending migration
-// in one transaction, under pg_advisory_xact_lock (a transaction lock:
-// session locks are lost or leaked behind a pooler in transaction mode),
-// recording each version in schema_migrations. Several processes may call
-// it at once: one applies, the others then find nothing to do. A schema
-// migrated by a newer binary is refused with *SchemaTooNewError and left
-// unchanged.
-func (db *DB) Migrate(ctx context.Context) error {
-	ms, err := migrations()
-	if err != nil {
-		return err
+// ApplyMigration runs m in a transaction that first takes the schema's
+// pg_advisory_xact_lock (a transaction lock: a session lock is lost or
+// leaked behind a pooler in transaction mode), creates the schema and
+// schema_migrations if they do not exist, reads the version again, and
+// records m's version with m. The rollback runs under
+// context.Background, so that an interrupted migration still leaves the
+// connection usable.
+func (Driver) ApplyMigration(ctx context.Context, c driver.Querier, m driver.Migration, _ func(events int64)) (applied bool, err error) {
+	var schema string
+	if err := c.QueryRowContext(ctx, `SHOW search_path`).Scan(&schema); err != nil {
+		return false, err
 	}
-	c, err := db.acquire(ctx, "migrate")
-	if err != nil {
-		return err
+	if _, err := c.ExecContext(ctx, "BEGIN ISOLATION LEVEL READ COMMITTED"); err != nil {
+		return false, err
 	}
-	defer c.Release()
-	err = pgx.BeginTxFunc(ctx, c, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrateLockKey(db.schema)); err != nil {
-			return err
+	defer func() {
+		if err != nil {
+			_, _ = c.ExecContext(context.Background(), "ROLLBACK")
 		}
-		if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+db.quoted); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, "SET LOCAL search_path TO "+db.quoted); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	}()
+	if _, err := c.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLockKey(schema)); err != nil {
+		return false, err
+	}
+	if _, err := c.ExecContext(ctx, `CREATE SCHEMA IF NOT EXISTS `+schema); err != nil {
+		return false, err
+	}
+	if _, err := c.ExecContext(ctx, `SET LOCAL search_path TO `+schema); err != nil {
+		return false, err
+	}
+	if _, err := c.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
     version    INTEGER PRIMARY KEY,
     name       TEXT    NOT NULL,
     applied_at BIGINT  NOT NULL -- unix nanoseconds
 )`); err != nil {
-			return err
-		}
-		var have int
-		if err := tx.QueryRow(ctx, "SELECT COALESCE(max(version), 0) FROM schema_migrations").Scan(&have); err != nil {
-			return err
-		}
-		if have > len(ms) {
-			return &SchemaTooNewError{Schema: db.schema, Version: have, Known: len(ms)}
-		}
-		for _, m := range ms[have:] {
-			if _, err := tx.Exec(ctx, m.sql); err != nil {
-				return fmt.Errorf("migration %s: %w", m.name, err)
-			}
-			if _, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
-				m.version, m.name, time.Now().UnixNano()); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if _, ok := err.(*SchemaTooNewError); ok {
-		return err
+		return false, err
 	}
-	return classify("migrate schema "+db.schema, err)
+	var current int
+	if err := c.QueryRowContext(ctx, `SELECT COALESCE(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+		return false, err
+	}
+	if current >= m.Version {
+		_, err := c.ExecContext(ctx, "COMMIT")
+		return false, err
+	}
+	fail := func(err error) (bool, error) { return false, &driver.MigrationError{Name: m.Name, Err: err} }
+	if _, err := c.ExecContext(ctx, m.SQL); err != nil {
+		return fail(err)
+	}
+	if _, err := c.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
+		m.Version, m.Name, time.Now().UnixNano()); err != nil {
+		return fail(err)
+	}
+	if _, err := c.ExecContext(ctx, "COMMIT"); err != nil {
+		return fail(err)
+	}
+	return true, nil
 }

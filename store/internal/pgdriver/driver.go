@@ -1,0 +1,177 @@
+package pgdriver
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/eventlite/eventlite/store/internal/driver"
+)
+
+// Driver is the PostgreSQL driver. It holds no state.
+type Driver struct{}
+
+var _ driver.Driver = Driver{}
+
+// Dialect is driver.Postgres.
+func (Driver) Dialect() driver.Dialect { return driver.Postgres }
+
+// Executor returns Exec.
+func (Driver) Executor() driver.Executor { return Exec{} }
+
+// Session defaults. A setting the address names itself (pgx sends every
+// parameter it does not know to the server as a run-time setting, for
+// example ?idle_in_transaction_session_timeout=10000) wins over these.
+const (
+	defaultStatementTimeout = 60 * time.Second
+	// defaultIdleInTxTimeout ends a session that sits idle inside a
+	// transaction longer, so that a stopped process (SIGSTOP) holding
+	// the head row cannot stall every other writer past it. An Update
+	// closure that keeps its transaction open longer without a statement
+	// is ended too.
+	defaultIdleInTxTimeout = 30 * time.Second
+)
+
+// connector builds the database/sql connector of cfg: pgx's stdlib
+// adapter on the address without the eventlite_schema parameter, with the
+// store's session settings and the schema as the search path.
+func connector(cfg driver.OpenConfig) (*sql.DB, *Address, error) {
+	a, err := ParseAddress(cfg.Path)
+	if err != nil {
+		return nil, nil, err
+	}
+	schema := a.Schema
+	if cfg.Schema != "" {
+		if err := ValidateSchema(cfg.Schema); err != nil {
+			return nil, nil, err
+		}
+		if a.SchemaGiven && cfg.Schema != a.Schema {
+			return nil, nil, &AddressError{Address: a.Redacted, Reason: fmt.Sprintf("Options.Schema %q differs from the address's %s %q: give one", cfg.Schema, SchemaParam, a.Schema)}
+		}
+		schema = cfg.Schema
+	}
+	a.Schema = schema
+	pc, err := pgx.ParseConfig(a.ConnString)
+	if err != nil {
+		// pgx redacts the password in its own message; scrub it again.
+		return nil, nil, &AddressError{Address: a.Redacted, Reason: scrub(err.Error(), a.ConnString)}
+	}
+	rp := pc.RuntimeParams
+	set := func(k, v string) {
+		if _, ok := rp[k]; !ok {
+			rp[k] = v
+		}
+	}
+	rp["search_path"] = pgx.Identifier{schema}.Sanitize()
+	rp["synchronous_commit"] = "on"
+	set("lock_timeout", ms(cfg.BusyTimeout))
+	set("statement_timeout", ms(defaultStatementTimeout))
+	set("idle_in_transaction_session_timeout", ms(defaultIdleInTxTimeout))
+	if cfg.ReadOnly {
+		rp["default_transaction_read_only"] = "on"
+	}
+	return stdlib.OpenDB(*pc), a, nil
+}
+
+func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+// OpenWriter opens the writer's pool: one connection, kept for the store's
+// life.
+func (Driver) OpenWriter(cfg driver.OpenConfig) (*sql.DB, error) {
+	db, _, err := connector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	return db, nil
+}
+
+// OpenReader opens the read pool of conns connections.
+func (Driver) OpenReader(cfg driver.OpenConfig, conns int) (*sql.DB, error) {
+	db, _, err := connector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
+	return db, nil
+}
+
+// InitNew creates the schema: the first migration's tables go into it.
+func (Driver) InitNew(ctx context.Context, q driver.Querier) error {
+	var schema string
+	if err := q.QueryRowContext(ctx, `SHOW search_path`).Scan(&schema); err != nil {
+		return err
+	}
+	_, err := q.ExecContext(ctx, `CREATE SCHEMA IF NOT EXISTS `+schema)
+	return err
+}
+
+// EnableWAL does nothing: PostgreSQL always writes ahead.
+func (Driver) EnableWAL(context.Context, driver.Querier) error { return nil }
+
+// CommitCounter reads log_head.commits, which every write transaction
+// moves first thing (Writer.Begin, beginWrite). The head row is one
+// row: another process's commit is seen at once, on any connection.
+func (Driver) CommitCounter(ctx context.Context, q driver.ReadQuerier) (int64, error) {
+	var n int64
+	err := q.QueryRowContext(ctx, `SELECT commits FROM log_head`).Scan(&n)
+	return n, err
+}
+
+var settingNames = []string{"search_path", "synchronous_commit", "lock_timeout", "statement_timeout", "idle_in_transaction_session_timeout", "transaction_isolation"}
+
+// SettingNames are the session settings the store relies on.
+func (Driver) SettingNames() []string { return settingNames }
+
+// Setting reads one of them with SHOW.
+func (Driver) Setting(ctx context.Context, q driver.ReadQuerier, name string) (string, error) {
+	ok := false
+	for _, n := range settingNames {
+		ok = ok || n == name
+	}
+	if !ok {
+		return "", fmt.Errorf("pgdriver: unknown setting %q", name)
+	}
+	var v string
+	err := q.QueryRowContext(ctx, `SHOW `+name).Scan(&v)
+	return v, err
+}
+
+// PostgreSQL error codes the store treats specially.
+const (
+	codeDeadlock      = "40P01" // deadlock_detected
+	codeSerialization = "40001" // serialization_failure
+	codeLockTimeout   = "55P03" // lock_not_available (lock_timeout)
+	codeIdleInTx      = "25P03" // idle_in_transaction_session_timeout
+	codeQueryCanceled = "57014" // query_canceled (statement_timeout)
+)
+
+func init() { driver.RegisterClassifier(classifyPG) }
+
+// classifyPG: deadlocks, serialization failures and lock waits past
+// lock_timeout are Busy (retrying may succeed); an integrity constraint
+// violation (class 23) is Constraint.
+func classifyPG(err error) driver.Class {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return driver.Other
+	}
+	switch {
+	case pe.Code == codeDeadlock, pe.Code == codeSerialization, pe.Code == codeLockTimeout:
+		return driver.Busy
+	case len(pe.Code) == 5 && pe.Code[:2] == "23":
+		return driver.Constraint
+	}
+	return driver.Other
+}

@@ -1,0 +1,261 @@
+package pgdriver
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/store/internal/driver"
+)
+
+// The common reads, prepared on the read pool. Reads of a stream start at
+// its first retained version (a truncate or a delete moved it); a stream
+// without a row has none.
+const (
+	ReadStreamSQL = SelectStreamEvents + ` WHERE tenant = $1 AND stream_id = $2
+			AND version >= GREATEST($3, (SELECT first_version FROM streams WHERE tenant = $1 AND stream_id = $2)) ORDER BY version LIMIT $4`
+	ReadStreamBackwardSQL = SelectStreamEvents + ` WHERE tenant = $1 AND stream_id = $2 AND version <= $3
+			AND version >= (SELECT first_version FROM streams WHERE tenant = $1 AND stream_id = $2) ORDER BY version DESC LIMIT $4`
+	ReadAllSQL       = SelectEvents + ` WHERE position >= $1 ORDER BY position LIMIT $2`
+	ReadAllTenantSQL = SelectEvents + ` WHERE position >= $1 AND tenant = $2 ORDER BY position LIMIT $3`
+	// StreamVersionSQL reads a stream's version and lifecycle state; no
+	// row: the stream does not exist.
+	StreamVersionSQL = `SELECT COALESCE((SELECT max(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id), 0), deleted
+	FROM streams s WHERE s.tenant = $1 AND s.stream_id = $2`
+)
+
+type reader struct {
+	db             *sql.DB
+	streamForward  *sql.Stmt
+	streamBackward *sql.Stmt
+	all            *sql.Stmt
+	allTenant      *sql.Stmt
+	streamVersion  *sql.Stmt
+}
+
+// PrepareReader prepares the common reads on db.
+func (Exec) PrepareReader(ctx context.Context, db *sql.DB) (driver.Reader, error) {
+	r := &reader{db: db}
+	var err error
+	prep := func(q string) *sql.Stmt {
+		if err != nil {
+			return nil
+		}
+		var st *sql.Stmt
+		st, err = db.PrepareContext(ctx, q)
+		return st
+	}
+	r.streamForward = prep(ReadStreamSQL)
+	r.streamBackward = prep(ReadStreamBackwardSQL)
+	r.all = prep(ReadAllSQL)
+	r.allTenant = prep(ReadAllTenantSQL)
+	r.streamVersion = prep(StreamVersionSQL)
+	if err != nil {
+		_ = r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// Close closes the statements.
+func (r *reader) Close() error {
+	var errs []error
+	for _, st := range []*sql.Stmt{r.streamForward, r.streamBackward, r.all, r.allTenant, r.streamVersion} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// scanEvents appends the events of rows to page, closing rows.
+func scanEvents(rows *sql.Rows, sc *EventScanner, page []envelope.Event) ([]envelope.Event, error) {
+	defer rows.Close()
+	for rows.Next() {
+		e, err := sc.Scan(rows)
+		if err != nil {
+			return page, err
+		}
+		page = append(page, e)
+	}
+	if err := rows.Err(); err != nil {
+		return page, err
+	}
+	return page, rows.Close()
+}
+
+// ReadStream runs the prepared read of one stream.
+func (r *reader) ReadStream(ctx context.Context, page []envelope.Event, tenant, stream string, from int64, backward bool, n int) ([]envelope.Event, error) {
+	st := r.streamForward
+	if backward {
+		st = r.streamBackward
+	}
+	rows, err := st.QueryContext(ctx, tenant, stream, from, n)
+	if err != nil {
+		return page, err
+	}
+	return scanEvents(rows, NewStreamEventScanner(tenant, stream), page)
+}
+
+// ReadAll runs a prepared read of the log when f selects by tenant at
+// most, else builds the query.
+func (r *reader) ReadAll(ctx context.Context, page []envelope.Event, f *driver.LogFilter, from int64, n int) ([]envelope.Event, error) {
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	switch {
+	case len(f.Types) > 0, f.StreamPrefix != "", f.CorrelationID != "", f.Backward:
+		q, args := logQuery(f, from, n)
+		rows, err = r.db.QueryContext(ctx, q, args...)
+	case f.Tenant != "":
+		rows, err = r.allTenant.QueryContext(ctx, from, f.Tenant, n)
+	default:
+		rows, err = r.all.QueryContext(ctx, from, n)
+	}
+	if err != nil {
+		return page, err
+	}
+	return scanEvents(rows, NewEventScanner(), page)
+}
+
+// logQuery builds the read of the log that f selects.
+func logQuery(f *driver.LogFilter, from int64, n int) (string, []any) {
+	var where []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if f.Backward {
+		where = append(where, "position <= "+arg(from))
+	} else {
+		where = append(where, "position >= "+arg(from))
+	}
+	if f.Tenant != "" {
+		where = append(where, "tenant = "+arg(f.Tenant))
+	}
+	if len(f.Types) > 0 {
+		ps := make([]string, len(f.Types))
+		for i, t := range f.Types {
+			ps[i] = arg(t)
+		}
+		where = append(where, "type IN ("+strings.Join(ps, ", ")+")")
+	}
+	if f.StreamPrefix != "" {
+		where = append(where, "starts_with(stream_id, "+arg(f.StreamPrefix)+")")
+	}
+	if f.CorrelationID != "" {
+		where = append(where, "correlation_id = "+arg(f.CorrelationID))
+	}
+	order := " ORDER BY position LIMIT "
+	if f.Backward {
+		order = " ORDER BY position DESC LIMIT "
+	}
+	order += arg(n)
+	return SelectEvents + " WHERE " + strings.Join(where, " AND ") + order, args
+}
+
+// StreamVersion runs StreamVersionSQL.
+func (r *reader) StreamVersion(ctx context.Context, tenant, stream string) (driver.StreamVersion, error) {
+	v := driver.StreamVersion{Found: true}
+	err := r.streamVersion.QueryRowContext(ctx, tenant, stream).Scan(&v.Version, &v.Deleted)
+	if errors.Is(err, sql.ErrNoRows) {
+		return driver.StreamVersion{}, nil
+	}
+	if err != nil {
+		return driver.StreamVersion{}, err
+	}
+	return v, nil
+}
+
+// Head reads the highest position.
+func (Exec) Head(ctx context.Context, q driver.ReadQuerier) (int64, error) {
+	var h int64
+	err := q.QueryRowContext(ctx, `SELECT COALESCE(max(position), 0) FROM events`).Scan(&h)
+	return h, err
+}
+
+// EventByID reads by the (tenant, event_id) index.
+func (Exec) EventByID(ctx context.Context, q driver.ReadQuerier, tenant, id string) (envelope.Event, bool, error) {
+	e, err := NewEventScanner().Scan(q.QueryRowContext(ctx, SelectEvents+` WHERE tenant = $1 AND event_id = $2`, tenant, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return envelope.Event{}, false, nil
+	}
+	if err != nil {
+		return envelope.Event{}, false, err
+	}
+	return e, true, nil
+}
+
+// NewestEvents reads by the (tenant, stream_id, version) index.
+func (Exec) NewestEvents(ctx context.Context, q driver.ReadQuerier, tenant, stream string, after int64, n int) ([]envelope.Event, error) {
+	rows, err := q.QueryContext(ctx, SelectEvents+` WHERE tenant = $1 AND stream_id = $2 AND version > $3 ORDER BY version`,
+		tenant, stream, after)
+	if err != nil {
+		return nil, err
+	}
+	return scanEvents(rows, NewEventScanner(), make([]envelope.Event, 0, n))
+}
+
+// StreamEvents reads a stream's versions from..to, row by row.
+func (Exec) StreamEvents(ctx context.Context, q driver.ReadQuerier, tenant, stream string, from, to int64, fn func(envelope.Event) error) error {
+	rows, err := q.QueryContext(ctx, SelectStreamEvents+` WHERE tenant = $1 AND stream_id = $2 AND version BETWEEN $3 AND $4 ORDER BY version`,
+		tenant, stream, from, to)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	sc := NewStreamEventScanner(tenant, stream)
+	for rows.Next() {
+		e, err := sc.Scan(rows)
+		if err != nil {
+			return err
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// StreamsPageSQL lists a page of a tenant's streams from the stream id $2
+// on (op: > or >=), in the streams' primary key order.
+func StreamsPageSQL(op string) string {
+	return `SELECT s.stream_id, COALESCE(n.version, 0), s.created_at, COALESCE(n.recorded_at, s.created_at),
+		COALESCE((SELECT position FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id AND e.version = s.first_version), 0),
+		COALESCE(n.position, 0)
+		FROM streams s LEFT JOIN events n ON n.tenant = s.tenant AND n.stream_id = s.stream_id
+			AND n.version = (SELECT max(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id)
+		WHERE s.tenant = $1 AND s.stream_id ` + op + ` $2 AND s.deleted = 0 ORDER BY s.stream_id LIMIT $3`
+}
+
+var (
+	streamsPageAfter = StreamsPageSQL(">")
+	streamsPageFrom  = StreamsPageSQL(">=")
+)
+
+// StreamsPage runs StreamsPageSQL.
+func (Exec) StreamsPage(ctx context.Context, q driver.ReadQuerier, tenant, from string, inclusive bool, n int) ([]driver.StreamRow, error) {
+	query := streamsPageAfter
+	if inclusive {
+		query = streamsPageFrom
+	}
+	rows, err := q.QueryContext(ctx, query, tenant, from, n)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.StreamRow
+	for rows.Next() {
+		var r driver.StreamRow
+		if err := rows.Scan(&r.Stream, &r.Version, &r.CreatedAt, &r.UpdatedAt, &r.FirstPosition, &r.LastPosition); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
