@@ -37,9 +37,9 @@ func consumerTestDB(tb testing.TB) *sql.DB {
 	return db
 }
 
-// beginOn takes a connection of db and begins a transaction on it; it
+// consumerTx takes a connection of db and begins a transaction on it; it
 // returns the connection and its backend's process id.
-func beginOn(tb testing.TB, db *sql.DB) (*sql.Conn, int) {
+func consumerTx(tb testing.TB, db *sql.DB) (*sql.Conn, int) {
 	tb.Helper()
 	ctx := context.Background()
 	c, err := db.Conn(ctx)
@@ -57,8 +57,8 @@ func beginOn(tb testing.TB, db *sql.DB) (*sql.Conn, int) {
 	return c, pid
 }
 
-// waitForLock returns once the backend pid waits for a lock.
-func waitForLock(tb testing.TB, db *sql.DB, pid int) {
+// consumerLockWait returns once the backend pid waits for a lock.
+func consumerLockWait(tb testing.TB, db *sql.DB, pid int) {
 	tb.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
@@ -74,7 +74,7 @@ func waitForLock(tb testing.TB, db *sql.DB, pid int) {
 	tb.Fatalf("backend %d never waited for a lock", pid)
 }
 
-type versionRead struct {
+type consumerVersionRead struct {
 	version int64
 	eventID string
 	ok      bool
@@ -99,19 +99,19 @@ func TestConsumerVersionHoldsUntilCommit(t *testing.T) {
 		{"row", 1, 2, true},
 	} {
 		t.Run(step.name, func(t *testing.T) {
-			first, _ := beginOn(t, db)
-			second, pid := beginOn(t, db)
+			first, _ := consumerTx(t, db)
+			second, pid := consumerTx(t, db)
 			v, _, ok, err := Exec{}.ConsumerVersion(ctx, first, k)
 			if err != nil || ok != step.beforeOK || v != step.before {
 				t.Fatalf("first read: v%d ok=%v (%v), want v%d ok=%v", v, ok, err, step.before, step.beforeOK)
 			}
-			got := make(chan versionRead, 1)
+			got := make(chan consumerVersionRead, 1)
 			go func() {
-				var r versionRead
+				var r consumerVersionRead
 				r.version, r.eventID, r.ok, r.err = Exec{}.ConsumerVersion(ctx, second, k)
 				got <- r
 			}()
-			waitForLock(t, db, pid)
+			consumerLockWait(t, db, pid)
 			select {
 			case r := <-got:
 				t.Fatalf("the second read did not wait: %+v", r)
