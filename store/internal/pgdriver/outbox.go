@@ -31,7 +31,15 @@ const outboxColumns = `e.position, e.tenant, e.stream_id, e.version, e.event_id,
 	e.content_type, e.data, e.data_schema, e.correlation_id, e.causation_id, e.extensions,
 	COALESCE(o.attempts, 0), o.first_failed_at, o.last_error`
 
-// Unsettled holds for an event e left-joined to its outbox row o when the
+// outboxRowOf joins an event e to its outbox row o (none: NULLs), read
+// through the outbox's primary key for each event in turn. OFFSET 0 keeps
+// PostgreSQL from turning the lookup into a join, whose outbox side would
+// scan the outbox from its first row (or all of it, for a hash join): the
+// position bounds of a query are on e, and a read or watermark move that
+// stops at its first rows must not pay for every row published below.
+const outboxRowOf = `LEFT JOIN LATERAL (SELECT o.* FROM outbox o WHERE o.position = e.position OFFSET 0) o ON true`
+
+// Unsettled holds for an event e joined to its outbox row o when the
 // event is neither published nor discarded (above the watermark, that is
 // pending).
 const Unsettled = `(o.position IS NULL OR (o.published_at IS NULL AND o.discarded_at IS NULL))`
@@ -67,9 +75,10 @@ const readFrom = `(SELECT CASE WHEN $2::bigint > 0 THEN GREATEST(w.settled, $2::
 
 // ReadOutboxQuery reads pending events above readFrom in position order,
 // skipping held streams. $1 now, $2 after, $3 limit. readFrom is an
-// uncorrelated subquery: PostgreSQL evaluates it once.
+// uncorrelated subquery: PostgreSQL evaluates it once, and walks the
+// events' primary key from there.
 const ReadOutboxQuery = `SELECT ` + outboxColumns + `
-	FROM events e LEFT JOIN outbox o ON o.position = e.position
+	FROM events e ` + outboxRowOf + `
 	WHERE e.position > ` + readFrom + ` AND ` + Unsettled + `
 	AND NOT ` + heldStream + `
 	ORDER BY e.position LIMIT $3`
@@ -292,7 +301,7 @@ const outboxStep = 1 << 20
 
 // AdvanceSettledQuery finds the first event in ($1, $2] that is not
 // settled: W stops just below it.
-const AdvanceSettledQuery = `SELECT e.position FROM events e LEFT JOIN outbox o ON o.position = e.position
+const AdvanceSettledQuery = `SELECT e.position FROM events e ` + outboxRowOf + `
 	WHERE e.position > $1 AND e.position <= $2 AND ` + Unsettled + ` ORDER BY e.position LIMIT 1`
 
 // AdvanceScannedQuery finds the first event in ($1, $2] that is neither
@@ -300,7 +309,7 @@ const AdvanceSettledQuery = `SELECT e.position FROM events e LEFT JOIN outbox o 
 const AdvanceScannedQuery = `WITH failing (tenant, stream_id, position) AS MATERIALIZED (
 		SELECT e.tenant, e.stream_id, min(f.position) FROM outbox f JOIN events e ON e.position = f.position
 		WHERE ` + FailingRow + ` GROUP BY e.tenant, e.stream_id)
-	SELECT e.position FROM events e LEFT JOIN outbox o ON o.position = e.position
+	SELECT e.position FROM events e ` + outboxRowOf + `
 	WHERE e.position > $1 AND e.position <= $2 AND ` + Unsettled + `
 	AND NOT EXISTS (SELECT 1 FROM failing t WHERE t.tenant = e.tenant AND t.stream_id = e.stream_id AND t.position <= e.position)
 	ORDER BY e.position LIMIT 1`
@@ -537,7 +546,7 @@ const PendingCTE = `WITH mark (w, c) AS MATERIALIZED (SELECT settled, GREATEST(s
 		SELECT e.tenant, e.stream_id, min(e.version) FROM outbox f JOIN events e ON e.position = f.position
 		WHERE ` + FailingRow + ` GROUP BY e.tenant, e.stream_id),
 	pending (position) AS (
-		SELECT e.position FROM events e LEFT JOIN outbox o ON o.position = e.position
+		SELECT e.position FROM events e LEFT JOIN outbox o ON o.position = e.position AND o.position > (SELECT c FROM mark)
 		WHERE e.position > (SELECT c FROM mark) AND ` + Unsettled + `
 		UNION ALL
 		SELECT e.position FROM failing t JOIN events e ON e.tenant = t.tenant AND e.stream_id = t.stream_id AND e.version >= t.version
@@ -597,7 +606,7 @@ func (Exec) OutboxEntries(ctx context.Context, q driver.ReadQuerier, after int64
 	rows, err := q.QueryContext(ctx, `SELECT e.position, e.tenant, e.event_id, e.stream_id, e.version, COALESCE(o.attempts, 0),
 		COALESCE(o.last_error, ''), o.next_attempt_at, o.first_failed_at, o.last_failed_at, o.dead_at, o.discarded_at,
 		o.published_at, COALESCE(o.broker_sequence, 0), COALESCE(o.published_token, 0), e.recorded_at
-		FROM events e LEFT JOIN outbox o ON o.position = e.position WHERE e.position > $1 ORDER BY e.position LIMIT $2`, after, limit)
+		FROM events e `+outboxRowOf+` WHERE e.position > $1 ORDER BY e.position LIMIT $2`, after, limit)
 	if err != nil {
 		return nil, err
 	}
