@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/timecol"
 	"github.com/eventlite/eventlite/store/internal/driver"
@@ -39,18 +41,36 @@ const (
 	EventByIDSQL = `SELECT stream_id, version, type, data, extensions FROM events WHERE tenant = $1 AND event_id = $2`
 	// BeginWriteSQL is a write transaction's first statement: it moves
 	// the commit counter, which locks the head row until the transaction
-	// ends. Another process's writer waits here (at most lock_timeout:
-	// then Busy).
-	BeginWriteSQL = `UPDATE log_head SET commits = commits + 1`
+	// ends, and notifies the schema's channel ($1), which PostgreSQL
+	// delivers at the commit, to every store's change poller (Listen).
+	// Another process's writer waits here (at most lock_timeout: then
+	// Busy).
+	BeginWriteSQL = `WITH h AS (UPDATE log_head SET commits = commits + 1 RETURNING commits)
+	SELECT pg_notify($1, '') FROM h`
 )
+
+// eventColTypes are the types of an event row's values, in
+// InsertEventsSQL's column order: a VALUES list read by a SELECT needs
+// them spelt out.
+var eventColTypes = [EventCols]string{"bigint", "text", "text", "bigint", "text", "text", "text", "bigint",
+	"text", "text", "bytea", "text", "text", "text", "bigint"}
 
 // InsertEventsSQL is the INSERT of k events, positions given, which also
 // moves the head row to the last of them ($1): one round trip.
+//
+// It never fails on an event id already stored or removed: PostgreSQL
+// aborts the whole transaction at a failed statement, and the append
+// reads on after a refused insert (is it a retry of a stored append?),
+// in a transaction other requests may share. So the statement skips such
+// rows (ON CONFLICT DO NOTHING, and no row whose id a scavenge removed,
+// which the events_removed_id trigger would refuse), and InsertEvents
+// tells a short count as the refusal it is.
 func InsertEventsSQL(k int) string {
 	var b strings.Builder
 	b.WriteString(`WITH head AS (UPDATE log_head SET position = $1 WHERE position < $1)
 	INSERT INTO events (position, tenant, stream_id, version, event_id, type, source, time,
-		content_type, data_schema, data, correlation_id, causation_id, extensions, recorded_at) VALUES `)
+		content_type, data_schema, data, correlation_id, causation_id, extensions, recorded_at)
+	SELECT v.* FROM (VALUES `)
 	n := 2
 	for i := range k {
 		if i > 0 {
@@ -63,17 +83,35 @@ func InsertEventsSQL(k int) string {
 			}
 			b.WriteByte('$')
 			b.WriteString(strconv.Itoa(n))
+			b.WriteString("::")
+			b.WriteString(eventColTypes[c])
 			n++
 		}
 		b.WriteByte(')')
 	}
+	b.WriteString(`) AS v (position, tenant, stream_id, version, event_id, type, source, time,
+		content_type, data_schema, data, correlation_id, causation_id, extensions, recorded_at)
+	WHERE NOT EXISTS (SELECT 1 FROM removed_event_ids r WHERE r.tenant = v.tenant AND r.event_id = v.event_id)
+	ON CONFLICT DO NOTHING`)
 	return b.String()
 }
+
+// UndoInsertSQL takes back a refused batch: the events at and above its
+// first position ($1), all its own (the head row lock hands positions
+// out), and the head row's move.
+const UndoInsertSQL = `WITH head AS (UPDATE log_head SET position = $1 - 1)
+	DELETE FROM events WHERE position >= $1`
+
+// errIDTaken is a refused batch's error: a unique violation, as the
+// SQLite driver's, so that the store tells it as a reused event id.
+var errIDTaken = &pgconn.PgError{Severity: "ERROR", Code: "23505", ConstraintName: "events_tenant_event_id_key",
+	Message: `duplicate key value violates unique constraint "events_tenant_event_id_key" (an event id of the batch is stored, or a scavenge removed it)`}
 
 // writer is the PostgreSQL Writer.
 type writer struct {
 	conn         *sql.Conn
 	begin        string // BEGIN and SET LOCAL search_path, one round trip
+	channel      string // the schema's LISTEN/NOTIFY channel
 	streamState  *sql.Stmt
 	createStream *sql.Stmt
 	reviveStream *sql.Stmt
@@ -89,7 +127,11 @@ func (Exec) PrepareWriter(ctx context.Context, conn *sql.Conn) (driver.Writer, e
 	if err := conn.QueryRowContext(ctx, `SHOW search_path`).Scan(&schema); err != nil {
 		return nil, err
 	}
-	w := &writer{conn: conn, begin: `BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL search_path TO ` + schema}
+	var current string
+	if err := conn.QueryRowContext(ctx, `SELECT current_schema()`).Scan(&current); err != nil {
+		return nil, err
+	}
+	w := &writer{conn: conn, channel: channel(current), begin: `BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL search_path TO ` + schema}
 	var err error
 	prep := func(q string) *sql.Stmt {
 		if err != nil {
@@ -143,7 +185,7 @@ func (w *writer) Begin(ctx context.Context) error {
 	if _, err := w.conn.ExecContext(ctx, w.begin); err != nil {
 		return err
 	}
-	if _, err := w.beginWrite.ExecContext(ctx); err != nil {
+	if _, err := w.beginWrite.ExecContext(ctx, w.channel); err != nil {
 		_, _ = w.conn.ExecContext(context.Background(), "ROLLBACK")
 		return err
 	}
@@ -236,8 +278,16 @@ func (w *writer) InsertEvents(ctx context.Context, b driver.EventBatch) error {
 		if err != nil {
 			return err
 		}
-		if _, err := st.ExecContext(ctx, args...); err != nil {
-			return &driver.OpError{Op: fmt.Sprintf("insert events %d..%d", start, start+len(chunk)-1), Err: err}
+		op := fmt.Sprintf("insert events %d..%d", start, start+len(chunk)-1)
+		res, err := st.ExecContext(ctx, args...)
+		if err != nil {
+			return &driver.OpError{Op: op, Err: err}
+		}
+		if n, err := res.RowsAffected(); err != nil || n != int64(len(chunk)) {
+			if _, uerr := w.conn.ExecContext(ctx, UndoInsertSQL, b.FirstPosition); uerr != nil {
+				return &driver.OpError{Op: op, Err: errors.Join(errIDTaken, uerr)}
+			}
+			return &driver.OpError{Op: op, Err: errIDTaken}
 		}
 	}
 	return nil
