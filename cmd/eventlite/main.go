@@ -153,7 +153,7 @@ type globals struct {
 // register adds the global flags to fs, with their current values as
 // defaults, so that a value given before the command carries over.
 func (g *globals) register(fs *flag.FlagSet) {
-	fs.Func("db", "the SQLite database file at `PATH`, or a postgres:// address (default $EVENTLITE_DB, else ./eventlite.db)", func(v string) error {
+	fs.Func("db", "the SQLite database file at `PATH`, or a postgres:// address whose eventlite_schema parameter names the schema (default eventlite); default $EVENTLITE_DB, else ./eventlite.db", func(v string) error {
 		g.db, g.dbSet = v, true
 		return nil
 	})

@@ -375,6 +375,9 @@ func TestHelpNamesPostgres(t *testing.T) {
 			t.Errorf("help lacks %q", s)
 		}
 	}
+	if r := mustRun(t, "", "help", "migrate"); !strings.Contains(r.stdout, "eventlite_schema") {
+		t.Errorf("help migrate does not say which schema it creates:\n%s", r.stdout)
+	}
 	for _, name := range []string{"backup", "restore", "scavenge", "demo"} {
 		r := mustRun(t, "", "help", name)
 		if !strings.Contains(strings.ReplaceAll(r.stdout, "\n", " "), "not supported on PostgreSQL") || !strings.Contains(r.stdout, "postgres://") {
