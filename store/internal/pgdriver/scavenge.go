@@ -64,8 +64,10 @@ func (Exec) LowestReader(ctx context.Context, q driver.ReadQuerier) (by, name st
 // it that is neither published nor discarded (without an outbox row, or
 // with one that is neither).
 func (Exec) OutboxSettled(ctx context.Context, q driver.ReadQuerier) (settled, pending int64, err error) {
-	err = q.QueryRowContext(ctx, `SELECT w.settled, COALESCE((SELECT e.position FROM events e LEFT JOIN outbox o ON o.position = e.position
-		WHERE e.position > w.settled AND (o.position IS NULL OR (o.published_at IS NULL AND o.discarded_at IS NULL))
+	// outboxRowOf looks each event's row up by its key: a plain join
+	// makes PostgreSQL walk the outbox from its first row.
+	err = q.QueryRowContext(ctx, `SELECT w.settled, COALESCE((SELECT e.position FROM events e `+outboxRowOf+`
+		WHERE e.position > w.settled AND `+Unsettled+`
 		ORDER BY e.position LIMIT 1), 0) FROM outbox_watermark w`).Scan(&settled, &pending)
 	return settled, pending, err
 }
