@@ -29,6 +29,7 @@ import (
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
 // TestPostgresMultihost stands for several hosts sharing one PostgreSQL
@@ -91,10 +92,13 @@ func TestPostgresMultihost(t *testing.T) {
 		c.waitUntil(h.name+" to be ready", time.Minute, func() bool { return h.saw("READY") })
 	}
 
-	held := ""
+	held, paused := "", 0
 	for k := range kills {
 		if k == kills/2 {
 			held = c.stopAndResume(rnd)
+		}
+		if k%5 == 2 && c.pauseRunner(s) {
+			paused++
 		}
 		slot := rnd.IntN(mhSlots)
 		h := c.slots[slot]
@@ -115,7 +119,13 @@ func TestPostgresMultihost(t *testing.T) {
 	for _, h := range c.slots {
 		c.kill(h)
 	}
-	t.Logf("%d helpers ran, %d killed; during the run the sink got %d deliveries", c.started, kills+mhSlots, sink.count())
+	// The helpers' relays and runners did their part before the end.
+	delivered, projected := sink.count(), len(c.applied())
+	t.Logf("%d helpers ran, %d killed, %d paused past the projection's lease; their relays made %d deliveries, their runners projected %d events; retried: %v",
+		c.started, kills+mhSlots, paused, delivered, projected, c.restarts())
+	if delivered == 0 || projected == 0 {
+		t.Errorf("the helpers' relays delivered %d events and their runners projected %d: want some of each", delivered, projected)
+	}
 
 	// One clean store relays and catches up.
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -277,13 +287,15 @@ func mhHelperMain() {
 	go func() { mhFail("relay stopped: %v", relay.Run(ctx)) }()
 	go func() {
 		for {
-			// A runner that lost its lease (stalled past it while
-			// another host held the head row) returns; a service
-			// runs it again, and so does the helper.
+			// Run returns when the runner lost its lease (stalled or
+			// paused past it), at a busy database, and when the server
+			// ended its session in the middle of a batch: a service
+			// runs it again, and so does the helper, saying so.
 			err := runner.Run(ctx)
-			if !errors.Is(err, store.ErrStaleFence) {
+			if !errors.Is(err, store.ErrStaleFence) && !mhTransient(err) {
 				mhFail("projection runner stopped: %v", err)
 			}
+			mhSay("RESTART " + strings.ReplaceAll(err.Error(), "\n", " "))
 		}
 	}()
 
@@ -369,15 +381,29 @@ func mhHold(ctx context.Context, s *store.Store, acks *os.File, name string, rel
 	mhSay("HELD ok")
 }
 
-// mhAppendRetry appends, retrying while the store is busy (another host
-// holds the head row past the lock timeout).
+// mhTransient tells the errors a service retries: a busy database
+// (another host held the head row past the lock timeout), and a session
+// the server ended (a paused host's, idle in its transaction too long),
+// which the store replaces at its next write; a transaction begun on it
+// meets the closed connection.
+func mhTransient(err error) bool {
+	lost := driver.Classify(err) == driver.ConnectionLost || errors.Is(err, sql.ErrConnDone)
+	if lost {
+		mhSay("LOST " + strings.ReplaceAll(err.Error(), "\n", " "))
+	}
+	return store.Retryable(err) || lost
+}
+
+// mhAppendRetry appends, retrying transient errors with the same events:
+// should a try whose session ended have committed after all, the retry
+// returns the stored append.
 func mhAppendRetry(ctx context.Context, s *store.Store, tenant, stream string, exp store.Expected, evs []envelope.Event) store.AppendResult {
 	for range 1000 {
 		res, err := s.Append(ctx, tenant, stream, exp, evs...)
 		if err == nil {
 			return res
 		}
-		if !store.Retryable(err) {
+		if !mhTransient(err) {
 			mhFail("append to %s/%s at %s: %v", tenant, stream, exp, err)
 		}
 	}
@@ -392,7 +418,7 @@ func mhAppendShared(ctx context.Context, s *store.Store, tenant, stream string, 
 	for range 1000 {
 		v, err := s.StreamVersion(ctx, tenant, stream)
 		if err != nil {
-			if store.Retryable(err) {
+			if mhTransient(err) {
 				continue
 			}
 			mhFail("version of %s/%s: %v", tenant, stream, err)
@@ -401,7 +427,7 @@ func mhAppendShared(ctx context.Context, s *store.Store, tenant, stream string, 
 		if err == nil {
 			return res
 		}
-		if !store.Retryable(err) && !errors.Is(err, store.ErrConflict) {
+		if !mhTransient(err) && !errors.Is(err, store.ErrConflict) {
 			mhFail("append to %s/%s at %d: %v", tenant, stream, v, err)
 		}
 	}
@@ -618,10 +644,10 @@ func (c *mhCluster) stopAndResume(rnd *rand.Rand) string {
 	c.waitUntil(h.name+" to acknowledge an append", time.Minute, func() bool { return h.ackCount() >= 1 })
 	c.tell(h, "HOLD")
 	c.waitUntil(h.name+" to hold the head row", time.Minute, func() bool { return h.saw("HOLDING") })
+	held := time.Now()
 	if err := h.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	stopped := time.Now()
 	before := map[*mhProc]int{}
 	for _, o := range c.slots {
 		if o != h {
@@ -636,7 +662,15 @@ func (c *mhCluster) stopAndResume(rnd *rand.Rand) string {
 		}
 		return true
 	})
-	t.Logf("%s stopped holding the head row: every other helper appended again %s later", h.name, time.Since(stopped).Round(time.Millisecond))
+	// The hold must have blocked them: the first append that counts
+	// began after the hold took the head row, and could not commit
+	// before the server ended the held session, 3 s after it went idle
+	// (just before it said HOLDING).
+	waited := time.Since(held)
+	t.Logf("%s stopped holding the head row: every other helper appended again %s after it said HOLDING", h.name, waited.Round(time.Millisecond))
+	if waited < 2*time.Second {
+		t.Errorf("the other helpers appended %s after %s took the head row: the hold did not block them", waited, h.name)
+	}
 	if err := h.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
@@ -663,6 +697,78 @@ func (c *mhCluster) stopAndResume(rnd *rand.Rand) string {
 		return ""
 	}
 	return "held-" + h.name
+}
+
+// pauseRunner SIGSTOPs the helper whose runner holds the projection's
+// lease, and SIGCONTs it once another helper's runner took the lease
+// over: the paused runner, resumed maybe in the middle of a batch, must
+// write nothing (its lease's fence refuses the batch). It reports whether
+// it paused a helper (the lease may be free, or its holder killed).
+func (c *mhCluster) pauseRunner(s *store.Store) bool {
+	t := c.t
+	t.Helper()
+	resource := projection.LeaseResource(mhCountTable)
+	owner, token := c.lease(s, resource)
+	var h *mhProc
+	for _, o := range c.slots {
+		if o.name == owner {
+			h = o
+		}
+	}
+	if h == nil {
+		return false
+	}
+	if err := h.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	// The lease is read at the helpers' lines, at most every 20 ms.
+	var last time.Time
+	c.waitUntil("another runner to take the projection's lease from stopped "+h.name, time.Minute, func() bool {
+		if time.Since(last) < 20*time.Millisecond {
+			return false
+		}
+		last = time.Now()
+		o, tok := c.lease(s, resource)
+		return o != "" && o != h.name && tok > token
+	})
+	if err := h.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	return true
+}
+
+// restarts counts what the helpers retried: calls that met a session the
+// server ended, and runners run again after losing their lease.
+func (c *mhCluster) restarts() map[string]int {
+	n := map[string]int{}
+	for _, h := range c.all {
+		h.mu.Lock()
+		for _, l := range h.lines {
+			switch {
+			case strings.HasPrefix(l, "LOST "):
+				n["session ended"]++
+			case strings.HasPrefix(l, "RESTART ") && strings.Contains(l, store.ErrStaleFence.Error()):
+				n["runner lost its lease"]++
+			}
+		}
+		h.mu.Unlock()
+	}
+	return n
+}
+
+// lease returns the owner and token of resource's lease, "" when free.
+func (c *mhCluster) lease(s *store.Store, resource string) (string, int64) {
+	c.t.Helper()
+	ls, err := s.Leases().List(context.Background())
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	for _, l := range ls {
+		if l.Resource == resource && !l.Expired {
+			return l.Owner, l.Token
+		}
+	}
+	return "", 0
 }
 
 // check proves the run's guarantees on the final state.
@@ -769,30 +875,8 @@ func (c *mhCluster) check(s *store.Store, sink *mhSink, held string) {
 		t.Errorf("outbox after the final relay: %d pending, %d dead-lettered", st.Pending, st.DeadLettered)
 	}
 
-	// Every event projected exactly once. The table is read over a
-	// connection of the test's own, beside the store.
-	applied := map[string]int64{}
-	db, err := sql.Open("pgx", c.base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	rows, err := db.QueryContext(ctx, `SELECT event_id, applied FROM "`+c.schema+`".`+mhCountTable)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var n int64
-		if err := rows.Scan(&id, &n); err != nil {
-			t.Fatal(err)
-		}
-		applied[id] = n
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+	// Every event projected exactly once.
+	applied := c.applied()
 	for id := range byID {
 		if n := applied[id]; n != 1 {
 			t.Errorf("event %s applied %d times, want exactly once", id, n)
@@ -809,6 +893,37 @@ func (c *mhCluster) check(s *store.Store, sink *mhSink, held string) {
 	}
 	t.Logf("log: %d events in %d streams; %d acknowledged; %d deliveries (%d repeats); %d events projected",
 		pos, len(versions), acked, len(deliveries), repeats, len(applied))
+}
+
+// applied reads the projection's table, over a connection of the test's
+// own beside the store: the times each event id was applied.
+func (c *mhCluster) applied() map[string]int64 {
+	t := c.t
+	t.Helper()
+	ctx := context.Background()
+	db, err := sql.Open("pgx", c.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, `SELECT event_id, applied FROM "`+c.schema+`".`+mhCountTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	applied := map[string]int64{}
+	for rows.Next() {
+		var id string
+		var n int64
+		if err := rows.Scan(&id, &n); err != nil {
+			t.Fatal(err)
+		}
+		applied[id] = n
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return applied
 }
 
 // mhSink is a CloudEvents HTTP sink (binary mode) that records each
