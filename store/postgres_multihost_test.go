@@ -775,6 +775,8 @@ func (c *mhCluster) lease(s *store.Store, resource string) (string, int64) {
 func (c *mhCluster) check(s *store.Store, sink *mhSink, held string) {
 	t := c.t
 	ctx := context.Background()
+	bad := &mhFindings{t: t}
+	defer bad.summary()
 	type key struct{ tenant, stream string }
 	// The log: positions gap free from 1, versions gap free per stream.
 	byID := map[string]envelope.Event{}
@@ -790,11 +792,11 @@ func (c *mhCluster) check(s *store.Store, sink *mhSink, held string) {
 		}
 		k := key{e.Tenant, e.Stream}
 		if e.StreamVersion != versions[k]+1 {
-			t.Errorf("%s/%s: version %d follows %d", e.Tenant, e.Stream, e.StreamVersion, versions[k])
+			bad.Errorf("%s/%s: version %d follows %d", e.Tenant, e.Stream, e.StreamVersion, versions[k])
 		}
 		versions[k] = e.StreamVersion
 		if _, dup := byID[e.ID]; dup {
-			t.Errorf("event id %s stored twice", e.ID)
+			bad.Errorf("event id %s stored twice", e.ID)
 		}
 		byID[e.ID] = e
 	}
@@ -822,9 +824,9 @@ func (c *mhCluster) check(s *store.Store, sink *mhSink, held string) {
 				e, ok := byID[id]
 				switch {
 				case !ok:
-					t.Errorf("acknowledged event %s (%s/%s v%d at %d) is not in the log", id, a.Tenant, a.Stream, a.Versions[i], a.Positions[i])
+					bad.Errorf("acknowledged event %s (%s/%s v%d at %d) is not in the log", id, a.Tenant, a.Stream, a.Versions[i], a.Positions[i])
 				case e.Tenant != a.Tenant || e.Stream != a.Stream || e.StreamVersion != a.Versions[i] || e.Position != a.Positions[i]:
-					t.Errorf("acknowledged event %s as %s/%s v%d at %d; the log has %s/%s v%d at %d", id,
+					bad.Errorf("acknowledged event %s as %s/%s v%d at %d; the log has %s/%s v%d at %d", id,
 						a.Tenant, a.Stream, a.Versions[i], a.Positions[i], e.Tenant, e.Stream, e.StreamVersion, e.Position)
 				}
 			}
@@ -832,7 +834,7 @@ func (c *mhCluster) check(s *store.Store, sink *mhSink, held string) {
 	}
 	if held != "" {
 		if _, ok := byID[held]; ok {
-			t.Errorf("the stopped helper's held event %s is in the log, though its Update failed", held)
+			bad.Errorf("the stopped helper's held event %s is in the log, though its Update failed", held)
 		}
 	}
 
@@ -844,11 +846,11 @@ func (c *mhCluster) check(s *store.Store, sink *mhSink, held string) {
 	for _, d := range deliveries {
 		e, ok := byID[d.id]
 		if !ok {
-			t.Errorf("delivered event %s is not in the log", d.id)
+			bad.Errorf("delivered event %s is not in the log", d.id)
 			continue
 		}
 		if d.tenant != e.Tenant || d.stream != e.Stream || d.version != e.StreamVersion || d.position != e.Position {
-			t.Errorf("event %s delivered as %s/%s v%d at %d; the log has %s/%s v%d at %d", d.id,
+			bad.Errorf("event %s delivered as %s/%s v%d at %d; the log has %s/%s v%d at %d", d.id,
 				d.tenant, d.stream, d.version, d.position, e.Tenant, e.Stream, e.StreamVersion, e.Position)
 			continue
 		}
@@ -859,12 +861,12 @@ func (c *mhCluster) check(s *store.Store, sink *mhSink, held string) {
 		case d.version <= next[k]:
 			repeats++
 		default:
-			t.Errorf("%s/%s: version %d delivered before version %d", d.tenant, d.stream, d.version, next[k]+1)
+			bad.Errorf("%s/%s: version %d delivered before version %d", d.tenant, d.stream, d.version, next[k]+1)
 		}
 	}
 	for k, v := range versions {
 		if next[k] != v {
-			t.Errorf("%s/%s: delivered up to version %d of %d", k.tenant, k.stream, next[k], v)
+			bad.Errorf("%s/%s: delivered up to version %d of %d", k.tenant, k.stream, next[k], v)
 		}
 	}
 	st, err := s.Outbox().Stats(ctx)
@@ -872,19 +874,19 @@ func (c *mhCluster) check(s *store.Store, sink *mhSink, held string) {
 		t.Fatal(err)
 	}
 	if st.Pending != 0 || st.DeadLettered != 0 {
-		t.Errorf("outbox after the final relay: %d pending, %d dead-lettered", st.Pending, st.DeadLettered)
+		bad.Errorf("outbox after the final relay: %d pending, %d dead-lettered", st.Pending, st.DeadLettered)
 	}
 
 	// Every event projected exactly once.
 	applied := c.applied()
 	for id := range byID {
 		if n := applied[id]; n != 1 {
-			t.Errorf("event %s applied %d times, want exactly once", id, n)
+			bad.Errorf("event %s applied %d times, want exactly once", id, n)
 		}
 	}
 	for id := range applied {
 		if _, ok := byID[id]; !ok {
-			t.Errorf("event %s applied but not in the log", id)
+			bad.Errorf("event %s applied but not in the log", id)
 		}
 	}
 
@@ -893,6 +895,35 @@ func (c *mhCluster) check(s *store.Store, sink *mhSink, held string) {
 	}
 	t.Logf("log: %d events in %d streams; %d acknowledged; %d deliveries (%d repeats); %d events projected",
 		pos, len(versions), acked, len(deliveries), repeats, len(applied))
+}
+
+// mhFindings reports the first few violations of each kind and counts
+// the rest, so that one broken guarantee does not bury the others.
+type mhFindings struct {
+	t      *testing.T
+	counts map[string]int
+}
+
+const mhShown = 10
+
+// Errorf fails the test; the format names the kind of violation.
+func (f *mhFindings) Errorf(format string, args ...any) {
+	f.t.Helper()
+	if f.counts == nil {
+		f.counts = map[string]int{}
+	}
+	f.counts[format]++
+	if f.counts[format] <= mhShown {
+		f.t.Errorf(format, args...)
+	}
+}
+
+func (f *mhFindings) summary() {
+	for format, n := range f.counts {
+		if n > mhShown {
+			f.t.Errorf("... and %d more like %q", n-mhShown, format)
+		}
+	}
 }
 
 // applied reads the projection's table, over a connection of the test's
