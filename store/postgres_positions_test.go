@@ -340,29 +340,8 @@ func runInterleaving(t *testing.T, db *sql.DB, a interleaver) interleaving {
 	go func() { t2done <- a.append(ctx, "t2") }()
 	// Wait until T2 waits for T1, or has finished: both are observed,
 	// neither is assumed after a sleep.
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
 	var t2err error
-wait:
-	for {
-		select {
-		case t2err = <-t2done:
-			r.t2Finished = true
-			break wait
-		case <-tick.C:
-			err := db.QueryRowContext(ctx, `SELECT query FROM pg_stat_activity
-				WHERE wait_event_type = 'Lock' AND $1 = ANY(pg_blocking_pids(pid))`, t1.pid()).Scan(&r.waitQuery)
-			if err == nil {
-				r.blocked = true
-				break wait
-			}
-			if !errors.Is(err, sql.ErrNoRows) {
-				t.Fatal(err)
-			}
-		case <-ctx.Done():
-			t.Fatal("T2 neither waited for T1 nor finished")
-		}
-	}
+	r.waitQuery, r.blocked, r.t2Finished, t2err = awaitWaiter(t, ctx, db, t1.pid(), t2done)
 	if t2err != nil {
 		t.Fatalf("T2: %v", t2err)
 	}
@@ -394,6 +373,33 @@ wait:
 	}
 	r.problems = checkFollower(r.final, r.seen)
 	return r
+}
+
+// awaitWaiter waits until a server process waits for a lock (pg_stat_activity,
+// wait_event_type Lock) that the process holder holds, and returns the
+// statement it waits in; or until done says the work that could wait
+// has finished (finished, with its error).
+func awaitWaiter(t *testing.T, ctx context.Context, db *sql.DB, holder int, done <-chan error) (query string, blocked, finished bool, err error) {
+	t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return "", false, true, err
+		case <-tick.C:
+			err := db.QueryRowContext(ctx, `SELECT query FROM pg_stat_activity
+				WHERE wait_event_type = 'Lock' AND $1 = ANY(pg_blocking_pids(pid))`, holder).Scan(&query)
+			if err == nil {
+				return query, true, false, nil
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				t.Fatal(err)
+			}
+		case <-ctx.Done():
+			t.Fatalf("nothing waited for server process %d, and the work that could have did not finish", holder)
+		}
+	}
 }
 
 // TestPostgresSkippedEventFixedInterleaving: T1 (an Update of one store)
