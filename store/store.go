@@ -545,7 +545,11 @@ func (s *Store) startPoll() {
 // unknown).
 func (s *Store) poll(conn *sql.Conn, last int64) {
 	defer close(s.pollDone)
-	defer conn.Close()
+	defer func() {
+		if conn != nil {
+			_ = conn.Close()
+		}
+	}()
 	ctx := context.Background()
 	t := time.NewTicker(s.opts.PollInterval)
 	defer t.Stop()
@@ -555,7 +559,25 @@ func (s *Store) poll(conn *sql.Conn, last int64) {
 			return
 		case <-t.C:
 		}
+		if conn == nil {
+			// A server ended the poller's session: take another
+			// connection, and wake waiters, who may have missed a
+			// commit meanwhile.
+			c, err := s.rdb.Conn(ctx)
+			if err != nil {
+				s.log.Debug("change poller: no connection yet", "error", err)
+				continue
+			}
+			conn, last = c, -1
+			s.notify()
+		}
 		v, err := s.drv.CommitCounter(ctx, conn)
+		if err != nil && s.connLost(err) {
+			s.log.Warn("the database ended the change poller's session; reconnecting", "error", err)
+			_ = conn.Close()
+			conn = nil
+			continue
+		}
 		if err != nil {
 			s.log.Debug("poll data_version", "error", err)
 			continue
