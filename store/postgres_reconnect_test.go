@@ -68,3 +68,43 @@ func TestPostgresSessionEndedReconnects(t *testing.T) {
 		t.Fatalf("read %d events, want 3", n)
 	}
 }
+
+// TestPostgresNotifyWakesWaiters: with a poll interval of an hour, a
+// waiter on Changed still wakes at another store's commit: the commit's
+// NOTIFY wakes the change poller, which reads the commit counter at once.
+// Several rounds, with waits that time out in between (a poll interval
+// of its own), show that the listening connection survives both.
+func TestPostgresNotifyWakesWaiters(t *testing.T) {
+	base := os.Getenv(postgresEnv)
+	if base == "" {
+		t.Skip("PostgreSQL test skipped: set " + postgresEnv + " to a server's URL")
+	}
+	ctx := context.Background()
+	addr := PostgresSchema(t, base)
+	s := openAddr(t, addr, &store.Options{PollInterval: time.Hour})
+	other := openAddr(t, addr, nil)
+	for i := range 3 {
+		changed := s.Changed()
+		if _, err := other.Append(ctx, "acme", "s", store.Any, drivertest.Event(t, "e", nil)); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-changed:
+		case <-time.After(time.Minute):
+			t.Fatalf("round %d: no wake-up for another store's commit (the poll interval is an hour)", i)
+		}
+	}
+	short := openAddr(t, addr, &store.Options{PollInterval: 20 * time.Millisecond})
+	for i := range 3 {
+		time.Sleep(100 * time.Millisecond) // several waits time out on the listening connection
+		changed := short.Changed()
+		if _, err := other.Append(ctx, "acme", "s", store.Any, drivertest.Event(t, "e", nil)); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-changed:
+		case <-time.After(time.Minute):
+			t.Fatalf("round %d: no wake-up after waits that timed out", i)
+		}
+	}
+}
