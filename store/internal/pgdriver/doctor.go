@@ -8,29 +8,6 @@ import (
 	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
-// pendingOutboxCTE names the events the relay still has to publish,
-// pending(position), as the relay's watermark reads them: those above
-// the cursor GREATEST(settled, scanned) that are not settled (no outbox
-// row, or one neither published nor discarded), and those in (settled,
-// cursor] of the streams with a failed row, from the failed row's
-// version on. It is the SQLite driver's PendingCTE in PostgreSQL's
-// dialect.
-const pendingOutboxCTE = `WITH mark (w, c) AS MATERIALIZED (SELECT settled, GREATEST(settled, scanned) FROM outbox_watermark),
-	failing (tenant, stream_id, version) AS MATERIALIZED (
-		SELECT e.tenant, e.stream_id, min(e.version) FROM outbox f JOIN events e ON e.position = f.position
-		WHERE f.published_at IS NULL AND f.discarded_at IS NULL AND f.attempts > 0 GROUP BY e.tenant, e.stream_id),
-	pending (position) AS (
-		SELECT e.position FROM events e LEFT JOIN outbox o ON o.position = e.position
-		WHERE e.position > COALESCE((SELECT c FROM mark), 0) AND ` + unsettledRow + `
-		UNION ALL
-		SELECT e.position FROM failing t JOIN events e ON e.tenant = t.tenant AND e.stream_id = t.stream_id AND e.version >= t.version
-		LEFT JOIN outbox o ON o.position = e.position
-		WHERE e.position > (SELECT w FROM mark) AND e.position <= (SELECT c FROM mark) AND ` + unsettledRow + `)`
-
-// unsettledRow holds for an event e whose outbox row o (LEFT JOINed) is
-// missing, or neither published nor discarded.
-const unsettledRow = `(o.position IS NULL OR (o.published_at IS NULL AND o.discarded_at IS NULL))`
-
 // RelayHasRun reads the relay's lease and published counter.
 func (Exec) RelayHasRun(ctx context.Context, q driver.ReadQuerier) (bool, error) {
 	var ran bool
@@ -41,7 +18,7 @@ func (Exec) RelayHasRun(ctx context.Context, q driver.ReadQuerier) (bool, error)
 
 // EachPendingOutbox reads the pending events without a dead letter.
 func (Exec) EachPendingOutbox(ctx context.Context, q driver.ReadQuerier, before int64, fn func(tenant, eventID string, recordedAt int64) error) error {
-	rows, err := q.QueryContext(ctx, pendingOutboxCTE+` SELECT e.tenant, e.event_id, e.recorded_at FROM pending p JOIN events e ON e.position = p.position
+	rows, err := q.QueryContext(ctx, PendingCTE+` SELECT e.tenant, e.event_id, e.recorded_at FROM pending p JOIN events e ON e.position = p.position
 		LEFT JOIN outbox o ON o.position = p.position
 		WHERE o.dead_at IS NULL AND e.recorded_at < $1 ORDER BY p.position`, before)
 	if err != nil {
@@ -64,7 +41,7 @@ func (Exec) EachPendingOutbox(ctx context.Context, q driver.ReadQuerier, before 
 // RelayBacklog asks whether a pending event is not a dead letter.
 func (Exec) RelayBacklog(ctx context.Context, q driver.ReadQuerier) (bool, error) {
 	var waiting bool
-	err := q.QueryRowContext(ctx, pendingOutboxCTE+` SELECT EXISTS (SELECT 1 FROM pending p LEFT JOIN outbox o ON o.position = p.position WHERE o.dead_at IS NULL)`).Scan(&waiting)
+	err := q.QueryRowContext(ctx, PendingCTE+` SELECT EXISTS (SELECT 1 FROM pending p LEFT JOIN outbox o ON o.position = p.position WHERE o.dead_at IS NULL)`).Scan(&waiting)
 	return waiting, err
 }
 
