@@ -244,6 +244,13 @@ func (s *Store) runGroup(group []*request) {
 	now := s.opts.Now().UnixNano()
 	if len(live) == 1 {
 		s.wconn.stmtCtx = live[0].ctx
+		if s.onServer() {
+			// pgx answers a cancelled statement by closing the
+			// connection, and the writer's is kept for the store's
+			// life: the caller's ctx is checked before each statement
+			// only (writeConn.ctx).
+			s.wconn.stmtCtx = bg
+		}
 		err := s.runOne(live[0], now)
 		s.wconn.stmtCtx = nil
 		if err != nil {

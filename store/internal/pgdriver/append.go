@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/timecol"
 	"github.com/eventlite/eventlite/store/internal/driver"
@@ -44,13 +46,28 @@ const (
 	BeginWriteSQL = `UPDATE log_head SET commits = commits + 1`
 )
 
+// eventColTypes are the types of an event row's values, in
+// InsertEventsSQL's column order: a VALUES list read by a SELECT needs
+// them spelt out.
+var eventColTypes = [EventCols]string{"bigint", "text", "text", "bigint", "text", "text", "text", "bigint",
+	"text", "text", "bytea", "text", "text", "text", "bigint"}
+
 // InsertEventsSQL is the INSERT of k events, positions given, which also
 // moves the head row to the last of them ($1): one round trip.
+//
+// It never fails on an event id already stored or removed: PostgreSQL
+// aborts the whole transaction at a failed statement, and the append
+// reads on after a refused insert (is it a retry of a stored append?),
+// in a transaction other requests may share. So the statement skips such
+// rows (ON CONFLICT DO NOTHING, and no row whose id a scavenge removed,
+// which the events_removed_id trigger would refuse), and InsertEvents
+// tells a short count as the refusal it is.
 func InsertEventsSQL(k int) string {
 	var b strings.Builder
 	b.WriteString(`WITH head AS (UPDATE log_head SET position = $1 WHERE position < $1)
 	INSERT INTO events (position, tenant, stream_id, version, event_id, type, source, time,
-		content_type, data_schema, data, correlation_id, causation_id, extensions, recorded_at) VALUES `)
+		content_type, data_schema, data, correlation_id, causation_id, extensions, recorded_at)
+	SELECT v.* FROM (VALUES `)
 	n := 2
 	for i := range k {
 		if i > 0 {
@@ -63,12 +80,29 @@ func InsertEventsSQL(k int) string {
 			}
 			b.WriteByte('$')
 			b.WriteString(strconv.Itoa(n))
+			b.WriteString("::")
+			b.WriteString(eventColTypes[c])
 			n++
 		}
 		b.WriteByte(')')
 	}
+	b.WriteString(`) AS v (position, tenant, stream_id, version, event_id, type, source, time,
+		content_type, data_schema, data, correlation_id, causation_id, extensions, recorded_at)
+	WHERE NOT EXISTS (SELECT 1 FROM removed_event_ids r WHERE r.tenant = v.tenant AND r.event_id = v.event_id)
+	ON CONFLICT DO NOTHING`)
 	return b.String()
 }
+
+// UndoInsertSQL takes back a refused batch: the events at and above its
+// first position ($1), all its own (the head row lock hands positions
+// out), and the head row's move.
+const UndoInsertSQL = `WITH head AS (UPDATE log_head SET position = $1 - 1)
+	DELETE FROM events WHERE position >= $1`
+
+// errIDTaken is a refused batch's error: a unique violation, as the
+// SQLite driver's, so that the store tells it as a reused event id.
+var errIDTaken = &pgconn.PgError{Severity: "ERROR", Code: "23505", ConstraintName: "events_tenant_event_id_key",
+	Message: `duplicate key value violates unique constraint "events_tenant_event_id_key" (an event id of the batch is stored, or a scavenge removed it)`}
 
 // writer is the PostgreSQL Writer.
 type writer struct {
@@ -236,8 +270,16 @@ func (w *writer) InsertEvents(ctx context.Context, b driver.EventBatch) error {
 		if err != nil {
 			return err
 		}
-		if _, err := st.ExecContext(ctx, args...); err != nil {
-			return &driver.OpError{Op: fmt.Sprintf("insert events %d..%d", start, start+len(chunk)-1), Err: err}
+		op := fmt.Sprintf("insert events %d..%d", start, start+len(chunk)-1)
+		res, err := st.ExecContext(ctx, args...)
+		if err != nil {
+			return &driver.OpError{Op: op, Err: err}
+		}
+		if n, err := res.RowsAffected(); err != nil || n != int64(len(chunk)) {
+			if _, uerr := w.conn.ExecContext(ctx, UndoInsertSQL, b.FirstPosition); uerr != nil {
+				return &driver.OpError{Op: op, Err: errors.Join(errIDTaken, uerr)}
+			}
+			return &driver.OpError{Op: op, Err: errIDTaken}
 		}
 	}
 	return nil

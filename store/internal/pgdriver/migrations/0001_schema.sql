@@ -67,17 +67,21 @@ CREATE TABLE outbox (
 );
 CREATE INDEX outbox_failing ON outbox (position)
     WHERE published_at IS NULL AND discarded_at IS NULL AND attempts > 0;
+-- An append writes no outbox row: the relay reads the events above the
+-- watermark, and rows record what happened to an event since.
 
 CREATE TABLE outbox_counters (
     name  TEXT COLLATE "C" PRIMARY KEY, -- published | retried | requeued | dead_lettered | discarded
     value BIGINT NOT NULL
 );
+INSERT INTO outbox_counters (name, value) VALUES ('published', 0), ('retried', 0), ('requeued', 0), ('dead_lettered', 0), ('discarded', 0);
 
 CREATE TABLE outbox_watermark (
     id      BIGINT PRIMARY KEY CHECK (id = 1),
     settled BIGINT NOT NULL,
     scanned BIGINT NOT NULL
 );
+INSERT INTO outbox_watermark (id, settled, scanned) VALUES (1, 0, 0);
 
 CREATE TABLE operations (
     tenant         TEXT COLLATE "C" NOT NULL,
