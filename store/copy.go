@@ -48,6 +48,11 @@ var copyTables = []string{
 // sequence past them.
 var copyIdentities = [][2]string{{"quarantine", "id"}, {"version_conflicts", "id"}}
 
+// copySeeded are the tables a new store's migration fills with rows of
+// zeros (the outbox's counters and watermark): a target whose rows there
+// are all zeros is still empty, and the copy replaces them.
+var copySeeded = map[string]bool{"outbox_counters": true, "outbox_watermark": true}
+
 // copyBatch is how many rows Copy hands the target at once.
 const copyBatch = 1000
 
@@ -407,6 +412,11 @@ func (p *copyPlan) write(ctx context.Context, cs driver.CopySource, snap driver.
 			progress(CopyProgress{Phase: CopyPhaseRows, Table: t.name, Done: res.Rows + rows, Total: p.total})
 			return nil
 		}
+		if copySeeded[t.name] {
+			if err := ct.CopyDelete(ctx, tx, t.name); err != nil {
+				return fmt.Errorf("clear the target's %s: %w", t.name, mapErr(err))
+			}
+		}
 		release := leaseRelease(t)
 		err := cs.CopyRows(ctx, snap, t.name, t.cols, t.key, func(row []any) error {
 			if h != nil {
@@ -458,6 +468,11 @@ func (p *copyPlan) targetEmpty(ctx context.Context, ct driver.CopyTarget, q driv
 		if err != nil {
 			return fmt.Errorf("count the target's %s: %w", t.name, mapErr(err))
 		}
+		if copySeeded[t.name] {
+			if n, err = countSet(ctx, ct, q, t); err != nil {
+				return fmt.Errorf("read the target's %s: %w", t.name, mapErr(err))
+			}
+		}
 		if n > 0 {
 			e.Rows = append(e.Rows, CopiedTable{Name: t.name, Rows: n})
 		}
@@ -471,6 +486,22 @@ func (p *copyPlan) targetEmpty(ctx context.Context, ct driver.CopyTarget, q driv
 		return e
 	}
 	return nil
+}
+
+// countSet counts the rows of t on the target that hold a value other
+// than zero outside the table's key.
+func countSet(ctx context.Context, ct driver.CopyTarget, q driver.ReadQuerier, t copyTable) (int64, error) {
+	var n int64
+	err := ct.CopyRows(ctx, q, t.name, t.cols, t.key, func(row []any) error {
+		for i, v := range row {
+			if !slices.Contains(t.key, t.cols[i]) && v != int64(0) {
+				n++
+				break
+			}
+		}
+		return nil
+	})
+	return n, err
 }
 
 // readBack compares the copy, read in the target's transaction, with the

@@ -41,6 +41,9 @@ type CopyTarget interface {
 	// is not UTF-8 or holds a NUL byte, a fraction in an integer
 	// column).
 	CopyInsert(ctx context.Context, q Querier, table string, cols []string, rows [][]any) error
+	// CopyDelete deletes every row of table: the rows a new database's
+	// migration seeds, which the copy replaces with the source's.
+	CopyDelete(ctx context.Context, q Querier, table string) error
 	// CopySetSequence raises the last position handed out to pos (never
 	// lowers it): the next append takes pos+1.
 	CopySetSequence(ctx context.Context, q Querier, pos int64) error

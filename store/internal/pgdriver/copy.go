@@ -247,6 +247,12 @@ func toText(v any) (any, error) {
 	return s, nil
 }
 
+// CopyDelete deletes table's rows.
+func (Exec) CopyDelete(ctx context.Context, q driver.Querier, table string) error {
+	_, err := q.ExecContext(ctx, `DELETE FROM `+QuoteIdent(table))
+	return err
+}
+
 // CopySetSequence raises log_head.position.
 func (Exec) CopySetSequence(ctx context.Context, q driver.Querier, pos int64) error {
 	_, err := q.ExecContext(ctx, `UPDATE log_head SET position = GREATEST(position, $1)`, pos)
