@@ -118,6 +118,10 @@ type CopyResult struct {
 	// was read (with Force). Every lease arrives released (no owner, its
 	// token kept, so that a fence taken before the copy stays stale).
 	ReleasedLeases []string
+	// Committed: the copy is in the target, checked by counts, digest and
+	// sequence. Copy may still fail after that, on the target's
+	// invariants or in Rebuild.
+	Committed bool
 	// Elapsed is how long the copy took, the rebuild included.
 	Elapsed time.Duration
 }
@@ -197,6 +201,7 @@ func (e *CopyTargetError) Unwrap() error { return ErrTargetNotEmpty }
 // source that is not a SQLite file or a target that is not PostgreSQL.
 func Copy(ctx context.Context, from, to string, opts *CopyOptions) (res CopyResult, err error) {
 	start := time.Now()
+	defer func() { res.Elapsed = time.Since(start) }()
 	var o CopyOptions
 	if opts != nil {
 		o = *opts
@@ -273,6 +278,7 @@ func Copy(ctx context.Context, from, to string, opts *CopyOptions) (res CopyResu
 	if err != nil {
 		return res, fmt.Errorf("copy into %s: %w", res.Target, err)
 	}
+	res.Committed = true
 	_ = snap.Rollback()
 
 	// Reopen the target: the checks and the rebuild see it as any later
@@ -297,7 +303,6 @@ func Copy(ctx context.Context, from, to string, opts *CopyOptions) (res CopyResu
 		}
 	}
 	o.Progress(CopyProgress{Phase: CopyPhaseDone, Done: res.Rows, Total: res.Rows})
-	res.Elapsed = time.Since(start)
 	return res, nil
 }
 
