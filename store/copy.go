@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/store/internal/driver"
-	"github.com/eventlite/eventlite/store/internal/pgdriver"
 )
 
 // ErrUnsupported: the engines or the data cannot make the operation:
@@ -149,8 +148,7 @@ func (e *LiveLeaseError) Unwrap() error { return ErrLeaseHeld }
 // CopyTargetError: the target a copy would write into already holds
 // store rows. errors.Is(err, ErrTargetNotEmpty) holds for it.
 type CopyTargetError struct {
-	Target   string // the address without its password
-	Schema   string
+	Target   string        // the address without its password
 	Rows     []CopiedTable // the tables with rows
 	Sequence int64         // the target's last position handed out
 }
@@ -163,8 +161,8 @@ func (e *CopyTargetError) Error() string {
 	if e.Sequence > 0 {
 		parts = append(parts, fmt.Sprintf("head position %d", e.Sequence))
 	}
-	return fmt.Sprintf("copy target %s (schema %s) is not empty (%s); it was left unchanged: copy into a new schema (eventlite_schema=NAME in the address)",
-		e.Target, e.Schema, strings.Join(parts, ", "))
+	return fmt.Sprintf("copy target %s is not empty (%s); it was left unchanged: copy into a new schema (eventlite_schema=NAME in the address)",
+		e.Target, strings.Join(parts, ", "))
 }
 
 // Unwrap lets errors.Is(err, ErrTargetNotEmpty) match.
@@ -214,13 +212,22 @@ func Copy(ctx context.Context, from, to string, opts *CopyOptions) (res CopyResu
 	if o.Progress == nil {
 		o.Progress = func(CopyProgress) {}
 	}
-	switch {
-	case from == "" || to == "":
+	if from == "" || to == "" {
 		return res, errors.New("store: copy: empty source or target")
-	case pgdriver.IsAddress(from):
-		return res, fmt.Errorf("store: copy from %s: %w: the source must be a SQLite file", pgdriver.Redact(from), ErrUnsupported)
-	case !pgdriver.IsAddress(to):
-		return res, fmt.Errorf("store: copy into %s: %w: the target must be a postgres:// address", to, ErrUnsupported)
+	}
+	srcDrv, srcName, err := chooseDriver(from)
+	if err != nil {
+		return res, fmt.Errorf("store: copy: %w", err)
+	}
+	dstDrv, dstName, err := chooseDriver(to)
+	if err != nil {
+		return res, fmt.Errorf("store: copy: %w", err)
+	}
+	switch {
+	case srcDrv.Dialect() != driver.SQLite:
+		return res, fmt.Errorf("store: copy from %s: %w: the source must be a SQLite file", srcName, ErrUnsupported)
+	case dstDrv.Dialect() != driver.Postgres:
+		return res, fmt.Errorf("store: copy into %s: %w: the target must be a postgres:// address", dstName, ErrUnsupported)
 	}
 
 	src, err := Open(ctx, from, &Options{ReadOnly: true, Logger: topts.Logger, BusyTimeout: topts.BusyTimeout})
@@ -270,7 +277,7 @@ func Copy(ctx context.Context, from, to string, opts *CopyOptions) (res CopyResu
 	}
 	var te *CopyTargetError
 	if errors.As(err, &te) {
-		te.Target, te.Schema = res.Target, targetSchema(to, topts.Schema)
+		te.Target = res.Target
 	}
 	if cerr := dst.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("copy: close target: %w", cerr)
@@ -304,17 +311,6 @@ func Copy(ctx context.Context, from, to string, opts *CopyOptions) (res CopyResu
 	}
 	o.Progress(CopyProgress{Phase: CopyPhaseDone, Done: res.Rows, Total: res.Rows})
 	return res, nil
-}
-
-// targetSchema is the schema a store on the address to uses.
-func targetSchema(to, schema string) string {
-	if schema != "" {
-		return schema
-	}
-	if a, err := pgdriver.ParseAddress(to); err == nil {
-		return a.Schema
-	}
-	return ""
 }
 
 // copyPlan is what Copy read of the source before writing: each table's
