@@ -96,6 +96,40 @@ func (e *MissingSchemaError) Error() string {
 // Unwrap returns ErrMissingSchema.
 func (e *MissingSchemaError) Unwrap() error { return ErrMissingSchema }
 
+// MaxPostgresTableBytes is the longest table name a projection may declare
+// on PostgreSQL: a rebuild's shadow table adds "__rb" and a generation to
+// it, and PostgreSQL cuts every identifier at 63 bytes without an error,
+// which could turn a shadow's name into the live table's.
+const MaxPostgresTableBytes = 49
+
+// TableNameError: a projection declared a table whose name the store's
+// engine cannot keep apart from its rebuild's shadow (see
+// MaxPostgresTableBytes) or would fold to another name (PostgreSQL folds
+// unquoted names to lower case).
+type TableNameError struct {
+	Projection, Table string
+	Dialect           store.Dialect
+	Reason            string
+}
+
+func (e *TableNameError) Error() string {
+	return fmt.Sprintf("projection %s: table %q on %s: %s", e.Projection, e.Table, e.Dialect, e.Reason)
+}
+
+// checkTableName applies the dialect's rules for a table name.
+func checkTableName(projection, name string, d store.Dialect) error {
+	if d != store.DialectPostgres {
+		return nil
+	}
+	switch {
+	case len(name) > MaxPostgresTableBytes:
+		return &TableNameError{Projection: projection, Table: name, Dialect: d, Reason: fmt.Sprintf("%d bytes, more than %d: a rebuild's shadow name would be cut at PostgreSQL's 63 and could become the live table's; choose a shorter name", len(name), MaxPostgresTableBytes)}
+	case strings.ToLower(name) != name:
+		return &TableNameError{Projection: projection, Table: name, Dialect: d, Reason: "has capital letters, which PostgreSQL folds to lower case in unquoted SQL: use a lowercase name"}
+	}
+	return nil
+}
+
 // Tx is the runner's transaction as a projection's Apply sees it: the
 // store's Tx plus the names of the projection's tables.
 type Tx struct {
@@ -210,6 +244,9 @@ func (p *Projection) createTables(ctx context.Context, s *store.Store, tx *store
 		ddl, ok := t.ddl(d)
 		if !ok {
 			return &MissingSchemaError{Projection: p.Name, Table: t.Name, Dialect: d}
+		}
+		if err := checkTableName(p.Name, t.Name, d); err != nil {
+			return err
 		}
 		ddls[i] = ddl
 	}

@@ -21,10 +21,10 @@ import (
 type Dialect string
 
 const (
-	// DialectSQLite is the only engine today: modernc.org/sqlite, one file.
+	// DialectSQLite is modernc.org/sqlite: one file.
 	DialectSQLite Dialect = "sqlite"
-	// DialectPostgres is reserved for the PostgreSQL driver to come; no
-	// store runs on it yet.
+	// DialectPostgres is PostgreSQL, through pgx: a store opened on a
+	// postgres:// address.
 	DialectPostgres Dialect = "postgres"
 )
 

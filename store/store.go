@@ -545,17 +545,66 @@ func (s *Store) startPoll() {
 // unknown).
 func (s *Store) poll(conn *sql.Conn, last int64) {
 	defer close(s.pollDone)
-	defer conn.Close()
-	ctx := context.Background()
+	defer func() {
+		if conn != nil {
+			_ = conn.Close()
+		}
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-s.pollStop
+		cancel()
+	}()
+	n, _ := s.drv.(driver.Notifier)
+	listening := false
 	t := time.NewTicker(s.opts.PollInterval)
 	defer t.Stop()
 	for {
-		select {
-		case <-s.pollStop:
+		if n != nil && conn != nil && !listening {
+			if err := n.Listen(ctx, conn); err != nil {
+				s.log.Debug("change poller: no wake-ups; polling", "error", err)
+				n = nil
+			}
+			listening = n != nil
+		}
+		if listening {
+			wctx, wcancel := context.WithTimeout(ctx, s.opts.PollInterval)
+			_, err := n.WaitWake(wctx, conn)
+			wcancel()
+			if err != nil && ctx.Err() == nil {
+				s.log.Debug("change poller: wait for a wake-up", "error", err)
+				listening = false
+			}
+		}
+		if !listening {
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+		}
+		if ctx.Err() != nil {
 			return
-		case <-t.C:
+		}
+		if conn == nil {
+			// A server ended the poller's session: take another
+			// connection, and wake waiters, who may have missed a
+			// commit meanwhile.
+			c, err := s.rdb.Conn(ctx)
+			if err != nil {
+				s.log.Debug("change poller: no connection yet", "error", err)
+				continue
+			}
+			conn, last = c, -1
+			s.notify()
 		}
 		v, err := s.drv.CommitCounter(ctx, conn)
+		if err != nil && s.connLost(err) {
+			s.log.Warn("the database ended the change poller's session; reconnecting", "error", err)
+			_ = conn.Close()
+			conn, listening = nil, false
+			continue
+		}
 		if err != nil {
 			s.log.Debug("poll data_version", "error", err)
 			continue

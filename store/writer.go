@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
 	"sync"
@@ -24,6 +26,36 @@ func (s *Store) prepare(ctx context.Context) error {
 		}
 		return fmt.Errorf("store: prepare statements: %w", err)
 	}
+	return nil
+}
+
+// connLost reports whether err says the writer's connection is gone for
+// good. SQLite's never is: it is a file. A server's may be (its session
+// ended); database/sql then answers ErrBadConn or ErrConnDone for the
+// connection the store keeps, at every later use.
+func (s *Store) connLost(err error) bool {
+	return s.onServer() && (errors.Is(err, sqldriver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) || driver.Classify(err) == driver.ConnectionLost)
+}
+
+// reconnectWriter replaces the writer's lost connection and prepares the
+// append path on the new one. The caller holds the writer (writerState.mu).
+// The wait for a connection is bounded by the busy timeout.
+func (s *Store) reconnectWriter() error {
+	_ = s.stmts.Close()
+	_ = s.wconn.Conn.Close() // database/sql discards a bad connection
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.BusyTimeout)
+	defer cancel()
+	c, err := s.wdb.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	stmts, err := s.ex.PrepareWriter(ctx, c)
+	if err != nil {
+		_ = c.Close()
+		return err
+	}
+	s.wconn.Conn, s.stmts = c, stmts
+	s.log.Warn("the database ended the writer's session; reconnected", "path", s.path)
 	return nil
 }
 
@@ -234,7 +266,18 @@ func (s *Store) runGroup(group []*request) {
 			close(r.done)
 		}
 	}
-	if err := s.begin(); err != nil {
+	err := s.begin()
+	if err != nil && s.connLost(err) {
+		// The server ended the writer's session (a restart, a network
+		// cut, or its idle-in-transaction timeout while this process
+		// was stopped): take a new connection and try once more.
+		if rerr := s.reconnectWriter(); rerr != nil {
+			err = fmt.Errorf("%w (reconnect: %v)", err, rerr)
+		} else {
+			err = s.begin()
+		}
+	}
+	if err != nil {
 		for _, r := range live {
 			r.err = err
 		}

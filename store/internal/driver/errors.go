@@ -23,6 +23,10 @@ const (
 	NotADatabase
 	// Corrupt: the engine found the database damaged.
 	Corrupt
+	// ConnectionLost: a server ended the session (it shut down, the
+	// network failed, or a timeout of the session's ended it). The
+	// connection is unusable; a new one may succeed.
+	ConnectionLost
 )
 
 // A Classifier tells the Class of one engine's errors, and Other for an

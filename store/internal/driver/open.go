@@ -58,6 +58,21 @@ type Driver interface {
 	Setting(ctx context.Context, q ReadQuerier, name string) (string, error)
 }
 
+// Notifier is a Driver whose engine can wake a connection when another
+// connection commits a write (PostgreSQL: LISTEN/NOTIFY). The store's
+// change poller waits on it between its reads of the commit counter,
+// which still decides: a wake-up is only a hint to read now, and without
+// one (a pooler in transaction mode drops them) the poller reads every
+// PollInterval as before.
+type Notifier interface {
+	// Listen asks the engine to wake conn at every commit of a write
+	// transaction on the store's database.
+	Listen(ctx context.Context, conn *sql.Conn) error
+	// WaitWake blocks until a wake-up arrives on conn (true) or ctx
+	// ends (false, nil). After an error conn cannot wait any more.
+	WaitWake(ctx context.Context, conn *sql.Conn) (bool, error)
+}
+
 // OpenConfig is how the store wants a database opened.
 type OpenConfig struct {
 	// Path is the database file (for a server, its address).

@@ -41,9 +41,12 @@ const (
 	EventByIDSQL = `SELECT stream_id, version, type, data, extensions FROM events WHERE tenant = $1 AND event_id = $2`
 	// BeginWriteSQL is a write transaction's first statement: it moves
 	// the commit counter, which locks the head row until the transaction
-	// ends. Another process's writer waits here (at most lock_timeout:
-	// then Busy).
-	BeginWriteSQL = `UPDATE log_head SET commits = commits + 1`
+	// ends, and notifies the schema's channel ($1), which PostgreSQL
+	// delivers at the commit, to every store's change poller (Listen).
+	// Another process's writer waits here (at most lock_timeout: then
+	// Busy).
+	BeginWriteSQL = `WITH h AS (UPDATE log_head SET commits = commits + 1 RETURNING commits)
+	SELECT pg_notify($1, '') FROM h`
 )
 
 // eventColTypes are the types of an event row's values, in
@@ -108,6 +111,7 @@ var errIDTaken = &pgconn.PgError{Severity: "ERROR", Code: "23505", ConstraintNam
 type writer struct {
 	conn         *sql.Conn
 	begin        string // BEGIN and SET LOCAL search_path, one round trip
+	channel      string // the schema's LISTEN/NOTIFY channel
 	streamState  *sql.Stmt
 	createStream *sql.Stmt
 	reviveStream *sql.Stmt
@@ -123,7 +127,11 @@ func (Exec) PrepareWriter(ctx context.Context, conn *sql.Conn) (driver.Writer, e
 	if err := conn.QueryRowContext(ctx, `SHOW search_path`).Scan(&schema); err != nil {
 		return nil, err
 	}
-	w := &writer{conn: conn, begin: `BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL search_path TO ` + schema}
+	var current string
+	if err := conn.QueryRowContext(ctx, `SELECT current_schema()`).Scan(&current); err != nil {
+		return nil, err
+	}
+	w := &writer{conn: conn, channel: channel(current), begin: `BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL search_path TO ` + schema}
 	var err error
 	prep := func(q string) *sql.Stmt {
 		if err != nil {
@@ -177,7 +185,7 @@ func (w *writer) Begin(ctx context.Context) error {
 	if _, err := w.conn.ExecContext(ctx, w.begin); err != nil {
 		return err
 	}
-	if _, err := w.beginWrite.ExecContext(ctx); err != nil {
+	if _, err := w.beginWrite.ExecContext(ctx, w.channel); err != nil {
 		_, _ = w.conn.ExecContext(context.Background(), "ROLLBACK")
 		return err
 	}

@@ -3,9 +3,11 @@ package pgdriver
 import (
 	"context"
 	"database/sql"
+	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -42,7 +44,7 @@ const (
 // connector builds the database/sql connector of cfg: pgx's stdlib
 // adapter on the address without the eventlite_schema parameter, with the
 // store's session settings and the schema as the search path.
-func connector(cfg driver.OpenConfig) (*sql.DB, *Address, error) {
+func connector(cfg driver.OpenConfig, role string) (*sql.DB, *Address, error) {
 	a, err := ParseAddress(cfg.Path)
 	if err != nil {
 		return nil, nil, err
@@ -74,6 +76,9 @@ func connector(cfg driver.OpenConfig) (*sql.DB, *Address, error) {
 	set("lock_timeout", ms(cfg.BusyTimeout))
 	set("statement_timeout", ms(defaultStatementTimeout))
 	set("idle_in_transaction_session_timeout", ms(defaultIdleInTxTimeout))
+	// pg_stat_activity shows which store and which of its pools a
+	// session serves.
+	set("application_name", "eventlite "+role+" "+schema)
 	if cfg.ReadOnly {
 		rp["default_transaction_read_only"] = "on"
 	}
@@ -85,7 +90,7 @@ func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10)
 // OpenWriter opens the writer's pool: one connection, kept for the store's
 // life.
 func (Driver) OpenWriter(cfg driver.OpenConfig) (*sql.DB, error) {
-	db, _, err := connector(cfg)
+	db, _, err := connector(cfg, "writer")
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +103,7 @@ func (Driver) OpenWriter(cfg driver.OpenConfig) (*sql.DB, error) {
 
 // OpenReader opens the read pool of conns connections.
 func (Driver) OpenReader(cfg driver.OpenConfig, conns int) (*sql.DB, error) {
-	db, _, err := connector(cfg)
+	db, _, err := connector(cfg, "reader")
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +159,6 @@ const (
 	codeSerialization = "40001" // serialization_failure
 	codeLockTimeout   = "55P03" // lock_not_available (lock_timeout)
 	codeIdleInTx      = "25P03" // idle_in_transaction_session_timeout
-	codeQueryCanceled = "57014" // query_canceled (statement_timeout)
 )
 
 func init() { driver.RegisterClassifier(classifyPG) }
@@ -162,9 +166,16 @@ func init() { driver.RegisterClassifier(classifyPG) }
 // classifyPG: deadlocks, serialization failures and lock waits past
 // lock_timeout are Busy (retrying may succeed); an integrity constraint
 // violation (class 23) is Constraint.
+//
+// A session the server ended (class 08 connection exceptions, 57P0x
+// shutdowns, the idle-in-transaction timeout's 25P03, or a connection
+// pgx closed) is ConnectionLost.
 func classifyPG(err error) driver.Class {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
+		if errors.Is(err, sqldriver.ErrBadConn) || pgconn.SafeToRetry(err) {
+			return driver.ConnectionLost
+		}
 		return driver.Other
 	}
 	switch {
@@ -172,6 +183,8 @@ func classifyPG(err error) driver.Class {
 		return driver.Busy
 	case len(pe.Code) == 5 && pe.Code[:2] == "23":
 		return driver.Constraint
+	case pe.Code == codeIdleInTx, strings.HasPrefix(pe.Code, "08"), strings.HasPrefix(pe.Code, "57P0"):
+		return driver.ConnectionLost
 	}
 	return driver.Other
 }
