@@ -161,8 +161,8 @@ func (e *CopyTargetError) Error() string {
 	if e.Sequence > 0 {
 		parts = append(parts, fmt.Sprintf("head position %d", e.Sequence))
 	}
-	return fmt.Sprintf("copy target %s is not empty (%s); it was left unchanged: copy into a new schema (eventlite_schema=NAME in the address)",
-		e.Target, strings.Join(parts, ", "))
+	return fmt.Sprintf("the target schema is not empty (%s); it was left unchanged: copy into a new schema (eventlite_schema=NAME in the address)",
+		strings.Join(parts, ", "))
 }
 
 // Unwrap lets errors.Is(err, ErrTargetNotEmpty) match.
