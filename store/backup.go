@@ -104,7 +104,11 @@ func stepDefaults(pages int, busy time.Duration) (int, time.Duration) {
 // one of a newer schema ErrSchemaTooNew. An existing dest is
 // ErrDestExists unless opts.Force; dest must not be src, and a dest with
 // a -wal file beside it (a database in use) is refused even with Force.
+// A PostgreSQL address for either is *FileOnlyError (ErrFileOnly).
 func Backup(ctx context.Context, src, dest string, opts *BackupOptions) (res BackupResult, err error) {
+	if err := fileOnly("backup", src, dest); err != nil {
+		return res, err
+	}
 	o := opts.withDefaults()
 	start := time.Now()
 	srcAbs, destAbs, err := absPaths(src, dest)

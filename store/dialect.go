@@ -41,4 +41,5 @@ func (r *ReadTx) Dialect() Dialect { return Dialect(r.ex.Dialect()) }
 
 // fileExec runs the operations of functions that work on a file rather
 // than on an open store (Backup, Restore, Inspect, the checks of a copy).
+// They are SQLite's: each refuses a PostgreSQL address first (fileOnly).
 var fileExec driver.Executor = sqlitedriver.Exec{}

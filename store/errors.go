@@ -130,3 +130,28 @@ func (e *TargetNotEmptyError) Error() string {
 
 // Unwrap lets errors.Is(err, ErrTargetNotEmpty) match.
 func (e *TargetNotEmptyError) Unwrap() error { return ErrTargetNotEmpty }
+
+// ErrFileOnly: an operation that works on a database file (Backup,
+// Restore, Inspect) was given a PostgreSQL server's address. Permanent:
+// a database on a server is backed up and restored with the server's own
+// tools (pg_dump and pg_restore, or its base backups).
+var ErrFileOnly = errors.New("not supported on PostgreSQL")
+
+// FileOnlyError is ErrFileOnly with the facts: the operation and the
+// address (its password replaced by "xxxxx"). errors.Is(err,
+// ErrFileOnly) holds for it.
+type FileOnlyError struct {
+	Op      string // "backup", "restore" or "inspect"
+	Address string // redacted
+}
+
+func (e *FileOnlyError) Error() string {
+	instead := "back up and restore a PostgreSQL database with pg_dump and pg_restore, or the server's own backups"
+	if e.Op == "inspect" {
+		instead = "open the store to read its schema version (eventlite migrate or doctor)"
+	}
+	return fmt.Sprintf("%s %s: %v: it works on a SQLite database file; %s", e.Op, e.Address, ErrFileOnly, instead)
+}
+
+// Unwrap lets errors.Is(err, ErrFileOnly) match.
+func (e *FileOnlyError) Unwrap() error { return ErrFileOnly }

@@ -21,8 +21,11 @@ type FileInfo struct {
 
 // Inspect reads a database file's schema version and application id
 // without creating, migrating or otherwise changing it. A missing file is
-// ErrNotFound.
+// ErrNotFound; a PostgreSQL address *FileOnlyError (ErrFileOnly).
 func Inspect(ctx context.Context, path string) (FileInfo, error) {
+	if err := fileOnly("inspect", path); err != nil {
+		return FileInfo{}, err
+	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return FileInfo{}, err
@@ -40,7 +43,8 @@ func Inspect(ctx context.Context, path string) (FileInfo, error) {
 // SetApplicationID stamps the file's PRAGMA application_id, a number in
 // the SQLite header that tools use to tell what wrote a file (eventlite's
 // demo marks its database with it, so that a rerun only ever replaces a
-// file the demo made). It commits with the transaction.
+// file the demo made). It commits with the transaction. A store on
+// PostgreSQL, which has no such header, refuses it.
 func (tx *Tx) SetApplicationID(ctx context.Context, id int32) error {
 	if err := tx.check(); err != nil {
 		return err

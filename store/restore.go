@@ -68,8 +68,12 @@ func (o *RestoreOptions) withDefaults() RestoreOptions {
 // opts.Force (ErrTargetNotEmpty; unchanged), raises the copy's position
 // sequence to at least target's, so that no position target handed out is
 // ever handed out again, and copies the pages in, committing once. A
-// target that does not exist is created.
+// target that does not exist is created. A PostgreSQL address for either
+// is *FileOnlyError (ErrFileOnly).
 func Restore(ctx context.Context, src, target string, opts *RestoreOptions) (res RestoreResult, err error) {
+	if err := fileOnly("restore", src, target); err != nil {
+		return res, err
+	}
 	o := opts.withDefaults()
 	start := time.Now()
 	srcAbs, targetAbs, err := absPaths(src, target)

@@ -273,6 +273,22 @@ func chooseDriver(addr string) (driver.Driver, string, error) {
 	return defaultDriver, abs, err
 }
 
+// IsPostgresAddress reports whether Open takes addr for a PostgreSQL
+// server's address (postgres:// or postgresql://, in any case) rather
+// than a database file's path.
+func IsPostgresAddress(addr string) bool { return pgdriver.IsAddress(addr) }
+
+// fileOnly refuses, with *FileOnlyError, an operation on a database file
+// (op) that was given PostgreSQL addresses among addrs.
+func fileOnly(op string, addrs ...string) error {
+	for _, a := range addrs {
+		if IsPostgresAddress(a) {
+			return &FileOnlyError{Op: op, Address: pgdriver.Redact(a)}
+		}
+	}
+	return nil
+}
+
 // onServer reports whether the store runs on a database server rather
 // than on a file: there is no file to check, copy or vacuum.
 func (s *Store) onServer() bool { return s.drv.Dialect() != driver.SQLite }

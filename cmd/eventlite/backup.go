@@ -37,7 +37,11 @@ DEST existing: exit 4 unless --force, which replaces it (never a directory,
 the database itself, or a file with a -wal beside it). Exit 4 too when the
 database is not eventlite's or fails the checks; 5 when it does not exist.
 Progress goes to stderr: a bar on a terminal, a line every few seconds
-otherwise.`,
+otherwise.
+
+A SQLite file only: with a PostgreSQL --db (or DEST) it exits 2, "not
+supported on PostgreSQL"; back up a PostgreSQL database with pg_dump or the
+server's own backups.`,
 	new: func() runner { return &backupCmd{} },
 }
 
@@ -67,7 +71,11 @@ consumers have seen).
 
 With --json, one object: {"path","source","events","streams","head_position",
 "sequence","previous_events","previous_sequence","bytes","seconds"}, positions
-as decimal strings.`,
+as decimal strings.
+
+A SQLite file only: with a PostgreSQL --db (or SRC) it exits 2, "not
+supported on PostgreSQL"; restore a PostgreSQL database with pg_restore or the
+server's own backups.`,
 	new: func() runner { return &restoreCmd{} },
 }
 

@@ -45,7 +45,9 @@ drain, dedupe), a replay with its watermark check, an external effect recorded
 once through the effect ledger, and a final doctor report.
 
 A rerun replaces a database an earlier demo created and refuses any other file.
-The database stays for you to explore with read, tail, streams and catalog.`,
+The database stays for you to explore with read, tail, streams and catalog.
+The demo runs on a SQLite file only: a PostgreSQL --db exits 2, "not supported
+on PostgreSQL".`,
 	new: func() runner { return &demoCmd{} },
 }
 
@@ -57,6 +59,9 @@ func (*demoCmd) run(ctx context.Context, c *cli, _ []string) error {
 	path := demoDefaultDB
 	if c.global.dbSet {
 		path = c.global.db
+		if c.onPostgres() {
+			return &fileOnlyError{what: "demo", instead: "the demo makes and replaces a SQLite file of its own; drop --db (it ignores $EVENTLITE_DB) or give it a file's path"}
+		}
 	}
 	if c.global.tenant != "default" {
 		return &usageError{cmd: demoCommand, err: errors.New("the demo runs in the default tenant: drop --tenant")}

@@ -90,9 +90,9 @@ var exitCodes = []struct {
 }{
 	{exitOK, "ok (also a follow, such as tail --follow, stopped by SIGINT or SIGTERM)"},
 	{exitInternal, "internal error"},
-	{exitUsage, "usage: unknown command or flag, malformed flag value, wrong arguments; relay, serve,\n     replay, catalog or copy without --master-key-file while the database holds encrypted events;\n     copy: a source or target engine it does not take, or data the target cannot hold exactly"},
+	{exitUsage, "usage: unknown command or flag, malformed flag value, wrong arguments; relay, serve,\n     replay, catalog or copy without --master-key-file while the database holds encrypted events;\n     a command that works on a file (backup, restore, scavenge --vacuum, demo --db) on PostgreSQL;\n     copy: a source or target engine it does not take, or data the target cannot hold exactly"},
 	{exitConflict, "version conflict: the stream is not at the --expected version"},
-	{exitInvalid, "invalid input: a malformed event, data or stream id, or a reused event id; a hard-deleted\n     stream; truncate beyond the stream's version; an append carrying erasurekey without a\n     master key, a malformed master key file or a wrong master key; or a database file\n     eventlite will not use as it is: not an eventlite database, a newer schema, an older schema\n     for a command that only reads (run 'eventlite migrate'), another user's file it would lock out;\n     backup: DEST exists (without --force); restore: the database has events (without --force),\n     or SRC is not an eventlite database or fails its checks; copy: the target schema is not empty;\n     effects approve/reject: the effect's\n     state does not allow it, or --args-hash is not the hash of its arguments"},
+	{exitInvalid, "invalid input: a malformed event, data or stream id, or a reused event id; a hard-deleted\n     stream; truncate beyond the stream's version; an append carrying erasurekey without a\n     master key, a malformed master key file or a wrong master key; or a database file\n     eventlite will not use as it is: not an eventlite database, a newer schema, an older schema\n     for a command that only reads (run 'eventlite migrate'), another user's file it would lock out;\n     backup: DEST exists (without --force); restore: the database has events (without --force),\n     or SRC is not an eventlite database or fails its checks; copy: the target schema is not empty;\n     effects approve/reject: the effect's state does not allow it, or --args-hash is not the hash of its arguments"},
 	{exitNotFound, "not found: the stream, or a deleted one (or the JetStream stream, the dead letter, the quarantined event or its projection or consumer, the effect, the retention policy, the subject key to forget, or the database file) does not exist"},
 	{exitIncomplete, "work remains or needs a person: the job was interrupted before it finished; scavenge: a reader kept\n     the WAL checkpoint from finishing (run it again once readers are done)"},
 	{exitBusy, "busy: the database stayed locked past the timeout; copy: a lease in the source is held; retry"},
@@ -153,7 +153,7 @@ type globals struct {
 // register adds the global flags to fs, with their current values as
 // defaults, so that a value given before the command carries over.
 func (g *globals) register(fs *flag.FlagSet) {
-	fs.Func("db", "the SQLite database file at `PATH` (default $EVENTLITE_DB, else ./eventlite.db)", func(v string) error {
+	fs.Func("db", "the SQLite database file at `PATH`, or a postgres:// address whose eventlite_schema parameter names the schema (default eventlite); default $EVENTLITE_DB, else ./eventlite.db", func(v string) error {
 		g.db, g.dbSet = v, true
 		return nil
 	})
@@ -252,6 +252,25 @@ func (c *cli) newLogger() hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Name: "eventlite", Level: level, Output: c.stderr})
 }
 
+// fileOnlyError refuses a command, or one of its flags, that works on a
+// database file when --db is a PostgreSQL address: exit 2. It says what
+// to do instead.
+type fileOnlyError struct {
+	what    string // the command or flag: "demo", "scavenge --vacuum"
+	instead string
+}
+
+func (e *fileOnlyError) Error() string {
+	return fmt.Sprintf("%s: %v: %s", e.what, store.ErrFileOnly, e.instead)
+}
+
+// Unwrap lets errors.Is(err, store.ErrFileOnly) match: classify exits 2.
+func (e *fileOnlyError) Unwrap() error { return store.ErrFileOnly }
+
+// onPostgres reports whether --db (or $EVENTLITE_DB) is a PostgreSQL
+// address.
+func (c *cli) onPostgres() bool { return store.IsPostgresAddress(c.global.db) }
+
 // errNoDatabase: the database file does not exist, and the command does
 // not create one (see withStore and withReader).
 var errNoDatabase = errors.New("no such database file")
@@ -259,7 +278,9 @@ var errNoDatabase = errors.New("no such database file")
 // withStore opens the store for writing (migrating an older schema), runs
 // fn and closes the store. When create is false and the file does not
 // exist, it returns errNoDatabase instead: only commands that may wait for
-// or make the first append create a database file.
+// or make the first append create a database file. A PostgreSQL address
+// is no file: store.Open connects to the server (and creates the schema
+// when it writes).
 func (c *cli) withStore(ctx context.Context, create bool, fn func(*store.Store) error) error {
 	return c.withOptions(ctx, create, store.Options{Logger: c.log}, fn)
 }
@@ -274,7 +295,7 @@ func (c *cli) withReader(ctx context.Context, fn func(*store.Store) error) error
 }
 
 func (c *cli) withOptions(ctx context.Context, create bool, opts store.Options, fn func(*store.Store) error) (err error) {
-	if !create {
+	if !create && !store.IsPostgresAddress(c.global.db) {
 		if _, err := os.Stat(c.global.db); errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("%s: %w", c.global.db, errNoDatabase)
 		}
@@ -341,6 +362,8 @@ func classify(err error) (code int, msg string) {
 	switch {
 	case errors.As(err, &xe):
 		return xe.code, xe.Error()
+	case errors.Is(err, store.ErrFileOnly):
+		return exitUsage, err.Error()
 	case errors.As(err, &ce):
 		next := strconv.FormatInt(ce.Actual, 10)
 		if ce.Actual == 0 {
@@ -383,7 +406,7 @@ func fileRefused(err error) bool {
 // writeHelp prints the program's help.
 func writeHelp(w io.Writer) error {
 	var b strings.Builder
-	b.WriteString("eventlite: an event store on one SQLite file\n\n")
+	b.WriteString("eventlite: an event store on one SQLite file, or in a PostgreSQL schema\n\n")
 	b.WriteString("Usage: eventlite [global flags] COMMAND [flags] [arguments]\n\n")
 	b.WriteString("Commands:\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
@@ -401,6 +424,13 @@ func writeHelp(w io.Writer) error {
 		"create, migrate or convert the database file; 'eventlite migrate' or a command\n" +
 		"that writes upgrades it. A file that is not an eventlite database is refused by\n" +
 		"every command and left as it is.\n\n")
+	b.WriteString("PostgreSQL: --db postgres://USER:PASSWORD@HOST:5432/DB (or postgresql://...,\n" +
+		"or $EVENTLITE_DB holding one) keeps the store in a schema of that database:\n" +
+		"the address's eventlite_schema parameter names it (default eventlite), and the\n" +
+		"first command that writes, or 'eventlite migrate', creates it. The password is\n" +
+		"never printed. The commands that work on a file answer \"not supported on\n" +
+		"PostgreSQL\" with exit 2: backup, restore (use pg_dump and pg_restore, or the\n" +
+		"server's backups), scavenge --vacuum and demo --db.\n\n")
 	b.WriteString("Exit codes:\n")
 	for _, e := range exitCodes {
 		fmt.Fprintf(&b, "  %d  %s\n", e.code, e.meaning)

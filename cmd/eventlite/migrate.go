@@ -27,6 +27,11 @@ about 20 s and the log's size in disk space per 1,000,000 events. It warns
 before it starts on a log of 100,000 events or more, and an interrupt
 (Ctrl-C) leaves the file as it was. Run it at a quiet time.
 
+On PostgreSQL (--db postgres://...) it creates the schema the address's
+eventlite_schema parameter names (default eventlite) and its tables, and
+PATH is the address with its password replaced by xxxxx. PostgreSQL's schema
+versions are numbered on their own.
+
 Prints "PATH: schema 6 -> 7" (or "PATH: schema 7, up to date"); with --json,
 one object: {"path":"/abs/eventlite.db","from":6,"to":7}`,
 	new: func() runner { return migrateCmd{} },

@@ -48,7 +48,9 @@ the truncations retention would make, and changes nothing.
 
 Exits 6 when a reader kept the WAL checkpoint from finishing (what was
 removed stays removed; run it again once readers are done), or when
-interrupted (run it again: it goes on where it stopped).`,
+interrupted (run it again: it goes on where it stopped). --vacuum rewrites a
+SQLite file: with a PostgreSQL --db it exits 2, "not supported on PostgreSQL"
+(the server's autovacuum gives the space back).`,
 	new: func() runner { return &scavengeCmd{} },
 }
 
@@ -109,6 +111,9 @@ type heldBackOutput struct {
 func (sc *scavengeCmd) run(ctx context.Context, c *cli, _ []string) error {
 	if sc.dryRun && sc.vacuum {
 		return &usageError{cmd: scavengeCommand, err: errors.New("scavenge: --dry-run changes nothing, --vacuum rewrites the file: give one")}
+	}
+	if sc.vacuum && c.onPostgres() {
+		return &fileOnlyError{what: "scavenge --vacuum", instead: "it rewrites a SQLite file; on PostgreSQL run scavenge without it, and leave the space to the server's autovacuum"}
 	}
 	var bar *progressbar.ProgressBar
 	opts := store.ScavengeOptions{DryRun: sc.dryRun, Vacuum: sc.vacuum}
