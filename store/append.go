@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/timecol"
 	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
@@ -300,8 +301,19 @@ func (s *Store) prepareAppendAs(own bool, tenant, stream string, expected Expect
 }
 
 // prepareEvent fills and validates one event with the store's limits.
+//
+// On PostgreSQL an event time must be one that unix nanoseconds in an
+// int64 hold (1677-09-21 to 2262-04-11): its events table keeps times as
+// BIGINT, where a SQLite file keeps a time outside that range as RFC 3339
+// text.
 func (s *Store) prepareEvent(e *envelope.Event, now time.Time) error {
-	return e.PrepareLimits(now, envelope.Limits{MaxDataBytes: s.opts.MaxDataBytes, MaxEventBytes: s.opts.MaxEventBytes})
+	if err := e.PrepareLimits(now, envelope.Limits{MaxDataBytes: s.opts.MaxDataBytes, MaxEventBytes: s.opts.MaxEventBytes}); err != nil {
+		return err
+	}
+	if s.onServer() && !timecol.Nanos(e.Time) {
+		return &envelope.InvalidError{Index: -1, Field: "time", Reason: fmt.Sprintf("%s is outside 1677-09-21..2262-04-11, the times a store on PostgreSQL keeps (unix nanoseconds): give a time in that range", e.Time.UTC().Format(time.RFC3339Nano))}
+	}
+	return nil
 }
 
 // errRetried is appendLocked's answer to an append that is a retry: its

@@ -261,6 +261,14 @@ func (s *Store) Path() string { return s.path }
 // defaultDriver is the engine of a database file.
 var defaultDriver driver.Driver = sqlitedriver.Driver{}
 
+// PostgresSchemaVersion is the schema version this binary writes to a
+// PostgreSQL schema: its migrations are numbered on their own, from the
+// SQLite store's newest schema.
+func PostgresSchemaVersion() int {
+	ms, _ := pgdriver.Migrations()
+	return len(ms)
+}
+
 // chooseDriver picks the engine by the address: a postgres:// or
 // postgresql:// URL is PostgreSQL's, anything else a SQLite file. It
 // returns the name the store gives the database in messages: the file's

@@ -90,12 +90,12 @@ var exitCodes = []struct {
 }{
 	{exitOK, "ok (also a follow, such as tail --follow, stopped by SIGINT or SIGTERM)"},
 	{exitInternal, "internal error"},
-	{exitUsage, "usage: unknown command or flag, malformed flag value, wrong arguments; relay, serve,\n     replay or catalog without --master-key-file while the database holds encrypted events;\n     a command that works on a file (backup, restore, scavenge --vacuum, demo --db) on PostgreSQL"},
+	{exitUsage, "usage: unknown command or flag, malformed flag value, wrong arguments; relay, serve,\n     replay, catalog or copy without --master-key-file while the database holds encrypted events;\n     a command that works on a file (backup, restore, scavenge --vacuum, demo --db) on PostgreSQL;\n     copy: a source or target engine it does not take, or data the target cannot hold exactly"},
 	{exitConflict, "version conflict: the stream is not at the --expected version"},
-	{exitInvalid, "invalid input: a malformed event, data or stream id, or a reused event id; a hard-deleted\n     stream; truncate beyond the stream's version; an append carrying erasurekey without a\n     master key, a malformed master key file or a wrong master key; or a database file\n     eventlite will not use as it is: not an eventlite database, a newer schema, an older schema\n     for a command that only reads (run 'eventlite migrate'), another user's file it would lock out;\n     backup: DEST exists (without --force); restore: the database has events (without --force),\n     or SRC is not an eventlite database or fails its checks; effects approve/reject: the effect's\n     state does not allow it, or --args-hash is not the hash of its arguments"},
+	{exitInvalid, "invalid input: a malformed event, data or stream id, or a reused event id; a hard-deleted\n     stream; truncate beyond the stream's version; an append carrying erasurekey without a\n     master key, a malformed master key file or a wrong master key; or a database file\n     eventlite will not use as it is: not an eventlite database, a newer schema, an older schema\n     for a command that only reads (run 'eventlite migrate'), another user's file it would lock out;\n     backup: DEST exists (without --force); restore: the database has events (without --force),\n     or SRC is not an eventlite database or fails its checks; copy: the target schema is not empty;\n     effects approve/reject: the effect's state does not allow it, or --args-hash is not the hash of its arguments"},
 	{exitNotFound, "not found: the stream, or a deleted one (or the JetStream stream, the dead letter, the quarantined event or its projection or consumer, the effect, the retention policy, the subject key to forget, or the database file) does not exist"},
 	{exitIncomplete, "work remains or needs a person: the job was interrupted before it finished; scavenge: a reader kept\n     the WAL checkpoint from finishing (run it again once readers are done)"},
-	{exitBusy, "busy: the database stayed locked past the timeout; retry"},
+	{exitBusy, "busy: the database stayed locked past the timeout; copy: a lease in the source is held; retry"},
 }
 
 // command is one subcommand: its help and a constructor for its runner.
@@ -117,7 +117,7 @@ type runner interface {
 	run(ctx context.Context, c *cli, args []string) error
 }
 
-var commands = []*command{appendCommand, readCommand, deleteCommand, truncateCommand, retentionCommand, scavengeCommand, forgetCommand, tailCommand, streamsCommand, projectionsCommand, replayCommand, catalogCommand, relayCommand, serveCommand, dlqCommand, quarantineCommand, effectsCommand, doctorCommand, backupCommand, restoreCommand, migrateCommand, demoCommand, versionCommand}
+var commands = []*command{appendCommand, readCommand, deleteCommand, truncateCommand, retentionCommand, scavengeCommand, forgetCommand, tailCommand, streamsCommand, projectionsCommand, replayCommand, catalogCommand, relayCommand, serveCommand, dlqCommand, quarantineCommand, effectsCommand, doctorCommand, backupCommand, restoreCommand, copyCommand, migrateCommand, demoCommand, versionCommand}
 
 func lookup(name string) *command {
 	for _, cmd := range commands {

@@ -307,7 +307,7 @@ func TestExitCodesAreDistinct(t *testing.T) {
 func TestVersion(t *testing.T) {
 	t.Parallel()
 	r := mustRun(t, "", "version")
-	for _, s := range []string{"eventlite ", runtime.Version(), fmt.Sprintf("schema version %d", store.SchemaVersion())} {
+	for _, s := range []string{"eventlite ", runtime.Version(), fmt.Sprintf("schema version %d", store.SchemaVersion()), fmt.Sprintf("postgres schema version %d", store.PostgresSchemaVersion())} {
 		if !strings.Contains(r.stdout, s) {
 			t.Errorf("version lacks %q:\n%s", s, r.stdout)
 		}
@@ -317,7 +317,7 @@ func TestVersion(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
 		t.Fatalf("version --json printed %q: %v", r.stdout, err)
 	}
-	want := map[string]any{"version": buildVersion(), "go": runtime.Version(), "schema": float64(store.SchemaVersion())}
+	want := map[string]any{"version": buildVersion(), "go": runtime.Version(), "schema": float64(store.SchemaVersion()), "postgres_schema": float64(store.PostgresSchemaVersion())}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("version --json (-want +got):\n%s", diff)
 	}

@@ -233,9 +233,8 @@ func TestPostgresVersion(t *testing.T) {
 }
 
 // TestPostgresCommandsOfOtherAreas runs, on a store holding events, the
-// commands whose storage areas the PostgreSQL driver may not have yet:
-// each must exit as it does on a file, or be skipped while its area
-// answers "not supported by this database engine".
+// commands of every other storage area: each must exit as it does on a
+// file.
 func TestPostgresCommandsOfOtherAreas(t *testing.T) {
 	t.Parallel()
 	db, _ := postgresDB(t)
@@ -264,9 +263,6 @@ func TestPostgresCommandsOfOtherAreas(t *testing.T) {
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			r := run(t, "", append([]string{"--db", db}, tt.args...)...)
-			if r.code != tt.code && strings.Contains(r.stderr, "not supported by this database engine") {
-				t.Skipf("its area is not on PostgreSQL yet: %s", strings.TrimSpace(r.stderr))
-			}
 			if r.code != tt.code {
 				t.Errorf("exit %d, want %d; stderr:\n%s", r.code, tt.code, r.stderr)
 			}

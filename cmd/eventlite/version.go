@@ -16,11 +16,12 @@ var version = ""
 
 var versionCommand = &command{
 	name:    "version",
-	summary: "print the version, the Go version and the schema version",
+	summary: "print the version, the Go version and the schema versions",
 	usage:   "eventlite version",
 	about: `Prints eventlite's version, the Go version it was built with and the
-database schema version it writes; with --json, one object:
-  {"version":"v1.2.3","go":"go1.26.8","schema":1}`,
+schema versions it writes: a SQLite file's, and a PostgreSQL schema's
+(numbered on its own); with --json, one object:
+  {"version":"v1.2.3","go":"go1.26.8","schema":15,"postgres_schema":1}`,
 	new: func() runner { return versionCmd{} },
 }
 
@@ -32,14 +33,17 @@ type versionOutput struct {
 	Version string `json:"version"`
 	Go      string `json:"go"`
 	Schema  int    `json:"schema"`
+	// PostgresSchema is the schema version of a store on PostgreSQL,
+	// whose migrations are numbered on their own.
+	PostgresSchema int `json:"postgres_schema"`
 }
 
 func (versionCmd) run(_ context.Context, c *cli, _ []string) error {
-	v := versionOutput{Version: buildVersion(), Go: runtime.Version(), Schema: store.SchemaVersion()}
+	v := versionOutput{Version: buildVersion(), Go: runtime.Version(), Schema: store.SchemaVersion(), PostgresSchema: store.PostgresSchemaVersion()}
 	if c.global.json {
 		return writeJSON(c.stdout, v)
 	}
-	_, err := fmt.Fprintf(c.stdout, "eventlite %s\n%s\nschema version %d\n", v.Version, v.Go, v.Schema)
+	_, err := fmt.Fprintf(c.stdout, "eventlite %s\n%s\nschema version %d\npostgres schema version %d\n", v.Version, v.Go, v.Schema, v.PostgresSchema)
 	return err
 }
 

@@ -20,10 +20,14 @@ var (
 	maxNanos = time.Unix(0, math.MaxInt64).UTC()
 )
 
+// Nanos reports whether Unix nanoseconds in an int64 hold t, so that
+// Value stores it as an integer.
+func Nanos(t time.Time) bool { return !t.Before(minNanos) && !t.After(maxNanos) }
+
 // Value returns the column value for t: int64 Unix nanoseconds when they
 // hold t, otherwise t in UTC as RFC 3339 text with nanoseconds.
 func Value(t time.Time) any {
-	if !t.Before(minNanos) && !t.After(maxNanos) {
+	if Nanos(t) {
 		return t.UnixNano()
 	}
 	return t.UTC().Format(time.RFC3339Nano)

@@ -117,15 +117,13 @@ func (Driver) OpenReader(cfg driver.OpenConfig, conns int) (*sql.DB, error) {
 	return db, nil
 }
 
-// InitNew creates the schema: the first migration's tables go into it.
-func (Driver) InitNew(ctx context.Context, q driver.Querier) error {
-	var schema string
-	if err := q.QueryRowContext(ctx, `SHOW search_path`).Scan(&schema); err != nil {
-		return err
-	}
-	_, err := q.ExecContext(ctx, `CREATE SCHEMA IF NOT EXISTS `+schema)
-	return err
-}
+// InitNew does nothing: PostgreSQL takes no setting only on an empty
+// schema, and ApplyMigration creates the schema under the schema's
+// advisory lock. Creating it here, outside that lock, failed when
+// several processes opened a new schema at once: CREATE SCHEMA IF NOT
+// EXISTS is not safe against a concurrent one (a unique violation in
+// pg_namespace).
+func (Driver) InitNew(context.Context, driver.Querier) error { return nil }
 
 // EnableWAL does nothing: PostgreSQL always writes ahead.
 func (Driver) EnableWAL(context.Context, driver.Querier) error { return nil }

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"maps"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", to drop the test's schema
+
+	"github.com/eventlite/eventlite/projection"
+	"github.com/eventlite/eventlite/store"
+)
+
+// copyTarget returns an address of the server in EVENTLITE_TEST_POSTGRES
+// with a schema no other test uses, dropped when t ends; it skips t
+// without a server.
+func copyTarget(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv("EVENTLITE_TEST_POSTGRES")
+	if base == "" {
+		t.Skip("copy to PostgreSQL skipped: set EVENTLITE_TEST_POSTGRES to a server's URL (for example postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "t_" + hex.EncodeToString(b[:])
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("eventlite_schema", schema)
+	u.RawQuery = q.Encode()
+	t.Cleanup(func() {
+		db, err := sql.Open("pgx", base)
+		if err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+			return
+		}
+		defer db.Close()
+		if _, err := db.Exec(`DROP SCHEMA IF EXISTS "` + schema + `" CASCADE`); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	return u.String()
+}
+
+// readCatalog reads every tenant's catalog of the store at addr.
+func readCatalog(t *testing.T, addr string) []projection.CatalogEntry {
+	t.Helper()
+	ctx := context.Background()
+	s, err := store.Open(ctx, addr, &store.Options{ReadOnly: !isPostgres(addr)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var out []projection.CatalogEntry
+	err = projection.ReadCatalog(ctx, s, "", func(e projection.CatalogEntry) error {
+		out = append(out, e)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("read the catalog of %s: %v", s.Path(), err)
+	}
+	return out
+}
+
+func TestCopyDemoToPostgres(t *testing.T) {
+	target := copyTarget(t)
+	dir := t.TempDir()
+	t.Chdir(dir)
+	mustRun(t, "", "demo")
+	db := filepath.Join(dir, demoDefaultDB)
+	mustRun(t, "", "replay", "catalog", "--db", db)
+
+	r := run(t, "", "copy", "--from", db, "--to", target, "--json")
+	rebuilt := r.code == exitOK
+	if !rebuilt && !(r.code == exitUsage && strings.Contains(r.stderr, "rebuild of its read models") && strings.Contains(r.stderr, "not supported")) {
+		t.Fatalf("copy: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	var got copyJSON
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Fatalf("copy --json: %v\n%s", err, r.stdout)
+	}
+	if got.Events == 0 || got.Tables["events"] != got.Events || got.Tables["outbox"] == 0 || got.Tables["effects"] == 0 ||
+		got.Tables["outbox_counters"] != 5 || got.Digest == "" {
+		t.Errorf("copy --json: %+v", got)
+	}
+	if !strings.Contains(r.stderr, "copy: streams:") || !strings.Contains(r.stderr, "rebuilding the read models") {
+		t.Errorf("no progress on stderr:\n%s", r.stderr)
+	}
+
+	// The catalog rebuilt on the target equals the source's.
+	if rebuilt {
+		if len(got.Rebuilt) != 1 || !strings.HasPrefix(got.Rebuilt[0], "catalog") {
+			t.Errorf("rebuilt %v, want the catalog", got.Rebuilt)
+		}
+		want, have := readCatalog(t, db), readCatalog(t, target)
+		if len(want) == 0 || len(want) != len(have) {
+			t.Fatalf("catalog: %d streams in the source, %d in the target", len(want), len(have))
+		}
+		for i := range want {
+			a, b := want[i], have[i]
+			if a.Tenant != b.Tenant || a.Stream != b.Stream || a.Version != b.Version || !a.FirstTime.Equal(b.FirstTime) ||
+				!a.LastTime.Equal(b.LastTime) || !maps.Equal(a.EventsByType, b.EventsByType) {
+				t.Errorf("catalog entry %d: %+v in the source, %+v in the target", i, a, b)
+			}
+		}
+	} else {
+		t.Logf("the catalog is not compared: the target cannot rebuild it yet:\n%s", r.stderr)
+	}
+
+	// The target's next append follows the source's sequence.
+	s, err := store.Open(context.Background(), target, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	res, err := s.Append(context.Background(), "default", "after-copy", store.NoStream, mustEvent(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Events[0].Position != got.Sequence+1 {
+		t.Errorf("the next append took position %d, want %d", res.Events[0].Position, got.Sequence+1)
+	}
+
+	// A schema with store rows is refused: exit 4.
+	if r := run(t, "", "copy", "--from", db, "--to", target); r.code != exitInvalid || !strings.Contains(r.stderr, "not empty") {
+		t.Errorf("copy into a filled schema: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+func TestCopyRefusesLiveLease(t *testing.T) {
+	target := copyTarget(t)
+	db := filepath.Join(t.TempDir(), "src.db")
+	mustRun(t, "", "append", "order-1", "--type", "t", "--db", db)
+	s, err := store.Open(context.Background(), db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Leases().Acquire(context.Background(), "relay", "relay-1", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, "", "copy", "--from", db, "--to", target)
+	if r.code != exitBusy || !strings.Contains(r.stderr, "relay (relay-1)") || !strings.Contains(r.stderr, "--force") {
+		t.Fatalf("copy while a lease is held: exit %d\n%s", r.code, r.stderr)
+	}
+	r = run(t, "", "copy", "--from", db, "--to", target, "--force")
+	if r.code != exitOK && !(r.code == exitUsage && strings.Contains(r.stderr, "rebuild of its read models")) {
+		t.Fatalf("copy --force: exit %d\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "arrive released") || !strings.Contains(r.stdout, "1 events") {
+		t.Errorf("copy --force:\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	}
+}
+
+func TestCopyUsage(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "src.db")
+	for _, args := range [][]string{
+		{"copy"},
+		{"copy", "--from", db},
+		{"copy", "--to", "postgres://h/db"},
+		{"copy", "--from", "postgres://h/a", "--to", "postgres://h/db"},
+		{"copy", "--from", db, "--to", db},
+		{"copy", "--from", db, "--to", "postgres://h/db", "extra"},
+		{"copy", "--from", db, "--to", "postgres://h/db", "--nope"},
+	} {
+		if r := run(t, "", args...); r.code != exitUsage {
+			t.Errorf("eventlite %q: exit %d, want %d\n%s", args, r.code, exitUsage, r.stderr)
+		}
+	}
+	if r := run(t, "", "copy", "--from", db, "--to", "postgres://h/db"); r.code != exitNotFound {
+		t.Errorf("copy from a missing file: exit %d, want %d\n%s", r.code, exitNotFound, r.stderr)
+	}
+}

@@ -1,0 +1,230 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/storetest"
+)
+
+// copySource builds a SQLite store holding a row in most of the store's
+// tables: events in three tenants, a relay's publish and a dead letter,
+// a projection checkpoint, a quarantined event, a retention policy and
+// the removed range of its scavenge, an erasure key. The relay's lease
+// is released; the lease "held" is live until release is called.
+func copySource(t *testing.T) (path string, release func()) {
+	t.Helper()
+	ctx := context.Background()
+	path = filepath.Join(t.TempDir(), "src.db")
+	s, err := store.Open(ctx, path, &store.Options{MasterKey: drivertest.MasterKey(t, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	for _, tenant := range []string{"default", "acme", "globex"} {
+		drivertest.AppendN(t, s, tenant, "order-1", 3)
+		drivertest.AppendN(t, s, tenant, "order-2", 2)
+	}
+	if _, err := s.Append(ctx, "acme", "user-1", store.NoStream, drivertest.Personal(t, "alice", "a@example.org")); err != nil {
+		t.Fatal(err)
+	}
+	// A relay publishes everything; a scavenge trims tmp-1, a second one
+	// removes the events of the hard-deleted gone-1.
+	drivertest.AppendN(t, s, "default", "tmp-1", 4)
+	storetest.PublishAll(t, s)
+	if err := s.Lifecycle().SetRetention(ctx, store.RetentionPolicy{Prefix: "tmp-", MaxCount: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if res := drivertest.Scavenge(t, s, store.ScavengeOptions{}); res.Removed != 3 {
+		t.Fatalf("the retention scavenge removed %d events, want 3: %+v", res.Removed, res)
+	}
+	drivertest.AppendN(t, s, "default", "gone-1", 2)
+	if _, err := s.Lifecycle().Delete(ctx, "default", "gone-1", store.DeleteOptions{Hard: true}); err != nil {
+		t.Fatal(err)
+	}
+	storetest.PublishAll(t, s)
+	if res := drivertest.Scavenge(t, s, store.ScavengeOptions{}); res.Removed != 2 {
+		t.Fatalf("the scavenge of gone-1 removed %d events, want 2: %+v", res.Removed, res)
+	}
+	err = s.Update(ctx, func(tx *store.Tx) error {
+		if err := tx.SetCheckpoint(ctx, "orders", 5, nil); err != nil {
+			return err
+		}
+		return tx.Quarantine(ctx, store.Quarantined{Consumer: "orders", Reason: store.ReasonHandlerError, Tenant: "default",
+			Subject: "order-1", Version: 2, Position: 2, EventID: "e-2", Error: "boom", Attempts: 1})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Restored with a higher sequence, the file has handed out positions
+	// up to 30, above the newest it holds: the target must not hand them
+	// out again.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	restored := filepath.Join(t.TempDir(), "restored.db")
+	if _, err := store.Restore(ctx, path, restored, &store.RestoreOptions{MinSequence: 30}); err != nil {
+		t.Fatal(err)
+	}
+	s, err = store.Open(ctx, restored, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	held, err := s.Leases().Acquire(ctx, "held", "worker-1", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return restored, func() {
+		if err := s.Leases().Release(ctx, held); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func postgresBase(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv(postgresEnv)
+	if base == "" {
+		t.Skip("copy to PostgreSQL skipped: set " + postgresEnv + " to a server's URL (for example postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
+	}
+	return base
+}
+
+func TestCopyToPostgres(t *testing.T) {
+	base := postgresBase(t)
+	ctx := context.Background()
+	src, release := copySource(t)
+	target := PostgresSchema(t, base)
+
+	// A live lease refuses the copy, which writes nothing.
+	_, err := store.Copy(ctx, src, target, nil)
+	var le *store.LiveLeaseError
+	if !errors.As(err, &le) || !errors.Is(err, store.ErrLeaseHeld) || len(le.Leases) != 1 {
+		t.Fatalf("copy while a lease is held: %v; want a *LiveLeaseError naming it", err)
+	}
+	release()
+
+	var phases []store.CopyPhase
+	rebuilt := false
+	res, err := store.Copy(ctx, src, target, &store.CopyOptions{
+		Target: &store.Options{MasterKey: drivertest.MasterKey(t, 1)},
+		Progress: func(p store.CopyProgress) {
+			if len(phases) == 0 || phases[len(phases)-1] != p.Phase {
+				phases = append(phases, p.Phase)
+			}
+		},
+		Rebuild: func(context.Context, *store.Store) error { rebuilt = true; return nil },
+	})
+	if err != nil {
+		t.Fatalf("copy: %v", err)
+	}
+	if !rebuilt || len(phases) == 0 || phases[len(phases)-1] != store.CopyPhaseDone {
+		t.Errorf("rebuild ran: %v; phases %v", rebuilt, phases)
+	}
+	want := map[string]int64{"events": 19, "outbox": 19, "streams": 9, "leases": 2, "checkpoints": 1, "quarantine": 1,
+		"retention_policies": 1, "removed_ranges": 2, "removed_event_ids": 5, "erasure_keys": 1, "position_holes": 1}
+	got := map[string]int64{}
+	for _, tb := range res.Tables {
+		got[tb.Name] = tb.Rows
+	}
+	for name, n := range want {
+		if got[name] != n {
+			t.Errorf("%s: copied %d rows, want %d (all: %v)", name, got[name], n, res.Tables)
+		}
+	}
+	if res.Sequence != 30 || res.Digest == "" {
+		t.Errorf("sequence %d digest %q; want 30 and a digest", res.Sequence, res.Digest)
+	}
+
+	// The source's data reads the same on the target, and its next
+	// append follows the last position the source handed out.
+	s, err := store.Open(ctx, target, &store.Options{MasterKey: drivertest.MasterKey(t, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	srcStore, err := store.Open(ctx, src, &store.Options{ReadOnly: true, MasterKey: drivertest.MasterKey(t, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srcStore.Close()
+	for _, tenant := range []string{"default", "acme", "globex"} {
+		a, b := drivertest.ReadStream(t, srcStore, tenant, "order-1"), drivertest.ReadStream(t, s, tenant, "order-1")
+		if len(a) != 3 || len(b) != len(a) {
+			t.Fatalf("%s order-1: %d events in the source, %d in the target", tenant, len(a), len(b))
+		}
+		for i := range a {
+			if a[i].ID != b[i].ID || a[i].Position != b[i].Position || !a[i].Time.Equal(b[i].Time) || string(a[i].Data) != string(b[i].Data) {
+				t.Errorf("%s order-1 event %d: %+v in the source, %+v in the target", tenant, i, a[i], b[i])
+			}
+		}
+	}
+	r, err := s.Append(ctx, "default", "next", store.NoStream, drivertest.Event(t, "t", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Events[0].Position != res.Sequence+1 {
+		t.Errorf("the target's next append took position %d, want %d", r.Events[0].Position, res.Sequence+1)
+	}
+
+	// A target with rows is refused, unchanged.
+	_, err = store.Copy(ctx, src, target, nil)
+	var te *store.CopyTargetError
+	if !errors.As(err, &te) || !errors.Is(err, store.ErrTargetNotEmpty) {
+		t.Fatalf("copy into a filled schema: %v; want a *CopyTargetError", err)
+	}
+	if h, err := s.Head(ctx); err != nil || h != res.Sequence+1 {
+		t.Errorf("head after the refused copy: %d, %v", h, err)
+	}
+
+	// The encrypted event decrypts on the target with the same master key.
+	a := drivertest.ReadStream(t, srcStore, "acme", "user-1")
+	for e, err := range s.ReadStream(ctx, "acme", "user-1", store.ReadStreamOptions{}) {
+		if err != nil || string(e.Data) != string(a[0].Data) {
+			t.Errorf("the encrypted event reads %q, %v on the target, %q in the source", e.Data, err, a[0].Data)
+		}
+	}
+}
+
+func TestCopyForceReleasesLiveLeases(t *testing.T) {
+	base := postgresBase(t)
+	ctx := context.Background()
+	src, _ := copySource(t)
+	target := PostgresSchema(t, base)
+	res, err := store.Copy(ctx, src, target, &store.CopyOptions{Force: true})
+	if err != nil {
+		t.Fatalf("copy --force: %v", err)
+	}
+	if len(res.ReleasedLeases) != 1 {
+		t.Errorf("released leases %v, want the one held", res.ReleasedLeases)
+	}
+	s, err := store.Open(ctx, target, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// The lease arrives released: another owner takes it, with a newer token.
+	l, err := s.Leases().Acquire(ctx, "held", "worker-2", time.Minute)
+	if err != nil {
+		t.Fatalf("acquire the copied lease: %v", err)
+	}
+	if l.Token < 2 {
+		t.Errorf("token %d: the copied token was not kept", l.Token)
+	}
+}
+
+func TestCopyRefusesOtherEngines(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range [][2]string{{"postgres://h/db", "postgres://h/db2"}, {"a.db", "b.db"}} {
+		if _, err := store.Copy(ctx, c[0], c[1], nil); !errors.Is(err, store.ErrUnsupported) {
+			t.Errorf("copy %s -> %s: %v; want ErrUnsupported", c[0], c[1], err)
+		}
+	}
+}
