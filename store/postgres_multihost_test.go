@@ -39,9 +39,12 @@ import (
 // outbox relay (to an HTTP sink in this process) and a projection runner
 // (counting applications per event id in its own table). The parent
 // SIGKILLs a random helper again and again and starts a fresh one in its
-// place; once, it SIGSTOPs a helper in the middle of an Update that holds
-// the log's head row, shows that the others' appends go on once the server
-// ends the stopped session, and that the helper recovers after SIGCONT.
+// place; every fifth round it first SIGSTOPs the helper whose runner holds
+// the projection's lease until another runner took it over (the paused
+// runner must then write nothing); once, it SIGSTOPs a helper in the
+// middle of an Update that holds the log's head row, shows that the
+// others' appends go on once the server ends the stopped session, and
+// that the helper recovers after SIGCONT.
 // At the end, with every helper gone, a clean store relays and catches
 // up, and the test proves: no acknowledged append lost, positions gap
 // free, every stream delivered in order (new versions in order, repeats
@@ -55,6 +58,8 @@ import (
 //	HOLDING          inside an Update that appended (it holds the head row)
 //	HELD <error>     that Update returned ("HELD ok" when it committed)
 //	RECOVERED        the first append after the hold succeeded
+//	LOST <error>     a call met a session the server ended; it is retried
+//	RESTART <error>  the projection runner returned; it runs again
 //
 // and take commands on stdin: HOLD (hold the head row before the next
 // append), RELEASE (let the held Update return). Every acknowledged append
@@ -196,8 +201,8 @@ func mhProjection() projection.Projection {
 	}
 }
 
-// Short leases, so that a killed holder's relay or runner is replaced
-// within a second.
+// mhRelayOptions and mhRunnerOptions take short leases, so that a killed
+// holder's relay or runner is replaced within a second.
 func mhRelayOptions(s *store.Store, pub publish.Publisher, owner string, once bool) publish.Options {
 	return publish.Options{
 		Store: s, Publisher: pub, Owner: owner, Once: once,
@@ -249,6 +254,9 @@ func mhFail(format string, args ...any) {
 	os.Exit(3)
 }
 
+// mhHelperMain is a helper's life: it opens the store, starts the relay
+// and the runner, and appends until it is killed, holding the head row
+// once when the parent says HOLD.
 func mhHelperMain() {
 	ctx := context.Background()
 	name := os.Getenv(mhEnvName)
@@ -282,8 +290,8 @@ func mhHelperMain() {
 	if err != nil {
 		mhFail("projection runner: %v", err)
 	}
-	// Neither returns before ctx ends, which it never does: the helper
-	// runs until it is killed.
+	// The relay returns only when ctx ends, which it never does: the
+	// helper runs until it is killed.
 	go func() { mhFail("relay stopped: %v", relay.Run(ctx)) }()
 	go func() {
 		for {
@@ -904,6 +912,7 @@ type mhFindings struct {
 	counts map[string]int
 }
 
+// mhShown is how many violations of one kind are shown.
 const mhShown = 10
 
 // Errorf fails the test; the format names the kind of violation.
