@@ -128,6 +128,9 @@ func TestPostgresMultihost(t *testing.T) {
 	delivered, projected := sink.count(), len(c.applied())
 	t.Logf("%d helpers ran, %d killed, %d paused past the projection's lease; their relays made %d deliveries, their runners projected %d events; retried: %v",
 		c.started, kills+mhSlots, paused, delivered, projected, c.restarts())
+	for _, why := range c.retryReasons() {
+		t.Logf("a helper retried after: %s", why)
+	}
 	if delivered == 0 || projected == 0 {
 		t.Errorf("the helpers' relays delivered %d events and their runners projected %d: want some of each", delivered, projected)
 	}
@@ -762,6 +765,27 @@ func (c *mhCluster) restarts() map[string]int {
 		h.mu.Unlock()
 	}
 	return n
+}
+
+// retryReasons lists the distinct errors the helpers retried after, their
+// schema's name left out.
+func (c *mhCluster) retryReasons() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, h := range c.all {
+		h.mu.Lock()
+		for _, l := range h.lines {
+			if strings.HasPrefix(l, "LOST ") || strings.HasPrefix(l, "RESTART ") {
+				l = strings.ReplaceAll(l, c.schema, "<schema>")
+				if !seen[l] {
+					seen[l] = true
+					out = append(out, l)
+				}
+			}
+		}
+		h.mu.Unlock()
+	}
+	return out
 }
 
 // lease returns the owner and token of resource's lease, "" when free.
