@@ -392,17 +392,16 @@ func mhHold(ctx context.Context, s *store.Store, acks *os.File, name string, rel
 	mhSay("HELD ok")
 }
 
-// mhTransient tells the errors a service retries: a busy database
-// (another host held the head row past the lock timeout), and a session
-// the server ended (a paused host's, idle in its transaction too long),
-// which the store replaces at its next write; a transaction begun on it
-// meets the closed connection.
+// mhTransient tells the errors a service retries, by the public
+// store.Retryable only: a busy database (another host held the head row
+// past the lock timeout), and a session the server ended (a paused
+// host's, idle in its transaction too long), which the store replaces at
+// its next write.
 func mhTransient(err error) bool {
-	lost := driver.Classify(err) == driver.ConnectionLost || errors.Is(err, sql.ErrConnDone)
-	if lost {
+	if driver.Classify(err) == driver.ConnectionLost || errors.Is(err, sql.ErrConnDone) {
 		mhSay("LOST " + strings.ReplaceAll(err.Error(), "\n", " "))
 	}
-	return store.Retryable(err) || lost
+	return store.Retryable(err)
 }
 
 // mhAppendRetry appends, retrying transient errors with the same events:

@@ -649,10 +649,20 @@ func isBusy(err error) bool { return driver.Classify(err) == driver.Busy }
 func isConstraint(err error) bool { return driver.Classify(err) == driver.Constraint }
 
 // mapErr turns a lock held past the wait into ErrBusy, keeping the
-// engine's text.
+// engine's text. So does a session a server ended (a restart, a network
+// cut, its idle-in-transaction timeout): the store takes a new
+// connection at its next write, so a retry may succeed, and a retried
+// append with the same event ids returns the stored one should the first
+// try have committed after all.
 func mapErr(err error) error {
-	if err != nil && isBusy(err) && !errors.Is(err, ErrBusy) {
+	if err == nil || errors.Is(err, ErrBusy) {
+		return err
+	}
+	switch {
+	case isBusy(err):
 		return fmt.Errorf("%w: %v (another process held the write lock past the busy timeout; retry)", ErrBusy, err)
+	case driver.Classify(err) == driver.ConnectionLost:
+		return fmt.Errorf("%w: %w (the database ended the session; the next call reconnects: retry)", ErrBusy, err)
 	}
 	return err
 }

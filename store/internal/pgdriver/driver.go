@@ -176,7 +176,9 @@ func init() { driver.RegisterClassifier(classifyPG) }
 func classifyPG(err error) driver.Class {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
-		if errors.Is(err, sqldriver.ErrBadConn) || pgconn.SafeToRetry(err) {
+		// database/sql answers ErrConnDone for a transaction or
+		// connection whose session pgx had already found closed.
+		if errors.Is(err, sqldriver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) || pgconn.SafeToRetry(err) {
 			return driver.ConnectionLost
 		}
 		return driver.Other
