@@ -698,3 +698,172 @@ func pgChild(side string) error {
 	}
 	return l.close()
 }
+
+// ---------------------------------------------------------------------
+// Reads.
+
+// pgReadEvents is the size of BenchmarkPostgresReadAll's log, and
+// pgReadPage the page of its paged raw side: the store's (read.go).
+const (
+	pgReadEvents = 200_000
+	pgReadPage   = 1000
+)
+
+// pgReadFixture makes a fresh schema (dropped when b ends) holding a log
+// of n events: 1,000 streams interleaved, the JSON payloads of the
+// append benchmarks (200-300 bytes), written by one INSERT over
+// generate_series, then vacuumed and analyzed. It returns the address.
+func pgReadFixture(b *testing.B, base string, n int) string {
+	b.Helper()
+	ctx := context.Background()
+	addr := pgSideSchema(b, base, "store")
+	pool, err := pgRawPool(ctx, addr, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	g := newBenchGen(9)
+	now := time.Now().UnixNano()
+	if _, err := pool.Exec(ctx, `INSERT INTO events (position, tenant, stream_id, version, event_id, type, source, time,
+		content_type, data, recorded_at)
+	SELECT i, $1, 'order-' || lpad(((i - 1) % 1000)::text, 4, '0'), (i - 1) / 1000 + 1,
+		'ev-' || lpad(i::text, 10, '0'), ($2::text[])[1 + i % 4], $3, $4::bigint + i, $5,
+		($6::bytea[])[1 + i % 1024], $4::bigint + i
+	FROM generate_series(1, $7::bigint) AS i`,
+		pgTenant, benchTypes, rawSource, now, rawContentType, g.payloads, n); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO streams (tenant, stream_id, created_at)
+	SELECT $1, 'order-' || lpad(i::text, 4, '0'), $2 FROM generate_series(0, 999) AS i`, pgTenant, now); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE log_head SET position = $1`, n); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `VACUUM ANALYZE events`); err != nil {
+		b.Fatal(err)
+	}
+	return addr
+}
+
+// pgRawRead reads the whole log, the columns the store reads
+// (pgdriver.SelectEvents) in position order, each row scanned into Go
+// values: with one SELECT (page 0), or page rows at a time from the last
+// position read, as the store pages. It returns the number of events.
+func pgRawRead(ctx context.Context, pool *pgxpool.Pool, page int, sink *int64) (int, error) {
+	var (
+		pos, version, evTime                                     int64
+		tenant, stream, id, typ, source, ct, schema, corr, cause string
+		data                                                     []byte
+		ext                                                      *string
+	)
+	n := 0
+	for {
+		var rows pgx.Rows
+		var err error
+		if page == 0 {
+			rows, err = pool.Query(ctx, pgdriver.SelectEvents+` ORDER BY position`)
+		} else {
+			rows, err = pool.Query(ctx, pgdriver.ReadAllSQL, pos+1, page)
+		}
+		if err != nil {
+			return n, err
+		}
+		got := 0
+		for rows.Next() {
+			if err := rows.Scan(&pos, &tenant, &stream, &version, &id, &typ, &source, &evTime,
+				&ct, &data, &schema, &corr, &cause, &ext); err != nil {
+				rows.Close()
+				return n, err
+			}
+			*sink += pos + int64(len(data))
+			got++
+		}
+		rows.Close()
+		n += got
+		if err := rows.Err(); err != nil || page == 0 || got < page {
+			return n, err
+		}
+	}
+}
+
+// BenchmarkPostgresReadAll reads a 200,000-event log from start to end
+// per op: store.ReadAll (pages of 1,000, each event decoded to an
+// envelope event) against raw pgx reading the same 14 columns with one
+// SELECT (raw, x_raw) and in pages of 1,000 by position as the store
+// does (paged, x_paged), on the same schema, alternately, rotating which
+// goes first. The store and the raw pool stay open (all only read), and
+// each side reads the whole log once before the clock starts.
+func BenchmarkPostgresReadAll(b *testing.B) {
+	base := pgBenchBase(b)
+	addr := pgReadFixture(b, base, pgReadEvents)
+	b.Run(fmt.Sprintf("events=%d", pgReadEvents), func(b *testing.B) {
+		ctx := context.Background()
+		st, err := store.Open(ctx, addr, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Close()
+		pool, err := pgRawPool(ctx, addr, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer pool.Close()
+		var sink int64
+		rawSide := func(name string, page int) *pgSide {
+			return &pgSide{name: name, run: func() ([]time.Duration, error) {
+				n, err := pgRawRead(ctx, pool, page, &sink)
+				if err == nil && n != pgReadEvents {
+					err = fmt.Errorf("%s read %d events, want %d", name, n, pgReadEvents)
+				}
+				return nil, err
+			}}
+		}
+		raw, paged := rawSide("raw", 0), rawSide("paged", pgReadPage)
+		ss := &pgSide{name: "store"}
+		ss.run = func() ([]time.Duration, error) {
+			n := 0
+			for e, err := range st.ReadAll(ctx, store.ReadAllOptions{}) {
+				if err != nil {
+					return nil, err
+				}
+				sink += e.Position + int64(len(e.Data))
+				n++
+			}
+			if n != pgReadEvents {
+				return nil, fmt.Errorf("store read %d events, want %d", n, pgReadEvents)
+			}
+			return nil, nil
+		}
+		sides := []*pgSide{raw, paged, ss}
+		for _, s := range sides {
+			if _, err := s.run(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ResetTimer()
+		for i := range b.N {
+			for j := range sides {
+				s := sides[(i+j)%len(sides)]
+				t0 := time.Now()
+				if _, err := s.run(); err != nil {
+					b.Fatalf("%s: %v", s.name, err)
+				}
+				s.dur += time.Since(t0)
+				s.ops++
+			}
+		}
+		b.StopTimer()
+		for _, s := range sides {
+			b.ReportMetric(s.rate(pgReadEvents), s.name+"_ev/s")
+		}
+		if r := raw.rate(pgReadEvents); r > 0 {
+			b.ReportMetric(ss.rate(pgReadEvents)/r, "x_raw")
+		}
+		if r := paged.rate(pgReadEvents); r > 0 {
+			b.ReportMetric(ss.rate(pgReadEvents)/r, "x_paged")
+		}
+		b.ReportMetric(float64(ss.dur.Nanoseconds())/float64(ss.ops), "ns/op")
+		_ = sink
+	})
+}
