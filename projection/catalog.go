@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,7 +35,8 @@ const catalogTable = "catalog"
 func Catalog() Projection {
 	return Projection{
 		Name: CatalogName,
-		Tables: []Table{{Name: catalogTable, Schema: `CREATE TABLE {table} (
+		Tables: []Table{{Name: catalogTable, Schemas: map[store.Dialect]string{
+			store.DialectSQLite: `CREATE TABLE {table} (
 			tenant         TEXT    NOT NULL,
 			stream         TEXT    NOT NULL,
 			version        INTEGER NOT NULL, -- the newest event's stream version
@@ -42,7 +44,19 @@ func Catalog() Projection {
 			first_time     INTEGER NOT NULL, -- the first event's time, unix nanoseconds UTC, or RFC 3339 TEXT outside 1677-2262
 			last_time      INTEGER NOT NULL, -- the newest event's time
 			PRIMARY KEY (tenant, stream)
-		) WITHOUT ROWID`}},
+		) WITHOUT ROWID`,
+			// The times are BIGINT as in the events table: PostgreSQL's
+			// store keeps only event times that unix nanoseconds hold.
+			store.DialectPostgres: `CREATE TABLE {table} (
+			tenant         TEXT COLLATE "C" NOT NULL,
+			stream         TEXT COLLATE "C" NOT NULL,
+			version        BIGINT NOT NULL, -- the newest event's stream version
+			events_by_type TEXT   NOT NULL, -- JSON object: type -> events, keys sorted
+			first_time     BIGINT NOT NULL, -- the first event's time, unix nanoseconds UTC
+			last_time      BIGINT NOT NULL, -- the newest event's time
+			PRIMARY KEY (tenant, stream)
+		)`,
+		}}},
 		Apply:      applyCatalog,
 		ApplyBatch: applyCatalogBatch,
 	}
@@ -52,14 +66,16 @@ func Catalog() Projection {
 // first_time, last_time). The counts replace the stored ones (the caller
 // added to them); version and last time move only forward. Events reach a
 // projection in position order, so a stream's versions arrive in order;
-// the guard keeps the newest even so.
+// the guard keeps the newest even so. One statement for both engines:
+// $n placeholders, the target aliased so that its columns are qualified,
+// CASE where SQLite has max() and PostgreSQL GREATEST().
 func catalogUpsert(table string, rows int) string {
-	return `INSERT INTO ` + table + ` (tenant, stream, version, events_by_type, first_time, last_time)
+	return `INSERT INTO ` + table + ` AS c (tenant, stream, version, events_by_type, first_time, last_time)
 		VALUES ` + values(rows, 6) + `
 		ON CONFLICT (tenant, stream) DO UPDATE SET
 			events_by_type = excluded.events_by_type,
-			last_time = CASE WHEN excluded.version > version THEN excluded.last_time ELSE last_time END,
-			version = max(version, excluded.version)`
+			last_time = CASE WHEN excluded.version > c.version THEN excluded.last_time ELSE c.last_time END,
+			version = CASE WHEN excluded.version > c.version THEN excluded.version ELSE c.version END`
 }
 
 func applyCatalog(ctx context.Context, tx *Tx, e envelope.Event) error {
@@ -68,7 +84,7 @@ func applyCatalog(ctx context.Context, tx *Tx, e envelope.Event) error {
 	}
 	table := tx.Table(catalogTable)
 	var stored string
-	err := tx.QueryRowContext(ctx, `SELECT events_by_type FROM `+table+` WHERE tenant = ? AND stream = ?`, e.Tenant, e.Stream).Scan(&stored)
+	err := tx.QueryRowContext(ctx, `SELECT events_by_type FROM `+table+` WHERE tenant = $1 AND stream = $2`, e.Tenant, e.Stream).Scan(&stored)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return err
 	}
@@ -115,7 +131,7 @@ type catalogRow struct {
 // versions N up to the truncate's own, which is what the stream retains.
 func applyCatalogLifecycle(ctx context.Context, tx *Tx, e envelope.Event) error {
 	table := tx.Table(catalogTable)
-	if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE tenant = ? AND stream = ?`, e.Tenant, e.Stream); err != nil {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE tenant = $1 AND stream = $2`, e.Tenant, e.Stream); err != nil {
 		return err
 	}
 	if e.Type == store.TypeStreamDeleted {
@@ -236,10 +252,26 @@ func applyCatalogRun(ctx context.Context, tx *Tx, events []envelope.Event) error
 	return nil
 }
 
-// values returns "(?, ?), (?, ?)" for rows rows of cols parameters.
+// values returns "($1, $2), ($3, $4)" for rows rows of cols parameters:
+// numbered placeholders, which SQLite and PostgreSQL both bind by
+// position.
 func values(rows, cols int) string {
-	row := "(?" + strings.Repeat(", ?", cols-1) + ")"
-	return row + strings.Repeat(", "+row, rows-1)
+	var b strings.Builder
+	for r := range rows {
+		if r > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('(')
+		for c := range cols {
+			if c > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(r*cols + c + 1))
+		}
+		b.WriteByte(')')
+	}
+	return b.String()
 }
 
 // CatalogEntry is one stream in the catalog.
@@ -263,7 +295,7 @@ func ReadCatalog(ctx context.Context, s *store.Store, tenant string, fn func(Cat
 			return err
 		}
 		rows, err := rt.QueryContext(ctx, `SELECT tenant, stream, version, events_by_type, first_time, last_time FROM `+catalogTable+`
-			WHERE ? = '' OR tenant = ? ORDER BY tenant, stream`, tenant, tenant)
+			WHERE $1 = '' OR tenant = $1 ORDER BY tenant, stream`, tenant)
 		if err != nil {
 			return err
 		}

@@ -20,7 +20,8 @@ type ScavengeOptions struct {
 	// Vacuum runs a full VACUUM after the removal, which also converts a
 	// file created before auto_vacuum=INCREMENTAL (older eventlite) so
 	// that later scavenges give space back by themselves. It rewrites the
-	// whole file and holds the writer while it runs.
+	// whole file and holds the writer while it runs. Not supported on
+	// PostgreSQL: the scavenge refuses it before it removes anything.
 	Vacuum bool
 	// BatchSize is the most events removed per transaction, 1 to
 	// MaxScavengeBatch. Default MaxScavengeBatch.
@@ -51,11 +52,12 @@ type ScavengeResult struct {
 	// removed (see Erasure.Forget); they keep their attributes.
 	Erased int64
 	// BytesBefore and BytesAfter are the sizes of the database file plus
-	// its WAL before and after; BytesReclaimed their difference.
+	// its WAL before and after; BytesReclaimed their difference. 0 on
+	// PostgreSQL, where the store has no file.
 	BytesBefore, BytesAfter, BytesReclaimed int64
 	// FreePages counts the pages left free inside the file afterwards: a
 	// file created before eventlite set auto_vacuum keeps them until a
-	// scavenge with Vacuum.
+	// scavenge with Vacuum. 0 on PostgreSQL.
 	FreePages int64
 	// Duration is how long the scavenge took.
 	Duration time.Duration
@@ -122,6 +124,9 @@ var ErrCheckpointBlocked = errors.New("a reader kept the WAL checkpoint from fin
 // removed bytes are in neither the file nor its WAL. When a reader keeps
 // the checkpoint from finishing it returns the result with an error
 // matching ErrCheckpointBlocked.
+//
+// On PostgreSQL the removal is the same; the server manages its own
+// files, so there is no space step to run and opts.Vacuum is refused.
 func (l *Lifecycle) Scavenge(ctx context.Context, opts ScavengeOptions) (ScavengeResult, error) {
 	s := l.s
 	start := time.Now()
@@ -134,6 +139,9 @@ func (l *Lifecycle) Scavenge(ctx context.Context, opts ScavengeOptions) (Scaveng
 	}
 	if opts.DryRun && opts.Vacuum {
 		return res, errors.New("scavenge: a dry run does not vacuum: drop one of DryRun and Vacuum")
+	}
+	if opts.Vacuum && s.onServer() {
+		return res, errors.New("scavenge: Vacuum is not supported on PostgreSQL: it rewrites a SQLite file, and the server reclaims the space of removed events itself (autovacuum)")
 	}
 	if err := s.rdb.check(); err != nil {
 		return res, err
@@ -275,8 +283,12 @@ func (s *Store) scavengeCandidates(ctx context.Context, trims []RetentionTrim, d
 	return out, nil
 }
 
-// fileBytes is the size of the database file plus its WAL.
+// fileBytes is the size of the database file plus its WAL; 0 on a
+// server.
 func (s *Store) fileBytes() int64 {
+	if s.onServer() {
+		return 0
+	}
 	var n int64
 	for _, p := range []string{s.path, s.path + "-wal"} {
 		if n2, ok := fileSize(p); ok {

@@ -43,9 +43,12 @@ func (Exec) SchemaObjects(ctx context.Context, q driver.ReadQuerier, tables []st
 	return objects, named, version, err
 }
 
-// TableColumns reads pg_attribute and the primary key's pg_index.
+// TableColumns reads pg_attribute and the primary key's pg_index. Its
+// indkey is an int2vector, whose subscripts start at 0: a column's place
+// in the key counts from the array's lower bound.
 func (Exec) TableColumns(ctx context.Context, q driver.ReadQuerier, name string) (driver.TableShape, error) {
-	rows, err := q.QueryContext(ctx, `SELECT a.attname, COALESCE(array_position(i.indkey::int2[], a.attnum), 0)
+	rows, err := q.QueryContext(ctx, `SELECT a.attname,
+			COALESCE(array_position(i.indkey::int2[], a.attnum) - array_lower(i.indkey::int2[], 1) + 1, 0)
 		FROM pg_catalog.pg_class c
 		JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 		JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped

@@ -76,6 +76,11 @@ func connector(cfg driver.OpenConfig, role string) (*sql.DB, *Address, error) {
 	set("lock_timeout", ms(cfg.BusyTimeout))
 	set("statement_timeout", ms(defaultStatementTimeout))
 	set("idle_in_transaction_session_timeout", ms(defaultIdleInTxTimeout))
+	// JIT compiles a query whose estimated cost is high, and the
+	// store's reads that stop after a few rows (the relay's, with a
+	// LIMIT, on a large log) carry such estimates: compiling took
+	// seconds where the query takes a millisecond.
+	set("jit", "off")
 	// pg_stat_activity shows which store and which of its pools a
 	// session serves.
 	set("application_name", "eventlite "+role+" "+schema)

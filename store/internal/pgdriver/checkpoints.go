@@ -1,0 +1,62 @@
+package pgdriver
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/eventlite/eventlite/store/internal/driver"
+)
+
+// Checkpoint reads the row. Inside a transaction (the writer's
+// connection) it locks the row FOR UPDATE, so that the value holds until
+// the transaction ends; on the read pool (a *sql.DB, whose statements
+// run alone and may be read-only) it reads without a lock.
+func (Exec) Checkpoint(ctx context.Context, q driver.ReadQuerier, name string) (int64, error) {
+	query := `SELECT position FROM checkpoints WHERE name = $1`
+	if _, pool := q.(*sql.DB); !pool {
+		query += ` FOR UPDATE`
+	}
+	var pos int64
+	err := q.QueryRowContext(ctx, query, name).Scan(&pos)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return pos, err
+}
+
+// SetCheckpoint checks the fence (the lease row locked FOR SHARE until
+// the transaction ends), then upserts.
+func (e Exec) SetCheckpoint(ctx context.Context, q driver.Querier, name string, position int64, fence *driver.Fence, now int64) (bool, error) {
+	var token int64
+	if fence != nil {
+		ok, err := e.CheckFence(ctx, q, *fence)
+		if err != nil || !ok {
+			return false, err
+		}
+		token = fence.Token
+	}
+	_, err := q.ExecContext(ctx, `INSERT INTO checkpoints (name, position, token, updated_at) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (name) DO UPDATE SET position = EXCLUDED.position, token = EXCLUDED.token, updated_at = EXCLUDED.updated_at`,
+		name, position, token, now)
+	return err == nil, err
+}
+
+// Checkpoints reads the table.
+func (Exec) Checkpoints(ctx context.Context, q driver.ReadQuerier) (map[string]int64, error) {
+	rows, err := q.QueryContext(ctx, `SELECT name, position FROM checkpoints`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var n string
+		var p int64
+		if err := rows.Scan(&n, &p); err != nil {
+			return nil, err
+		}
+		out[n] = p
+	}
+	return out, rows.Err()
+}
