@@ -37,6 +37,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,6 +45,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/internal/pgdriver"
 )
@@ -787,83 +789,185 @@ func pgRawRead(ctx context.Context, pool *pgxpool.Pool, page int, sink *int64) (
 	}
 }
 
-// BenchmarkPostgresReadAll reads a 200,000-event log from start to end
-// per op: store.ReadAll (pages of 1,000, each event decoded to an
+// BenchmarkPostgresLog reads a 200,000-event log (pgReadFixture, built
+// once for both) from start to end per op.
+//
+// ReadAll: store.ReadAll (pages of 1,000, each event decoded to an
 // envelope event) against raw pgx reading the same 14 columns with one
-// SELECT (raw, x_raw) and in pages of 1,000 by position as the store
-// does (paged, x_paged), on the same schema, alternately, rotating which
-// goes first. The store and the raw pool stay open (all only read), and
-// each side reads the whole log once before the clock starts.
-func BenchmarkPostgresReadAll(b *testing.B) {
+// SELECT (raw, x_raw) and in pages of 1,000 by position as the store does
+// (paged, x_paged), alternately, rotating which goes first. The store and
+// the raw pool stay open (all only read), and each side reads the whole
+// log once before the clock starts.
+//
+// CatchUp: a projection runner with a no-op handler, under a name of its
+// own each op, catching up from the start (projection.Runner.CatchUp,
+// batches of 500), against a raw pgx loop: read 500 events by position
+// (the same 14 columns), move a checkpoint row in a transaction of its
+// own, commit, per page (x_raw).
+func BenchmarkPostgresLog(b *testing.B) {
 	base := pgBenchBase(b)
 	addr := pgReadFixture(b, base, pgReadEvents)
-	b.Run(fmt.Sprintf("events=%d", pgReadEvents), func(b *testing.B) {
-		ctx := context.Background()
-		st, err := store.Open(ctx, addr, nil)
-		if err != nil {
+	b.Run(fmt.Sprintf("ReadAll/events=%d", pgReadEvents), func(b *testing.B) { benchPGReadAll(b, addr) })
+	b.Run(fmt.Sprintf("CatchUp/events=%d", pgReadEvents), func(b *testing.B) { benchPGCatchUp(b, addr) })
+}
+
+// pgOpenLog opens a store and a one-connection raw pool on the log's
+// schema, both closed when b ends.
+func pgOpenLog(b *testing.B, addr string) (*store.Store, *pgxpool.Pool) {
+	b.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, addr, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	pool, err := pgRawPool(ctx, addr, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	return st, pool
+}
+
+// runPGAlternate runs each side once untimed, then b.N times each,
+// rotating which goes first, and reports each side's events/s (events
+// per op) and the last side's time per op.
+func runPGAlternate(b *testing.B, events int, sides ...*pgSide) {
+	for _, s := range sides {
+		if _, err := s.run(); err != nil {
 			b.Fatal(err)
 		}
-		defer st.Close()
-		pool, err := pgRawPool(ctx, addr, 1)
-		if err != nil {
-			b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		for j := range sides {
+			s := sides[(i+j)%len(sides)]
+			t0 := time.Now()
+			if _, err := s.run(); err != nil {
+				b.Fatalf("%s: %v", s.name, err)
+			}
+			s.dur += time.Since(t0)
+			s.ops++
 		}
-		defer pool.Close()
-		var sink int64
-		rawSide := func(name string, page int) *pgSide {
-			return &pgSide{name: name, run: func() ([]time.Duration, error) {
-				n, err := pgRawRead(ctx, pool, page, &sink)
-				if err == nil && n != pgReadEvents {
-					err = fmt.Errorf("%s read %d events, want %d", name, n, pgReadEvents)
-				}
+	}
+	b.StopTimer()
+	for _, s := range sides {
+		b.ReportMetric(s.rate(float64(events)), s.name+"_ev/s")
+	}
+	last := sides[len(sides)-1]
+	b.ReportMetric(float64(last.dur.Nanoseconds())/float64(last.ops), "ns/op")
+}
+
+func benchPGReadAll(b *testing.B, addr string) {
+	ctx := context.Background()
+	st, pool := pgOpenLog(b, addr)
+	var sink int64
+	rawSide := func(name string, page int) *pgSide {
+		return &pgSide{name: name, run: func() ([]time.Duration, error) {
+			n, err := pgRawRead(ctx, pool, page, &sink)
+			if err == nil && n != pgReadEvents {
+				err = fmt.Errorf("%s read %d events, want %d", name, n, pgReadEvents)
+			}
+			return nil, err
+		}}
+	}
+	raw, paged := rawSide("raw", 0), rawSide("paged", pgReadPage)
+	ss := &pgSide{name: "store"}
+	ss.run = func() ([]time.Duration, error) {
+		n := 0
+		for e, err := range st.ReadAll(ctx, store.ReadAllOptions{}) {
+			if err != nil {
 				return nil, err
-			}}
+			}
+			sink += e.Position + int64(len(e.Data))
+			n++
 		}
-		raw, paged := rawSide("raw", 0), rawSide("paged", pgReadPage)
-		ss := &pgSide{name: "store"}
-		ss.run = func() ([]time.Duration, error) {
-			n := 0
-			for e, err := range st.ReadAll(ctx, store.ReadAllOptions{}) {
-				if err != nil {
+		if n != pgReadEvents {
+			return nil, fmt.Errorf("store read %d events, want %d", n, pgReadEvents)
+		}
+		return nil, nil
+	}
+	runPGAlternate(b, pgReadEvents, raw, paged, ss)
+	if r := raw.rate(pgReadEvents); r > 0 {
+		b.ReportMetric(ss.rate(pgReadEvents)/r, "x_raw")
+	}
+	if r := paged.rate(pgReadEvents); r > 0 {
+		b.ReportMetric(ss.rate(pgReadEvents)/r, "x_paged")
+	}
+	_ = sink
+}
+
+// pgCatchUps numbers the catch-ups of a benchmark binary, for fresh
+// projection and checkpoint names.
+var pgCatchUps atomic.Int64
+
+func benchPGCatchUp(b *testing.B, addr string) {
+	ctx := context.Background()
+	st, pool := pgOpenLog(b, addr)
+	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS raw_checkpoints (name TEXT PRIMARY KEY, position BIGINT NOT NULL)`); err != nil {
+		b.Fatal(err)
+	}
+	raw := &pgSide{name: "raw"}
+	raw.run = func() ([]time.Duration, error) {
+		name := fmt.Sprintf("raw_%d", pgCatchUps.Add(1))
+		var (
+			cp, version, evTime                                      int64
+			tenant, stream, id, typ, source, ct, schema, corr, cause string
+			data                                                     []byte
+			ext                                                      *string
+		)
+		n := 0
+		for {
+			rows, err := pool.Query(ctx, pgdriver.SelectEvents+` WHERE position > $1 ORDER BY position LIMIT 500`, cp)
+			if err != nil {
+				return nil, err
+			}
+			got := 0
+			for rows.Next() {
+				if err := rows.Scan(&cp, &tenant, &stream, &version, &id, &typ, &source, &evTime,
+					&ct, &data, &schema, &corr, &cause, &ext); err != nil {
+					rows.Close()
 					return nil, err
 				}
-				sink += e.Position + int64(len(e.Data))
-				n++
+				got++
 			}
-			if n != pgReadEvents {
-				return nil, fmt.Errorf("store read %d events, want %d", n, pgReadEvents)
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return nil, err
 			}
-			return nil, nil
-		}
-		sides := []*pgSide{raw, paged, ss}
-		for _, s := range sides {
-			if _, err := s.run(); err != nil {
-				b.Fatal(err)
+			if got == 0 {
+				break
 			}
-		}
-		b.ResetTimer()
-		for i := range b.N {
-			for j := range sides {
-				s := sides[(i+j)%len(sides)]
-				t0 := time.Now()
-				if _, err := s.run(); err != nil {
-					b.Fatalf("%s: %v", s.name, err)
-				}
-				s.dur += time.Since(t0)
-				s.ops++
+			n += got
+			if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+				_, err := tx.Exec(ctx, `INSERT INTO raw_checkpoints (name, position) VALUES ($1, $2)
+	ON CONFLICT (name) DO UPDATE SET position = EXCLUDED.position`, name, cp)
+				return err
+			}); err != nil {
+				return nil, err
 			}
 		}
-		b.StopTimer()
-		for _, s := range sides {
-			b.ReportMetric(s.rate(pgReadEvents), s.name+"_ev/s")
+		if n != pgReadEvents {
+			return nil, fmt.Errorf("raw loop read %d events, want %d", n, pgReadEvents)
 		}
-		if r := raw.rate(pgReadEvents); r > 0 {
-			b.ReportMetric(ss.rate(pgReadEvents)/r, "x_raw")
+		return nil, nil
+	}
+	run := &pgSide{name: "runner"}
+	run.run = func() ([]time.Duration, error) {
+		p := projection.Projection{Name: fmt.Sprintf("noop_%d", pgCatchUps.Add(1)),
+			Apply: func(context.Context, *projection.Tx, envelope.Event) error { return nil }}
+		r, err := projection.NewRunner(st, p, &projection.RunnerOptions{BatchSize: 500})
+		if err != nil {
+			return nil, err
 		}
-		if r := paged.rate(pgReadEvents); r > 0 {
-			b.ReportMetric(ss.rate(pgReadEvents)/r, "x_paged")
+		cp, err := r.CatchUp(ctx)
+		if err == nil && cp != pgReadEvents {
+			err = fmt.Errorf("CatchUp reached %d, want %d", cp, pgReadEvents)
 		}
-		b.ReportMetric(float64(ss.dur.Nanoseconds())/float64(ss.ops), "ns/op")
-		_ = sink
-	})
+		return nil, err
+	}
+	runPGAlternate(b, pgReadEvents, raw, run)
+	if r := raw.rate(pgReadEvents); r > 0 {
+		b.ReportMetric(run.rate(pgReadEvents)/r, "x_raw")
+	}
 }
