@@ -481,8 +481,8 @@ func BenchmarkPostgresAppend(b *testing.B) {
 	}{
 		{"1ev", 1, 1, 200},
 		{"100ev", 100, 1, 10},
-		{"appenders=16", 1, 16, 25 * 16},
-		{"appenders=64", 1, 64, 25 * 64},
+		{"appenders=16", 1, 16, 20 * 16},
+		{"appenders=64", 1, 64, 10 * 64},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			var sides []*pgSide
@@ -628,7 +628,7 @@ func BenchmarkPostgresProcesses(b *testing.B) {
 			})
 			sides = append(sides, &pgSide{name: name, open: p.open, run: p.run, close: p.close})
 		}
-		runPGPaired(b, 25*procs*conc, sides...)
+		runPGPaired(b, 10*procs*conc, sides...)
 		reportPG(b, 1, sides[0], sides[1], sides[2])
 	})
 }
