@@ -88,7 +88,7 @@ func pgSideSchema(b *testing.B, base, side string) string {
 		b.Fatal(err)
 	}
 	if side == "seq" {
-		pool, err := pgRawPool(ctx, addr, 1)
+		pool, err := pgRawPool(ctx, addr, 1, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -117,8 +117,9 @@ func pgSchemaOf(addr string) (base, schema string, err error) {
 }
 
 // pgRawPool opens a pgx pool of conns connections on the schema of addr
-// (its search path) and makes every connection.
-func pgRawPool(ctx context.Context, addr string, conns int) (*pgxpool.Pool, error) {
+// (its search path) and makes every connection; warm, when set, runs on
+// each.
+func pgRawPool(ctx context.Context, addr string, conns int, warm func(*pgx.Conn) error) (*pgxpool.Pool, error) {
 	base, schema, err := pgSchemaOf(addr)
 	if err != nil {
 		return nil, err
@@ -148,6 +149,12 @@ func pgRawPool(ctx context.Context, addr string, conns int) (*pgxpool.Pool, erro
 			return nil, err
 		}
 		held = append(held, c)
+		if warm != nil {
+			if err := warm(c.Conn()); err != nil {
+				pool.Close()
+				return nil, err
+			}
+		}
 	}
 	return pool, nil
 }
@@ -208,17 +215,24 @@ type pgRaw struct {
 	channel string // the schema's NOTIFY channel, as the driver names it
 }
 
-func openPGRaw(ctx context.Context, addr string, head bool, conns int) (*pgRaw, error) {
+// openPGRaw opens the pool and warms each connection as the store's
+// writer is warmed (pgLocal.open): one append of warm's events, rolled
+// back, so that its statements are prepared and its session has read the
+// tables before the clock starts.
+func openPGRaw(ctx context.Context, addr string, head bool, conns int, warm []rawEvent) (*pgRaw, error) {
 	_, schema, err := pgSchemaOf(addr)
 	if err != nil {
 		return nil, err
 	}
-	pool, err := pgRawPool(ctx, addr, conns)
+	r := &pgRaw{head: head, channel: "eventlite_" + schema,
+		begin: "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL search_path TO " + pgx.Identifier{schema}.Sanitize()}
+	r.pool, err = pgRawPool(ctx, addr, conns, func(c *pgx.Conn) error {
+		return r.appendOn(ctx, c, "warmup", warm, false)
+	})
 	if err != nil {
 		return nil, err
 	}
-	return &pgRaw{pool: pool, head: head, channel: "eventlite_" + schema,
-		begin: "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL search_path TO " + pgx.Identifier{schema}.Sanitize()}, nil
+	return r, nil
 }
 
 func (r *pgRaw) Close() error {
@@ -226,12 +240,18 @@ func (r *pgRaw) Close() error {
 	return nil
 }
 
-func (r *pgRaw) append(ctx context.Context, stream string, evs []rawEvent, _ []envelope.Event) (err error) {
+func (r *pgRaw) append(ctx context.Context, stream string, evs []rawEvent, _ []envelope.Event) error {
 	c, err := r.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer c.Release()
+	return r.appendOn(ctx, c.Conn(), stream, evs, true)
+}
+
+// appendOn appends evs in one transaction on c, and commits it, or rolls
+// it back when commit is false.
+func (r *pgRaw) appendOn(ctx context.Context, c *pgx.Conn, stream string, evs []rawEvent, commit bool) (err error) {
 	if _, err := c.Exec(ctx, r.begin); err != nil {
 		return err
 	}
@@ -285,6 +305,10 @@ func (r *pgRaw) append(ctx context.Context, stream string, evs []rawEvent, _ []e
 			return err
 		}
 	}
+	if !commit {
+		_, err = c.Exec(ctx, "ROLLBACK")
+		return err
+	}
 	_, err = c.Exec(ctx, "COMMIT")
 	return err
 }
@@ -306,7 +330,10 @@ type pgAppender interface {
 	Close() error
 }
 
-func openPGAppender(ctx context.Context, side, addr string, conns int) (pgAppender, error) {
+// openPGAppender opens a side and warms it with one append of warm's
+// events (the store's is committed, to a stream of its own; the raw
+// sides roll theirs back on each connection).
+func openPGAppender(ctx context.Context, side, addr string, conns int, warm []rawEvent) (pgAppender, error) {
 	switch side {
 	case "store":
 		// A long busy timeout: 64 appenders in four processes queue on
@@ -315,9 +342,13 @@ func openPGAppender(ctx context.Context, side, addr string, conns int) (pgAppend
 		if err != nil {
 			return nil, err
 		}
+		if _, err := s.Append(ctx, pgTenant, "warmup", store.Any, benchEnvelopes(warm)...); err != nil {
+			_ = s.Close()
+			return nil, err
+		}
 		return pgStore{s}, nil
 	case "head", "seq":
-		return openPGRaw(ctx, addr, side == "head", conns)
+		return openPGRaw(ctx, addr, side == "head", conns, warm)
 	}
 	return nil, fmt.Errorf("unknown side %q", side)
 }
@@ -423,7 +454,7 @@ func (l *pgLocal) open(k int) error {
 			l.evs = append(l.evs, nil)
 		}
 	}
-	a, err := openPGAppender(context.Background(), l.side, l.addr, l.conc)
+	a, err := openPGAppender(context.Background(), l.side, l.addr, l.conc, l.g.raw(l.perTx))
 	l.a = a
 	return err
 }
@@ -719,7 +750,7 @@ func pgReadFixture(b *testing.B, base string, n int) string {
 	b.Helper()
 	ctx := context.Background()
 	addr := pgSideSchema(b, base, "store")
-	pool, err := pgRawPool(ctx, addr, 1)
+	pool, err := pgRawPool(ctx, addr, 1, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -821,7 +852,7 @@ func pgOpenLog(b *testing.B, addr string) (*store.Store, *pgxpool.Pool) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = st.Close() })
-	pool, err := pgRawPool(ctx, addr, 1)
+	pool, err := pgRawPool(ctx, addr, 1, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
