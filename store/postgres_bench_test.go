@@ -2,9 +2,10 @@ package store_test
 
 // Benchmarks of the store on PostgreSQL against raw pgx in the same run.
 // They need a server: set EVENTLITE_TEST_POSTGRES to its address
-// (without it they skip). Each side writes to a schema of its own and
-// opens its connections only for its turn (the server's connections are
-// few: three pools of 64 would not fit), before the clock starts:
+// (without it they skip). The append benchmarks have three sides, each
+// on a schema of its own, each opening its connections only for its turn
+// (the server's connections are few: three pools of 64 would not fit)
+// and warming them before the clock starts:
 //
 //   - head: raw pgx running the driver's own statements
 //     (store/internal/pgdriver): BEGIN and SET LOCAL search_path, the
@@ -21,8 +22,9 @@ package store_test
 // x_raw is store / head, x_seq is head / seq. Every append of the store
 // side is timed for its latency. The multi-process case re-executes this
 // test binary (TestPostgresBenchChild) as helper processes, four per side,
-// each with its store or pool. See BENCHMARKS.md for the command and the
-// figures.
+// each with its store or pool. BenchmarkPostgresLog reads a log and
+// catches a projection up against raw pgx. See BENCHMARKS.md for the
+// commands and the figures.
 
 import (
 	"bufio"
