@@ -677,13 +677,13 @@ func TestPostgresBenchChild(t *testing.T) {
 	if side == "" {
 		return
 	}
-	if err := pgChild(side); err != nil {
+	if err := pgBenchChild(side); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
 	}
 }
 
-func pgChild(side string) error {
+func pgBenchChild(side string) error {
 	num := func(name string) (int, error) {
 		n, err := strconv.Atoi(os.Getenv(name))
 		if err != nil {
