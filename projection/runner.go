@@ -137,7 +137,9 @@ func NewRunner(s *store.Store, p Projection, opts *RunnerOptions) (*Runner, erro
 // holds it), catches up from the checkpoint, then follows new commits
 // until ctx ends. It returns nil when ctx ends, a *StoppedError when the
 // projection halts on a quarantined event, ErrStaleFence when it lost its
-// lease. A clean stop releases the lease. An event to apply that cannot
+// lease. A batch that fails with an error store.Retryable accepts (a busy
+// database, a session a server ended) is retried, after a wait that
+// doubles up to a second, and logged as a warning. A clean stop releases the lease. An event to apply that cannot
 // be decrypted stops it with an error matching store.ErrMasterKey, having
 // applied nothing of the batch, quarantined nothing and left the
 // checkpoint: a *store.EncryptedError (store.ErrNoMasterKey) when the
@@ -226,6 +228,7 @@ func (r *Runner) setup(ctx context.Context, l store.Lease) error {
 
 // follow applies batches until the head (live: then waits for commits).
 func (r *Runner) follow(ctx context.Context, h *leasing.Holder, live bool) error {
+	backoff := time.Duration(0)
 	for {
 		lease, err := h.RenewAfter(ctx, r.opts.RenewEvery)
 		if err != nil {
@@ -235,19 +238,33 @@ func (r *Runner) follow(ctx context.Context, h *leasing.Holder, live bool) error
 			return err
 		}
 		changed := r.s.Changed() // before reading, so no commit is missed
-		if err := r.retryPass(ctx, lease); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
+		err = r.retryPass(ctx, lease)
+		var n int64
+		if err == nil {
+			n, err = r.tracedBatch(ctx, lease)
 		}
-		n, err := r.tracedBatch(ctx, lease)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return err
+			if !live || !store.Retryable(err) {
+				return err
+			}
+			// A busy database, or a session the server ended (the
+			// store reconnects): the batch rolled back and the
+			// checkpoint stayed, so the next pass applies it again.
+			backoff = min(max(2*backoff, 10*time.Millisecond), time.Second)
+			r.log.Warn("batch failed; retrying", "error", err, "wait", backoff)
+			timer := time.NewTimer(backoff)
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return nil
+			case <-timer.C:
+			}
+			continue
 		}
+		backoff = 0
 		if n > 0 {
 			continue
 		}
