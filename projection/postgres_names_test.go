@@ -2,12 +2,7 @@ package projection_test
 
 import (
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"errors"
-	"net/url"
-	"os"
 	"strings"
 	"testing"
 
@@ -18,50 +13,13 @@ import (
 	"github.com/eventlite/eventlite/store"
 )
 
-// openPostgresNames opens a store on a fresh schema of the server in
-// EVENTLITE_TEST_POSTGRES, dropped when t ends, or skips t.
-func openPostgresNames(t *testing.T) *store.Store {
-	t.Helper()
-	base := os.Getenv("EVENTLITE_TEST_POSTGRES")
-	if base == "" {
-		t.Skip("PostgreSQL test skipped: set EVENTLITE_TEST_POSTGRES to a server's URL")
-	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "t_" + hex.EncodeToString(b[:])
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("eventlite_schema", schema)
-	u.RawQuery = q.Encode()
-	s, err := store.Open(context.Background(), u.String(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = s.Close()
-		db, err := sql.Open("pgx", base)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer db.Close()
-		if _, err := db.Exec(`DROP SCHEMA IF EXISTS "` + schema + `" CASCADE`); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	return s
-}
-
 // TestPostgresTableNames: on PostgreSQL a projection's table name longer
 // than 49 bytes (its rebuild's shadow name would be cut into the live
 // table's) or with capitals (folded in unquoted SQL) is a
 // *TableNameError before any table is created; 49 bytes of lowercase
 // are taken.
 func TestPostgresTableNames(t *testing.T) {
-	s := openPostgresNames(t)
+	s := openPostgres(t)
 	ctx := context.Background()
 	ok := strings.Repeat("a", projection.MaxPostgresTableBytes)
 	for _, c := range []struct {
