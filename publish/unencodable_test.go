@@ -120,6 +120,14 @@ func corrupt(t *testing.T, s *store.Store, id, column string, value any) {
 	}
 }
 
+// storedAttrs is the events table's attrs column of an event with this
+// correlation id and these other extensions (JSON), the other attributes
+// empty: dataschema, correlationid, causationid and the extensions
+// joined by NUL bytes.
+func storedAttrs(correlation, extensions string) []byte {
+	return []byte("\x00" + correlation + "\x00\x00" + extensions)
+}
+
 // An event already stored that a publisher cannot carry exactly is
 // dead-lettered at its first attempt, by every publisher, and never
 // reaches the destination; a publisher that can carry it delivers it
@@ -134,13 +142,13 @@ func TestUnencodableStoredEventIsDeadLetteredAtFirstAttempt(t *testing.T) {
 	}{
 		// HTTP headers cannot carry a control character (Go's client
 		// refuses it); JSON and NATS headers can.
-		{"control character in an extension", "extensions", "note", `{"note":"a\u0001b"}`, "a\x01b",
+		{"control character in an extension", "attrs", "note", storedAttrs("", `{"note":"a\u0001b"}`), "a\x01b",
 			map[string]bool{"http": true}},
 		// Neither kind of header carries a line break.
-		{"line break in an attribute", "correlation_id", "correlationid", "x\r\ny", "x\r\ny",
+		{"line break in an attribute", "attrs", "correlationid", storedAttrs("x\r\ny", ""), "x\r\ny",
 			map[string]bool{"nats": true, "http": true}},
 		// JSON cannot carry invalid UTF-8; headers carry the bytes.
-		{"invalid UTF-8 in an attribute", "correlation_id", "correlationid", "a\xffb", "a\xffb",
+		{"invalid UTF-8 in an attribute", "attrs", "correlationid", storedAttrs("a\xffb", ""), "a\xffb",
 			map[string]bool{"http-structured": true, "stdout": true}},
 	}
 	for _, tc := range cases {

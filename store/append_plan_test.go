@@ -35,7 +35,8 @@ func TestAppendQueryPlans(t *testing.T) {
 		{"stream state and last position", streamStateSQL, []any{"t", "s"},
 			[]string{"SEARCH streams USING PRIMARY KEY (tenant=? AND stream_id=?)",
 				"SEARCH events USING COVERING INDEX sqlite_autoindex_events_1 (tenant=? AND stream_id=?)",
-				"SEARCH position_floor USING INTEGER PRIMARY KEY (rowid=?)"}},
+				"SEARCH position_floor USING INTEGER PRIMARY KEY (rowid=?)",
+				"SEARCH removed_event_ids USING PRIMARY KEY (tenant=?)"}},
 		{"create a stream", createStreamSQL, []any{"t", "s", 0},
 			nil}, // an INSERT ... VALUES: no scan at all
 		{"revive a soft-deleted stream", reviveStreamSQL, []any{"t", "s"},
@@ -47,8 +48,10 @@ func TestAppendQueryPlans(t *testing.T) {
 		{"stream version", streamVersionSQL, []any{"t", "s"},
 			[]string{"SEARCH s USING PRIMARY KEY (tenant=? AND stream_id=?)",
 				"SEARCH e USING COVERING INDEX sqlite_autoindex_events_1 (tenant=? AND stream_id=?)"}},
-		{"event by id (retries)", `SELECT stream_id, version, type, data FROM events WHERE tenant = ? AND event_id = ?`, []any{"t", "id"},
+		{"event by id (retries)", eventByIDSQL, []any{"t", "id"},
 			[]string{"SEARCH events USING INDEX sqlite_autoindex_events_2 (tenant=? AND event_id=?)"}},
+		{"removed id (while a scavenge removed some)", idRemovedSQL, []any{"t", "id"},
+			[]string{"SEARCH removed_event_ids USING PRIMARY KEY (tenant=? AND event_id=?)"}},
 		{"read a stream", selectStreamEvents + ` WHERE tenant = ? AND stream_id = ? AND version >= ? ORDER BY version LIMIT ?`, []any{"t", "s", 1, 10},
 			[]string{"SEARCH events USING INDEX sqlite_autoindex_events_1 (tenant=? AND stream_id=? AND version>?)"}},
 		// A stream's version and updated time come from its newest event.

@@ -725,8 +725,8 @@ func buildFixture(path string, n int) (*benchFixture, error) {
 	}
 	defer c.Close()
 	insEvent, err := c.PrepareContext(rawCtx, `INSERT INTO events (tenant, stream_id, version, event_id, type, source, time,
-		content_type, data_schema, data, correlation_id, causation_id, extensions, recorded_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, '', ?, '', '', NULL, ?)`)
+		content_type, data, attrs, recorded_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)`)
 	if err != nil {
 		return nil, err
 	}

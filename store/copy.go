@@ -269,7 +269,7 @@ func Copy(ctx context.Context, from, to string, opts *CopyOptions) (res CopyResu
 		_ = dst.Close()
 		return res, fmt.Errorf("copy into %s: %w", res.Target, ErrUnsupported)
 	}
-	err = plan.shapeTarget(ctx, dst)
+	err = plan.shapeTarget(ctx, dst, ct)
 	if err == nil {
 		err = dst.Update(ctx, func(tx *Tx) error {
 			return plan.write(ctx, cs, snap, ct, tx, o.Progress, &res)
@@ -344,7 +344,7 @@ func planCopy(ctx context.Context, ex driver.Executor, cs driver.CopySource, q d
 		return p, &LiveLeaseError{Leases: p.live}
 	}
 	for _, name := range copyTables {
-		sh, err := ex.TableColumns(ctx, q, name)
+		sh, err := cs.CopyColumns(ctx, q, name)
 		if err != nil {
 			return p, fmt.Errorf("columns of %s: %w", name, mapErr(err))
 		}
@@ -370,9 +370,9 @@ func planCopy(ctx context.Context, ex driver.Executor, cs driver.CopySource, q d
 
 // shapeTarget checks that every table of the target has the source's
 // columns, no more and no fewer.
-func (p *copyPlan) shapeTarget(ctx context.Context, dst *Store) error {
+func (p *copyPlan) shapeTarget(ctx context.Context, dst *Store, ct driver.CopyTarget) error {
 	for _, t := range p.tables {
-		sh, err := dst.ex.TableColumns(ctx, dst.rdb, t.name)
+		sh, err := ct.CopyColumns(ctx, dst.rdb, t.name)
 		if err != nil {
 			return fmt.Errorf("columns of %s: %w", t.name, mapErr(err))
 		}

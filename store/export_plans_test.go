@@ -13,6 +13,8 @@ var (
 	streamVersionSQL   = sqlitedriver.StreamVersionSQL
 	selectEvents       = sqlitedriver.SelectEvents
 	selectStreamEvents = sqlitedriver.SelectStreamEvents
+	eventByIDSQL       = sqlitedriver.EventByIDSQL
+	idRemovedSQL       = sqlitedriver.IDRemovedSQL
 )
 
 const (

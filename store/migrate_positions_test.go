@@ -15,6 +15,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/internal/sqlitedriver"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -36,6 +37,55 @@ func schemaFile(t *testing.T, path string, upTo int, stmts ...string) {
 	}
 	all = append(all, fmt.Sprintf("PRAGMA user_version = %d", upTo), "PRAGMA journal_mode = WAL")
 	storetest.RawExec(t, path, append(all, stmts...)...)
+}
+
+// eventsBefore16 are the statements that turn a file's events table back
+// into its layout before migration 0016 (the four attributes as columns
+// of their own, data in the middle, the removed-id trigger), for tests
+// that roll a store's file back to an older schema.
+var eventsBefore16 = []string{
+	`PRAGMA foreign_keys = OFF`,
+	`CREATE TABLE events_old (
+    position       INTEGER PRIMARY KEY,
+    tenant         TEXT    NOT NULL,
+    stream_id      TEXT    NOT NULL,
+    version        INTEGER NOT NULL CHECK (version >= 1),
+    event_id       TEXT    NOT NULL,
+    type           TEXT    NOT NULL,
+    source         TEXT    NOT NULL,
+    time           INTEGER NOT NULL,
+    content_type   TEXT    NOT NULL,
+    data_schema    TEXT    NOT NULL DEFAULT '',
+    data           BLOB,
+    correlation_id TEXT    NOT NULL DEFAULT '',
+    causation_id   TEXT    NOT NULL DEFAULT '',
+    extensions     TEXT,
+    recorded_at    INTEGER NOT NULL,
+    UNIQUE (tenant, stream_id, version),
+    UNIQUE (tenant, event_id))`,
+	`INSERT INTO events_old SELECT position, tenant, stream_id, version, event_id, type, source, time, content_type, ` +
+		sqlitedriver.DataSchemaSQL + `, data, ` + sqlitedriver.CorrelationIDSQL + `, ` + sqlitedriver.CausationIDSQL + `, ` +
+		sqlitedriver.ExtensionsSQL + `, recorded_at FROM events ORDER BY position`,
+	`DROP TABLE events`,
+	`ALTER TABLE events_old RENAME TO events`,
+	`CREATE TRIGGER events_removed_id BEFORE INSERT ON events
+WHEN EXISTS (SELECT 1 FROM removed_event_ids r WHERE r.tenant = NEW.tenant AND r.event_id = NEW.event_id)
+BEGIN
+    SELECT RAISE(ABORT, 'UNIQUE constraint failed: events.tenant, events.event_id (a scavenge removed the event)');
+END`,
+}
+
+// eventsColumnsQ reads every event of a file as the columns it had before
+// migration 0016, whichever layout the file has (after16: the joined
+// attrs).
+func eventsColumnsQ(after16 bool) string {
+	if !after16 {
+		return `SELECT position, tenant, stream_id, version, event_id, type, source, time, content_type,
+			data_schema, data, correlation_id, causation_id, extensions, recorded_at FROM events ORDER BY position`
+	}
+	return `SELECT position, tenant, stream_id, version, event_id, type, source, time, content_type, ` +
+		sqlitedriver.DataSchemaSQL + `, data, ` + sqlitedriver.CorrelationIDSQL + `, ` + sqlitedriver.CausationIDSQL + `, ` +
+		sqlitedriver.ExtensionsSQL + `, recorded_at FROM events ORDER BY position`
 }
 
 // rawRows returns every row q reads from the file at path, as text.
@@ -122,15 +172,16 @@ func TestMigratePositionsWithoutAutoincrement(t *testing.T) {
 		`UPDATE sqlite_sequence SET seq = 12 WHERE name = 'events'`)
 	schemaFile(t, path, 13, stmts...)
 
+	eventsQ := eventsColumnsQ(false)
 	const (
-		eventsQ = `SELECT * FROM events ORDER BY position`
 		// Migration 0015, which runs too, drops the outbox rows that
 		// appends wrote and nothing touched since, and the index of
 		// pending rows (the relay's watermark stands for them).
 		outboxQ = `SELECT * FROM outbox WHERE published_at IS NOT NULL OR discarded_at IS NOT NULL OR attempts > 0
 			OR dead_at IS NOT NULL OR last_error IS NOT NULL OR first_failed_at IS NOT NULL ORDER BY position`
 		streamsQ = `SELECT tenant, stream_id, created_at, first_version, deleted FROM streams ORDER BY tenant, stream_id`
-		schemaQ  = `SELECT type, name, tbl_name, sql FROM sqlite_master WHERE type IN ('index', 'trigger') AND name <> 'outbox_pending' ORDER BY name`
+		// Migration 0016 drops the removed-id trigger: the writer checks.
+		schemaQ  = `SELECT type, name, tbl_name, sql FROM sqlite_master WHERE type IN ('index', 'trigger') AND name NOT IN ('outbox_pending', 'events_removed_id') ORDER BY name`
 		removedQ = `SELECT * FROM removed_ranges UNION ALL SELECT tenant, event_id, NULL FROM removed_event_ids`
 	)
 	before := map[string][]string{}
@@ -152,7 +203,11 @@ func TestMigratePositionsWithoutAutoincrement(t *testing.T) {
 		t.Fatal(err)
 	}
 	for q, want := range before {
-		if diff := cmp.Diff(want, rawRows(t, path, q)); diff != "" {
+		after := q
+		if q == eventsQ {
+			after = eventsColumnsQ(true)
+		}
+		if diff := cmp.Diff(want, rawRows(t, path, after)); diff != "" {
 			t.Errorf("%s changed in the migration (-before +after):\n%s", q, diff)
 		}
 	}
@@ -201,7 +256,7 @@ func TestMigratePositionsWithoutAutoincrement(t *testing.T) {
 	if r.FirstPosition() != 13 || r.Version != 5 {
 		t.Errorf("first append after the migration: position %d version %d, want 13 and 5", r.FirstPosition(), r.Version)
 	}
-	// The trigger still refuses a removed id; the foreign keys are on.
+	// The writer refuses a removed id; the foreign keys are on.
 	_, err = s.Append(ctx, "default", "a", store.Any, envelope.Event{ID: "a-1", Source: "/new", Type: "new.happened"})
 	var de *store.DuplicateError
 	if !errors.As(err, &de) {

@@ -321,7 +321,9 @@ func TestOutboxMigrationToWatermark(t *testing.T) {
 		t.Fatal(err)
 	}
 	future := time.Now().Add(24 * time.Hour).UnixNano()
-	// Back to schema 14: one row per event, the pending index, no watermark.
+	// Back to schema 14: one row per event, the pending index, no
+	// watermark, the events' columns before 0016.
+	storetest.RawExec(t, path, eventsBefore16...)
 	storetest.RawExec(t, path,
 		`DROP TABLE outbox_watermark`,
 		`DELETE FROM outbox`,

@@ -101,8 +101,8 @@ func newRawDB(path, synchronous string) (_ *rawDB, err error) {
 	}
 	r.version = prep(`SELECT COALESCE(MAX(version), 0) FROM events WHERE tenant = ? AND stream_id = ?`)
 	r.insertEvent = prep(`INSERT INTO events (tenant, stream_id, version, event_id, type, source, time,
-		content_type, data_schema, data, correlation_id, causation_id, extensions, recorded_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		content_type, attrs, recorded_at, data)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)`)
 	r.createStream = prep(`INSERT INTO streams (tenant, stream_id, created_at) VALUES (?, ?, ?)`)
 	r.begin = prep(`BEGIN IMMEDIATE`)
 	r.commit = prep(`COMMIT`)
@@ -221,7 +221,7 @@ func (r *rawDB) appendLocked(tenant, stream string, evs []rawEvent, now int64) (
 	for i := range evs {
 		e := &evs[i]
 		_, err := r.insertEvent.ExecContext(rawCtx, tenant, stream, cur+int64(i)+1, e.ID, e.Type, rawSource,
-			now, rawContentType, "", e.Data, "", "", nil, now)
+			now, rawContentType, now, e.Data)
 		if err != nil {
 			return 0, err
 		}
@@ -343,7 +343,7 @@ type rawReader struct {
 }
 
 const rawSelect = `SELECT position, tenant, stream_id, version, event_id, type, source, time,
-	content_type, data_schema, data, correlation_id, causation_id, extensions FROM events`
+	content_type, data, attrs FROM events`
 
 func newRawReader(path string) (*rawReader, error) {
 	db, err := sql.Open("sqlite", rawDSN(path, "FULL", false))
@@ -375,15 +375,14 @@ func (r *rawReader) Close() error {
 // rawRow holds one scanned row: the columns the store reads, in plain Go
 // variables.
 type rawRow struct {
-	position, version, time                  int64
-	tenant, stream, id, typ, source, ct, sch string
-	corr, caus                               string
-	data, ext                                []byte
+	position, version, time             int64
+	tenant, stream, id, typ, source, ct string
+	data, attrs                         []byte
 }
 
 func (w *rawRow) dest() []any {
 	return []any{&w.position, &w.tenant, &w.stream, &w.version, &w.id, &w.typ, &w.source, &w.time,
-		&w.ct, &w.sch, &w.data, &w.corr, &w.caus, &w.ext}
+		&w.ct, &w.data, &w.attrs}
 }
 
 // scan runs st and calls each for every row; it returns the row count.

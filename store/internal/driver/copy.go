@@ -15,6 +15,11 @@ type CopySource interface {
 	// column declares: int64, float64, string, []byte or nil (NULL). fn
 	// may keep the slice and its values.
 	CopyRows(ctx context.Context, q ReadQuerier, table string, cols, order []string, fn func(row []any) error) error
+	// CopyColumns is table's shape as CopyRows gives its rows: the
+	// table's columns, except that where the engine keeps several in one
+	// column it names those it joins (the events' attributes on SQLite),
+	// so that every engine gives the same columns.
+	CopyColumns(ctx context.Context, q ReadQuerier, table string) (TableShape, error)
 	// CopyCount counts the rows of table.
 	CopyCount(ctx context.Context, q ReadQuerier, table string) (int64, error)
 	// CopySequence reads the last position handed out, by the rule the

@@ -20,6 +20,11 @@ const maxParams = 65535
 // copyBatchRows caps the rows of one INSERT, whatever the columns.
 const copyBatchRows = 1000
 
+// CopyColumns is table's shape: PostgreSQL keeps every column as it is.
+func (x Exec) CopyColumns(ctx context.Context, q driver.ReadQuerier, table string) (driver.TableShape, error) {
+	return x.TableColumns(ctx, q, table)
+}
+
 // CopyRows reads every row of table in the order of order.
 func (Exec) CopyRows(ctx context.Context, q driver.ReadQuerier, table string, cols, order []string, fn func(row []any) error) error {
 	query := `SELECT ` + quoteList(cols) + ` FROM ` + QuoteIdent(table)

@@ -3,7 +3,6 @@ package sqlitedriver
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -18,7 +17,7 @@ import (
 // values each event binds.
 const (
 	InsertChunk = 32
-	EventCols   = 15
+	EventCols   = 12
 )
 
 // An append reads once, then writes only the events (and the streams row
@@ -29,11 +28,14 @@ const (
 // the highest in the log or the floor a scavenge or restore recorded,
 // whichever is higher. The writer holds the write lock, so the next
 // append sees this one's rows and positions stay consecutive and
-// commit-ordered.
+// commit-ordered. Its last column says whether a scavenge removed events
+// of the tenant: only then does InsertEvents look the ids up among the
+// removed ones (a removed id is never used again).
 const (
 	StreamStateSQL = `SELECT (SELECT deleted FROM streams WHERE tenant = ?1 AND stream_id = ?2),
 	COALESCE((SELECT MAX(version) FROM events WHERE tenant = ?1 AND stream_id = ?2), 0),
-	max(COALESCE((SELECT MAX(position) FROM events), 0), COALESCE((SELECT position FROM position_floor WHERE one = 1), 0))`
+	max(COALESCE((SELECT MAX(position) FROM events), 0), COALESCE((SELECT position FROM position_floor WHERE one = 1), 0)),
+	EXISTS (SELECT 1 FROM removed_event_ids WHERE tenant = ?1)`
 	CreateStreamSQL = `INSERT INTO streams (tenant, stream_id, created_at) VALUES (?, ?, ?)`
 	// A soft-deleted stream counts as absent, and an append revives it.
 	ReviveStreamSQL = `UPDATE streams SET deleted = 0 WHERE tenant = ? AND stream_id = ? AND deleted = 1`
@@ -42,14 +44,16 @@ const (
 	StreamVersionSQL = `SELECT COALESCE((SELECT MAX(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id), 0), deleted
 	FROM streams s WHERE s.tenant = ? AND s.stream_id = ?`
 	// EventByIDSQL is what a retried append compares.
-	EventByIDSQL = `SELECT stream_id, version, type, data, extensions FROM events WHERE tenant = ? AND event_id = ?`
+	EventByIDSQL = `SELECT stream_id, version, type, data, attrs FROM events WHERE tenant = ? AND event_id = ?`
+	// IDRemovedSQL finds an id among the ids of events a scavenge removed.
+	IDRemovedSQL = `SELECT 1 FROM removed_event_ids WHERE tenant = ? AND event_id = ?`
 )
 
 // InsertEventsSQL is the INSERT of k events, positions given.
 func InsertEventsSQL(k int) string {
 	row := "(?" + strings.Repeat(", ?", EventCols-1) + ")"
 	return `INSERT INTO events (position, tenant, stream_id, version, event_id, type, source, time,
-		content_type, data_schema, data, correlation_id, causation_id, extensions, recorded_at)
+		content_type, attrs, recorded_at, data)
 		VALUES ` + row + strings.Repeat(", "+row, k-1)
 }
 
@@ -62,6 +66,11 @@ type writer struct {
 	createStream *sql.Stmt
 	reviveStream *sql.Stmt
 	eventByID    *sql.Stmt
+	idRemoved    *sql.Stmt
+	// removedIDs is StreamState's last answer: a scavenge removed events
+	// of the tenant, so InsertEvents checks the ids it writes against theirs. The store
+	// calls StreamState before InsertEvents in the same transaction.
+	removedIDs bool
 	// insertEvents[k-1] inserts k events, prepared when first needed
 	// (insertStmt).
 	insertEvents [InsertChunk]*sql.Stmt
@@ -88,6 +97,7 @@ func (Exec) PrepareWriter(ctx context.Context, conn *sql.Conn) (driver.Writer, e
 	w.createStream = prep(CreateStreamSQL)
 	w.reviveStream = prep(ReviveStreamSQL)
 	w.eventByID = prep(EventByIDSQL)
+	w.idRemoved = prep(IDRemovedSQL)
 	w.begin = prep(`BEGIN IMMEDIATE`)
 	w.commit = prep(`COMMIT`)
 	w.savepoint = prep(`SAVEPOINT a`)
@@ -120,7 +130,7 @@ func (w *writer) insertStmt(ctx context.Context, k int) (*sql.Stmt, error) {
 // Close closes every statement.
 func (w *writer) Close() error {
 	var errs []error
-	for _, st := range append([]*sql.Stmt{w.streamState, w.createStream, w.reviveStream, w.eventByID,
+	for _, st := range append([]*sql.Stmt{w.streamState, w.createStream, w.reviveStream, w.eventByID, w.idRemoved,
 		w.begin, w.commit, w.savepoint, w.release, w.rollbackTo}, w.insertEvents[:]...) {
 		if st != nil {
 			errs = append(errs, st.Close())
@@ -181,7 +191,7 @@ func (w *writer) StreamState(ctx context.Context, tenant, stream string) (driver
 		st      driver.StreamState
 		deleted sql.NullInt64 // NULL: no streams row
 	)
-	err := w.streamState.QueryRowContext(ctx, tenant, stream).Scan(&deleted, &st.Version, &st.LastPosition)
+	err := w.streamState.QueryRowContext(ctx, tenant, stream).Scan(&deleted, &st.Version, &st.LastPosition, &w.removedIDs)
 	st.Row, st.Deleted = deleted.Valid, deleted.Int64
 	return st, err
 }
@@ -196,23 +206,24 @@ func (w *writer) InsertEvents(ctx context.Context, b driver.EventBatch) error {
 	}()
 	for start := 0; start < len(b.Events); start += InsertChunk {
 		chunk := b.Events[start:min(start+InsertChunk, len(b.Events))]
+		if w.removedIDs {
+			if err := w.refuseRemoved(ctx, b.Tenant, chunk, start); err != nil {
+				return err
+			}
+		}
 		args = args[:0]
 		for i := range chunk {
 			e := &chunk[i]
-			var ext any // NULL when there are no other extensions
-			if len(e.Extensions) > 0 {
-				x, err := json.Marshal(e.Extensions)
-				if err != nil {
-					return &envelope.InvalidError{Index: start + i, Field: "extensions", Reason: err.Error()}
-				}
-				ext = string(x)
+			attrs, err := JoinAttrs(e)
+			if err != nil {
+				return &envelope.InvalidError{Index: start + i, Field: "extensions", Reason: err.Error()}
 			}
 			data := e.Data
 			if b.Sealed != nil && b.Sealed[start+i] != nil {
 				data = b.Sealed[start+i] // never the plaintext
 			}
 			args = append(args, b.FirstPosition+int64(start+i), b.Tenant, b.Stream, e.StreamVersion, e.ID, e.Type, e.Source,
-				timecol.Value(e.Time), e.DataContentType, e.DataSchema, data, e.CorrelationID, e.CausationID, ext, b.RecordedAt)
+				timecol.Value(e.Time), e.DataContentType, attrs, b.RecordedAt, data)
 		}
 		st, err := w.insertStmt(ctx, len(chunk))
 		if err != nil {
@@ -223,6 +234,33 @@ func (w *writer) InsertEvents(ctx context.Context, b driver.EventBatch) error {
 		}
 	}
 	return nil
+}
+
+// refuseRemoved refuses a chunk holding an id of an event a scavenge
+// removed, as a unique violation: an event id is never used twice. It
+// runs only while removed_event_ids holds ids, a lookup per event.
+func (w *writer) refuseRemoved(ctx context.Context, tenant string, chunk []envelope.Event, start int) error {
+	for i := range chunk {
+		var one int
+		err := w.idRemoved.QueryRowContext(ctx, tenant, chunk[i].ID).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		op := fmt.Sprintf("insert events %d..%d", start, start+len(chunk)-1)
+		if err != nil {
+			return &driver.OpError{Op: op, Err: err}
+		}
+		return &driver.OpError{Op: op, Err: &RemovedIDError{Tenant: tenant, EventID: chunk[i].ID}}
+	}
+	return nil
+}
+
+// RemovedIDError is an insert refused because a scavenge removed the
+// event that had the id. It is a unique violation (driver.Constraint).
+type RemovedIDError struct{ Tenant, EventID string }
+
+func (e *RemovedIDError) Error() string {
+	return fmt.Sprintf("UNIQUE constraint failed: events.tenant, events.event_id (tenant %s, id %q: a scavenge removed the event)", e.Tenant, e.EventID)
 }
 
 // CreateStream inserts the streams row.
@@ -240,12 +278,22 @@ func (w *writer) ReviveStream(ctx context.Context, tenant, stream string) error 
 // EventByID reads by the (tenant, event_id) index.
 func (w *writer) EventByID(ctx context.Context, tenant, id string) (driver.StoredID, bool, error) {
 	var ev driver.StoredID
-	err := w.eventByID.QueryRowContext(ctx, tenant, id).Scan(&ev.Stream, &ev.Version, &ev.Type, &ev.Data, &ev.Extensions)
+	var attrs []byte
+	err := w.eventByID.QueryRowContext(ctx, tenant, id).Scan(&ev.Stream, &ev.Version, &ev.Type, &ev.Data, &attrs)
 	if errors.Is(err, sql.ErrNoRows) {
 		return driver.StoredID{}, false, nil
 	}
 	if err != nil {
 		return driver.StoredID{}, false, err
+	}
+	if attrs != nil {
+		f, err := splitAttrs(attrs)
+		if err != nil {
+			return driver.StoredID{}, false, fmt.Errorf("event %q: %w", id, err)
+		}
+		if len(f[3]) > 0 {
+			ev.Extensions = f[3]
+		}
 	}
 	return ev, true, nil
 }

@@ -16,9 +16,9 @@ import (
 const appendSchema = `CREATE TABLE events (
     position INTEGER PRIMARY KEY, tenant TEXT NOT NULL, stream_id TEXT NOT NULL, version INTEGER NOT NULL,
     event_id TEXT NOT NULL, type TEXT NOT NULL, source TEXT NOT NULL, time INTEGER NOT NULL,
-    content_type TEXT NOT NULL, data_schema TEXT NOT NULL DEFAULT '', data BLOB,
-    correlation_id TEXT NOT NULL DEFAULT '', causation_id TEXT NOT NULL DEFAULT '', extensions TEXT,
-    recorded_at INTEGER NOT NULL, UNIQUE (tenant, stream_id, version), UNIQUE (tenant, event_id));
+    content_type TEXT NOT NULL, attrs BLOB, recorded_at INTEGER NOT NULL, data BLOB,
+    UNIQUE (tenant, stream_id, version), UNIQUE (tenant, event_id));
+CREATE TABLE removed_event_ids (tenant TEXT NOT NULL, event_id TEXT NOT NULL, PRIMARY KEY (tenant, event_id)) WITHOUT ROWID;
 CREATE TABLE streams (tenant TEXT NOT NULL, stream_id TEXT NOT NULL, created_at INTEGER NOT NULL,
     deleted INTEGER NOT NULL DEFAULT 0, first_version INTEGER NOT NULL DEFAULT 1, PRIMARY KEY (tenant, stream_id));
 CREATE TABLE position_floor (one INTEGER PRIMARY KEY CHECK (one = 1), position INTEGER NOT NULL);
@@ -108,5 +108,64 @@ func TestWriterChunks(t *testing.T) {
 	}
 	if err := w.Rollback(ctx); err == nil {
 		t.Fatal("Rollback without a transaction: no error")
+	}
+}
+
+// TestWriterRefusesRemovedIDs: while a scavenge has removed events of a
+// tenant, an insert of one of their ids is refused as a unique violation
+// naming its chunk, and nothing of the chunk is written; another
+// tenant's appends, which have no removed ids, are not looked up and may
+// use the id (ids are unique per tenant).
+func TestWriterRefusesRemovedIDs(t *testing.T) {
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "w.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, appendSchema+`
+		INSERT INTO removed_event_ids VALUES ('t', 'gone');`); err != nil {
+		t.Fatal(err)
+	}
+	w, err := Exec{}.PrepareWriter(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.Rollback(ctx) }()
+	if _, err := w.StreamState(ctx, "t", "a"); err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]string, InsertChunk+3)
+	ids[InsertChunk+1] = "gone"
+	err = w.InsertEvents(ctx, batch(8, InsertChunk+3, "a", ids...))
+	var (
+		oe *driver.OpError
+		re *RemovedIDError
+	)
+	if !errors.As(err, &oe) || oe.Op != fmt.Sprintf("insert events %d..%d", InsertChunk, InsertChunk+2) ||
+		!errors.As(err, &re) || re.EventID != "gone" || Classify(err) != driver.Constraint {
+		t.Fatalf("a removed id in the second chunk: %v", err)
+	}
+	var n int
+	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE position >= 8 + ?`, InsertChunk).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("the refused chunk wrote %d events (%v)", n, err)
+	}
+
+	b := batch(100, 2, "a", "x-1", "gone")
+	b.Tenant = "u"
+	if _, err := w.StreamState(ctx, "u", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.InsertEvents(ctx, b); err != nil {
+		t.Fatalf("tenant u, which has no removed ids: %v", err)
 	}
 }

@@ -12,8 +12,56 @@ var _ driver.CopySource = Exec{}
 // CopyRows reads every row of table in the order of order. Values come
 // as SQLite stored them: a column's declared type is only an affinity,
 // and the copy converts what the target's columns need.
+//
+// The events table keeps dataschema, correlationid, causationid and the
+// extensions in one column (attrs): their own columns, which other
+// engines have, are read from it.
 func (Exec) CopyRows(ctx context.Context, q driver.ReadQuerier, table string, cols, order []string, fn func(row []any) error) error {
-	return copyRows(ctx, q, `SELECT `+quoteList(cols)+` FROM `+QuoteIdent(table)+orderBy(order), len(cols), fn)
+	sel := quoteList(cols)
+	if table == "events" {
+		sel = eventCopyList(cols)
+	}
+	return copyRows(ctx, q, `SELECT `+sel+` FROM `+QuoteIdent(table)+orderBy(order), len(cols), fn)
+}
+
+// CopyColumns is table's shape, with the events' attrs column named as
+// the four it joins.
+func (x Exec) CopyColumns(ctx context.Context, q driver.ReadQuerier, table string) (driver.TableShape, error) {
+	sh, err := x.TableColumns(ctx, q, table)
+	if err != nil || table != "events" {
+		return sh, err
+	}
+	var cols []string
+	for _, c := range sh.Cols {
+		if c == "attrs" {
+			cols = append(cols, "data_schema", "correlation_id", "causation_id", "extensions")
+			continue
+		}
+		cols = append(cols, c)
+	}
+	sh.Cols = cols
+	return sh, nil
+}
+
+// eventAttrColumns are the columns attrs joins, as SQL over it.
+var eventAttrColumns = map[string]string{
+	"data_schema":    DataSchemaSQL,
+	"correlation_id": CorrelationIDSQL,
+	"causation_id":   CausationIDSQL,
+	"extensions":     ExtensionsSQL,
+}
+
+// eventCopyList is the select list of cols of events.
+func eventCopyList(cols []string) string {
+	q := make([]string, len(cols))
+	for i, c := range cols {
+		if x, ok := eventAttrColumns[c]; ok {
+			q[i] = x
+		} else {
+			q[i] = QuoteIdent(c)
+		}
+	}
+	return strings.Join(q, ", ")
 }
 
 // copyRows runs query and calls fn with each row's n values.

@@ -26,6 +26,10 @@ func init() { driver.RegisterClassifier(Classify) }
 // (Constraint), SQLITE_NOTADB (NotADatabase) and SQLITE_CORRUPT (Corrupt)
 // from other errors.
 func Classify(err error) driver.Class {
+	var re *RemovedIDError
+	if errors.As(err, &re) {
+		return driver.Constraint
+	}
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
 		return driver.Other

@@ -66,7 +66,7 @@ func (Exec) NewestForget(ctx context.Context, q driver.ReadQuerier) (int64, erro
 // forgetting is rare.
 func (Exec) SubjectStreams(ctx context.Context, q driver.ReadQuerier, tenant, subject string) ([]string, error) {
 	rows, err := q.QueryContext(ctx, `SELECT DISTINCT stream_id FROM events
-		WHERE tenant = ? AND extensions IS NOT NULL AND json_extract(extensions, '$.erasurekey') = ?`, tenant, subject)
+		WHERE tenant = ? AND attrs IS NOT NULL AND json_extract(`+ExtensionsSQL+`, '$.erasurekey') = ?`, tenant, subject)
 	if err != nil {
 		return nil, err
 	}
@@ -121,9 +121,9 @@ func (Exec) EraseCopies(ctx context.Context, q driver.Querier, kind driver.CopyK
 // ScrubErased sets data to NULL where the event's key is forgotten.
 func (Exec) ScrubErased(ctx context.Context, q driver.Querier) (int64, error) {
 	r, err := q.ExecContext(ctx, `UPDATE events SET data = NULL
-				WHERE data IS NOT NULL AND extensions IS NOT NULL AND json_extract(extensions, '$.erasurekey') IS NOT NULL
+				WHERE data IS NOT NULL AND attrs IS NOT NULL AND json_extract(`+ExtensionsSQL+`, '$.erasurekey') IS NOT NULL
 				AND EXISTS (SELECT 1 FROM erasure_keys k WHERE k.tenant = events.tenant
-					AND k.subject = json_extract(events.extensions, '$.erasurekey') AND k.forgotten_at IS NOT NULL)`)
+					AND k.subject = json_extract(`+ExtensionsSQL+`, '$.erasurekey') AND k.forgotten_at IS NOT NULL)`)
 	if err != nil {
 		return 0, err
 	}

@@ -143,7 +143,7 @@ func logQuery(f *driver.LogFilter, from int64, n int) (string, []any) {
 		args = append(args, f.StreamPrefix, f.StreamPrefix)
 	}
 	if f.CorrelationID != "" {
-		where = append(where, "correlation_id = ?")
+		where = append(where, CorrelationIDSQL+" = ?")
 		args = append(args, f.CorrelationID)
 	}
 	args = append(args, n)
