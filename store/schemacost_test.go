@@ -17,11 +17,27 @@ type rawWriter interface {
 }
 
 // schemaVariant is the store's schema (its migrations, through the raw
-// baseline's statements) with a different page size, to measure what it
-// would change before changing the store for it.
+// baseline's statements) with a different page size, or with statements
+// run after the migrations, to measure what it would change before
+// changing the store for it.
 type schemaVariant struct {
 	name     string
-	pageSize int // PRAGMA page_size before the first table; 0: SQLite's 4096
+	pageSize int      // PRAGMA page_size before the first table; 0: SQLite's 4096
+	after    []string // run after the migrations, in their transaction
+}
+
+// eventsWithoutUniqueIDs rebuilds the (empty) events table without its
+// UNIQUE (tenant, event_id): the store's schema without the guarantee
+// that event ids are unique per tenant, to measure what the guarantee's
+// index costs an append.
+var eventsWithoutUniqueIDs = []string{
+	`CREATE TABLE events_v (
+    position INTEGER PRIMARY KEY, tenant TEXT NOT NULL, stream_id TEXT NOT NULL,
+    version INTEGER NOT NULL CHECK (version >= 1), event_id TEXT NOT NULL, type TEXT NOT NULL,
+    source TEXT NOT NULL, time INTEGER NOT NULL, content_type TEXT NOT NULL, attrs BLOB,
+    recorded_at INTEGER NOT NULL, data BLOB, UNIQUE (tenant, stream_id, version))`,
+	`DROP TABLE events`,
+	`ALTER TABLE events_v RENAME TO events`,
 }
 
 // createVariant creates path with v's schema, marked as fully migrated so
@@ -50,6 +66,7 @@ func createVariant(path string, v schemaVariant) error {
 		}
 		q = append(q, string(b))
 	}
+	q = append(q, v.after...)
 	q = append(q, fmt.Sprintf("PRAGMA user_version = %d", len(files)), "COMMIT")
 	for _, s := range q {
 		if _, err := db.ExecContext(rawCtx, s); err != nil {
@@ -61,7 +78,8 @@ func createVariant(path string, v schemaVariant) error {
 
 // BenchmarkSchemaCost measures, in raw SQL (the raw baseline's
 // statements, NORMAL, one file open at a time, chunks in rotating order),
-// what a smaller page size would change: the WAL frames a commit
+// what a smaller page size, or the store's schema without the unique
+// index of event ids ("noid"), would change: the WAL frames a commit
 // writes (fr_<variant>, measured over 200 commits with the
 // auto-checkpoint off, after 2,000 one-event appends) and the append rate
 // against the minimal table (xmin_<variant>). "store" is the store's
@@ -74,6 +92,7 @@ func BenchmarkSchemaCost(b *testing.B) {
 		{name: "store"},
 		{name: "page2k", pageSize: 2048},
 		{name: "page1k", pageSize: 1024},
+		{name: "noid", after: eventsWithoutUniqueIDs},
 	}
 	for _, batch := range []int{1, 100} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
