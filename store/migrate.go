@@ -91,7 +91,7 @@ func (s *Store) warnRebuild(m driver.Migration, events int64) {
 	if events < rebuildWarnEvents {
 		return
 	}
-	s.log.Warn("migration rewrites the events table; this takes a while (about 20 s per 1,000,000 events) and the file grows by about the log's size until appends reuse the space; interrupting it changes nothing",
+	s.log.Warn("migration rewrites the events table; this takes a while (about 20-30 s per 1,000,000 events) and the file grows by about the log's size until appends reuse the space; interrupting it changes nothing",
 		"name", m.Name, "events", events, "path", s.path)
 }
 

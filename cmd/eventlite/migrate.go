@@ -22,10 +22,11 @@ file of an older schema they exit 4 and say to run this; any command that
 writes upgrades the file as well. A file that is not an eventlite database,
 or of a newer schema, is refused (exit 4) and left unchanged.
 
-Upgrading a file older than schema 14 rewrites its events table once:
-about 20 s and the log's size in disk space per 1,000,000 events. It warns
-before it starts on a log of 100,000 events or more, and an interrupt
-(Ctrl-C) leaves the file as it was. Run it at a quiet time.
+Upgrading a file older than schema 16 rewrites its events table (once
+from schema 14 or 15, twice from an older one): each time about 20-30 s
+and the log's size in disk space per 1,000,000 events. It warns before it
+starts on a log of 100,000 events or more, and an interrupt (Ctrl-C)
+leaves the file at the schema it had reached. Run it at a quiet time.
 
 On PostgreSQL (--db postgres://...) it creates the schema the address's
 eventlite_schema parameter names (default eventlite) and its tables, and
