@@ -221,6 +221,22 @@ func (e *Event) PrepareLimits(now time.Time, l Limits) error {
 // insignificant white space. It fails when data is not valid JSON, or
 // is JSON that eventlite refuses (see checkJSONText).
 func compactJSON(data []byte) ([]byte, error) {
+	spaces, ok := scanData(data)
+	switch {
+	case !ok:
+		// Refused, or not decided in one pass: the full checks word
+		// the error.
+		return compactJSONSlow(data)
+	case spaces == 0:
+		return data, nil
+	}
+	return compactSpaces(data, spaces), nil
+}
+
+// compactJSONSlow is compactJSON in three passes: checkJSONText, then
+// json.Valid (json.Unmarshal for its error), or json.Compact when data
+// holds white space. Its errors are the ones users see.
+func compactJSONSlow(data []byte) ([]byte, error) {
 	if err := checkJSONText(data, MaxDataDepth); err != nil {
 		return nil, err
 	}
