@@ -412,11 +412,14 @@ func (e *Event) validate(l Limits, checkJSON bool) error {
 		}
 	}
 	if checkJSON && e.Data != nil && e.IsJSON() {
-		if err := checkJSONText(e.Data, MaxDataDepth); err != nil {
-			return invalid("data", "%v", err)
-		}
-		if !json.Valid(e.Data) {
-			return invalid("data", "content type %s but data is not valid JSON", e.contentTypeOrDefault())
+		// One pass accepts valid data; the slow checks word the error.
+		if _, ok := scanData(e.Data); !ok {
+			if err := checkJSONText(e.Data, MaxDataDepth); err != nil {
+				return invalid("data", "%v", err)
+			}
+			if !json.Valid(e.Data) {
+				return invalid("data", "content type %s but data is not valid JSON", e.contentTypeOrDefault())
+			}
 		}
 	}
 	return nil
