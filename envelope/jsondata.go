@@ -158,10 +158,10 @@ const (
 	highs = 0x8080808080808080
 )
 
-// unplainBytes returns x, eight bytes of a string read little-endian,
-// with the high bit of each byte set where plainByte is false, up to and
-// including the first such byte (above it, bits may be set for plain
-// bytes too: the subtractions borrow).
+// unplainBytes takes eight bytes of a string read little-endian and
+// returns the high bit of each byte that plainByte refuses: exactly up to
+// and including the first such byte; above it, the subtractions' borrows
+// may set bits of plain bytes too.
 func unplainBytes(x uint64) uint64 {
 	q := x ^ '"'*ones
 	bs := x ^ '\\'*ones

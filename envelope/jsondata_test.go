@@ -279,7 +279,8 @@ func TestCompactJSONAllocs(t *testing.T) {
 }
 
 // TestCompactJSONEveryByte puts every byte value in every place of a few
-// templates (in strings, escapes, numbers, literals, between tokens), and
+// templates (in strings, escapes, numbers, literals, between tokens, at
+// every offset of a long string), and
 // checks every input of one and two bytes, against the old code: the
 // fuzzer seldom hits one given byte in one given place.
 func TestCompactJSONEveryByte(t *testing.T) {
@@ -287,6 +288,11 @@ func TestCompactJSONEveryByte(t *testing.T) {
 		`%s`, `"%s"`, `"\%s"`, `"\u00%s0"`, `"\ud800\%s"`, `[1%s]`, `[-%s]`, `[1.%s]`, `[1e%s]`,
 		`[t%s]`, `[nul%s]`, `[1,%s]`, `[1%s2]`, `{"a"%s1}`, `{"a":1%s}`, `{%s}`, `[%s]`, `%s1`, `1%s`,
 		`["\ud83d\ude00%s"]`, `{"a":"b"%s"c":1}`, `"\ud800\u%sc00"`, `"\ud800\udc0%s"`,
+	}
+	// In strings long enough to be read eight bytes at a time, at every
+	// offset in a word.
+	for k := range 17 {
+		templates = append(templates, `["`+strings.Repeat("a", k)+`%s`+strings.Repeat("b", 17-k)+`"]`)
 	}
 	for _, tmpl := range templates {
 		for c := range 256 {
