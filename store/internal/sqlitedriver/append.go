@@ -287,7 +287,7 @@ func (w *writer) EventByID(ctx context.Context, tenant, id string) (driver.Store
 		return driver.StoredID{}, false, err
 	}
 	if attrs != nil {
-		f, err := splitAttrs(attrs)
+		f, err := attrParts(attrs)
 		if err != nil {
 			return driver.StoredID{}, false, fmt.Errorf("event %q: %w", id, err)
 		}

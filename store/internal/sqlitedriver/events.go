@@ -133,8 +133,8 @@ func JoinAttrs(e *envelope.Event) ([]byte, error) {
 	return append(b, ext...), nil
 }
 
-// splitAttrs splits a non-NULL attrs column into its four parts.
-func splitAttrs(b []byte) ([][]byte, error) {
+// attrParts splits a non-NULL attrs column into its four parts.
+func attrParts(b []byte) ([][]byte, error) {
 	f := bytes.SplitN(b, []byte{0}, 4)
 	if len(f) != 4 {
 		return nil, fmt.Errorf("attributes column has %d parts, want 4", len(f))
@@ -144,14 +144,28 @@ func splitAttrs(b []byte) ([][]byte, error) {
 
 // SplitAttrs fills e's dataschema, correlationid, causationid and other
 // extensions from a non-NULL SelectAttrs column.
-func SplitAttrs(b []byte, e *envelope.Event) error {
-	f, err := splitAttrs(b)
-	if err != nil {
-		return err
+func SplitAttrs(b []byte, e *envelope.Event) error { return splitAttrs(string(b), e) }
+
+// splitAttrs is SplitAttrs on a string, whose fields it keeps as
+// substrings.
+func splitAttrs(s string, e *envelope.Event) error {
+	var f [4]string
+	n := 0
+	for n < 3 {
+		i := strings.IndexByte(s, 0)
+		if i < 0 {
+			break
+		}
+		f[n], s = s[:i], s[i+1:]
+		n++
 	}
-	e.DataSchema, e.CorrelationID, e.CausationID = string(f[0]), string(f[1]), string(f[2])
+	f[n] = s
+	if n != 3 {
+		return fmt.Errorf("attributes column has %d parts, want 4", n+1)
+	}
+	e.DataSchema, e.CorrelationID, e.CausationID = f[0], f[1], f[2]
 	if len(f[3]) > 0 {
-		if err := decodeExtensions(f[3], e); err != nil {
+		if err := decodeExtensions([]byte(f[3]), e); err != nil {
 			return fmt.Errorf("extensions: %w", err)
 		}
 	}

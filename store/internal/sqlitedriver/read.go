@@ -14,12 +14,26 @@ import (
 // its first retained version (a truncate or a delete moved it); a stream
 // without a row has none.
 const (
-	ReadStreamSQL = SelectStreamEvents + ` WHERE tenant = ?1 AND stream_id = ?2
+	streamForwardWhere = ` WHERE tenant = ?1 AND stream_id = ?2
 			AND version >= max(?3, (SELECT first_version FROM streams WHERE tenant = ?1 AND stream_id = ?2)) ORDER BY version LIMIT ?4`
-	ReadStreamBackwardSQL = SelectStreamEvents + ` WHERE tenant = ?1 AND stream_id = ?2 AND version <= ?3
+	streamBackwardWhere = ` WHERE tenant = ?1 AND stream_id = ?2 AND version <= ?3
 			AND version >= (SELECT first_version FROM streams WHERE tenant = ?1 AND stream_id = ?2) ORDER BY version DESC LIMIT ?4`
-	ReadAllSQL       = SelectEvents + ` WHERE position >= ? ORDER BY position LIMIT ?`
-	ReadAllTenantSQL = SelectEvents + ` WHERE position >= ? AND tenant = ? ORDER BY position LIMIT ?`
+	allWhere       = ` WHERE position >= ? ORDER BY position LIMIT ?`
+	allTenantWhere = ` WHERE position >= ? AND tenant = ? ORDER BY position LIMIT ?`
+
+	ReadStreamSQL         = SelectStreamEvents + streamForwardWhere
+	ReadStreamBackwardSQL = SelectStreamEvents + streamBackwardWhere
+	ReadAllSQL            = SelectEvents + allWhere
+	ReadAllTenantSQL      = SelectEvents + allTenantWhere
+)
+
+// The same reads packed (see SelectPacked): the prepared statements run
+// these, and the plain ones above only when a row does not decode.
+const (
+	packedStreamSQL         = SelectStreamPacked + streamForwardWhere
+	packedStreamBackwardSQL = SelectStreamPacked + streamBackwardWhere
+	packedAllSQL            = SelectPacked + allWhere
+	packedAllTenantSQL      = SelectPacked + allTenantWhere
 )
 
 type reader struct {
@@ -43,10 +57,10 @@ func (Exec) PrepareReader(ctx context.Context, db *sql.DB) (driver.Reader, error
 		st, err = db.PrepareContext(ctx, q)
 		return st
 	}
-	r.streamForward = prep(ReadStreamSQL)
-	r.streamBackward = prep(ReadStreamBackwardSQL)
-	r.all = prep(ReadAllSQL)
-	r.allTenant = prep(ReadAllTenantSQL)
+	r.streamForward = prep(packedStreamSQL)
+	r.streamBackward = prep(packedStreamBackwardSQL)
+	r.all = prep(packedAllSQL)
+	r.allTenant = prep(packedAllTenantSQL)
 	r.streamVersion = prep(StreamVersionSQL)
 	if err != nil {
 		_ = r.Close()
@@ -84,41 +98,39 @@ func scanEvents(rows *sql.Rows, sc *EventScanner, page []envelope.Event) ([]enve
 
 // ReadStream runs the prepared read of one stream.
 func (r *reader) ReadStream(ctx context.Context, page []envelope.Event, tenant, stream string, from int64, backward bool, n int) ([]envelope.Event, error) {
-	st := r.streamForward
+	st, plain := r.streamForward, ReadStreamSQL
 	if backward {
-		st = r.streamBackward
+		st, plain = r.streamBackward, ReadStreamBackwardSQL
 	}
-	rows, err := st.QueryContext(ctx, tenant, stream, from, n)
-	if err != nil {
-		return page, err
-	}
-	return scanEvents(rows, NewStreamEventScanner(tenant, stream), page)
+	return readPacked(page, &packedScanner{known: true, tenant: tenant, stream: stream},
+		func() (*sql.Rows, error) { return st.QueryContext(ctx, tenant, stream, from, n) },
+		func() (*sql.Rows, error) { return r.db.QueryContext(ctx, plain, tenant, stream, from, n) })
 }
 
 // ReadAll runs a prepared read of the log when f selects by tenant at
 // most, else builds the query.
 func (r *reader) ReadAll(ctx context.Context, page []envelope.Event, f *driver.LogFilter, from int64, n int) ([]envelope.Event, error) {
-	var (
-		rows *sql.Rows
-		err  error
-	)
+	var packed func() (*sql.Rows, error)
 	switch {
 	case len(f.Types) > 0, f.StreamPrefix != "", f.CorrelationID != "", f.Backward:
-		q, args := logQuery(f, from, n)
-		rows, err = r.db.QueryContext(ctx, q, args...)
+		packed = func() (*sql.Rows, error) {
+			q, args := logQuery(SelectPacked, f, from, n)
+			return r.db.QueryContext(ctx, q, args...)
+		}
 	case f.Tenant != "":
-		rows, err = r.allTenant.QueryContext(ctx, from, f.Tenant, n)
+		packed = func() (*sql.Rows, error) { return r.allTenant.QueryContext(ctx, from, f.Tenant, n) }
 	default:
-		rows, err = r.all.QueryContext(ctx, from, n)
+		packed = func() (*sql.Rows, error) { return r.all.QueryContext(ctx, from, n) }
 	}
-	if err != nil {
-		return page, err
-	}
-	return scanEvents(rows, NewEventScanner(), page)
+	return readPacked(page, &packedScanner{}, packed, func() (*sql.Rows, error) {
+		q, args := logQuery(SelectEvents, f, from, n)
+		return r.db.QueryContext(ctx, q, args...)
+	})
 }
 
-// logQuery builds the read of the log that f selects.
-func logQuery(f *driver.LogFilter, from int64, n int) (string, []any) {
+// logQuery builds the read of the log that f selects, of the columns of
+// sel (SelectEvents or SelectPacked).
+func logQuery(sel string, f *driver.LogFilter, from int64, n int) (string, []any) {
 	var where []string
 	var args []any
 	cmp, order := "position >= ?", " ORDER BY position LIMIT ?"
@@ -147,7 +159,7 @@ func logQuery(f *driver.LogFilter, from int64, n int) (string, []any) {
 		args = append(args, f.CorrelationID)
 	}
 	args = append(args, n)
-	return SelectEvents + " WHERE " + strings.Join(where, " AND ") + order, args
+	return sel + " WHERE " + strings.Join(where, " AND ") + order, args
 }
 
 // StreamVersion runs StreamVersionSQL.
