@@ -62,7 +62,7 @@ func (s *Store) ReadStream(ctx context.Context, tenant, stream string, opts Read
 			}
 			evs, err := s.startPage(page)
 			if err == nil {
-				evs, err = s.reads.ReadStream(ctx, evs, tenant, stream, next, opts.Backward, n)
+				evs, err = s.reads.ReadStream(ctx, evs, tenant, stream, next, opts.Backward, lookAhead(n, opts.Limit, remaining))
 				evs, err = s.endPage(ctx, page, evs, err)
 			}
 			if err != nil {
@@ -76,12 +76,13 @@ func (s *Store) ReadStream(ctx context.Context, tenant, stream string, opts Read
 				return
 			}
 			first = false
-			for _, e := range evs {
-				if !yield(e, nil) {
+			more := len(evs) > n
+			for i := range evs {
+				if !yield(evs[i], nil) {
 					return
 				}
 			}
-			if len(evs) < n {
+			if !more {
 				return
 			}
 			remaining -= len(evs)
@@ -110,6 +111,19 @@ func (s *Store) streamExists(ctx context.Context, tenant, stream string) error {
 		return fmt.Errorf("stream %q (tenant %s): it was hard-deleted: %w", stream, tenant, ErrStreamDeleted)
 	}
 	return mapErr(err)
+}
+
+// lookAhead is how many rows a page read of n events fetches: one more
+// when the read may go on past the page (no limit, or more than n of it
+// remaining),
+// so that a read whose events fill its last page to the row ends there,
+// not with one more query that finds nothing. A page that has the extra
+// row yields it too, and the next page starts after it.
+func lookAhead(n, limit, remaining int) int {
+	if limit == 0 || remaining > n {
+		return n + 1
+	}
+	return n
 }
 
 // startPage begins a page read into page's buffer, which it keeps for
@@ -220,19 +234,20 @@ func (s *Store) ReadAll(ctx context.Context, opts ReadAllOptions) iter.Seq2[enve
 			}
 			evs, err := s.startPage(page)
 			if err == nil {
-				evs, err = s.reads.ReadAll(ctx, evs, f, next, n)
+				evs, err = s.reads.ReadAll(ctx, evs, f, next, lookAhead(n, opts.Limit, remaining))
 				evs, err = s.endPage(ctx, page, evs, err)
 			}
 			if err != nil {
 				yield(envelope.Event{}, fmt.Errorf("read log: %w", err))
 				return
 			}
-			for _, e := range evs {
-				if !yield(e, nil) {
+			more := len(evs) > n
+			for i := range evs {
+				if !yield(evs[i], nil) {
 					return
 				}
 			}
-			if len(evs) < n {
+			if !more {
 				return
 			}
 			remaining -= len(evs)

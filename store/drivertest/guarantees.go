@@ -10,6 +10,7 @@ var guarantees = []guarantee{
 		{"TestTenantsIsolated", testTenantsIsolated},
 		{"TestEventByID", testEventByID},
 		{"TestReadAllFilters", testReadAllFilters},
+		{"ReadPages", testReadPages},
 	}},
 	{"expected-version", []test{
 		{"TestAppendExpectedVersions", testAppendExpectedVersions},

@@ -3,6 +3,8 @@ package drivertest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/eventlite/eventlite/envelope"
@@ -67,5 +69,80 @@ func testReadAllFilters(t *testing.T, h Harness) {
 				t.Fatalf("positions (-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// Reads of streams and of the log page by page: streams whose events end
+// just before, at and just after a page's end, read forward and backward,
+// with and without limits, return every event once, in order, and no
+// more than the limit.
+func testReadPages(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := h.Open(t, nil)
+	lens := []int{999, 1000, 1001, 2000}
+	var positions []int64
+	for _, n := range lens {
+		stream := fmt.Sprintf("p-%d", n)
+		for v := 0; v < n; v += 500 {
+			var evs []envelope.Event
+			for range min(500, n-v) {
+				evs = append(evs, Event(t, "x", 0))
+			}
+			res, err := s.Append(ctx, "a", stream, store.Any, evs...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range res.Events {
+				positions = append(positions, e.Position)
+			}
+		}
+	}
+	limits := []int{0, 999, 1000, 1001, 1500}
+	for _, n := range lens {
+		for _, backward := range []bool{false, true} {
+			for _, limit := range limits {
+				var got []int64
+				for e, err := range s.ReadStream(ctx, "a", fmt.Sprintf("p-%d", n), store.ReadStreamOptions{Backward: backward, Limit: limit}) {
+					if err != nil {
+						t.Fatal(err)
+					}
+					got = append(got, e.StreamVersion)
+				}
+				var want []int64
+				for v := 1; v <= n; v++ {
+					want = append(want, int64(v))
+				}
+				if backward {
+					slices.Reverse(want)
+				}
+				if limit > 0 && limit < len(want) {
+					want = want[:limit]
+				}
+				if d := cmp.Diff(want, got); d != "" {
+					t.Errorf("stream of %d, backward %v, limit %d: versions (-want +got):\n%s", n, backward, limit, d)
+				}
+			}
+		}
+	}
+	for _, backward := range []bool{false, true} {
+		for _, limit := range append(limits, 2000, 2001, len(positions)) {
+			var got []int64
+			for e, err := range s.ReadAll(ctx, store.ReadAllOptions{Tenant: "a", Backward: backward, Limit: limit}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, e.Position)
+			}
+			want := slices.Clone(positions)
+			if backward {
+				slices.Reverse(want)
+			}
+			if limit > 0 && limit < len(want) {
+				want = want[:limit]
+			}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("log, backward %v, limit %d: positions (-want +got):\n%s", backward, limit, d)
+			}
+		}
 	}
 }
