@@ -9,33 +9,15 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/eventlite/eventlite/internal/benchdata"
 )
 
 // oldCompactJSON is compactJSON as it was before the one-pass scan
-// (scanData): the reference that the table test, the fuzz test and the
-// benchmark compare compactJSON with. Keep it as it is.
-func oldCompactJSON(data []byte) ([]byte, error) {
-	if err := checkJSONText(data, MaxDataDepth); err != nil {
-		return nil, err
-	}
-	if !bytes.ContainsAny(data, " \t\r\n") {
-		if !json.Valid(data) {
-			var v any
-			err := json.Unmarshal(data, &v)
-			if err == nil {
-				err = errNotJSON
-			}
-			return nil, err
-		}
-		return data, nil
-	}
-	var buf bytes.Buffer
-	buf.Grow(len(data))
-	if err := json.Compact(&buf, data); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
+// (scanData), kept as compactJSONSlow to word compactJSON's errors: the
+// reference that the table test, the fuzz test and the benchmark compare
+// compactJSON with.
+var oldCompactJSON = compactJSONSlow
 
 // checkCompactJSON checks compactJSON(in) against oldCompactJSON(in):
 // the same bytes or the same error text. It also checks that the
@@ -257,7 +239,7 @@ func TestCompactJSON(t *testing.T) {
 
 func TestCompactJSONAllocs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	compact := benchPayload(rng, "ord_000001")
+	compact := benchdata.Payload(rng, "ord_000001")
 	if !bytes.Contains(compact, []byte(" ")) {
 		t.Fatalf("the payload has no space in its strings: %s", compact)
 	}
@@ -315,7 +297,7 @@ func FuzzCompactJSON(f *testing.F) {
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for i := range 4 {
-		p := benchPayload(rng, fmt.Sprintf("ord_%06d", i))
+		p := benchdata.Payload(rng, fmt.Sprintf("ord_%06d", i))
 		f.Add(p)
 		f.Add(prettyJSON(p))
 	}
@@ -333,58 +315,6 @@ func prettyJSON(b []byte) []byte {
 	return buf.Bytes()
 }
 
-// The payloads of the store's benchmarks (store/bench_test.go).
-
-type benchItem struct {
-	SKU        string `json:"sku"`
-	Name       string `json:"name"`
-	Qty        int    `json:"qty"`
-	PriceCents int64  `json:"priceCents"`
-}
-
-type benchOrder struct {
-	OrderID    string      `json:"orderId"`
-	CustomerID string      `json:"customerId"`
-	Customer   string      `json:"customer"`
-	Items      []benchItem `json:"items"`
-	Currency   string      `json:"currency"`
-	TotalCents int64       `json:"totalCents"`
-	Note       string      `json:"note,omitempty"`
-}
-
-var (
-	benchCustomers = []string{"Ada Lovelace", "Grace Hopper", "Edsger Dijkstra", "Barbara Liskov", "Ken Thompson"}
-	benchProducts  = []string{"Espresso beans 1kg", "Ceramic mug", "Burr grinder", "Paper filters x100", "Milk jug"}
-	benchNotes     = []string{"", "leave at the door", "gift wrap please", "call before delivery, side entrance"}
-)
-
-// benchPayload returns compact JSON of 200-300 bytes. Its string values
-// contain spaces, as real data does.
-func benchPayload(rng *rand.Rand, orderID string) []byte {
-	o := benchOrder{
-		OrderID:    orderID,
-		CustomerID: fmt.Sprintf("cus_%08d", rng.IntN(1e8)),
-		Customer:   benchCustomers[rng.IntN(len(benchCustomers))],
-		Currency:   "EUR",
-		Note:       benchNotes[rng.IntN(len(benchNotes))],
-	}
-	for range 1 + rng.IntN(2) {
-		it := benchItem{
-			SKU:        fmt.Sprintf("SKU-%05d", rng.IntN(1e5)),
-			Name:       benchProducts[rng.IntN(len(benchProducts))],
-			Qty:        1 + rng.IntN(3),
-			PriceCents: int64(200 + rng.IntN(5000)),
-		}
-		o.Items = append(o.Items, it)
-		o.TotalCents += int64(it.Qty) * it.PriceCents
-	}
-	b, err := json.Marshal(o)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
-
 // BenchmarkCompactJSON runs compactJSON against the old code
 // (oldCompactJSON) on the same payloads in the same run, in turns of 100
 // calls, and reports each side's time per call and x_old = new rate / old
@@ -395,7 +325,7 @@ func BenchmarkCompactJSON(b *testing.B) {
 	rng := rand.New(rand.NewPCG(7, 42))
 	store := make([][]byte, n)
 	for i := range store {
-		store[i] = benchPayload(rng, fmt.Sprintf("ord_%06d", i))
+		store[i] = benchdata.Payload(rng, fmt.Sprintf("ord_%06d", i))
 	}
 	nospace := make([][]byte, n)
 	pretty := make([][]byte, n)

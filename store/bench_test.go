@@ -32,63 +32,17 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/benchdata"
 	"github.com/eventlite/eventlite/store"
 )
 
 // ---------------------------------------------------------------------
 // Data: realistic 200-300 byte JSON payloads, time-ordered ULIDs.
 
-type benchItem struct {
-	SKU        string `json:"sku"`
-	Name       string `json:"name"`
-	Qty        int    `json:"qty"`
-	PriceCents int64  `json:"priceCents"`
-}
+var benchTypes = []string{"order.placed", "order.item_added", "order.paid", "order.shipped"}
 
 // benchOrder is the data of every benchmark event.
-type benchOrder struct {
-	OrderID    string      `json:"orderId"`
-	CustomerID string      `json:"customerId"`
-	Customer   string      `json:"customer"`
-	Items      []benchItem `json:"items"`
-	Currency   string      `json:"currency"`
-	TotalCents int64       `json:"totalCents"`
-	Note       string      `json:"note,omitempty"`
-}
-
-var (
-	benchTypes     = []string{"order.placed", "order.item_added", "order.paid", "order.shipped"}
-	benchCustomers = []string{"Ada Lovelace", "Grace Hopper", "Edsger Dijkstra", "Barbara Liskov", "Ken Thompson"}
-	benchProducts  = []string{"Espresso beans 1kg", "Ceramic mug", "Burr grinder", "Paper filters x100", "Milk jug"}
-	benchNotes     = []string{"", "leave at the door", "gift wrap please", "call before delivery, side entrance"}
-)
-
-// benchPayload returns compact JSON of 200-300 bytes. Its string values
-// contain spaces, as real data does.
-func benchPayload(rng *rand.Rand, orderID string) []byte {
-	o := benchOrder{
-		OrderID:    orderID,
-		CustomerID: fmt.Sprintf("cus_%08d", rng.IntN(1e8)),
-		Customer:   benchCustomers[rng.IntN(len(benchCustomers))],
-		Currency:   "EUR",
-		Note:       benchNotes[rng.IntN(len(benchNotes))],
-	}
-	for range 1 + rng.IntN(2) {
-		it := benchItem{
-			SKU:        fmt.Sprintf("SKU-%05d", rng.IntN(1e5)),
-			Name:       benchProducts[rng.IntN(len(benchProducts))],
-			Qty:        1 + rng.IntN(3),
-			PriceCents: int64(200 + rng.IntN(5000)),
-		}
-		o.Items = append(o.Items, it)
-		o.TotalCents += int64(it.Qty) * it.PriceCents
-	}
-	b, err := json.Marshal(o)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
+type benchOrder = benchdata.Order
 
 // benchGen makes events: fresh ULIDs (time-ordered), payloads from a
 // pool.
@@ -100,7 +54,7 @@ type benchGen struct {
 func newBenchGen(seed uint64) *benchGen {
 	g := &benchGen{rng: rand.New(rand.NewPCG(seed, 42))}
 	for i := range 1024 {
-		g.payloads = append(g.payloads, benchPayload(g.rng, fmt.Sprintf("ord_%06d", i)))
+		g.payloads = append(g.payloads, benchdata.Payload(g.rng, fmt.Sprintf("ord_%06d", i)))
 	}
 	return g
 }
@@ -782,7 +736,7 @@ func buildFixture(path string, n int) (*benchFixture, error) {
 		}
 		typ := benchTypes[min(int(st.version)-1, 1+rng.IntN(len(benchTypes)-1))]
 		res, err := insEvent.ExecContext(rawCtx, tenant, stream, st.version, ulid.Make().String(), typ, rawSource, t,
-			rawContentType, benchPayload(rng, stream), t)
+			rawContentType, benchdata.Payload(rng, stream), t)
 		if err != nil {
 			return nil, err
 		}
