@@ -28,3 +28,10 @@ func SetRebuildWarnEvents(n int64) func() {
 	rebuildWarnEvents = n
 	return func() { rebuildWarnEvents = old }
 }
+
+// WriterQueued is how many requests wait in the writer's queue, taken by
+// no one yet (one its caller withdrew counts until the writer skips it).
+func WriterQueued(s *Store) int { return len(s.queue) }
+
+// WriterPending counts the write submissions that have not returned.
+func WriterPending(s *Store) int64 { return s.w.pending.Load() }
