@@ -15,6 +15,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/storetest"
 )
 
 // warnSink is an hclog sink that signals each warning a runner logs.
@@ -84,7 +85,7 @@ func TestPostgresRunnerRetriesLostSession(t *testing.T) {
 		}
 	}()
 	<-entered
-	admin, err := sql.Open("pgx", os.Getenv(postgresEnv))
+	admin, err := sql.Open("pgx", os.Getenv(storetest.PostgresEnv))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -88,20 +87,11 @@ func copySource(t *testing.T) (path string, release func()) {
 	}
 }
 
-func postgresBase(t *testing.T) string {
-	t.Helper()
-	base := os.Getenv(postgresEnv)
-	if base == "" {
-		t.Skip("copy to PostgreSQL skipped: set " + postgresEnv + " to a server's URL (for example postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
-	}
-	return base
-}
-
 func TestCopyToPostgres(t *testing.T) {
-	base := postgresBase(t)
+	base := storetest.PostgresBase(t)
 	ctx := context.Background()
 	src, release := copySource(t)
-	target := PostgresSchema(t, base)
+	target := storetest.PostgresSchema(t, base)
 
 	// A live lease refuses the copy, which writes nothing.
 	_, err := store.Copy(ctx, src, target, nil)
@@ -194,10 +184,10 @@ func TestCopyToPostgres(t *testing.T) {
 }
 
 func TestCopyForceReleasesLiveLeases(t *testing.T) {
-	base := postgresBase(t)
+	base := storetest.PostgresBase(t)
 	ctx := context.Background()
 	src, _ := copySource(t)
-	target := PostgresSchema(t, base)
+	target := storetest.PostgresSchema(t, base)
 	res, err := store.Copy(ctx, src, target, &store.CopyOptions{Force: true})
 	if err != nil {
 		t.Fatalf("copy --force: %v", err)

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"net/url"
-	"os"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/storetest"
 )
 
 // TestHolesPostgres finds, subtracts and records holes on PostgreSQL,
@@ -21,12 +21,9 @@ import (
 // scavenge would. It runs when EVENTLITE_TEST_POSTGRES holds a server's
 // URL.
 func TestHolesPostgres(t *testing.T) {
-	base := os.Getenv(postgresEnv)
-	if base == "" {
-		t.Skip("PostgreSQL test skipped: set " + postgresEnv + " to a server's URL")
-	}
+	base := storetest.PostgresBase(t)
 	ctx := context.Background()
-	addr := PostgresSchema(t, base)
+	addr := storetest.PostgresSchema(t, base)
 	// Not openAddr: the events deleted below break the invariants on
 	// purpose.
 	s, err := store.Open(ctx, addr, nil)

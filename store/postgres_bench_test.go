@@ -50,6 +50,7 @@ import (
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/internal/pgdriver"
+	"github.com/eventlite/eventlite/store/storetest"
 )
 
 // The helper process's environment (TestPostgresBenchChild).
@@ -64,16 +65,6 @@ const (
 // pgTenant is the tenant of every benchmark event.
 const pgTenant = "acme"
 
-// pgBenchBase returns the server's address, or skips the benchmark.
-func pgBenchBase(b *testing.B) string {
-	b.Helper()
-	base := os.Getenv(postgresEnv)
-	if base == "" {
-		b.Skip("PostgreSQL benchmarks skipped: set " + postgresEnv + " to a server's URL (for example postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
-	}
-	return base
-}
-
 // pgSideSchema makes a fresh schema (dropped when b ends), migrated by
 // opening a store on it once, and returns its address. A seq side also
 // gets events_seq: the events table with an identity column for its
@@ -81,7 +72,7 @@ func pgBenchBase(b *testing.B) string {
 func pgSideSchema(b *testing.B, base, side string) string {
 	b.Helper()
 	ctx := context.Background()
-	addr := PostgresSchema(b, base)
+	addr := storetest.PostgresSchema(b, base)
 	s, err := store.Open(ctx, addr, nil)
 	if err != nil {
 		b.Fatal(err)
@@ -506,7 +497,7 @@ func pgLocalSide(name, addr string, conc, perTx int, seed uint64) *pgSide {
 // (store_p50_ms, ...) are every store append's, from the call to its
 // return.
 func BenchmarkPostgresAppend(b *testing.B) {
-	base := pgBenchBase(b)
+	base := storetest.PostgresBase(b)
 	for _, c := range []struct {
 		name        string
 		perTx, conc int
@@ -647,7 +638,7 @@ func (p *pgProcs) close() error {
 // own store (its own writer and group commit) or its own raw pool; ev/s
 // are the four processes' together.
 func BenchmarkPostgresProcesses(b *testing.B) {
-	base := pgBenchBase(b)
+	base := storetest.PostgresBase(b)
 	const procs, conc = 4, 16
 	b.Run(fmt.Sprintf("procs=%d/appenders=%d", procs, conc), func(b *testing.B) {
 		var sides []*pgSide
@@ -838,7 +829,7 @@ func pgRawRead(ctx context.Context, pool *pgxpool.Pool, page int, sink *int64) (
 // (the same 14 columns), move a checkpoint row in a transaction of its
 // own, commit, per page (x_raw).
 func BenchmarkPostgresLog(b *testing.B) {
-	base := pgBenchBase(b)
+	base := storetest.PostgresBase(b)
 	addr := pgReadFixture(b, base, pgReadEvents)
 	b.Run(fmt.Sprintf("ReadAll/events=%d", pgReadEvents), func(b *testing.B) { benchPGReadAll(b, addr) })
 	b.Run(fmt.Sprintf("CatchUp/events=%d", pgReadEvents), func(b *testing.B) { benchPGCatchUp(b, addr) })

@@ -18,6 +18,7 @@ import (
 
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/storetest"
 )
 
 // The cancellation tests of PostgreSQL. The store never hands a caller's
@@ -51,8 +52,8 @@ type pgCancel struct {
 // per transaction.
 func newPGCancel(t *testing.T, opts *store.Options) *pgCancel {
 	t.Helper()
-	base := pgBase(t)
-	addr := PostgresSchema(t, base)
+	base := storetest.PostgresBase(t)
+	addr := storetest.PostgresSchema(t, base)
 	var o store.Options
 	if opts != nil {
 		o = *opts

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/storetest"
 )
 
 // TestPostgresIdleHolderStopped: a process stopped (SIGSTOP) inside an
@@ -20,8 +21,8 @@ import (
 // address): the server ends the holder's session, the writer waiting
 // behind it goes on, and the stopped process's append is never stored.
 func TestPostgresIdleHolderStopped(t *testing.T) {
-	base := pgBase(t)
-	addr := PostgresSchema(t, base)
+	base := storetest.PostgresBase(t)
+	addr := storetest.PostgresSchema(t, base)
 	s := openAddr(t, addr, &store.Options{BusyTimeout: 2 * time.Minute})
 	db := pgSQL(t, base)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

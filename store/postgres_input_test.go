@@ -3,12 +3,12 @@ package store_test
 import (
 	"context"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/storetest"
 )
 
 // TestPostgresFarTimesRefused: an event time that unix nanoseconds do not
@@ -16,12 +16,9 @@ import (
 // naming the field, and nothing of the batch is stored; the range's ends
 // are kept.
 func TestPostgresFarTimesRefused(t *testing.T) {
-	base := os.Getenv(postgresEnv)
-	if base == "" {
-		t.Skip("PostgreSQL test skipped: set " + postgresEnv + " to a server's URL")
-	}
+	base := storetest.PostgresBase(t)
 	ctx := context.Background()
-	s := openAddr(t, PostgresSchema(t, base), nil)
+	s := openAddr(t, storetest.PostgresSchema(t, base), nil)
 	ev := func(id string, at time.Time) envelope.Event {
 		return envelope.Event{ID: id, Type: "t", Source: "/t", Time: at}
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/internal/driver"
+	"github.com/eventlite/eventlite/store/storetest"
 )
 
 // TestPostgresMultihost stands for several hosts sharing one PostgreSQL
@@ -66,10 +67,7 @@ import (
 // is recorded in the helper's own file before it says ACK, so the parent
 // knows what was acknowledged whenever it kills a helper.
 func TestPostgresMultihost(t *testing.T) {
-	base := os.Getenv(postgresEnv)
-	if base == "" {
-		t.Skip("PostgreSQL multi-host test skipped: set " + postgresEnv + " to a server's URL (for example postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
-	}
+	base := storetest.PostgresBase(t)
 	kills := 50
 	if testing.Short() {
 		kills = 4
@@ -78,7 +76,7 @@ func TestPostgresMultihost(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(seed, 0))
 	// The server ends a session idle inside a transaction after 3 s: the
 	// stopped helper's, which holds the head row.
-	addr := PostgresSchema(t, base) + "&idle_in_transaction_session_timeout=3000"
+	addr := storetest.PostgresSchema(t, base) + "&idle_in_transaction_session_timeout=3000"
 	sink := newMHSink(t)
 	ctx := context.Background()
 	// The parent's store creates the schema, and is the clean store of

@@ -20,22 +20,13 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/storetest"
 )
 
 // The PostgreSQL driver's own proofs, through the public API: positions
 // are never skipped by a follower (this file), sessions, busy errors,
 // migrations among processes and passwords (postgres_session_test.go).
 // Each test skips when EVENTLITE_TEST_POSTGRES is empty.
-
-// pgBase returns the test server's address, or skips tb.
-func pgBase(tb testing.TB) string {
-	tb.Helper()
-	base := os.Getenv(postgresEnv)
-	if base == "" {
-		tb.Skip("PostgreSQL test skipped: set " + postgresEnv + " to a server's URL (for example postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
-	}
-	return base
-}
 
 // pgSQL opens a plain database/sql pool on base, beside any store: what
 // a test checks or does behind the store's back. It is closed when tb
@@ -410,8 +401,8 @@ func awaitWaiter(t *testing.T, ctx context.Context, db *sql.DB, holder int, done
 // commit, it reads T1's event, then T2's: in order, none skipped, each
 // once.
 func TestPostgresSkippedEventFixedInterleaving(t *testing.T) {
-	base := pgBase(t)
-	addr := PostgresSchema(t, base)
+	base := storetest.PostgresBase(t)
+	addr := storetest.PostgresSchema(t, base)
 	si := storeInterleaver{
 		a:        openAddr(t, addr, nil),
 		b:        openAddr(t, addr, &store.Options{BusyTimeout: time.Minute}),
@@ -442,8 +433,8 @@ func TestPostgresSkippedEventFixedInterleaving(t *testing.T) {
 // skip: it proves the check can fail, and so that the store's passing
 // it means something.
 func TestPostgresSkippedEventNegativeControl(t *testing.T) {
-	base := pgBase(t)
-	addr := PostgresSchema(t, base)
+	base := storetest.PostgresBase(t)
+	addr := storetest.PostgresSchema(t, base)
 	openAddr(t, addr, nil) // creates the test's schema
 	db := pgSQL(t, base)
 	r := runInterleaving(t, db, newSeqInterleaver(t, db, schemaOf(t, addr)))
@@ -660,8 +651,8 @@ func (c *pgChild) goAhead() error {
 // holding positions 1..N, N the events the processes committed. The seed
 // is logged; EVENTLITE_PG_TEST_SEED replays it.
 func TestPostgresPositionsRandomized(t *testing.T) {
-	base := pgBase(t)
-	addr := PostgresSchema(t, base)
+	base := storetest.PostgresBase(t)
+	addr := storetest.PostgresSchema(t, base)
 	s := openAddr(t, addr, &store.Options{PollInterval: 5 * time.Millisecond})
 	ctx := context.Background()
 	seed := uint64(time.Now().UnixNano())

@@ -4,12 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"net/url"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/storetest"
 )
 
 // TestPostgresSessionEndedReconnects: when the server ends the writer's
@@ -18,12 +18,9 @@ import (
 // takes a new connection and succeeds; and the change poller, whose
 // session ended too, still wakes a waiter for another store's commit.
 func TestPostgresSessionEndedReconnects(t *testing.T) {
-	base := os.Getenv(postgresEnv)
-	if base == "" {
-		t.Skip("PostgreSQL test skipped: set " + postgresEnv + " to a server's URL")
-	}
+	base := storetest.PostgresBase(t)
 	ctx := context.Background()
-	addr := PostgresSchema(t, base)
+	addr := storetest.PostgresSchema(t, base)
 	s := openAddr(t, addr, &store.Options{PollInterval: 10 * time.Millisecond})
 	other := openAddr(t, addr, nil)
 	drivertest.AppendN(t, s, "acme", "s", 1)
@@ -75,12 +72,9 @@ func TestPostgresSessionEndedReconnects(t *testing.T) {
 // Several rounds, with waits that time out in between (a poll interval
 // of its own), show that the listening connection survives both.
 func TestPostgresNotifyWakesWaiters(t *testing.T) {
-	base := os.Getenv(postgresEnv)
-	if base == "" {
-		t.Skip("PostgreSQL test skipped: set " + postgresEnv + " to a server's URL")
-	}
+	base := storetest.PostgresBase(t)
 	ctx := context.Background()
-	addr := PostgresSchema(t, base)
+	addr := storetest.PostgresSchema(t, base)
 	s := openAddr(t, addr, &store.Options{PollInterval: time.Hour})
 	other := openAddr(t, addr, nil)
 	for i := range 3 {

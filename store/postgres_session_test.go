@@ -19,6 +19,7 @@ import (
 
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/internal/pgdriver"
+	"github.com/eventlite/eventlite/store/storetest"
 )
 
 // TestPostgresSessionSettings: the writer's connection (read in a write
@@ -27,8 +28,8 @@ import (
 // transaction timeouts, and the schema as search_path; a setting the
 // address names wins over the driver's default.
 func TestPostgresSessionSettings(t *testing.T) {
-	base := pgBase(t)
-	addr := PostgresSchema(t, base)
+	base := storetest.PostgresBase(t)
+	addr := storetest.PostgresSchema(t, base)
 	schema := strings.Trim(schemaOf(t, addr), `"`)
 	ctx := context.Background()
 	want := map[string]string{
@@ -68,8 +69,8 @@ func TestPostgresSessionSettings(t *testing.T) {
 // ErrBusy, stores nothing and leaves its writer usable: once the holder
 // commits, the same append succeeds.
 func TestPostgresBusyLockTimeout(t *testing.T) {
-	base := pgBase(t)
-	addr := PostgresSchema(t, base)
+	base := storetest.PostgresBase(t)
+	addr := storetest.PostgresSchema(t, base)
 	a := openAddr(t, addr, nil)
 	b := openAddr(t, addr, &store.Options{BusyTimeout: 300 * time.Millisecond})
 	ctx := context.Background()
@@ -106,8 +107,8 @@ func TestPostgresBusyLockTimeout(t *testing.T) {
 // closure's lock first, with a long deadlock_timeout, so that the
 // store's session is the one that finds the deadlock and is failed.
 func TestPostgresBusyDeadlock(t *testing.T) {
-	base := pgBase(t)
-	addr := PostgresSchema(t, base)
+	base := storetest.PostgresBase(t)
+	addr := storetest.PostgresSchema(t, base)
 	s := openAddr(t, addr, &store.Options{BusyTimeout: time.Minute})
 	db := pgSQL(t, base)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -222,8 +223,8 @@ func pgSchemaState(t *testing.T, db *sql.DB, schema string) []string {
 // succeeds, each migration is applied once (one schema_migrations row
 // per version) and there is one head row.
 func TestPostgresMigrateConcurrentProcesses(t *testing.T) {
-	base := pgBase(t)
-	addr := PostgresSchema(t, base)
+	base := storetest.PostgresBase(t)
+	addr := storetest.PostgresSchema(t, base)
 	procs, goroutines := 4, 2
 	if testing.Short() {
 		procs = 3
@@ -312,8 +313,8 @@ func TestPostgresMigrateConcurrentProcesses(t *testing.T) {
 // version above the binary's is refused with ErrSchemaTooNew, saying to
 // upgrade, and left as it was.
 func TestPostgresSchemaTooNew(t *testing.T) {
-	base := pgBase(t)
-	addr := PostgresSchema(t, base)
+	base := storetest.PostgresBase(t)
+	addr := storetest.PostgresSchema(t, base)
 	ctx := context.Background()
 	s := openAddr(t, addr, nil)
 	if _, err := s.Append(ctx, "t", "s", store.NoStream, pgEvent("a")); err != nil {
@@ -350,8 +351,8 @@ func TestPostgresSchemaTooNew(t *testing.T) {
 // TestPostgresNotEventlite: a schema that holds other tables and no
 // eventlite schema is refused with ErrNotEventlite and left as it was.
 func TestPostgresNotEventlite(t *testing.T) {
-	base := pgBase(t)
-	addr := PostgresSchema(t, base)
+	base := storetest.PostgresBase(t)
+	addr := storetest.PostgresSchema(t, base)
 	db := pgSQL(t, base)
 	schema := schemaOf(t, addr)
 	if _, err := db.Exec(`CREATE SCHEMA ` + schema + `; CREATE TABLE ` + schema + `.customers (id int PRIMARY KEY, name text);
@@ -378,7 +379,7 @@ func TestPostgresNotEventlite(t *testing.T) {
 // the user info or a password parameter, raw or escaped; a store's Path
 // and its logs show the address with the password redacted.
 func TestPostgresPasswordsNeverShown(t *testing.T) {
-	base := pgBase(t)
+	base := storetest.PostgresBase(t)
 	var b [6]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		t.Fatal(err)
@@ -393,7 +394,7 @@ func TestPostgresPasswordsNeverShown(t *testing.T) {
 		return false
 	}
 	addrWith := func(user, host, schema string, inParam bool) string {
-		u, err := url.Parse(PostgresSchema(t, base))
+		u, err := url.Parse(storetest.PostgresSchema(t, base))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,22 +2,16 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"maps"
-	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", to drop the test's schema
-
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/storetest"
 )
 
 // copyTarget returns an address of the server in EVENTLITE_TEST_POSTGRES
@@ -25,32 +19,7 @@ import (
 // without a server.
 func copyTarget(t *testing.T) string {
 	t.Helper()
-	base := os.Getenv("EVENTLITE_TEST_POSTGRES")
-	if base == "" {
-		t.Skip("copy to PostgreSQL skipped: set EVENTLITE_TEST_POSTGRES to a server's URL (for example postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
-	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "t_" + hex.EncodeToString(b[:])
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("eventlite_schema", schema)
-	u.RawQuery = q.Encode()
-	t.Cleanup(func() {
-		db, err := sql.Open("pgx", base)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer db.Close()
-		if _, err := db.Exec(`DROP SCHEMA IF EXISTS "` + schema + `" CASCADE`); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	return u.String()
+	return storetest.PostgresSchema(t, storetest.PostgresBase(t))
 }
 
 // readCatalog reads every tenant's catalog of the store at addr.

@@ -16,58 +16,27 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", to drop the test's schema
 
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/storetest"
 )
-
-// postgresEnv names the variable that holds the test server's address.
-const postgresEnv = "EVENTLITE_TEST_POSTGRES"
-
-// postgresBase returns the test server's address, or skips the test
-// when EVENTLITE_TEST_POSTGRES is not set.
-func postgresBase(t *testing.T) string {
-	t.Helper()
-	base := os.Getenv(postgresEnv)
-	if base == "" {
-		t.Skip("set " + postgresEnv + " to a PostgreSQL server's URL (for example postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
-	}
-	return base
-}
 
 // postgresDB returns the test server's address with eventlite_schema set
 // to a schema no other test uses (not created yet), and the schema's
 // name; the schema is dropped when t ends.
 func postgresDB(t *testing.T) (addr, schema string) {
 	t.Helper()
-	base := postgresBase(t)
-	var b [6]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
-	schema = "cli_" + hex.EncodeToString(b[:])
-	u, err := url.Parse(base)
+	base := storetest.PostgresBase(t)
+	addr = storetest.PostgresSchema(t, base)
+	u, err := url.Parse(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := u.Query()
-	q.Set("eventlite_schema", schema)
-	u.RawQuery = q.Encode()
-	t.Cleanup(func() {
-		db, err := sql.Open("pgx", base)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer db.Close()
-		if _, err := db.Exec(`DROP SCHEMA IF EXISTS "` + schema + `" CASCADE`); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	return u.String(), schema
+	return addr, u.Query().Get("eventlite_schema")
 }
 
 // schemaExists asks the test server whether schema exists.
 func schemaExists(t *testing.T, schema string) bool {
 	t.Helper()
-	db, err := sql.Open("pgx", postgresBase(t))
+	db, err := sql.Open("pgx", storetest.PostgresBase(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +244,7 @@ func TestPostgresCommandsOfOtherAreas(t *testing.T) {
 // password. It needs the server: the connection must really be refused.
 func TestPostgresPasswordNeverPrinted(t *testing.T) {
 	t.Parallel()
-	base := postgresBase(t)
+	base := storetest.PostgresBase(t)
 	const secret = "Pgcli-Secret-4711"
 	u, err := url.Parse(base)
 	if err != nil {
