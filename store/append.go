@@ -214,7 +214,7 @@ func (tx *Tx) appendPrepared(ctx context.Context, a *appendReq) (AppendResult, e
 	if err := s.stmts.Savepoint(bg, driver.AppendScope); err != nil {
 		return AppendResult{}, fmt.Errorf("append to %q: %w", stream, mapErr(err))
 	}
-	res, err := s.appendLocked(a, tx.now)
+	res, err := s.appendLocked(a, tx.now, nil)
 	if err != nil {
 		_ = s.stmts.RollbackTo(bg, driver.AppendScope)
 	}
@@ -349,12 +349,22 @@ func (e Expected) bounds() (lo, hi int64) {
 // stream it creates (or revives after a soft delete). An append to an
 // existing stream writes no streams row. The driver keeps the read and
 // the writes one atomic step (see driver.Writer.StreamState).
-func (s *Store) appendLocked(a *appendReq, now int64) (AppendResult, error) {
+//
+// g is nil when the caller opened a savepoint around the append, or
+// rolls the whole transaction back when it fails. In a group (runGroup)
+// it is the request's scope: the head the group has handed out so far,
+// and the request's savepoint, which appendLocked opens itself before a
+// write that a failure could leave half done (see openSavepoint).
+func (s *Store) appendLocked(a *appendReq, now int64, g *reqScope) (AppendResult, error) {
 	w := s.stmts
 	n := int64(len(a.events))
-	state, err := w.StreamState(bg, a.tenant, a.stream)
+	known := g != nil && g.headKnown
+	state, err := w.StreamState(bg, a.tenant, a.stream, !known)
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("read stream: %w", mapErr(err))
+	}
+	if known {
+		state.LastPosition = g.head
 	}
 	current, last := state.Version, state.LastPosition
 	if state.Deleted == deletedHard {
@@ -380,6 +390,13 @@ func (s *Store) appendLocked(a *appendReq, now int64) (AppendResult, error) {
 		return AppendResult{}, &envelope.InvalidError{Index: -1, Field: "streamversion", Reason: fmt.Sprintf("stream %q would pass %d events, the most a stream holds: start a new stream", a.stream, envelope.MaxStreamVersion)}
 	}
 	first := last + 1
+	if g != nil && !g.open && (!state.Row || state.Deleted != 0 || !w.SingleStatementInsert(len(a.events))) {
+		// More than one statement writes: a failure between them must
+		// undo the first.
+		if err := g.openSavepoint(s); err != nil {
+			return AppendResult{}, err
+		}
+	}
 	if err := s.insertEvents(a, current, first, now); err != nil {
 		if isConstraint(err) {
 			res, retry, rerr := s.retryResult(a, current)

@@ -238,7 +238,13 @@ func (s *Store) rollback() {
 // one transaction, each in its own savepoint when there are several, so
 // that one request's conflict, error, panic or cancelled caller does not
 // fail its neighbours and one fsync serves them all. A request alone runs
-// without a savepoint and rolls the transaction back when it fails.
+// without a savepoint and rolls the transaction back when it fails. Where
+// the driver says a failed INSERT undoes itself
+// (driver.Writer.SingleStatementInsert), an append opens its savepoint
+// only before a second write (see appendLocked): one whose only write is
+// that INSERT has, when it fails, written nothing. The group reads the
+// head once: each append's first position follows the previous one's
+// last, read afresh after an Update closure.
 //
 // A request whose caller withdrew it is skipped; one whose ctx has ended
 // when the writer takes it never runs. The statements of a shared
@@ -294,7 +300,7 @@ func (s *Store) runGroup(group []*request) {
 			// only (writeConn.ctx).
 			s.wconn.stmtCtx = bg
 		}
-		err := s.runOne(live[0], now)
+		err := s.runOne(live[0], now, nil)
 		s.wconn.stmtCtx = nil
 		if err != nil {
 			// An interrupted statement may have rolled the transaction
@@ -309,20 +315,46 @@ func (s *Store) runGroup(group []*request) {
 		s.wconn.stmtCtx = bg
 		defer func() { s.wconn.stmtCtx = nil }()
 		ok := 0
+		// lazy: an append opens its savepoint only before a write that
+		// its failure could leave behind (appendLocked); its statements
+		// before that write nothing, and a failed single INSERT undoes
+		// itself (driver.Writer.SingleStatementInsert).
+		lazy := s.stmts.SingleStatementInsert(1)
+		var g reqScope
 		for _, r := range live {
-			if err := s.stmts.Savepoint(bg, driver.RequestScope); err != nil {
-				r.err = fmt.Errorf("savepoint: %w", mapErr(err))
-				continue
+			g.open = false
+			if r.fn != nil || !lazy {
+				if err := g.openSavepoint(s); err != nil {
+					r.err = err
+					continue
+				}
 			}
-			if err := s.runOne(r, now); err != nil {
-				if err := s.stmts.RollbackTo(bg, driver.RequestScope); err != nil {
-					s.log.Error("rollback to savepoint failed", "error", err)
+			if r.fn != nil {
+				// An Update closure may append or write anything: the
+				// head is read afresh after it.
+				g.headKnown = false
+			}
+			err := s.runOne(r, now, &g)
+			if err != nil {
+				if g.open {
+					if err := s.stmts.RollbackTo(bg, driver.RequestScope); err != nil {
+						s.log.Error("rollback to savepoint failed", "error", err)
+					}
 				}
 			} else {
 				ok++
+				if r.fn == nil {
+					// The last position handed out, under the write
+					// lock held until the commit: the next append's
+					// first position follows it. (A retry wrote
+					// nothing: runOne returned errRetried.)
+					g.head, g.headKnown = r.res.LastPosition(), true
+				}
 			}
-			if err := s.stmts.Release(bg, driver.RequestScope); err != nil {
-				s.log.Error("release savepoint failed", "error", err)
+			if g.open {
+				if err := s.stmts.Release(bg, driver.RequestScope); err != nil {
+					s.log.Error("release savepoint failed", "error", err)
+				}
 			}
 		}
 		if ok == 0 {
@@ -344,12 +376,34 @@ func (s *Store) runGroup(group []*request) {
 	s.notify()
 }
 
+// reqScope is a request's place in a group's shared transaction: the
+// last position the group handed out, and the request's savepoint.
+type reqScope struct {
+	// head is the last position handed out, when headKnown: set by the
+	// group's previous successful append, whose transaction holds the
+	// write lock until the commit, so no other writer moved it since.
+	head      int64
+	headKnown bool
+	// open: the request's savepoint (driver.RequestScope) is open.
+	open bool
+}
+
+// openSavepoint opens the request's savepoint.
+func (g *reqScope) openSavepoint(s *Store) error {
+	if err := s.stmts.Savepoint(bg, driver.RequestScope); err != nil {
+		return fmt.Errorf("savepoint: %w", mapErr(err))
+	}
+	g.open = true
+	return nil
+}
+
 // runOne runs one request inside the open transaction and returns (and
 // records) its error. An Update closure's panic is recovered and recorded,
-// to be re-raised in its caller.
-func (s *Store) runOne(r *request, now int64) error {
+// to be re-raised in its caller. g is the request's scope in a group, nil
+// for a request alone (see appendLocked).
+func (s *Store) runOne(r *request, now int64, g *reqScope) error {
 	if r.fn == nil {
-		r.res, r.err = s.appendLocked(r.a, now)
+		r.res, r.err = s.appendLocked(r.a, now, g)
 		if errors.Is(r.err, errRetried) {
 			// A retry: the first append's result, and this attempt's
 			// writes rolled back by the caller.

@@ -41,8 +41,9 @@ type Writer interface {
 	// Savepoint opens the scope sp inside the write transaction,
 	// RollbackTo undoes what was written in it since (the scope stays
 	// open) and Release ends it, keeping its writes. The store opens
-	// RequestScope around each request of a group, AppendScope around an
-	// append inside an Update closure; they never nest in themselves.
+	// RequestScope around each request of a group (around an append's
+	// writes only, when SingleStatementInsert allows), AppendScope around
+	// an append inside an Update closure; they never nest in themselves.
 	Savepoint(ctx context.Context, sp Scope) error
 	RollbackTo(ctx context.Context, sp Scope) error
 	Release(ctx context.Context, sp Scope) error
@@ -58,7 +59,21 @@ type Writer interface {
 	// that one atomic step: SQLite by the write lock Begin took;
 	// PostgreSQL by the log_head row lock Begin took (and the head it
 	// read), under which streams rows are read and moved.
-	StreamState(ctx context.Context, tenant, stream string) (StreamState, error)
+	//
+	// With head false the last position is not read (LastPosition is 0):
+	// the store knows it, having handed it out itself earlier in the same
+	// transaction (see SingleStatementInsert).
+	StreamState(ctx context.Context, tenant, stream string, head bool) (StreamState, error)
+	// SingleStatementInsert reports whether the engine undoes a failed
+	// statement's own writes and leaves the transaction usable for the
+	// next one, and InsertEvents of n events runs as a single statement.
+	// Then an append whose only write is InsertEvents has, when it fails,
+	// written nothing, and needs no savepoint of its own: the store opens
+	// one only before a second write (the streams row of a stream it
+	// creates or revives). SQLite: n <= its InsertChunk (a failed
+	// statement is backed out: ON CONFLICT ABORT). PostgreSQL: never (a
+	// failed statement aborts the whole transaction).
+	SingleStatementInsert(n int) bool
 	// InsertEvents writes a batch's events at positions
 	// b.FirstPosition, +1..., each with the StreamVersion the store set.
 	// A failure may leave part of the batch written: the store rolls

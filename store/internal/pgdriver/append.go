@@ -34,6 +34,11 @@ const (
 	StreamStateSQL = `SELECT (SELECT deleted FROM streams WHERE tenant = $1 AND stream_id = $2),
 	COALESCE((SELECT max(version) FROM events WHERE tenant = $1 AND stream_id = $2), 0),
 	(SELECT position FROM log_head)`
+	// StreamVersionStateSQL is StreamStateSQL without the head, for an
+	// append whose transaction moved the head itself (the writer keeps
+	// it for the rest of its group).
+	StreamVersionStateSQL = `SELECT (SELECT deleted FROM streams WHERE tenant = $1 AND stream_id = $2),
+	COALESCE((SELECT max(version) FROM events WHERE tenant = $1 AND stream_id = $2), 0)`
 	CreateStreamSQL = `INSERT INTO streams (tenant, stream_id, created_at) VALUES ($1, $2, $3)`
 	// A soft-deleted stream counts as absent, and an append revives it.
 	ReviveStreamSQL = `UPDATE streams SET deleted = 0 WHERE tenant = $1 AND stream_id = $2 AND deleted = 1`
@@ -113,6 +118,7 @@ type writer struct {
 	begin        string // BEGIN and SET LOCAL search_path, one round trip
 	channel      string // the schema's LISTEN/NOTIFY channel
 	streamState  *sql.Stmt
+	streamVer    *sql.Stmt
 	createStream *sql.Stmt
 	reviveStream *sql.Stmt
 	eventByID    *sql.Stmt
@@ -142,6 +148,7 @@ func (Exec) PrepareWriter(ctx context.Context, conn *sql.Conn) (driver.Writer, e
 		return st
 	}
 	w.streamState = prep(StreamStateSQL)
+	w.streamVer = prep(StreamVersionStateSQL)
 	w.createStream = prep(CreateStreamSQL)
 	w.reviveStream = prep(ReviveStreamSQL)
 	w.eventByID = prep(EventByIDSQL)
@@ -171,7 +178,7 @@ func (w *writer) insertStmt(ctx context.Context, k int) (*sql.Stmt, error) {
 // Close closes every statement.
 func (w *writer) Close() error {
 	var errs []error
-	for _, st := range append([]*sql.Stmt{w.streamState, w.createStream, w.reviveStream, w.eventByID, w.beginWrite}, w.insertEvents[:]...) {
+	for _, st := range append([]*sql.Stmt{w.streamState, w.streamVer, w.createStream, w.reviveStream, w.eventByID, w.beginWrite}, w.insertEvents[:]...) {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -232,16 +239,27 @@ func (w *writer) Release(ctx context.Context, sp driver.Scope) error {
 	return err
 }
 
-// StreamState runs StreamStateSQL under the head row lock.
-func (w *writer) StreamState(ctx context.Context, tenant, stream string) (driver.StreamState, error) {
+// StreamState runs StreamStateSQL (StreamVersionStateSQL without head)
+// under the head row lock.
+func (w *writer) StreamState(ctx context.Context, tenant, stream string, head bool) (driver.StreamState, error) {
 	var (
 		st      driver.StreamState
 		deleted sql.NullInt64
+		err     error
 	)
-	err := w.streamState.QueryRowContext(ctx, tenant, stream).Scan(&deleted, &st.Version, &st.LastPosition)
+	if head {
+		err = w.streamState.QueryRowContext(ctx, tenant, stream).Scan(&deleted, &st.Version, &st.LastPosition)
+	} else {
+		err = w.streamVer.QueryRowContext(ctx, tenant, stream).Scan(&deleted, &st.Version)
+	}
 	st.Row, st.Deleted = deleted.Valid, deleted.Int64
 	return st, err
 }
+
+// SingleStatementInsert: never. PostgreSQL aborts the whole transaction
+// at a failed statement, so every request of a group needs its savepoint
+// before its first statement.
+func (w *writer) SingleStatementInsert(int) bool { return false }
 
 // InsertEvents inserts up to InsertChunk events per statement, each
 // statement moving the head row to its last position.

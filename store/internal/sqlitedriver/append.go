@@ -36,6 +36,12 @@ const (
 	COALESCE((SELECT MAX(version) FROM events WHERE tenant = ?1 AND stream_id = ?2), 0),
 	max(COALESCE((SELECT MAX(position) FROM events), 0), COALESCE((SELECT position FROM position_floor WHERE one = 1), 0)),
 	EXISTS (SELECT 1 FROM removed_event_ids WHERE tenant = ?1)`
+	// StreamVersionStateSQL is StreamStateSQL without the last position,
+	// for an append whose transaction handed out the last position
+	// itself (the writer keeps it for the rest of its group).
+	StreamVersionStateSQL = `SELECT (SELECT deleted FROM streams WHERE tenant = ?1 AND stream_id = ?2),
+	COALESCE((SELECT MAX(version) FROM events WHERE tenant = ?1 AND stream_id = ?2), 0),
+	EXISTS (SELECT 1 FROM removed_event_ids WHERE tenant = ?1)`
 	CreateStreamSQL = `INSERT INTO streams (tenant, stream_id, created_at) VALUES (?, ?, ?)`
 	// A soft-deleted stream counts as absent, and an append revives it.
 	ReviveStreamSQL = `UPDATE streams SET deleted = 0 WHERE tenant = ? AND stream_id = ? AND deleted = 1`
@@ -63,6 +69,7 @@ func InsertEventsSQL(k int) string {
 type writer struct {
 	conn         *sql.Conn
 	streamState  *sql.Stmt
+	streamVer    *sql.Stmt
 	createStream *sql.Stmt
 	reviveStream *sql.Stmt
 	eventByID    *sql.Stmt
@@ -94,6 +101,7 @@ func (Exec) PrepareWriter(ctx context.Context, conn *sql.Conn) (driver.Writer, e
 		return st
 	}
 	w.streamState = prep(StreamStateSQL)
+	w.streamVer = prep(StreamVersionStateSQL)
 	w.createStream = prep(CreateStreamSQL)
 	w.reviveStream = prep(ReviveStreamSQL)
 	w.eventByID = prep(EventByIDSQL)
@@ -130,7 +138,7 @@ func (w *writer) insertStmt(ctx context.Context, k int) (*sql.Stmt, error) {
 // Close closes every statement.
 func (w *writer) Close() error {
 	var errs []error
-	for _, st := range append([]*sql.Stmt{w.streamState, w.createStream, w.reviveStream, w.eventByID, w.idRemoved,
+	for _, st := range append([]*sql.Stmt{w.streamState, w.streamVer, w.createStream, w.reviveStream, w.eventByID, w.idRemoved,
 		w.begin, w.commit, w.savepoint, w.release, w.rollbackTo}, w.insertEvents[:]...) {
 		if st != nil {
 			errs = append(errs, st.Close())
@@ -184,17 +192,29 @@ func (w *writer) Release(ctx context.Context, sp driver.Scope) error {
 	return err
 }
 
-// StreamState runs StreamStateSQL: one statement, under the write lock
-// that BEGIN IMMEDIATE took.
-func (w *writer) StreamState(ctx context.Context, tenant, stream string) (driver.StreamState, error) {
+// StreamState runs StreamStateSQL (StreamVersionStateSQL without head):
+// one statement, under the write lock that BEGIN IMMEDIATE took.
+func (w *writer) StreamState(ctx context.Context, tenant, stream string, head bool) (driver.StreamState, error) {
 	var (
 		st      driver.StreamState
 		deleted sql.NullInt64 // NULL: no streams row
+		err     error
 	)
-	err := w.streamState.QueryRowContext(ctx, tenant, stream).Scan(&deleted, &st.Version, &st.LastPosition, &w.removedIDs)
+	if head {
+		err = w.streamState.QueryRowContext(ctx, tenant, stream).Scan(&deleted, &st.Version, &st.LastPosition, &w.removedIDs)
+	} else {
+		err = w.streamVer.QueryRowContext(ctx, tenant, stream).Scan(&deleted, &st.Version, &w.removedIDs)
+	}
 	st.Row, st.Deleted = deleted.Valid, deleted.Int64
 	return st, err
 }
+
+// SingleStatementInsert: up to InsertChunk events are one INSERT, and
+// SQLite backs out a failed statement's own rows (the events' unique
+// indexes abort: ON CONFLICT ABORT; a removed id is refused before the
+// statement runs), leaving
+// the transaction open.
+func (w *writer) SingleStatementInsert(n int) bool { return n >= 1 && n <= InsertChunk }
 
 // InsertEvents inserts up to InsertChunk events per INSERT: one more
 // statement per further InsertChunk events.

@@ -62,7 +62,7 @@ func TestWriterChunks(t *testing.T) {
 	if err := w.Begin(ctx); err != nil {
 		t.Fatal(err)
 	}
-	st, err := w.StreamState(ctx, "t", "a")
+	st, err := w.StreamState(ctx, "t", "a", true)
 	if err != nil || st != (driver.StreamState{LastPosition: 7}) {
 		t.Fatalf("empty log: %+v, %v; want the floor 7 and no row", st, err)
 	}
@@ -72,7 +72,7 @@ func TestWriterChunks(t *testing.T) {
 	if err := w.CreateStream(ctx, "t", "a", 1); err != nil {
 		t.Fatal(err)
 	}
-	st, err = w.StreamState(ctx, "t", "a")
+	st, err = w.StreamState(ctx, "t", "a", true)
 	if want := (driver.StreamState{Row: true, Version: InsertChunk + 8, LastPosition: 7 + InsertChunk + 8}); err != nil || st != want {
 		t.Fatalf("after %d events: %+v, %v; want %+v", InsertChunk+8, st, err, want)
 	}
@@ -100,7 +100,7 @@ func TestWriterChunks(t *testing.T) {
 	if err := w.Release(ctx, driver.RequestScope); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := w.StreamState(ctx, "t", "b"); err != nil || st.Version != 0 || st.LastPosition != 7+InsertChunk+8 {
+	if st, err := w.StreamState(ctx, "t", "b", true); err != nil || st.Version != 0 || st.LastPosition != 7+InsertChunk+8 {
 		t.Fatalf("after the undone batch: %+v, %v", st, err)
 	}
 	if err := w.Commit(ctx); err != nil {
@@ -141,7 +141,7 @@ func TestWriterRefusesRemovedIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = w.Rollback(ctx) }()
-	if _, err := w.StreamState(ctx, "t", "a"); err != nil {
+	if _, err := w.StreamState(ctx, "t", "a", true); err != nil {
 		t.Fatal(err)
 	}
 	ids := make([]string, InsertChunk+3)
@@ -162,10 +162,72 @@ func TestWriterRefusesRemovedIDs(t *testing.T) {
 
 	b := batch(100, 2, "a", "x-1", "gone")
 	b.Tenant = "u"
-	if _, err := w.StreamState(ctx, "u", "a"); err != nil {
+	if _, err := w.StreamState(ctx, "u", "a", true); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.InsertEvents(ctx, b); err != nil {
 		t.Fatalf("tenant u, which has no removed ids: %v", err)
+	}
+}
+
+// TestWriterSingleStatementInsert: a batch of up to InsertChunk events
+// that fails on its last row leaves none of its rows, outside any
+// savepoint, and the transaction goes on with what was written before it
+// (what lets the store's group commit skip a request's savepoint); a
+// longer batch is not one statement. StreamState without head reads no
+// last position.
+func TestWriterSingleStatementInsert(t *testing.T) {
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "w.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, appendSchema); err != nil {
+		t.Fatal(err)
+	}
+	w, err := Exec{}.PrepareWriter(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if !w.SingleStatementInsert(1) || !w.SingleStatementInsert(InsertChunk) || w.SingleStatementInsert(InsertChunk+1) || w.SingleStatementInsert(0) {
+		t.Fatal("SingleStatementInsert: want true for 1..InsertChunk events only")
+	}
+	if err := w.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.InsertEvents(ctx, batch(8, 2, "a")); err != nil {
+		t.Fatal(err)
+	}
+	dup := make([]string, InsertChunk)
+	dup[InsertChunk-1] = "a-1"
+	if err := w.InsertEvents(ctx, batch(10, InsertChunk, "b", dup...)); Classify(err) != driver.Constraint {
+		t.Fatalf("batch whose last id is taken: %v, want a constraint error", err)
+	}
+	if err := w.InsertEvents(ctx, batch(10, 1, "c")); err != nil {
+		t.Fatalf("the transaction after the failed statement: %v", err)
+	}
+	if err := w.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE stream_id = 'b'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("the failed batch left %d rows (%v), want none", n, err)
+	}
+	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM events`).Scan(&n); err != nil || n != 3 {
+		t.Fatalf("%d rows (%v), want the 3 of the batches that succeeded", n, err)
+	}
+	if err := w.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.Rollback(ctx) }()
+	if st, err := w.StreamState(ctx, "t", "a", false); err != nil || st != (driver.StreamState{Version: 2}) {
+		t.Fatalf("StreamState without head: %+v, %v; want version 2 and no last position", st, err)
 	}
 }
