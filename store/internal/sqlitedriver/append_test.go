@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store/internal/driver"
@@ -229,5 +232,70 @@ func TestWriterSingleStatementInsert(t *testing.T) {
 	defer func() { _ = w.Rollback(ctx) }()
 	if st, err := w.StreamState(ctx, "t", "a", false); err != nil || st != (driver.StreamState{Version: 2}) {
 		t.Fatalf("StreamState without head: %+v, %v; want version 2 and no last position", st, err)
+	}
+}
+
+// TestWriterInsertValues: InsertEvents, which binds on the driver's own
+// connection, stores what database/sql would: no data as NULL, empty data
+// as an empty BLOB, no extensions as NULL, texts as TEXT and the time as
+// INTEGER nanoseconds (RFC 3339 TEXT outside their range).
+func TestWriterInsertValues(t *testing.T) {
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "w.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, appendSchema); err != nil {
+		t.Fatal(err)
+	}
+	w, err := Exec{}.PrepareWriter(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	b := batch(8, 3, "v")
+	b.Events[0].Data = nil
+	b.Events[1].Data = []byte{}
+	b.Events[1].Extensions = map[string]any{"x": "y"}
+	b.Events[1].Time = time.Date(3000, 1, 2, 3, 4, 5, 6, time.UTC)
+	b.Events[2].Data = []byte(`{"a":1}`)
+	b.Events[2].Time = time.Unix(0, 42)
+	if err := w.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.InsertEvents(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := conn.QueryContext(ctx, `SELECT typeof(data), length(data), typeof(attrs), typeof(event_id), typeof(time), quote(time), version FROM events ORDER BY position`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var td, te, ti, tt, qt string
+		var n sql.NullInt64
+		var v int64
+		if err := rows.Scan(&td, &n, &te, &ti, &tt, &qt, &v); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s/%d/%v %s %s %s %s v%d", td, n.Int64, n.Valid, te, ti, tt, qt, v))
+	}
+	want := []string{
+		"null/0/false null text text '0001-01-01T00:00:00Z' v1",
+		"blob/0/true blob text text '3000-01-02T03:04:05.000000006Z' v2",
+		"blob/7/true null text integer 42 v3",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("stored\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
