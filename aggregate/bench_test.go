@@ -65,7 +65,7 @@ func benchStore(b *testing.B, n, snapEvery int) (*store.Store, string) {
 // SELECT, data decoded with plain json.Unmarshal, folded the same way.
 func rawLoad(b *testing.B, db *sql.DB, evolve func(Counter, aggregate.Event) Counter) Counter {
 	rows, err := db.Query(`SELECT position, tenant, stream_id, version, event_id, type, source, time,
-		content_type, data_schema, data, correlation_id, causation_id, extensions FROM events
+		content_type, data, attrs FROM events
 		WHERE tenant = ? AND stream_id = ? ORDER BY version`, "default", "hot")
 	if err != nil {
 		b.Fatal(err)
@@ -75,9 +75,9 @@ func rawLoad(b *testing.B, db *sql.DB, evolve func(Counter, aggregate.Event) Cou
 	for rows.Next() {
 		var e envelope.Event
 		var t int64
-		var ext []byte
+		var attrs []byte
 		if err := rows.Scan(&e.Position, &e.Tenant, &e.Stream, &e.StreamVersion, &e.ID, &e.Type, &e.Source, &t,
-			&e.DataContentType, &e.DataSchema, &e.Data, &e.CorrelationID, &e.CausationID, &ext); err != nil {
+			&e.DataContentType, &e.Data, &attrs); err != nil {
 			b.Fatal(err)
 		}
 		var a Added

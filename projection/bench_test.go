@@ -162,7 +162,7 @@ func rawCatchUp(b *testing.B, path, name string) int {
 		b.Fatal(err)
 	}
 	read, err := db.Prepare(`SELECT position, tenant, stream_id, version, event_id, type, source, time,
-		content_type, data_schema, data, correlation_id, causation_id, extensions FROM events WHERE position > ? ORDER BY position LIMIT 500`)
+		content_type, data, attrs FROM events WHERE position > ? ORDER BY position LIMIT 500`)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -178,9 +178,9 @@ func rawCatchUp(b *testing.B, path, name string) int {
 		for rows.Next() {
 			var e envelope.Event
 			var t int64
-			var ext []byte
+			var attrs []byte
 			if err := rows.Scan(&e.Position, &e.Tenant, &e.Stream, &e.StreamVersion, &e.ID, &e.Type, &e.Source, &t,
-				&e.DataContentType, &e.DataSchema, &e.Data, &e.CorrelationID, &e.CausationID, &ext); err != nil {
+				&e.DataContentType, &e.Data, &attrs); err != nil {
 				b.Fatal(err)
 			}
 			e.Time = time.Unix(0, t)

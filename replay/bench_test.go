@@ -89,8 +89,8 @@ func buildBenchFixture(path string, n int) error {
 	}
 	defer c.Close()
 	insEvent, err := c.PrepareContext(ctx, `INSERT INTO events (tenant, stream_id, version, event_id, type, source, time,
-		content_type, data_schema, data, correlation_id, causation_id, extensions, recorded_at)
-		VALUES (?, ?, ?, ?, ?, '/bench', ?, 'application/json', '', ?, '', '', NULL, ?)`)
+		content_type, attrs, data, recorded_at)
+		VALUES (?, ?, ?, ?, ?, '/bench', ?, 'application/json', NULL, ?, ?)`)
 	if err != nil {
 		return err
 	}
@@ -267,17 +267,17 @@ func BenchmarkRebuildCatalog(b *testing.B) {
 	var sink int64
 	rawScan := func() int64 {
 		rows, err := rdb.QueryContext(ctx, `SELECT position, tenant, stream_id, version, event_id, type, source, time,
-			content_type, data_schema, data, correlation_id, causation_id, extensions FROM events WHERE position >= ? ORDER BY position LIMIT ?`, 1, benchEvents)
+			content_type, data, attrs FROM events WHERE position >= ? ORDER BY position LIMIT ?`, 1, benchEvents)
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer rows.Close()
 		var (
-			pos, ver, tm                                   int64
-			tenant, stream, id, typ, src, ct, sch, co, cau string
-			data, ext                                      []byte
+			pos, ver, tm                     int64
+			tenant, stream, id, typ, src, ct string
+			data, attrs                      []byte
 		)
-		dest := []any{&pos, &tenant, &stream, &ver, &id, &typ, &src, &tm, &ct, &sch, &data, &co, &cau, &ext}
+		dest := []any{&pos, &tenant, &stream, &ver, &id, &typ, &src, &tm, &ct, &data, &attrs}
 		var n int64
 		for rows.Next() {
 			if err := rows.Scan(dest...); err != nil {
