@@ -10,11 +10,14 @@ import (
 
 // Checkpoint reads the row. Inside a transaction (the writer's
 // connection) it locks the row FOR UPDATE, so that the value holds until
-// the transaction ends; on the read pool (a *sql.DB, whose statements
-// run alone and may be read-only) it reads without a lock.
+// the transaction ends; on the read pool (a *sql.DB, or the store's
+// wrapper of one, whose statements run alone and may be read-only) it
+// reads without a lock. A lock there would make each read a transaction
+// of its own that waits for its commit's WAL flush, wait for a writer
+// that holds the row, and fail on a read-only store.
 func (Exec) Checkpoint(ctx context.Context, q driver.ReadQuerier, name string) (int64, error) {
 	query := `SELECT position FROM checkpoints WHERE name = $1`
-	if _, pool := q.(*sql.DB); !pool {
+	if !onPool(q) {
 		query += ` FOR UPDATE`
 	}
 	var pos int64
@@ -59,4 +62,12 @@ func (Exec) Checkpoints(ctx context.Context, q driver.ReadQuerier) (map[string]i
 		out[n] = p
 	}
 	return out, rows.Err()
+}
+
+// onPool reports whether q is a connection pool: a *sql.DB, or a type
+// that embeds one (the store's read pool). Each of its statements runs
+// alone, outside any transaction of the store's.
+func onPool(q driver.ReadQuerier) bool {
+	_, pool := q.(interface{ Stats() sql.DBStats })
+	return pool
 }
