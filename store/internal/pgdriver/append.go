@@ -54,6 +54,28 @@ const (
 	SELECT pg_notify($1, '') FROM h`
 )
 
+// BeginSQL is what Writer.Begin sends, in one round trip (a simple query
+// of three statements, run in order, the first failure ending it): BEGIN
+// ISOLATION LEVEL READ COMMITTED, SET LOCAL search_path to schema (as
+// SHOW search_path gives it), and BeginWriteSQL with the channel given as
+// a literal. Sent as three round trips, the statements held the head row
+// one round trip longer per write transaction.
+func BeginSQL(schema, channel string) string {
+	return `BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL search_path TO ` + schema + `; ` +
+		strings.Replace(BeginWriteSQL, "$1", quoteLiteral(channel), 1)
+}
+
+// quoteLiteral quotes s as a string literal whatever
+// standard_conforming_strings says: as an escape string (E'...') when s
+// holds a backslash.
+func quoteLiteral(s string) string {
+	q := "'" + strings.ReplaceAll(s, "'", "''") + "'"
+	if strings.Contains(s, `\`) {
+		q = "E" + strings.ReplaceAll(q, `\`, `\\`)
+	}
+	return q
+}
+
 // eventColTypes are the types of an event row's values, in
 // InsertEventsSQL's column order: a VALUES list read by a SELECT needs
 // them spelt out.
@@ -115,14 +137,12 @@ var errIDTaken = &pgconn.PgError{Severity: "ERROR", Code: "23505", ConstraintNam
 // writer is the PostgreSQL Writer.
 type writer struct {
 	conn         *sql.Conn
-	begin        string // BEGIN and SET LOCAL search_path, one round trip
-	channel      string // the schema's LISTEN/NOTIFY channel
+	begin        string // BeginSQL: BEGIN, SET LOCAL search_path and the head row's lock, one round trip
 	streamState  *sql.Stmt
 	streamVer    *sql.Stmt
 	createStream *sql.Stmt
 	reviveStream *sql.Stmt
 	eventByID    *sql.Stmt
-	beginWrite   *sql.Stmt
 	insertEvents [InsertChunk]*sql.Stmt
 	args         []any
 }
@@ -137,7 +157,7 @@ func (Exec) PrepareWriter(ctx context.Context, conn *sql.Conn) (driver.Writer, e
 	if err := conn.QueryRowContext(ctx, `SELECT current_schema()`).Scan(&current); err != nil {
 		return nil, err
 	}
-	w := &writer{conn: conn, channel: channel(current), begin: `BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL search_path TO ` + schema}
+	w := &writer{conn: conn, begin: BeginSQL(schema, channel(current))}
 	var err error
 	prep := func(q string) *sql.Stmt {
 		if err != nil {
@@ -152,7 +172,6 @@ func (Exec) PrepareWriter(ctx context.Context, conn *sql.Conn) (driver.Writer, e
 	w.createStream = prep(CreateStreamSQL)
 	w.reviveStream = prep(ReviveStreamSQL)
 	w.eventByID = prep(EventByIDSQL)
-	w.beginWrite = prep(BeginWriteSQL)
 	if err == nil {
 		_, err = w.insertStmt(ctx, 1)
 	}
@@ -178,7 +197,7 @@ func (w *writer) insertStmt(ctx context.Context, k int) (*sql.Stmt, error) {
 // Close closes every statement.
 func (w *writer) Close() error {
 	var errs []error
-	for _, st := range append([]*sql.Stmt{w.streamState, w.streamVer, w.createStream, w.reviveStream, w.eventByID, w.beginWrite}, w.insertEvents[:]...) {
+	for _, st := range append([]*sql.Stmt{w.streamState, w.streamVer, w.createStream, w.reviveStream, w.eventByID}, w.insertEvents[:]...) {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -187,12 +206,11 @@ func (w *writer) Close() error {
 }
 
 // Begin starts a READ COMMITTED transaction on the store's schema and
-// locks the head row (BeginWriteSQL): the write lock, from the start.
+// locks the head row (BeginSQL): the write lock, from the start, in one
+// round trip. When a statement of it fails (the head row's lock waited
+// past lock_timeout) the transaction is open and aborted: roll it back.
 func (w *writer) Begin(ctx context.Context) error {
 	if _, err := w.conn.ExecContext(ctx, w.begin); err != nil {
-		return err
-	}
-	if _, err := w.beginWrite.ExecContext(ctx, w.channel); err != nil {
 		_, _ = w.conn.ExecContext(context.Background(), "ROLLBACK")
 		return err
 	}

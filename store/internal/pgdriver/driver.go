@@ -129,7 +129,7 @@ func (Driver) InitNew(context.Context, driver.Querier) error { return nil }
 func (Driver) EnableWAL(context.Context, driver.Querier) error { return nil }
 
 // CommitCounter reads log_head.commits, which every write transaction
-// moves first thing (Writer.Begin, beginWrite). The head row is one
+// moves first thing (Writer.Begin, BeginSQL). The head row is one
 // row: another process's commit is seen at once, on any connection.
 func (Driver) CommitCounter(ctx context.Context, q driver.ReadQuerier) (int64, error) {
 	var n int64
