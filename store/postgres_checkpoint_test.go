@@ -2,11 +2,11 @@ package store_test
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/storetest"
 )
 
 // TestPostgresCheckpointReadTakesNoLock: a checkpoint read on the read
@@ -17,12 +17,8 @@ import (
 // waiting for that transaction. Inside the transaction tx.Checkpoint
 // still locks the row.
 func TestPostgresCheckpointReadTakesNoLock(t *testing.T) {
-	base := os.Getenv(postgresEnv)
-	if base == "" {
-		t.Skip("PostgreSQL test skipped: set " + postgresEnv + " to a server's URL")
-	}
 	ctx := context.Background()
-	addr := PostgresSchema(t, base)
+	addr := storetest.PostgresSchema(t, storetest.PostgresBase(t))
 	// A short busy timeout: a read that waited for the row would fail
 	// Busy after it instead of hanging the test.
 	s := openAddr(t, addr, &store.Options{BusyTimeout: 2 * time.Second})
