@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,23 +28,7 @@ func TestMigrateEventAttrs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var in []envelope.Event
-	for m := range 16 {
-		e := drivertest.EventWithID(t, fmt.Sprintf("e-%d", m), "order.placed", map[string]any{"m": m})
-		if m&1 != 0 {
-			e.DataSchema = "https://example.com/schema/" + fmt.Sprint(m)
-		}
-		if m&2 != 0 {
-			e.CorrelationID = "corr-" + fmt.Sprint(m)
-		}
-		if m&4 != 0 {
-			e.CausationID = "cause-" + fmt.Sprint(m)
-		}
-		if m&8 != 0 {
-			e.Extensions = map[string]any{"traceparent": "00-" + fmt.Sprint(m), "n": int32(m), "ok": true}
-		}
-		in = append(in, e)
-	}
+	in := attrCombinations(t)
 	in = append(in, envelope.Event{ID: "no-data", Source: "/t", Type: "t.happened", CorrelationID: "c"},
 		drivertest.EventWithID(t, "big", "t.happened", map[string]any{"pad": strings.Repeat("x", 10_000)}))
 	if _, err := s.Append(ctx, "acme", "order-1", store.NoStream, in...); err != nil {

@@ -21,23 +21,7 @@ import (
 func TestReadAttrsEveryCombination(t *testing.T) {
 	ctx := context.Background()
 	s := storetest.MustOpen(t, nil)
-	var in []envelope.Event
-	for m := range 16 {
-		e := drivertest.EventWithID(t, fmt.Sprintf("e-%d", m), "order.placed", map[string]any{"m": m})
-		if m&1 != 0 {
-			e.DataSchema = "https://example.com/schema/" + fmt.Sprint(m)
-		}
-		if m&2 != 0 {
-			e.CorrelationID = "corr-" + fmt.Sprint(m)
-		}
-		if m&4 != 0 {
-			e.CausationID = "cause-" + fmt.Sprint(m)
-		}
-		if m&8 != 0 {
-			e.Extensions = map[string]any{"traceparent": "00-" + fmt.Sprint(m), "n": int32(m), "ok": true}
-		}
-		in = append(in, e)
-	}
+	in := attrCombinations(t)
 	res, err := s.Append(ctx, "acme", "order-1", store.NoStream, in...)
 	if err != nil {
 		t.Fatal(err)
@@ -76,4 +60,29 @@ func TestReadAttrsEveryCombination(t *testing.T) {
 			t.Errorf("EventByID %s (-appended +read):\n%s", w.ID, diff)
 		}
 	}
+}
+
+// attrCombinations returns 16 events e-0..e-15 with every combination of
+// the four attributes most events leave empty: dataschema (bit 0),
+// correlationid (1), causationid (2) and other extensions (3).
+func attrCombinations(t *testing.T) []envelope.Event {
+	t.Helper()
+	var in []envelope.Event
+	for m := range 16 {
+		e := drivertest.EventWithID(t, fmt.Sprintf("e-%d", m), "order.placed", map[string]any{"m": m})
+		if m&1 != 0 {
+			e.DataSchema = "https://example.com/schema/" + fmt.Sprint(m)
+		}
+		if m&2 != 0 {
+			e.CorrelationID = "corr-" + fmt.Sprint(m)
+		}
+		if m&4 != 0 {
+			e.CausationID = "cause-" + fmt.Sprint(m)
+		}
+		if m&8 != 0 {
+			e.Extensions = map[string]any{"traceparent": "00-" + fmt.Sprint(m), "n": int32(m), "ok": true}
+		}
+		in = append(in, e)
+	}
+	return in
 }

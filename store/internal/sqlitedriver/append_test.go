@@ -27,6 +27,32 @@ CREATE TABLE streams (tenant TEXT NOT NULL, stream_id TEXT NOT NULL, created_at 
 CREATE TABLE position_floor (one INTEGER PRIMARY KEY CHECK (one = 1), position INTEGER NOT NULL);
 INSERT INTO position_floor VALUES (1, 7);`
 
+// newTestWriter opens a new file with appendSchema and then extra, and
+// prepares a writer on its one connection; both close when t ends.
+func newTestWriter(t *testing.T, extra string) (*sql.Conn, driver.Writer) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "w.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	if _, err := conn.ExecContext(ctx, appendSchema+extra); err != nil {
+		t.Fatal(err)
+	}
+	w, err := Exec{}.PrepareWriter(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Close() })
+	return conn, w
+}
+
 func batch(first, n int, stream string, ids ...string) driver.EventBatch {
 	b := driver.EventBatch{Tenant: "t", Stream: stream, FirstPosition: int64(first), RecordedAt: 1}
 	for i := range n {
@@ -44,24 +70,7 @@ func batch(first, n int, stream string, ids ...string) driver.EventBatch {
 // is named in its OpError and classified Constraint.
 func TestWriterChunks(t *testing.T) {
 	ctx := context.Background()
-	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "w.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, appendSchema); err != nil {
-		t.Fatal(err)
-	}
-	w, err := Exec{}.PrepareWriter(ctx, conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	_, w := newTestWriter(t, "")
 	if err := w.Begin(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -121,25 +130,8 @@ func TestWriterChunks(t *testing.T) {
 // use the id (ids are unique per tenant).
 func TestWriterRefusesRemovedIDs(t *testing.T) {
 	ctx := context.Background()
-	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "w.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, appendSchema+`
-		INSERT INTO removed_event_ids VALUES ('t', 'gone');`); err != nil {
-		t.Fatal(err)
-	}
-	w, err := Exec{}.PrepareWriter(ctx, conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	conn, w := newTestWriter(t, `
+		INSERT INTO removed_event_ids VALUES ('t', 'gone');`)
 	if err := w.Begin(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +141,7 @@ func TestWriterRefusesRemovedIDs(t *testing.T) {
 	}
 	ids := make([]string, InsertChunk+3)
 	ids[InsertChunk+1] = "gone"
-	err = w.InsertEvents(ctx, batch(8, InsertChunk+3, "a", ids...))
+	err := w.InsertEvents(ctx, batch(8, InsertChunk+3, "a", ids...))
 	var (
 		oe *driver.OpError
 		re *RemovedIDError
@@ -181,24 +173,7 @@ func TestWriterRefusesRemovedIDs(t *testing.T) {
 // last position.
 func TestWriterSingleStatementInsert(t *testing.T) {
 	ctx := context.Background()
-	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "w.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, appendSchema); err != nil {
-		t.Fatal(err)
-	}
-	w, err := Exec{}.PrepareWriter(ctx, conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	conn, w := newTestWriter(t, "")
 	if !w.SingleStatementInsert(1) || !w.SingleStatementInsert(InsertChunk) || w.SingleStatementInsert(InsertChunk+1) || w.SingleStatementInsert(0) {
 		t.Fatal("SingleStatementInsert: want true for 1..InsertChunk events only")
 	}
@@ -241,24 +216,7 @@ func TestWriterSingleStatementInsert(t *testing.T) {
 // INTEGER nanoseconds (RFC 3339 TEXT outside their range).
 func TestWriterInsertValues(t *testing.T) {
 	ctx := context.Background()
-	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "w.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, appendSchema); err != nil {
-		t.Fatal(err)
-	}
-	w, err := Exec{}.PrepareWriter(ctx, conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	conn, w := newTestWriter(t, "")
 	b := batch(8, 3, "v")
 	b.Events[0].Data = nil
 	b.Events[1].Data = []byte{}
