@@ -428,6 +428,16 @@ func (c *pgCall) String() string {
 }
 
 // mustFail: the call's context ended before it could have been stored.
+// outcome names the call's kind, cancel point and result, for the
+// rounds' tally of outcomes.
+func (c *pgCall) outcome() string {
+	k := fmt.Sprintf("%v/%s", c.update, c.when)
+	if c.err != nil {
+		return k + " error"
+	}
+	return k + " nil"
+}
+
 func (c *pgCall) mustFail() bool {
 	switch c.when {
 	case "before", "queued", "in-stmt", "after":
@@ -602,13 +612,7 @@ func TestPostgresCancelGroupAtRandom(t *testing.T) {
 		st := f.checkCalls(t, round, calls)
 		for _, c := range calls {
 			c.cancel()
-			k := fmt.Sprintf("%v/%s", c.update, c.when)
-			if c.err != nil {
-				k += " error"
-			} else {
-				k += " nil"
-			}
-			outcomes[k]++
+			outcomes[c.outcome()]++
 			if c.update && c.err != nil && c.group != 0 {
 				for _, o := range calls {
 					if o.err == nil && st.at[o.id] == c.group {
@@ -723,13 +727,7 @@ func TestPostgresCancelInGroupAtRandom(t *testing.T) {
 		st := f.checkCalls(t, round, calls)
 		for _, c := range calls {
 			c.cancel()
-			k := fmt.Sprintf("%v/%s", c.update, c.when)
-			if c.err != nil {
-				k += " error"
-			} else {
-				k += " nil"
-			}
-			outcomes[k]++
+			outcomes[c.outcome()]++
 			if c.err == nil && st.at[c.id] != group {
 				t.Errorf("round %d: %v was stored by a transaction (clock %d) other than the group's (%d)", round, c, st.at[c.id], group)
 			}
