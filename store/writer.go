@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
@@ -341,6 +342,20 @@ func (s *Store) runGroup(group []*request) {
 						s.log.Error("rollback to savepoint failed", "error", err)
 					}
 				}
+				if mayEndTx(err) {
+					if in, perr := s.stmts.InTransaction(bg); perr != nil || !in {
+						// The engine rolled the whole transaction back
+						// (a full disk, an I/O error): what the group
+						// wrote is gone, and a statement now would
+						// commit alone.
+						s.failGroup(live, err, perr)
+						if perr != nil {
+							s.rollback()
+						}
+						finish()
+						return
+					}
+				}
 			} else {
 				ok++
 				if r.fn == nil {
@@ -429,4 +444,41 @@ func (s *Store) runOne(r *request, now int64, g *reqScope) error {
 		r.err = r.ctx.Err()
 	}
 	return r.err
+}
+
+// mayEndTx says whether a request's error may have come with the
+// engine rolling the whole transaction back: not a refusal the store
+// made before writing (a conflict, a duplicate id, a retry, invalid
+// input, a deleted stream, a cancelled caller) or a constraint the engine
+// undid by itself, which leave the transaction open.
+func mayEndTx(err error) bool {
+	var (
+		ce *ConflictError
+		de *DuplicateError
+		ie *envelope.InvalidError
+	)
+	switch {
+	case errors.As(err, &ce), errors.As(err, &de), errors.As(err, &ie),
+		errors.Is(err, errRetried), errors.Is(err, ErrStreamDeleted), errors.Is(err, context.Canceled),
+		errors.Is(err, context.DeadlineExceeded), isConstraint(err):
+		return false
+	}
+	return true
+}
+
+// failGroup fails every request of a group whose transaction the engine
+// rolled back after a request failed with cause (or whose state could not
+// be read: perr): the requests that had succeeded lost their writes, and
+// those not run yet never ran. A request that failed keeps its error.
+func (s *Store) failGroup(live []*request, cause, perr error) {
+	err := fmt.Errorf("%w: another request of its group commit failed and the database rolled the whole transaction back (%v); nothing of the group was stored: retry", ErrBusy, cause)
+	if perr != nil {
+		err = fmt.Errorf("%w: another request of its group commit failed (%v) and the transaction's state cannot be read (%v); nothing of the group was committed: retry", ErrBusy, cause, perr)
+	}
+	s.log.Error("group commit: the transaction was rolled back under it", "error", cause)
+	for _, r := range live {
+		if r.err == nil {
+			r.res, r.err = AppendResult{}, err
+		}
+	}
 }

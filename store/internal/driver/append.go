@@ -64,6 +64,14 @@ type Writer interface {
 	// the store knows it, having handed it out itself earlier in the same
 	// transaction (see SingleStatementInsert).
 	StreamState(ctx context.Context, tenant, stream string, head bool) (StreamState, error)
+	// InTransaction reports whether the write transaction Begin opened
+	// is still open. The store asks after a request of a group failed:
+	// SQLite rolls the whole transaction back on some errors (a full
+	// disk, an I/O error, an interrupt), and the statements that followed
+	// would then each commit on their own. PostgreSQL keeps the
+	// transaction (aborted until ROLLBACK TO) or loses the session, which
+	// fails the commit.
+	InTransaction(ctx context.Context) (bool, error)
 	// SingleStatementInsert reports whether the engine undoes a failed
 	// statement's own writes and leaves the transaction usable for the
 	// next one, and InsertEvents of n events runs as a single statement.

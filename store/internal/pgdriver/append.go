@@ -274,6 +274,11 @@ func (w *writer) StreamState(ctx context.Context, tenant, stream string, head bo
 	return st, err
 }
 
+// InTransaction: true. A failed statement leaves the transaction open
+// (aborted until ROLLBACK TO its savepoint); a lost session fails the
+// commit.
+func (w *writer) InTransaction(context.Context) (bool, error) { return true, nil }
+
 // SingleStatementInsert: never. PostgreSQL aborts the whole transaction
 // at a failed statement, so every request of a group needs its savepoint
 // before its first statement.

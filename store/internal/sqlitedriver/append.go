@@ -306,6 +306,20 @@ func (w *writer) StreamState(ctx context.Context, tenant, stream string, head bo
 	return st, nil
 }
 
+// InTransaction asks SQLite by starting a transaction: BEGIN fails
+// inside one, and outside one it opens a deferred transaction, which
+// holds no lock and is rolled back at once.
+func (w *writer) InTransaction(ctx context.Context) (bool, error) {
+	if _, err := w.conn.ExecContext(ctx, "BEGIN"); err != nil {
+		if strings.Contains(err.Error(), "within a transaction") {
+			return true, nil
+		}
+		return false, err
+	}
+	_, err := w.conn.ExecContext(ctx, "ROLLBACK")
+	return false, err
+}
+
 // SingleStatementInsert: up to InsertChunk events are one INSERT, and
 // SQLite backs out a failed statement's own rows (the events' unique
 // indexes abort: ON CONFLICT ABORT; a removed id is refused before the
