@@ -428,12 +428,12 @@ func (w *writer) EventByID(ctx context.Context, tenant, id string) (driver.Store
 		return driver.StoredID{}, false, err
 	}
 	if attrs != nil {
-		f, err := attrParts(attrs)
+		f, err := attrFields(string(attrs))
 		if err != nil {
 			return driver.StoredID{}, false, fmt.Errorf("event %q: %w", id, err)
 		}
-		if len(f[3]) > 0 {
-			ev.Extensions = f[3]
+		if f[3] != "" {
+			ev.Extensions = []byte(f[3])
 		}
 	}
 	return ev, true, nil

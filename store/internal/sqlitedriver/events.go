@@ -1,7 +1,6 @@
 package sqlitedriver
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -133,22 +132,9 @@ func JoinAttrs(e *envelope.Event) ([]byte, error) {
 	return append(b, ext...), nil
 }
 
-// attrParts splits a non-NULL attrs column into its four parts.
-func attrParts(b []byte) ([][]byte, error) {
-	f := bytes.SplitN(b, []byte{0}, 4)
-	if len(f) != 4 {
-		return nil, fmt.Errorf("attributes column has %d parts, want 4", len(f))
-	}
-	return f, nil
-}
-
-// SplitAttrs fills e's dataschema, correlationid, causationid and other
-// extensions from a non-NULL SelectAttrs column.
-func SplitAttrs(b []byte, e *envelope.Event) error { return splitAttrs(string(b), e) }
-
-// splitAttrs is SplitAttrs on a string, whose fields it keeps as
-// substrings.
-func splitAttrs(s string, e *envelope.Event) error {
+// attrFields splits a non-NULL attrs column into its four fields,
+// substrings of s.
+func attrFields(s string) ([4]string, error) {
 	var f [4]string
 	n := 0
 	for n < 3 {
@@ -161,7 +147,21 @@ func splitAttrs(s string, e *envelope.Event) error {
 	}
 	f[n] = s
 	if n != 3 {
-		return fmt.Errorf("attributes column has %d parts, want 4", n+1)
+		return f, fmt.Errorf("attributes column has %d parts, want 4", n+1)
+	}
+	return f, nil
+}
+
+// SplitAttrs fills e's dataschema, correlationid, causationid and other
+// extensions from a non-NULL SelectAttrs column.
+func SplitAttrs(b []byte, e *envelope.Event) error { return splitAttrs(string(b), e) }
+
+// splitAttrs is SplitAttrs on a string, whose fields it keeps as
+// substrings.
+func splitAttrs(s string, e *envelope.Event) error {
+	f, err := attrFields(s)
+	if err != nil {
+		return err
 	}
 	e.DataSchema, e.CorrelationID, e.CausationID = f[0], f[1], f[2]
 	if len(f[3]) > 0 {
