@@ -24,6 +24,9 @@ type schemaVariant struct {
 	name     string
 	pageSize int      // PRAGMA page_size before the first table; 0: SQLite's 4096
 	after    []string // run after the migrations, in their transaction
+	// bound writes with boundDB (the cheapest statements on the
+	// schema) instead of the raw baseline's.
+	bound bool
 }
 
 // eventsWithoutUniqueIDs rebuilds the (empty) events table without its
@@ -86,13 +89,18 @@ func createVariant(path string, v schemaVariant) error {
 // schema as it is (since migrations 0014 and 0015 an append writes the
 // event's row and its two index entries, and a streams row only for a new
 // stream: the variants that dropped AUTOINCREMENT and the outbox's
-// pending index became the store).
+// pending index became the store). "bound" is the store's schema written
+// by boundDB, the cheapest statements known for it and nothing else: the
+// ceiling of the store's own x_min ("boundnoid": the same without the
+// unique index of event ids).
 func BenchmarkSchemaCost(b *testing.B) {
 	vs := []schemaVariant{
 		{name: "store"},
 		{name: "page2k", pageSize: 2048},
 		{name: "page1k", pageSize: 1024},
 		{name: "noid", after: eventsWithoutUniqueIDs},
+		{name: "bound", bound: true},
+		{name: "boundnoid", bound: true, after: eventsWithoutUniqueIDs},
 	}
 	for _, batch := range []int{1, 100} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
@@ -125,6 +133,13 @@ func BenchmarkSchemaCost(b *testing.B) {
 					b.Fatal(err)
 				}
 				sides = append(sides, &side{name: v.name, path: path, open: func() (rawWriter, *sql.Conn, error) {
+					if v.bound {
+						d, err := newBoundDB(path, "NORMAL")
+						if err != nil {
+							return nil, nil, err
+						}
+						return d, d.conn, nil
+					}
 					r, err := newRawDB(path, "NORMAL")
 					if err != nil {
 						return nil, nil, err
