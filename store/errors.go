@@ -25,6 +25,14 @@ var (
 	// ErrBusy: the database stayed locked by another process past the busy
 	// timeout. Retryable.
 	ErrBusy = errors.New("database busy")
+	// ErrTxControl: SQL run through an Update closure's Tx tried to
+	// begin, commit or roll back the transaction, or to open, release or
+	// roll back to a savepoint. The store owns the transaction (appends
+	// and closures sent together share it): return an error from the
+	// closure to undo its writes, use tx.Nested for a scope that can be
+	// undone alone. The statement was not run. Permanent (SQLite; a
+	// PostgreSQL store does not detect it).
+	ErrTxControl = errors.New("transaction control inside an Update closure")
 	// ErrClosed: the store is closed.
 	ErrClosed = errors.New("store closed")
 	// ErrSchemaTooNew: the file was written by a newer eventlite.

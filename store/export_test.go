@@ -2,9 +2,6 @@ package store
 
 import (
 	"context"
-	"strings"
-
-	"github.com/eventlite/eventlite/store/internal/sqlitedriver"
 )
 
 // Pragmas lets the tests ask every connection for its settings.
@@ -15,10 +12,19 @@ func CheckpointTruncate(ctx context.Context, s *Store) (bool, error) {
 	return s.checkpointTruncate(ctx)
 }
 
-// NestedName is the savepoint name of a Nested scope at depth (1 for the
-// outermost), for tests that break a scope on purpose.
-func NestedName(depth int) string {
-	return strings.TrimPrefix(sqlitedriver.Exec{}.Scope(depth).Release, "RELEASE ")
+// ExecBehind runs q through the writer's connection inside tx's
+// transaction, behind the store's back: a caller's transaction control
+// through the Tx is refused (ErrTxControl), so tests that break a scope
+// on purpose, or benchmark savepoints run by hand, go this way.
+func ExecBehind(ctx context.Context, tx *Tx, q string) error {
+	_, err := tx.s.wconn.ExecContext(ctx, q)
+	return err
+}
+
+// ReleaseScopeBehind releases the Nested scope at depth behind the
+// store's back, as a fault would: the scope can then not be undone.
+func ReleaseScopeBehind(ctx context.Context, tx *Tx, depth int) error {
+	return ExecBehind(ctx, tx, tx.s.ex.Scope(depth).Release)
 }
 
 // SetRebuildWarnEvents sets the log size from which a table-rebuilding

@@ -11,8 +11,8 @@ import (
 
 // TestGroupTransactionRolledBackUnderIt: when the engine rolls a group's
 // whole transaction back after one request failed (SQLite does on a full
-// disk or an I/O error; the test has a closure run ROLLBACK and fail, as
-// such a statement would), every request of the group fails, retryable,
+// disk or an I/O error; the test has a closure roll the transaction back
+// through the writer and fail, as such a statement would), every request of the group fails, retryable,
 // and nothing of it is stored: neither the appends that ran before, whose
 // writes the rollback took, nor those after, which would otherwise have
 // run outside any transaction, each committing alone while reported
@@ -49,7 +49,9 @@ func TestGroupTransactionRolledBackUnderIt(t *testing.T) {
 		if _, err := tx.Append(ctx, "acme", "s1", Any, ev("in-closure")); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, "ROLLBACK"); err != nil {
+		// What the engine does on a full disk or an I/O error. (A
+		// caller's own ROLLBACK is refused: TestTxControlRefused.)
+		if err := s.stmts.Rollback(ctx); err != nil {
 			return err
 		}
 		return errIO

@@ -36,14 +36,13 @@ func BenchmarkNested(b *testing.B) {
 		return err
 	}
 	raw := func(tx *store.Tx) error {
-		if _, err := tx.ExecContext(ctx, `SAVEPOINT raw_scope`); err != nil {
+		if err := store.ExecBehind(ctx, tx, `SAVEPOINT raw_scope`); err != nil {
 			return err
 		}
 		if err := insert(tx); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `RELEASE raw_scope`)
-		return err
+		return store.ExecBehind(ctx, tx, `RELEASE raw_scope`)
 	}
 	nested := func(tx *store.Tx) error {
 		return tx.Nested(ctx, func() error { return insert(tx) })

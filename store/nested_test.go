@@ -12,7 +12,7 @@ import (
 )
 
 // TestNestedBrokenScopeCommitsNothing: when a scope cannot be undone (here
-// fn released the store's savepoint itself), the transaction is broken:
+// its savepoint was released behind the store's back), the transaction is broken:
 // Nested says so, every later statement fails, and the Update returns the
 // error even if its closure ignores it: nothing commits, and the store
 // goes on.
@@ -30,7 +30,7 @@ func TestNestedBrokenScopeCommitsNothing(t *testing.T) {
 			if err := drivertest.KVPut(ctx, tx, "scope"); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `RELEASE `+store.NestedName(1)); err != nil {
+			if err := store.ReleaseScopeBehind(ctx, tx, 1); err != nil {
 				return err
 			}
 			return errBoom

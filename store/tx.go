@@ -63,7 +63,11 @@ func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.R
 	if err := tx.check(); err != nil {
 		return nil, err
 	}
+	tx.s.stmts.CallerSQL(true)
 	res, err := tx.s.wconn.ExecContext(ctx, query, args...)
+	if refused := tx.s.stmts.CallerSQL(false); refused != "" {
+		return nil, txControlError(refused)
+	}
 	return res, mapErr(err)
 }
 
@@ -73,7 +77,14 @@ func (tx *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql
 	if err := tx.check(); err != nil {
 		return nil, err
 	}
+	tx.s.stmts.CallerSQL(true)
 	rows, err := tx.s.wconn.QueryContext(ctx, query, args...)
+	if refused := tx.s.stmts.CallerSQL(false); refused != "" {
+		if rows != nil {
+			_ = rows.Close()
+		}
+		return nil, txControlError(refused)
+	}
 	return rows, mapErr(err)
 }
 
@@ -82,7 +93,18 @@ func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *s
 	if err := tx.check(); err != nil {
 		return errRow(err)
 	}
-	return tx.s.wconn.QueryRowContext(ctx, query, args...)
+	tx.s.stmts.CallerSQL(true)
+	row := tx.s.wconn.QueryRowContext(ctx, query, args...)
+	if refused := tx.s.stmts.CallerSQL(false); refused != "" {
+		return errRow(txControlError(refused))
+	}
+	return row
+}
+
+// txControlError says why a caller's statement was refused: it is the
+// store's to begin and end the transaction and its savepoints.
+func txControlError(stmt string) error {
+	return fmt.Errorf("store: %w: %s refused, not run: the store begins and ends the transaction, which appends and closures sent together share; return an error from the closure to undo its writes, or use tx.Nested for a scope that can be undone alone", ErrTxControl, stmt)
 }
 
 // Update runs fn on the writer, atomically: fn's writes commit when it
@@ -96,7 +118,10 @@ func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *s
 // of those before it, as it would in separate transactions. The transaction holds the write lock
 // from its start, so reading then writing never fails with BUSY. Keep fn
 // short: it holds the writer, and every append waits for it. Do not call
-// Update or Append from inside fn (use tx.Append): that deadlocks.
+// Update or Append from inside fn (use tx.Append): that deadlocks. The
+// transaction is the store's: fn does not begin, commit or roll it back,
+// or run savepoints of its own (SQLite refuses them: ErrTxControl); it
+// returns an error to undo its writes and uses tx.Nested for a scope.
 func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
 	r := &request{ctx: ctx, fn: func(tx *Tx) error {
 		if err := fn(tx); err != nil {

@@ -72,6 +72,19 @@ type Writer interface {
 	// transaction (aborted until ROLLBACK TO) or loses the session, which
 	// fails the commit.
 	InTransaction(ctx context.Context) (bool, error)
+	// CallerSQL(true) marks the statements compiled on the writer's
+	// connection from then on as a caller's (the SQL an Update closure
+	// runs through its Tx), until CallerSQL(false), which returns the
+	// transaction control the engine refused among them ("" when none).
+	// The store begins, commits and rolls back the transaction a group
+	// of requests shares, and opens their savepoints: a caller's COMMIT
+	// would commit its neighbours' writes half-done, a ROLLBACK would
+	// drop writes the store then acknowledges, and either would leave
+	// the group's next statements to commit on their own. SQLite refuses
+	// BEGIN, COMMIT, END, ROLLBACK, SAVEPOINT, RELEASE and ROLLBACK TO
+	// while compiling them (its authorizer). PostgreSQL refuses nothing
+	// here yet: it returns "".
+	CallerSQL(on bool) (refused string)
 	// SingleStatementInsert reports whether the engine undoes a failed
 	// statement's own writes and leaves the transaction usable for the
 	// next one, and InsertEvents of n events runs as a single statement.

@@ -12,6 +12,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/timecol"
 	"github.com/eventlite/eventlite/store/internal/driver"
+	"modernc.org/sqlite"
 )
 
 // InsertChunk is the most events one INSERT statement writes: a batch of
@@ -99,12 +100,27 @@ type writer struct {
 	// of their results, kept between appends.
 	args []sqldriver.NamedValue
 	dest [4]sqldriver.Value
+
+	// caller: the statements compiled now are a caller's (CallerSQL);
+	// refused is the transaction control the authorizer refused among
+	// them. Both are used on the writer's goroutine only, the one that
+	// compiles (the authorizer runs inside the compile).
+	caller  bool
+	refused string
 }
 
 // PrepareWriter prepares the append path on conn.
 func (Exec) PrepareWriter(ctx context.Context, conn *sql.Conn) (driver.Writer, error) {
 	w := &writer{conn: conn}
-	var err error
+	// First: installing an authorizer expires the connection's prepared
+	// statements.
+	err := conn.Raw(func(dc any) error {
+		a, ok := dc.(sqlite.AuthorizerRegisterer)
+		if !ok {
+			return fmt.Errorf("sqlitedriver: %T has no authorizer", dc)
+		}
+		return a.RegisterAuthorizer(w.authorize)
+	})
 	prep := func(q string) *sql.Stmt {
 		if err != nil {
 			return nil
@@ -318,6 +334,41 @@ func (w *writer) InTransaction(ctx context.Context) (bool, error) {
 	}
 	_, err := w.conn.ExecContext(ctx, "ROLLBACK")
 	return false, err
+}
+
+// CallerSQL: see driver.Writer.
+func (w *writer) CallerSQL(on bool) string {
+	w.caller = on
+	refused := w.refused
+	w.refused = ""
+	return refused
+}
+
+// authorize is the writer connection's authorizer: it refuses
+// transaction control in a caller's statements and allows everything
+// else. SQLite presents BEGIN, COMMIT, END and ROLLBACK as a transaction
+// action (arg1: BEGIN, COMMIT or ROLLBACK), SAVEPOINT, RELEASE and
+// ROLLBACK TO as a savepoint action (arg1: BEGIN, RELEASE or ROLLBACK;
+// arg2: the name).
+func (w *writer) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, _, _ string) sqlite.AuthorizerReturnCode {
+	if !w.caller {
+		return sqlite.AuthorizerOK
+	}
+	switch action {
+	case sqlite.AuthTransaction:
+		w.refused = arg1
+	case sqlite.AuthSavepoint:
+		w.refused = map[string]string{"BEGIN": "SAVEPOINT", "RELEASE": "RELEASE", "ROLLBACK": "ROLLBACK TO"}[arg1]
+		if w.refused == "" {
+			w.refused = "SAVEPOINT"
+		}
+		if arg2 != "" {
+			w.refused += " " + arg2
+		}
+	default:
+		return sqlite.AuthorizerOK
+	}
+	return sqlite.AuthorizerDeny
 }
 
 // SingleStatementInsert: up to InsertChunk events are one INSERT, and
