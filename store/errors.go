@@ -30,8 +30,7 @@ var (
 	// roll back to a savepoint. The store owns the transaction (appends
 	// and closures sent together share it): return an error from the
 	// closure to undo its writes, use tx.Nested for a scope that can be
-	// undone alone. The statement was not run. Permanent (SQLite; a
-	// PostgreSQL store does not detect it).
+	// undone alone. The statement was not run. Permanent.
 	ErrTxControl = errors.New("transaction control inside an Update closure")
 	// ErrClosed: the store is closed.
 	ErrClosed = errors.New("store closed")

@@ -63,9 +63,11 @@ func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.R
 	if err := tx.check(); err != nil {
 		return nil, err
 	}
-	tx.s.stmts.CallerSQL(true)
+	if refused := tx.s.stmts.CallerSQL(query); refused != "" {
+		return nil, txControlError(refused)
+	}
 	res, err := tx.s.wconn.ExecContext(ctx, query, args...)
-	if refused := tx.s.stmts.CallerSQL(false); refused != "" {
+	if refused := tx.s.stmts.CallerSQLDone(); refused != "" {
 		return nil, txControlError(refused)
 	}
 	return res, mapErr(err)
@@ -77,9 +79,11 @@ func (tx *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql
 	if err := tx.check(); err != nil {
 		return nil, err
 	}
-	tx.s.stmts.CallerSQL(true)
+	if refused := tx.s.stmts.CallerSQL(query); refused != "" {
+		return nil, txControlError(refused)
+	}
 	rows, err := tx.s.wconn.QueryContext(ctx, query, args...)
-	if refused := tx.s.stmts.CallerSQL(false); refused != "" {
+	if refused := tx.s.stmts.CallerSQLDone(); refused != "" {
 		if rows != nil {
 			_ = rows.Close()
 		}
@@ -93,9 +97,11 @@ func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *s
 	if err := tx.check(); err != nil {
 		return errRow(err)
 	}
-	tx.s.stmts.CallerSQL(true)
+	if refused := tx.s.stmts.CallerSQL(query); refused != "" {
+		return errRow(txControlError(refused))
+	}
 	row := tx.s.wconn.QueryRowContext(ctx, query, args...)
-	if refused := tx.s.stmts.CallerSQL(false); refused != "" {
+	if refused := tx.s.stmts.CallerSQLDone(); refused != "" {
 		return errRow(txControlError(refused))
 	}
 	return row
@@ -120,7 +126,7 @@ func txControlError(stmt string) error {
 // short: it holds the writer, and every append waits for it. Do not call
 // Update or Append from inside fn (use tx.Append): that deadlocks. The
 // transaction is the store's: fn does not begin, commit or roll it back,
-// or run savepoints of its own (SQLite refuses them: ErrTxControl); it
+// or run savepoints of its own (the store refuses them: ErrTxControl); it
 // returns an error to undo its writes and uses tx.Nested for a scope.
 func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
 	r := &request{ctx: ctx, fn: func(tx *Tx) error {

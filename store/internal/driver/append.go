@@ -72,19 +72,22 @@ type Writer interface {
 	// transaction (aborted until ROLLBACK TO) or loses the session, which
 	// fails the commit.
 	InTransaction(ctx context.Context) (bool, error)
-	// CallerSQL(true) marks the statements compiled on the writer's
-	// connection from then on as a caller's (the SQL an Update closure
-	// runs through its Tx), until CallerSQL(false), which returns the
-	// transaction control the engine refused among them ("" when none).
+	// CallerSQL is called before a caller's statement (the SQL an Update
+	// closure runs through its Tx) runs on the writer's connection, and
+	// CallerSQLDone after it: between them the engine refuses
+	// transaction control. Each returns the statement refused, "" when
+	// none; the store then reports it and the statement did not run.
 	// The store begins, commits and rolls back the transaction a group
 	// of requests shares, and opens their savepoints: a caller's COMMIT
 	// would commit its neighbours' writes half-done, a ROLLBACK would
 	// drop writes the store then acknowledges, and either would leave
 	// the group's next statements to commit on their own. SQLite refuses
 	// BEGIN, COMMIT, END, ROLLBACK, SAVEPOINT, RELEASE and ROLLBACK TO
-	// while compiling them (its authorizer). PostgreSQL refuses nothing
-	// here yet: it returns "".
-	CallerSQL(on bool) (refused string)
+	// while compiling the statement (its authorizer: CallerSQLDone
+	// answers). PostgreSQL reads the query before it is sent, as the
+	// server splits it into statements (CallerSQL answers).
+	CallerSQL(query string) (refused string)
+	CallerSQLDone() (refused string)
 	// SingleStatementInsert reports whether the engine undoes a failed
 	// statement's own writes and leaves the transaction usable for the
 	// next one, and InsertEvents of n events runs as a single statement.

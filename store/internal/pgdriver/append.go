@@ -279,8 +279,12 @@ func (w *writer) StreamState(ctx context.Context, tenant, stream string, head bo
 // commit.
 func (w *writer) InTransaction(context.Context) (bool, error) { return true, nil }
 
-// CallerSQL refuses nothing: see driver.Writer.
-func (w *writer) CallerSQL(bool) string { return "" }
+// CallerSQL refuses a query that holds transaction control (txControl):
+// see driver.Writer.
+func (w *writer) CallerSQL(query string) string { return txControl(query) }
+
+// CallerSQLDone: CallerSQL decided already.
+func (w *writer) CallerSQLDone() string { return "" }
 
 // SingleStatementInsert: never. PostgreSQL aborts the whole transaction
 // at a failed statement, so every request of a group needs its savepoint

@@ -101,7 +101,8 @@ type writer struct {
 	args []sqldriver.NamedValue
 	dest [4]sqldriver.Value
 
-	// caller: the statements compiled now are a caller's (CallerSQL);
+	// caller: the statements compiled now are a caller's (CallerSQL
+	// until CallerSQLDone);
 	// refused is the transaction control the authorizer refused among
 	// them. Both are used on the writer's goroutine only, the one that
 	// compiles (the authorizer runs inside the compile).
@@ -336,11 +337,16 @@ func (w *writer) InTransaction(ctx context.Context) (bool, error) {
 	return false, err
 }
 
-// CallerSQL: see driver.Writer.
-func (w *writer) CallerSQL(on bool) string {
-	w.caller = on
+// CallerSQL turns the authorizer's check on: see driver.Writer.
+func (w *writer) CallerSQL(string) string {
+	w.caller, w.refused = true, ""
+	return ""
+}
+
+// CallerSQLDone turns it off and says what it refused.
+func (w *writer) CallerSQLDone() string {
 	refused := w.refused
-	w.refused = ""
+	w.caller, w.refused = false, ""
 	return refused
 }
 
