@@ -291,6 +291,9 @@ func (s *Store) runGroup(group []*request) {
 		finish()
 		return
 	}
+	// The writer's methods see every write of this transaction but an
+	// Update closure's (runOne says so).
+	s.stmts.Track(true)
 	now := s.opts.Now().UnixNano()
 	if len(live) == 1 {
 		s.wconn.stmtCtx = live[0].ctx
@@ -428,6 +431,7 @@ func (s *Store) runOne(r *request, now int64, g *reqScope) error {
 		return r.err
 	}
 	tx := &Tx{s: s, now: now}
+	s.stmts.Track(false)
 	r.err = func() (err error) {
 		defer func() {
 			if p := recover(); p != nil {

@@ -72,6 +72,13 @@ type Writer interface {
 	// transaction (aborted until ROLLBACK TO) or loses the session, which
 	// fails the commit.
 	InTransaction(ctx context.Context) (bool, error)
+	// Track(true), right after Begin, says that the transaction writes
+	// through the Writer's methods only; Track(false), before an Update
+	// closure runs, that it writes what the Writer does not see. A
+	// driver may then answer StreamState from what earlier tracked
+	// transactions read and wrote, when it can prove nothing else wrote
+	// since (SQLite: its data version). PostgreSQL ignores it.
+	Track(on bool)
 	// CallerSQL is called before a caller's statement (the SQL an Update
 	// closure runs through its Tx) runs on the writer's connection, and
 	// CallerSQLDone after it: between them the engine refuses

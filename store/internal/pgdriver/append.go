@@ -283,6 +283,9 @@ func (w *writer) InTransaction(context.Context) (bool, error) { return true, nil
 // see driver.Writer.
 func (w *writer) CallerSQL(query string) string { return txControl(query) }
 
+// Track: PostgreSQL reads the stream's state every time.
+func (w *writer) Track(bool) {}
+
 // CallerSQLDone: CallerSQL decided already.
 func (w *writer) CallerSQLDone() string { return "" }
 

@@ -108,6 +108,9 @@ type writer struct {
 	// compiles (the authorizer runs inside the compile).
 	caller  bool
 	refused string
+
+	// cache answers StreamState across transactions (statecache.go).
+	cache stateCache
 }
 
 // PrepareWriter prepares the append path on conn.
@@ -240,14 +243,14 @@ func run(ctx context.Context, st *sql.Stmt) error {
 	return err
 }
 
-// Begin runs BEGIN IMMEDIATE: the write lock from the start.
-func (w *writer) Begin(ctx context.Context) error { return run(ctx, w.begin) }
+// beginTx runs BEGIN IMMEDIATE: the write lock from the start.
+func (w *writer) beginTx(ctx context.Context) error { return run(ctx, w.begin) }
 
-// Commit runs COMMIT.
-func (w *writer) Commit(ctx context.Context) error { return run(ctx, w.commit) }
+// commitTx runs COMMIT.
+func (w *writer) commitTx(ctx context.Context) error { return run(ctx, w.commit) }
 
-// Rollback runs ROLLBACK.
-func (w *writer) Rollback(ctx context.Context) error {
+// rollbackTx runs ROLLBACK.
+func (w *writer) rollbackTx(ctx context.Context) error {
 	_, err := w.conn.ExecContext(ctx, "ROLLBACK")
 	return err
 }
@@ -262,8 +265,8 @@ func (w *writer) Savepoint(ctx context.Context, sp driver.Scope) error {
 	return err
 }
 
-// RollbackTo rolls back to the savepoint.
-func (w *writer) RollbackTo(ctx context.Context, sp driver.Scope) error {
+// rollbackToScope rolls back to the savepoint.
+func (w *writer) rollbackToScope(ctx context.Context, sp driver.Scope) error {
 	if sp == driver.RequestScope {
 		return run(ctx, w.rollbackTo)
 	}
@@ -280,9 +283,9 @@ func (w *writer) Release(ctx context.Context, sp driver.Scope) error {
 	return err
 }
 
-// StreamState runs StreamStateSQL (StreamVersionStateSQL without head):
-// one statement, under the write lock that BEGIN IMMEDIATE took.
-func (w *writer) StreamState(ctx context.Context, tenant, stream string, head bool) (driver.StreamState, error) {
+// queryStreamState runs StreamStateSQL (StreamVersionStateSQL without
+// head): one statement, under the write lock that BEGIN IMMEDIATE took.
+func (w *writer) queryStreamState(ctx context.Context, tenant, stream string, head bool) (driver.StreamState, error) {
 	w.args = append(w.args[:0], sqldriver.NamedValue{Ordinal: 1, Value: tenant}, sqldriver.NamedValue{Ordinal: 2, Value: stream})
 	defer clear(w.args)
 	defer clear(w.dest[:])
@@ -384,9 +387,9 @@ func (w *writer) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, _, _ 
 // the transaction open.
 func (w *writer) SingleStatementInsert(n int) bool { return n >= 1 && n <= InsertChunk }
 
-// InsertEvents inserts up to InsertChunk events per INSERT: one more
+// insertBatch inserts up to InsertChunk events per INSERT: one more
 // statement per further InsertChunk events.
-func (w *writer) InsertEvents(ctx context.Context, b driver.EventBatch) error {
+func (w *writer) insertBatch(ctx context.Context, b driver.EventBatch) error {
 	args := w.args[:0]
 	defer func() {
 		clear(args) // keep no event's data alive
@@ -461,14 +464,14 @@ func (e *RemovedIDError) Error() string {
 	return fmt.Sprintf("UNIQUE constraint failed: events.tenant, events.event_id (tenant %s, id %q: a scavenge removed the event)", e.Tenant, e.EventID)
 }
 
-// CreateStream inserts the streams row.
-func (w *writer) CreateStream(ctx context.Context, tenant, stream string, now int64) error {
+// insertStreamRow inserts the streams row.
+func (w *writer) insertStreamRow(ctx context.Context, tenant, stream string, now int64) error {
 	_, err := w.createStream.ExecContext(ctx, tenant, stream, now)
 	return err
 }
 
-// ReviveStream clears the soft delete.
-func (w *writer) ReviveStream(ctx context.Context, tenant, stream string) error {
+// reviveStreamRow clears the soft delete.
+func (w *writer) reviveStreamRow(ctx context.Context, tenant, stream string) error {
 	_, err := w.reviveStream.ExecContext(ctx, tenant, stream)
 	return err
 }
