@@ -316,3 +316,55 @@ func TestPackedReadsFallBack(t *testing.T) {
 		})
 	}
 }
+
+// TestPackedDataOwned: the data of an event read through the packed
+// column, which is a slice of the column the driver returned, not a
+// copy, is the caller's: changing it changes no other field of the event
+// or of any other event read, and no later read (the driver returns new
+// memory for each value, and each read of the same row).
+func TestPackedDataOwned(t *testing.T) {
+	p := newPackedDB(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	evs := randomEvents(rng, "e", 60)
+	for i := range evs {
+		evs[i].Time = time.Unix(0, int64(i+1)*1e9).UTC()
+		// The same data in every event: a driver that shared the memory
+		// of equal values would show it.
+		evs[i].Data = []byte("same \xff data")
+	}
+	p.add(t, "acme", "a", evs)
+	p.add(t, "globex", "b", evs[:1])
+	ctx := context.Background()
+	want := p.plain(t, SelectEvents+` ORDER BY position`)
+	for _, read := range []func() []envelope.Event{
+		func() []envelope.Event { return readAll(t, p.reader, &driver.LogFilter{}, 1000) },
+		func() []envelope.Event { return readAll(t, p.reader, &driver.LogFilter{}, 7) },
+		func() []envelope.Event {
+			got, err := p.reader.ReadStream(ctx, nil, "acme", "a", 1, false, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got
+		},
+	} {
+		first, second := read(), read()
+		for i := range first {
+			for j := range first[i].Data {
+				first[i].Data[j] = '#'
+			}
+		}
+		for i := range first {
+			changed := first[i]
+			changed.Data = want[i].Data
+			if diff := cmp.Diff(want[i], changed); diff != "" {
+				t.Errorf("position %d: changing the data changed the event (-read +changed):\n%s", want[i].Position, diff)
+			}
+			if diff := cmp.Diff(want[i], second[i]); diff != "" {
+				t.Errorf("position %d: changing the data of one read changed another (-plain +read):\n%s", want[i].Position, diff)
+			}
+		}
+		if third := read(); !cmp.Equal(want[:len(third)], third) {
+			t.Errorf("a read after the data of an earlier one changed differs from the plain read")
+		}
+	}
+}
