@@ -8,9 +8,9 @@ import (
 	"maps"
 	"mime"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -173,7 +173,7 @@ func (e *Event) IsJSON() bool { return IsJSONContentType(e.DataContentType) }
 
 // IsJSONContentType reports whether a datacontenttype denotes JSON data.
 func IsJSONContentType(ct string) bool {
-	if ct == "" {
+	if ct == "" || ct == DefaultContentType {
 		return true
 	}
 	mt := ct
@@ -261,15 +261,37 @@ func compactJSONSlow(data []byte) ([]byte, error) {
 
 var errNotJSON = errors.New("not valid JSON")
 
-var tenantRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
-
 // ValidateTenant checks a tenant name: 1-64 characters of A-Z a-z 0-9 . _ -
 func ValidateTenant(tenant string) error {
-	if !tenantRE.MatchString(tenant) {
+	if !validTenant(tenant) {
 		return &InvalidError{Index: -1, Field: "tenant", Reason: strconv.Quote(truncate(tenant)) + " is not 1-64 characters of A-Z a-z 0-9 . _ -"}
 	}
 	return nil
 }
+
+// validTenant reports whether tenant is 1-64 bytes of A-Z a-z 0-9 . _ -:
+// the regular expression ^[A-Za-z0-9._-]{1,64}$ without the regexp
+// engine, which every event of every append ran (validate checks the
+// event's tenant).
+func validTenant(tenant string) bool {
+	if len(tenant) == 0 || len(tenant) > 64 {
+		return false
+	}
+	for i := 0; i < len(tenant); i++ {
+		if !tenantByte[tenant[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+// tenantByte marks the bytes a tenant name may hold.
+var tenantByte = func() (t [256]bool) {
+	for c := 0; c < 256; c++ {
+		t[c] = 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-'
+	}
+	return t
+}()
 
 // ValidateStream checks a stream id: 1-255 bytes of valid UTF-8, no
 // control character (Unicode Cc), no leading or trailing white space
@@ -346,11 +368,8 @@ func (e *Event) validate(l Limits, checkJSON bool) error {
 	if err := checkString("id", e.ID, true); err != nil {
 		return err
 	}
-	if err := checkString("source", e.Source, true); err != nil {
+	if err := checkSource(e.Source); err != nil {
 		return err
-	}
-	if _, err := url.Parse(e.Source); err != nil {
-		return invalid("source", "not a URI-reference: %v", err)
 	}
 	if err := checkString("type", e.Type, true); err != nil {
 		return err
@@ -397,9 +416,11 @@ func (e *Event) validate(l Limits, checkJSON bool) error {
 	if err := checkString(ExtCausationID, e.CausationID, false); err != nil {
 		return err
 	}
-	for name, v := range e.Extensions {
-		if err := validateExtension(name, v); err != nil {
-			return err
+	if len(e.Extensions) > 0 { // ranging over a nil map still costs an iterator
+		for name, v := range e.Extensions {
+			if err := validateExtension(name, v); err != nil {
+				return err
+			}
 		}
 	}
 	maxData, maxEvent := l.resolve()
@@ -482,6 +503,9 @@ func (e *Event) EventBytes() int {
 	if e.CausationID != "" {
 		attr(ExtCausationID, len(e.CausationID))
 	}
+	if len(e.Extensions) == 0 {
+		return n
+	}
 	for name, v := range e.Extensions {
 		switch x := v.(type) {
 		case string:
@@ -518,9 +542,92 @@ func checkString(field, v string, required bool) error {
 	return nil
 }
 
+// checkedSource is the last source that checkSource accepted, or nil.
+// The events of a batch, and of one producer, mostly share their source,
+// and its check parses it as a URI-reference (url.Parse, which
+// allocates): a source equal to this one passes without it. The check
+// depends on the string alone, so the result is the same; only accepted
+// sources are kept, each as a copy of its own, which a caller cannot
+// change under it.
+var checkedSource atomic.Pointer[string]
+
+// checkSource checks a source attribute: checkSourceFull, skipped for
+// the source it last accepted.
+func checkSource(src string) error {
+	if p := checkedSource.Load(); p != nil && *p == src {
+		return nil
+	}
+	if err := checkSourceFull(src); err != nil {
+		return err
+	}
+	c := strings.Clone(src)
+	checkedSource.Store(&c)
+	return nil
+}
+
+// checkSourceFull checks a source attribute: a non-empty attribute
+// string that is a URI-reference.
+func checkSourceFull(src string) error {
+	if err := checkString("source", src, true); err != nil {
+		return err
+	}
+	if _, err := url.Parse(src); err != nil {
+		return invalid("source", "not a URI-reference: %v", err)
+	}
+	return nil
+}
+
 // validateContentType checks an RFC 2046 media type: type "/" subtype
-// with optional parameters.
+// with optional parameters. A plain type/subtype of token characters
+// (application/json, the usual case) passes without the general parse,
+// which allocates.
 func validateContentType(ct string) error {
+	if plainMediaType(ct) {
+		return nil
+	}
+	return validateContentTypeFull(ct)
+}
+
+// plainMediaType reports whether ct is type "/" subtype, both non-empty
+// runs of RFC 2045 token characters (printable ASCII but space and
+// tspecials), without parameters, at most MaxAttributeBytes long: a
+// value that validateContentTypeFull
+// accepts, decided in one pass without allocating. For anything else it
+// returns false and leaves the decision, and the error, to
+// validateContentTypeFull.
+func plainMediaType(ct string) bool {
+	if len(ct) > MaxAttributeBytes {
+		return false
+	}
+	slash := -1
+	for i := 0; i < len(ct); i++ {
+		c := ct[i]
+		if c == '/' {
+			if slash >= 0 {
+				return false
+			}
+			slash = i
+			continue
+		}
+		if !mediaTokenByte[c] {
+			return false
+		}
+	}
+	return slash > 0 && slash < len(ct)-1
+}
+
+// mediaTokenByte marks RFC 2045 token characters: printable ASCII but
+// space and the tspecials ()<>@,;:\"/[]?=.
+var mediaTokenByte = func() (t [256]bool) {
+	for c := 0x21; c < 0x7f; c++ {
+		t[c] = !strings.ContainsRune(`()<>@,;:\"/[]?=`, rune(c))
+	}
+	return t
+}()
+
+// validateContentTypeFull is validateContentType without its fast path,
+// which the tests compare it with.
+func validateContentTypeFull(ct string) error {
 	if err := checkString("datacontenttype", ct, true); err != nil {
 		return err
 	}
