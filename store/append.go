@@ -253,7 +253,13 @@ func (s *Store) prepareAppendAs(own bool, tenant, stream string, expected Expect
 	}
 	now := s.opts.Now()
 	evs := make([]envelope.Event, len(events))
+	// The ids of a batch must differ. Ids from one producer (ULIDs, the
+	// ones Prepare fills in) mostly come in ascending order, which proves
+	// them distinct without a set: ascending holds while every id is
+	// greater than the one before, and seen is built only once an id is
+	// not, from the ids before it, which are distinct.
 	var seen map[string]int
+	ascending := true
 	for i := range events {
 		e := events[i]
 		if e.Stream != "" && e.Stream != stream {
@@ -286,9 +292,13 @@ func (s *Store) prepareAppendAs(own bool, tenant, stream string, expected Expect
 			}
 			return nil, err
 		}
-		if len(events) > 1 {
-			if seen == nil {
+		if !ascending || i > 0 && e.ID <= evs[i-1].ID {
+			if ascending {
+				ascending = false
 				seen = make(map[string]int, len(events))
+				for j := range i {
+					seen[evs[j].ID] = j
+				}
 			}
 			if j, dup := seen[e.ID]; dup {
 				return nil, &DuplicateError{Tenant: tenant, EventID: e.ID, Reason: fmt.Sprintf("events %d and %d of one batch share it", j, i)}
