@@ -22,7 +22,6 @@ func TestAppendQueryPlans(t *testing.T) {
 	if _, err := s.rdb.ExecContext(ctx, `ANALYZE`); err != nil {
 		t.Fatal(err)
 	}
-	insert2 := insertEventsSQL(2)
 	tests := []struct {
 		name  string
 		query string
@@ -43,7 +42,9 @@ func TestAppendQueryPlans(t *testing.T) {
 			[]string{"SEARCH streams USING PRIMARY KEY (tenant=? AND stream_id=?)"}},
 		// The foreign key of outbox rows makes each new event look up
 		// outbox rows that would reference it: a key lookup.
-		{"insert events", insert2, make([]any, 2*eventCols),
+		{"insert events", insertEventsSQL(2, 0), make([]any, insertEventsArgs(2, 0)),
+			[]string{"SEARCH outbox USING INTEGER PRIMARY KEY (rowid=?)"}},
+		{"insert events sharing their source, time...", insertEventsSQL(2, sharedAll), make([]any, insertEventsArgs(2, sharedAll)),
 			[]string{"SEARCH outbox USING INTEGER PRIMARY KEY (rowid=?)"}},
 		{"stream version", streamVersionSQL, []any{"t", "s"},
 			[]string{"SEARCH s USING PRIMARY KEY (tenant=? AND stream_id=?)",

@@ -6,6 +6,7 @@ import "github.com/eventlite/eventlite/store/internal/sqlitedriver"
 // (append_plan_test.go, outbox_plan_test.go) use.
 var (
 	insertEventsSQL    = sqlitedriver.InsertEventsSQL
+	insertEventsArgs   = sqlitedriver.InsertEventsArgs
 	streamsPageSQL     = sqlitedriver.StreamsPageSQL
 	streamStateSQL     = sqlitedriver.StreamStateSQL
 	createStreamSQL    = sqlitedriver.CreateStreamSQL
@@ -18,7 +19,7 @@ var (
 )
 
 const (
-	eventCols           = sqlitedriver.EventCols
+	sharedAll           = sqlitedriver.SharedAll
 	readOutboxQuery     = sqlitedriver.ReadOutboxQuery
 	advanceSettledQuery = sqlitedriver.AdvanceSettledQuery
 	advanceScannedQuery = sqlitedriver.AdvanceScannedQuery

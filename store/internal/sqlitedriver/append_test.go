@@ -29,7 +29,7 @@ INSERT INTO position_floor VALUES (1, 7);`
 
 // newTestWriter opens a new file with appendSchema and then extra, and
 // prepares a writer on its one connection; both close when t ends.
-func newTestWriter(t *testing.T, extra string) (*sql.Conn, driver.Writer) {
+func newTestWriter(t testing.TB, extra string) (*sql.Conn, driver.Writer) {
 	t.Helper()
 	ctx := context.Background()
 	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "w.db"))
