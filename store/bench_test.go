@@ -252,10 +252,12 @@ func benchStoreOpener(path, synchronous string) func() (*store.Store, error) {
 // 100 streams in turn, from one goroutine: the store, the raw baseline
 // (raw, x_raw), the minimal baseline (min, x_min) and the store's schema
 // and statements before the append-cost work (old, x_old), each on a file of
-// its own that is open only while its side runs. Latencies: p50_ms and
-// so on for the store, raw_p50_ms and so on for the raw baseline. Batches
-// of 100 also run a fifth side, rawprep: the raw baseline after
-// envelope's Prepare of each event.
+// its own that is open only while its side runs, and boundDB, the
+// cheapest statements on the store's schema and nothing else (bound:
+// bound_x_min is the ceiling of the store's x_min on its schema, x_bound
+// the store's rate over it). Latencies: p50_ms and so on for the store,
+// raw_p50_ms and so on for the raw baseline. Batches of 100 also run
+// rawprep: the raw baseline after envelope's Prepare of each event.
 func BenchmarkAppend(b *testing.B) {
 	for _, c := range []struct {
 		batch int
@@ -321,7 +323,18 @@ func BenchmarkAppend(b *testing.B) {
 					}
 				}
 			}}
-			sides := []*benchSide{rs, ss, ms, olds}
+			// The ceiling on the store's schema (boundDB: its cheapest
+			// statements and nothing else): bound_x_min = its rate over
+			// the minimal table's, x_bound = the store's over its.
+			bound := newReopen(b, func() (*boundDB, error) { return newBoundDB(filepath.Join(dir, "bound.db"), c.sync) })
+			bs := &benchSide{name: "bound", open: bound.open, close: bound.close, run: func(k int) {
+				for i := range k {
+					if err := bound.h.appendTx("acme", stream(i), rawEvs[i]); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}}
+			sides := []*benchSide{rs, ss, ms, olds, bs}
 			var rp *benchSide
 			if c.batch > 1 {
 				// The raw baseline plus the validation the store does
@@ -347,6 +360,10 @@ func BenchmarkAppend(b *testing.B) {
 			}
 			runPaired(b, c.chunk, prep, sides...)
 			reportPaired(b, float64(c.batch), rs, ss, sides[2:]...)
+			if br, mr := bs.rate(float64(c.batch)), ms.rate(float64(c.batch)); br > 0 && mr > 0 {
+				b.ReportMetric(ss.rate(float64(c.batch))/br, "x_bound")
+				b.ReportMetric(br/mr, "bound_x_min")
+			}
 			if rp != nil {
 				if r := rp.rate(float64(c.batch)); r > 0 {
 					b.ReportMetric(ss.rate(float64(c.batch))/r, "x_rawprep")
