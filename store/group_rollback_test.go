@@ -31,21 +31,9 @@ func TestGroupTransactionRolledBackUnderIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	errIO := errors.New("disk I/O error")
-	var group []*request
-	add := func(r *request) *request {
-		r.ctx, r.done = ctx, make(chan struct{})
-		group = append(group, r)
-		return r
-	}
-	appendReq := func(stream, id string) *request {
-		a, err := s.prepareAppend("acme", stream, Any, []envelope.Event{ev(id)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return add(&request{a: a})
-	}
-	before := appendReq("s0", "before")
-	lost := add(&request{fn: func(tx *Tx) error {
+	g := &handGroup{t: t, s: s, ctx: ctx}
+	before := g.append("s0", ev("before"))
+	lost := g.add(&request{fn: func(tx *Tx) error {
 		if _, err := tx.Append(ctx, "acme", "s1", Any, ev("in-closure")); err != nil {
 			return err
 		}
@@ -56,16 +44,9 @@ func TestGroupTransactionRolledBackUnderIt(t *testing.T) {
 		}
 		return errIO
 	}})
-	after := appendReq("s2", "after")
-	afterNew := appendReq("s3", "after-new")
-
-	s.w.mu.Lock()
-	s.runGroup(group)
-	s.w.mu.Unlock()
-
-	for _, r := range group {
-		<-r.done
-	}
+	after := g.append("s2", ev("after"))
+	afterNew := g.append("s3", ev("after-new"))
+	g.run()
 	if !errors.Is(lost.err, errIO) {
 		t.Errorf("the failing closure: %v, want its own error", lost.err)
 	}
@@ -90,5 +71,41 @@ func TestGroupTransactionRolledBackUnderIt(t *testing.T) {
 	}
 	if err := s.CheckInvariants(ctx); err != nil {
 		t.Error(err)
+	}
+}
+
+// handGroup builds a group commit by hand: requests that the writer runs
+// in one transaction (run), as it would requests queued together.
+type handGroup struct {
+	t    *testing.T
+	s    *Store
+	ctx  context.Context
+	reqs []*request
+}
+
+// add queues r.
+func (g *handGroup) add(r *request) *request {
+	r.ctx, r.done = g.ctx, make(chan struct{})
+	g.reqs = append(g.reqs, r)
+	return r
+}
+
+// append queues an append of evs to stream (tenant acme, Any).
+func (g *handGroup) append(stream string, evs ...envelope.Event) *request {
+	g.t.Helper()
+	a, err := g.s.prepareAppend("acme", stream, Any, evs)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	return g.add(&request{a: a})
+}
+
+// run runs the queued requests as one group and waits for them all.
+func (g *handGroup) run() {
+	g.s.w.mu.Lock()
+	g.s.runGroup(g.reqs)
+	g.s.w.mu.Unlock()
+	for _, r := range g.reqs {
+		<-r.done
 	}
 }

@@ -129,35 +129,19 @@ func TestTxControlInGroup(t *testing.T) {
 			t.Run(stmt+"/"+name, func(t *testing.T) {
 				ctx := context.Background()
 				ev := func(id string) envelope.Event { return envelope.Event{ID: id, Source: "/test", Type: "t.happened"} }
-				var group []*request
-				add := func(r *request) *request {
-					r.ctx, r.done = ctx, make(chan struct{})
-					group = append(group, r)
-					return r
-				}
-				appendReq := func(stream, id string) *request {
-					a, err := s.prepareAppend("acme", stream, Any, []envelope.Event{ev(id)})
-					if err != nil {
-						t.Fatal(err)
-					}
-					return add(&request{a: a})
-				}
-				appendReq("s0", "before")
+				g := &handGroup{t: t, s: s, ctx: ctx}
+				g.append("s0", ev("before"))
 				var refused error
-				add(&request{fn: func(tx *Tx) error {
+				g.add(&request{fn: func(tx *Tx) error {
 					if _, err := tx.Append(ctx, "acme", "s1", Any, ev("in-closure")); err != nil {
 						return err
 					}
 					_, refused = tx.ExecContext(ctx, stmt)
 					return nil
 				}})
-				appendReq("s2", "after")
-
-				s.w.mu.Lock()
-				s.runGroup(group)
-				s.w.mu.Unlock()
-				for i, r := range group {
-					<-r.done
+				g.append("s2", ev("after"))
+				g.run()
+				for i, r := range g.reqs {
 					if r.err != nil {
 						t.Errorf("request %d: %v", i, r.err)
 					}
