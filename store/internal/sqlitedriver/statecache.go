@@ -77,6 +77,9 @@ func (c *stateCache) drop() {
 // version. The transaction starts untracked: Track(true) says the store
 // writes through the Writer only.
 func (w *writer) Begin(ctx context.Context) error {
+	// The store's own statements are never a caller's, even after a
+	// caller's statement that panicked before CallerSQLDone.
+	w.caller = false
 	if err := w.beginTx(ctx); err != nil {
 		return err
 	}
@@ -110,6 +113,7 @@ func (w *writer) Track(on bool) {
 // Commit runs COMMIT; the transaction's reads and writes become the
 // cache when the writer saw them all, and the cache is dropped when not.
 func (w *writer) Commit(ctx context.Context) error {
+	w.caller = false
 	c := &w.cache
 	if err := w.commitTx(ctx); err != nil {
 		c.drop()
@@ -145,6 +149,7 @@ func (w *writer) Commit(ctx context.Context) error {
 // next Begin checks it).
 func (w *writer) Rollback(ctx context.Context) error {
 	w.cache.tracked = false
+	w.caller = false
 	return w.rollbackTx(ctx)
 }
 
@@ -152,6 +157,7 @@ func (w *writer) Rollback(ctx context.Context) error {
 // writes left may be undone, so it is no longer tracked.
 func (w *writer) RollbackTo(ctx context.Context, sp driver.Scope) error {
 	w.cache.tracked = false
+	w.caller = false
 	return w.rollbackToScope(ctx, sp)
 }
 
