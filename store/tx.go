@@ -60,15 +60,10 @@ func (tx *Tx) check() error {
 
 // ExecContext runs a statement in the transaction.
 func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if err := tx.check(); err != nil {
-		return nil, err
-	}
-	if refused := tx.s.stmts.CallerSQL(query); refused != "" {
-		return nil, txControlError(refused)
-	}
-	res, err := tx.s.wconn.ExecContext(ctx, query, args...)
-	if refused := tx.s.stmts.CallerSQLDone(); refused != "" {
-		return nil, txControlError(refused)
+	var res sql.Result
+	var err error
+	if cerr := tx.callerSQL(query, func() { res, err = tx.s.wconn.ExecContext(ctx, query, args...) }); cerr != nil {
+		return nil, cerr
 	}
 	return res, mapErr(err)
 }
@@ -76,35 +71,44 @@ func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.R
 // QueryContext runs a query in the transaction; it sees the transaction's
 // own writes. Close the rows before the closure returns.
 func (tx *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if err := tx.check(); err != nil {
-		return nil, err
-	}
-	if refused := tx.s.stmts.CallerSQL(query); refused != "" {
-		return nil, txControlError(refused)
-	}
-	rows, err := tx.s.wconn.QueryContext(ctx, query, args...)
-	if refused := tx.s.stmts.CallerSQLDone(); refused != "" {
+	var rows *sql.Rows
+	var err error
+	if cerr := tx.callerSQL(query, func() { rows, err = tx.s.wconn.QueryContext(ctx, query, args...) }); cerr != nil {
 		if rows != nil {
 			_ = rows.Close()
 		}
-		return nil, txControlError(refused)
+		return nil, cerr
 	}
 	return rows, mapErr(err)
 }
 
 // QueryRowContext runs a query that returns at most one row.
 func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if err := tx.check(); err != nil {
-		return errRow(err)
-	}
-	if refused := tx.s.stmts.CallerSQL(query); refused != "" {
-		return errRow(txControlError(refused))
-	}
-	row := tx.s.wconn.QueryRowContext(ctx, query, args...)
-	if refused := tx.s.stmts.CallerSQLDone(); refused != "" {
-		return errRow(txControlError(refused))
+	var row *sql.Row
+	if cerr := tx.callerSQL(query, func() { row = tx.s.wconn.QueryRowContext(ctx, query, args...) }); cerr != nil {
+		return errRow(cerr)
 	}
 	return row
+}
+
+// callerSQL runs a caller's statement (run) with the engine's check of
+// transaction control on (driver.Writer.CallerSQL), turned off again
+// whatever run does, a panic included, so that the store's own
+// statements never run under it. It returns what was refused.
+func (tx *Tx) callerSQL(query string, run func()) (err error) {
+	if err := tx.check(); err != nil {
+		return err
+	}
+	if refused := tx.s.stmts.CallerSQL(query); refused != "" {
+		return txControlError(refused)
+	}
+	defer func() {
+		if refused := tx.s.stmts.CallerSQLDone(); refused != "" {
+			err = txControlError(refused)
+		}
+	}()
+	run()
+	return nil
 }
 
 // txControlError says why a caller's statement was refused: it is the

@@ -77,9 +77,6 @@ func (c *stateCache) drop() {
 // version. The transaction starts untracked: Track(true) says the store
 // writes through the Writer only.
 func (w *writer) Begin(ctx context.Context) error {
-	// The store's own statements are never a caller's, even after a
-	// caller's statement that panicked before CallerSQLDone.
-	w.caller = false
 	if err := w.beginTx(ctx); err != nil {
 		return err
 	}
@@ -107,13 +104,12 @@ func (w *writer) Track(on bool) {
 		c.tx, c.txRem = map[streamKey]driver.StreamState{}, map[string]bool{}
 		c.streams, c.removed = map[streamKey]driver.StreamState{}, map[string]bool{}
 	}
-	c.tracked = len(c.tx) == 0 && c.txLast == 0
+	c.tracked = true // right after Begin, which emptied the transaction's state
 }
 
 // Commit runs COMMIT; the transaction's reads and writes become the
 // cache when the writer saw them all, and the cache is dropped when not.
 func (w *writer) Commit(ctx context.Context) error {
-	w.caller = false
 	c := &w.cache
 	if err := w.commitTx(ctx); err != nil {
 		c.drop()
@@ -149,7 +145,6 @@ func (w *writer) Commit(ctx context.Context) error {
 // next Begin checks it).
 func (w *writer) Rollback(ctx context.Context) error {
 	w.cache.tracked = false
-	w.caller = false
 	return w.rollbackTx(ctx)
 }
 
@@ -157,7 +152,6 @@ func (w *writer) Rollback(ctx context.Context) error {
 // writes left may be undone, so it is no longer tracked.
 func (w *writer) RollbackTo(ctx context.Context, sp driver.Scope) error {
 	w.cache.tracked = false
-	w.caller = false
 	return w.rollbackToScope(ctx, sp)
 }
 
