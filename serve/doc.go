@@ -25,6 +25,15 @@
 //     log for all readers; a reader whose bounded queue fills, or that does
 //     not take its data within Options.WriteTimeout, is dropped.
 //   - Tokens are compared in constant time and never logged.
+//   - A request whose Host is not localhost, an IP literal or one of
+//     Options.AllowedHosts reaches no handler (DNS rebinding); a body that
+//     arrives slower than Options.MinBodyRate is cut with 408; the bodies
+//     held at once stay within Options.MaxBufferedBodyBytes (503 beyond);
+//     a client that stops reading a response is dropped after
+//     Options.WriteTimeout; failed authentications are rate-limited per
+//     client address, never a valid token; one token's sessions never end
+//     another's. Handler.Serve closes what is left after
+//     Options.ShutdownGrace and returns nil.
 //   - An effect waiting for a person is approved or rejected with the
 //     store's Effects.Approve and Reject (one transaction each; the
 //     approval names the hash of the exact arguments listed), and each

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/hostguard"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -32,12 +33,14 @@ var problemKinds = map[string]struct {
 	"tenant-forbidden":          {403, "The token does not give access to this tenant"},
 	"read-only":                 {403, "The token is read-only"},
 	"cross-site":                {403, "The request did not come from this server's own page"},
+	hostguard.Problem:           {hostguard.Status, hostguard.Title},
 	"not-found":                 {404, "No such resource"},
 	"stream-not-found":          {404, "The stream does not exist"},
 	"event-not-found":           {404, "The event does not exist"},
 	"dead-letter-not-found":     {404, "The dead letter does not exist"},
 	"effect-not-found":          {404, "The effect does not exist"},
 	"method-not-allowed":        {405, "The method is not allowed here"},
+	"request-timeout":           {408, "The request body arrived too slowly"},
 	"stream-deleted":            {410, "The stream was hard-deleted"},
 	"duplicate-event-id":        {409, "The event id is already used"},
 	"idempotency-key-in-flight": {409, "A request with this Idempotency-Key is in progress"},
@@ -47,6 +50,7 @@ var problemKinds = map[string]struct {
 	"too-large":                 {413, "The request or an event is too large"},
 	"unsupported-media-type":    {415, "The Content-Type is not supported"},
 	"idempotency-key-mismatch":  {422, "The Idempotency-Key was used for another request"},
+	"too-many-failures":         {429, "Too many failed authentications from this address"},
 	"internal":                  {500, "Internal error"},
 	"busy":                      {503, "The database is busy"},
 }

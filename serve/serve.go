@@ -2,6 +2,8 @@ package serve
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -14,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/hostguard"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -38,9 +41,9 @@ type Options struct {
 	// Heartbeat is the default interval of live readers' heartbeats (a
 	// request may ask for another with heartbeat=D). Default 15s.
 	Heartbeat time.Duration
-	// WriteTimeout bounds each write to a live reader: one that does not
-	// take its data within it is dropped (it resumes on reconnect).
-	// Default 10s.
+	// WriteTimeout bounds each write of a response: a client that does
+	// not take its data within it is dropped (a live reader resumes on
+	// reconnect). Default 10s.
 	WriteTimeout time.Duration
 	// MaxDataBytes and MaxEventBytes are the store's limits, shown in
 	// /v1/info. Default envelope's defaults.
@@ -48,6 +51,46 @@ type Options struct {
 	// Logger receives structured logs. Tokens are never logged. Default:
 	// none.
 	Logger hclog.Logger
+	// AllowedHosts are host names (no port) served besides localhost and
+	// IP literals, which are always served, whatever the port. A request
+	// whose Host is anything else is refused with 403 host-not-allowed
+	// before any handler, tokens or not: a web page whose name an
+	// attacker rebinds to 127.0.0.1 sends its own name. Default none.
+	AllowedHosts []string
+	// MinBodyRate and BodyGrace bound how slowly a request body may
+	// arrive: after BodyGrace from the end of the headers, the body must
+	// have arrived at MinBodyRate bytes per second on average, and it may
+	// never pause longer than BodyGrace; else the request is answered 408
+	// request-timeout and its connection closed. Defaults 1024 bytes/s
+	// and 10s. Requests without a body (every live read) are exempt.
+	MinBodyRate int
+	BodyGrace   time.Duration
+	// MaxBufferedBodyBytes bounds the request bodies held in memory at
+	// once across all requests: a body is read whole before its handler
+	// runs, and one that would pass the bound is answered 503 busy with
+	// Retry-After. Default 64 MiB (four bodies of MaxBodyBytes).
+	MaxBufferedBodyBytes int64
+	// IdleTimeout closes a keep-alive connection that sends no new request
+	// within it (used by Serve). Default 2m.
+	IdleTimeout time.Duration
+	// ShutdownGrace is how long Serve lets requests in flight finish once
+	// its context ends; the connections still open then are closed, and
+	// a warning names how many. Default 30s.
+	ShutdownGrace time.Duration
+	// AuthFailureBurst and AuthFailureInterval rate-limit failed
+	// authentications per client address (IPv6: per /64): a client may
+	// fail AuthFailureBurst times in a row and once more per
+	// AuthFailureInterval; beyond that a failed request is answered 429
+	// too-many-failures with Retry-After. A request with a valid token is
+	// never refused. Defaults 20 and 1s.
+	AuthFailureBurst    int
+	AuthFailureInterval time.Duration
+	// AccessLog, when set, receives one JSON line per request: time,
+	// method, route (the path's pattern: no stream id, event id or
+	// effect key), status, bytes, duration, tenant and the token (its
+	// index in Tokens and its tenant, never its secret); no headers, no
+	// bodies. Default nil: off. Writes are serialized.
+	AccessLog io.Writer
 	// Propagator reads a request's per-hop trace context (the
 	// `traceparent` and `tracestate` headers under W3C TraceContext), on
 	// which an append's span is parented; the events' stored origin is
@@ -73,6 +116,11 @@ type Handler struct {
 	hub     *hub
 
 	sessions sessions // the web page's, by cookie
+
+	hosts   *hostguard.Check
+	bodies  budget
+	limiter limiter
+	access  *accessLog // nil: off
 }
 
 // New returns the API over s. Close it to end its live readers.
@@ -96,6 +144,31 @@ func New(s *store.Store, opts *Options) (*Handler, error) {
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
+	if o.MinBodyRate <= 0 {
+		o.MinBodyRate = DefaultMinBodyRate
+	}
+	if o.BodyGrace <= 0 {
+		o.BodyGrace = DefaultBodyGrace
+	}
+	if o.MaxBufferedBodyBytes <= 0 {
+		o.MaxBufferedBodyBytes = DefaultMaxBufferedBodyBytes
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.ShutdownGrace <= 0 {
+		o.ShutdownGrace = DefaultShutdownGrace
+	}
+	if o.AuthFailureBurst <= 0 {
+		o.AuthFailureBurst = DefaultAuthFailureBurst
+	}
+	if o.AuthFailureInterval <= 0 {
+		o.AuthFailureInterval = DefaultAuthFailureInterval
+	}
+	hosts, err := hostguard.New(o.AllowedHosts)
+	if err != nil {
+		return nil, fmt.Errorf("serve: AllowedHosts: %w", err)
+	}
 	for _, t := range o.Tokens {
 		if t.Secret == "" {
 			return nil, errors.New("serve: a token has an empty secret")
@@ -105,6 +178,12 @@ func New(s *store.Store, opts *Options) (*Handler, error) {
 		s: s, opts: o, log: o.Logger, tokens: hashTokens(o.Tokens),
 		inFlight: make(map[string]bool),
 		closing:  make(chan struct{}),
+		hosts:    hosts,
+		bodies:   budget{max: o.MaxBufferedBodyBytes},
+		limiter:  limiter{burst: o.AuthFailureBurst, every: o.AuthFailureInterval},
+	}
+	if o.AccessLog != nil {
+		h.access = &accessLog{w: o.AccessLog}
 	}
 	h.hub = &hub{s: s, closing: h.closing}
 	return h, nil
@@ -217,9 +296,10 @@ var methods = map[string][]string{
 	"dead-letters":      {"GET", "HEAD"},
 }
 
-// ServeHTTP answers one request. The order of checks: the route, auth,
-// the tenant, then each endpoint's own validation.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// route answers one request that passed the Host rule. The order of
+// checks: the route, auth, the tenant, the body (read whole), then each
+// endpoint's own validation.
+func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 	if h.cors(w, r) || h.serveUI(w, r) {
 		return
 	}
@@ -292,6 +372,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeProblem(w, p)
 			return
 		}
+	}
+	if !h.bufferBody(w, r, MaxBodyBytes) {
+		return
 	}
 	switch rt.kind {
 	case "info":

@@ -103,6 +103,9 @@ func (h *Handler) lookup(r *http.Request) (access, bool) {
 	auth := r.Header.Get("Authorization")
 	if auth == "" {
 		if i, ok := h.sessions.lookup(r); ok {
+			if info := infoOf(r); info != nil {
+				info.token = i
+			}
 			t := h.tokens[i]
 			return access{tenant: t.tenant, readOnly: t.readOnly, cookie: true}, true
 		}
@@ -115,6 +118,9 @@ func (h *Handler) lookup(r *http.Request) (access, bool) {
 	found := h.matchSecret(strings.TrimSpace(secret))
 	if found < 0 {
 		return access{}, false
+	}
+	if info := infoOf(r); info != nil {
+		info.token = found
 	}
 	t := h.tokens[found]
 	return access{tenant: t.tenant, readOnly: t.readOnly}, true
@@ -143,8 +149,7 @@ func (h *Handler) authorize(r *http.Request, tenant string, write bool) *Problem
 		}
 	}
 	if !ok {
-		return newProblem("unauthorized", "send Authorization: Bearer SECRET with a token the server was started with").
-			with("WWW-Authenticate", `Bearer realm="eventlite"`)
+		return h.unauthorized(r, "send Authorization: Bearer SECRET with a token the server was started with")
 	}
 	if a.all {
 		return nil

@@ -29,8 +29,12 @@ const SessionCookie = "eventlite_session"
 // SessionTTL is how long a session lasts after the exchange.
 const SessionTTL = 12 * time.Hour
 
-// maxSessions bounds the sessions kept: the oldest is dropped beyond it.
-const maxSessions = 10000
+// MaxSessionsPerToken bounds the sessions kept per token: beyond it, that
+// token's oldest session ends. One token never ends another's sessions.
+const MaxSessionsPerToken = 1000
+
+// maxSessionBodyBytes bounds POST /ui/session's body.
+const maxSessionBodyBytes = 4096
 
 // uiCSP allows the page's own script, style and requests only: even a
 // bug that put event data into HTML could run nothing.
@@ -101,10 +105,13 @@ func (h *Handler) createSession(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, problemf("unsupported-media-type", "send the token as application/json: {\"token\":\"SECRET\"}"))
 		return
 	}
+	if !h.bufferBody(w, r, maxSessionBodyBytes) {
+		return
+	}
 	var in struct {
 		Token string `json:"token"`
 	}
-	if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&in); err != nil {
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxSessionBodyBytes)).Decode(&in); err != nil {
 		p := problemf("invalid-parameter", "the body must be {\"token\":\"SECRET\"}: %v", err)
 		p.Field, p.Reason = "token", "a JSON string"
 		writeProblem(w, p)
@@ -120,9 +127,11 @@ func (h *Handler) createSession(w http.ResponseWriter, r *http.Request) {
 	}
 	i := h.matchSecret(in.Token)
 	if i < 0 {
-		writeProblem(w, newProblem("unauthorized", "no such token: use one the server was started with").
-			with("WWW-Authenticate", `Bearer realm="eventlite"`))
+		writeProblem(w, h.unauthorized(r, "no such token: use one the server was started with"))
 		return
+	}
+	if info := infoOf(r); info != nil {
+		info.token = i
 	}
 	value, err := h.sessions.create(i)
 	if err != nil {
@@ -194,9 +203,18 @@ func ownOrigin(r *http.Request) string {
 // a lookup takes depends on that hash only, which tells a guesser nothing
 // about a valid value.
 type sessions struct {
-	mu  sync.Mutex
-	m   map[[sha256.Size]byte]session
-	now func() time.Time // the clock; nil is time.Now (tests set it)
+	mu      sync.Mutex
+	m       map[[sha256.Size]byte]session
+	byToken map[int]*sessionQueue // each token's sessions, oldest first
+	now     func() time.Time      // the clock; nil is time.Now (tests set it)
+}
+
+// sessionQueue is one token's session keys in the order they were made
+// (so of their expiry: every session lasts SessionTTL). A removed session
+// stays in keys until it reaches the front; n counts the live ones.
+type sessionQueue struct {
+	keys [][sha256.Size]byte
+	n    int
 }
 
 func (ss *sessions) clock() time.Time {
@@ -211,6 +229,9 @@ type session struct {
 	expires time.Time
 }
 
+// create makes a session for token. Beyond MaxSessionsPerToken, the
+// token's own expired sessions go first, then its oldest: another token's
+// sessions are never touched.
 func (ss *sessions) create(token int) (string, error) {
 	var raw [32]byte
 	if _, err := rand.Read(raw[:]); err != nil {
@@ -221,22 +242,40 @@ func (ss *sessions) create(token int) (string, error) {
 	defer ss.mu.Unlock()
 	if ss.m == nil {
 		ss.m = make(map[[sha256.Size]byte]session)
+		ss.byToken = make(map[int]*sessionQueue)
 	}
-	if len(ss.m) >= maxSessions {
-		var oldest [sha256.Size]byte
-		var at time.Time
-		for k, s := range ss.m {
-			if !s.expires.After(now) {
-				delete(ss.m, k)
-			} else if at.IsZero() || s.expires.Before(at) {
-				oldest, at = k, s.expires
+	q := ss.byToken[token]
+	if q == nil {
+		q = &sessionQueue{}
+		ss.byToken[token] = q
+	}
+	for len(q.keys) > 0 {
+		k := q.keys[0]
+		s, live := ss.m[k]
+		live = live && s.token == token
+		if live && q.n < MaxSessionsPerToken && now.Before(s.expires) {
+			break
+		}
+		q.keys[0] = [sha256.Size]byte{}
+		q.keys = q.keys[1:]
+		if live {
+			delete(ss.m, k)
+			q.n--
+		}
+	}
+	if len(q.keys) > 2*MaxSessionsPerToken { // removed sessions piled up: compact
+		keep := q.keys[:0:0]
+		for _, k := range q.keys {
+			if s, ok := ss.m[k]; ok && s.token == token {
+				keep = append(keep, k)
 			}
 		}
-		if len(ss.m) >= maxSessions {
-			delete(ss.m, oldest)
-		}
+		q.keys = keep
 	}
-	ss.m[sha256.Sum256(raw[:])] = session{token: token, expires: now.Add(SessionTTL)}
+	k := sha256.Sum256(raw[:])
+	ss.m[k] = session{token: token, expires: now.Add(SessionTTL)}
+	q.keys = append(q.keys, k)
+	q.n++
 	return base64.RawURLEncoding.EncodeToString(raw[:]), nil
 }
 
@@ -271,7 +310,10 @@ func (ss *sessions) lookup(r *http.Request) (int, bool) {
 func (ss *sessions) remove(r *http.Request) {
 	if k, ok := sessionKey(r); ok {
 		ss.mu.Lock()
-		delete(ss.m, k)
+		if s, ok := ss.m[k]; ok {
+			delete(ss.m, k)
+			ss.byToken[s.token].n--
+		}
 		ss.mu.Unlock()
 	}
 }

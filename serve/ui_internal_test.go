@@ -6,26 +6,36 @@ import (
 	"time"
 )
 
-// The sessions kept are bounded: past maxSessions the oldest is dropped,
-// and a removed session is worth nothing.
+// The sessions kept are bounded per token: past MaxSessionsPerToken the
+// token's oldest is dropped, another token's never; and a removed session
+// is worth nothing.
 func TestSessionsBounded(t *testing.T) {
 	var ss sessions
-	first, err := ss.create(0)
+	other, err := ss.create(0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range maxSessions {
+	first, err := ss.create(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range MaxSessionsPerToken {
 		if _, err := ss.create(1); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n := len(ss.m); n != maxSessions {
-		t.Fatalf("%d sessions kept, want %d", n, maxSessions)
+	if n := len(ss.m); n != MaxSessionsPerToken+1 {
+		t.Fatalf("%d sessions kept, want %d", n, MaxSessionsPerToken+1)
 	}
 	r, _ := http.NewRequest("GET", "/", nil)
 	r.AddCookie(&http.Cookie{Name: SessionCookie, Value: first})
 	if _, ok := ss.lookup(r); ok {
-		t.Fatal("the oldest session survived the bound")
+		t.Fatal("the token's oldest session survived the bound")
+	}
+	r, _ = http.NewRequest("GET", "/", nil)
+	r.AddCookie(&http.Cookie{Name: SessionCookie, Value: other})
+	if i, ok := ss.lookup(r); !ok || i != 0 {
+		t.Fatalf("another token's session was dropped: %d, %v", i, ok)
 	}
 	last, _ := ss.create(1)
 	r, _ = http.NewRequest("GET", "/", nil)
@@ -45,27 +55,28 @@ func TestSessionsBounded(t *testing.T) {
 func TestSessionExpires(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	ss := sessions{now: func() time.Time { return now }}
-	id, err := ss.create(3)
+	id, err := ss.create(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ss.create(3); err != nil {
+	if _, err := ss.create(1); err != nil {
 		t.Fatal(err)
 	}
 	r, _ := http.NewRequest("GET", "/", nil)
 	r.AddCookie(&http.Cookie{Name: SessionCookie, Value: id})
 	now = now.Add(SessionTTL - time.Nanosecond)
-	if i, ok := ss.lookup(r); !ok || i != 3 {
+	if i, ok := ss.lookup(r); !ok || i != 1 {
 		t.Fatalf("just before its expiry the session answers %d, %v", i, ok)
 	}
 	now = now.Add(time.Nanosecond)
 	if _, ok := ss.lookup(r); ok {
 		t.Fatal("the session still works at its expiry")
 	}
-	// Two expired sessions and maxSessions-2 live ones fill the bound; the
-	// next session prunes both expired ones and drops no live one.
+	// Two expired sessions and MaxSessionsPerToken-2 live ones of the
+	// token fill its bound; the next session prunes both expired ones and
+	// drops no live one.
 	var live []string
-	for range maxSessions - 2 {
+	for range MaxSessionsPerToken - 2 {
 		id, err := ss.create(1)
 		if err != nil {
 			t.Fatal(err)
@@ -75,8 +86,8 @@ func TestSessionExpires(t *testing.T) {
 	if _, err := ss.create(1); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(ss.m); n != maxSessions-1 {
-		t.Fatalf("%d sessions kept, want %d: the expired ones were not pruned", n, maxSessions-1)
+	if n := len(ss.m); n != MaxSessionsPerToken-1 {
+		t.Fatalf("%d sessions kept, want %d: the expired ones were not pruned", n, MaxSessionsPerToken-1)
 	}
 	for _, id := range live {
 		r, _ := http.NewRequest("GET", "/", nil)

@@ -17,7 +17,7 @@ import (
 var catalogCommand = &command{
 	name:    "catalog",
 	summary: "list the tenant's streams from the catalog projection, brought up to date",
-	usage:   "eventlite catalog [--all-tenants]\neventlite catalog --follow [--metrics ADDR]",
+	usage:   "eventlite catalog [--all-tenants]\neventlite catalog --follow [--metrics ADDR [--allow-host NAME]...]",
 	about: `Brings the built-in catalog projection up to date (unless a runner holds
 it and keeps it current) and lists the tenant's streams from it, or every
 tenant's with --all-tenants: a table of TENANT, STREAM, VERSION, FIRST and
@@ -31,7 +31,8 @@ instead: it holds the catalog's lease (standing by while another runner
 holds it), keeps the catalog current as events are appended, and stops
 cleanly (exit 0, lease released) on SIGINT or SIGTERM. With --metrics
 HOST:PORT it serves Prometheus metrics at http://HOST:PORT/metrics, the
-same as relay --metrics (log, outbox, projections, consumers, effects).`,
+same as relay --metrics (log, outbox, projections, consumers, effects),
+with the same Host rule (--allow-host NAME, repeatable).`,
 	new: func() runner { return &catalogCmd{} },
 }
 
@@ -39,12 +40,14 @@ type catalogCmd struct {
 	all     bool
 	follow  bool
 	metrics metricsAddr
+	hosts   []string
 }
 
 func (cc *catalogCmd) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&cc.all, "all-tenants", false, "list every tenant's streams, not only --tenant's")
 	fs.BoolVar(&cc.follow, "follow", false, "run as the catalog's projection runner until interrupted, printing nothing")
 	fs.Var(&cc.metrics, "metrics", "with --follow, serve Prometheus metrics at http://`ADDR`/metrics (HOST:PORT)")
+	allowHostFlag(fs, &cc.hosts)
 }
 
 // runFollow runs the catalog's projection runner until ctx ends.
@@ -62,7 +65,7 @@ func (cc *catalogCmd) runFollow(ctx context.Context, c *cli) error {
 			if err != nil {
 				return err
 			}
-			ms, err := serveMetrics(string(cc.metrics), reg, c.log)
+			ms, err := serveMetrics(string(cc.metrics), cc.hosts, reg, c.log)
 			if err != nil {
 				return err
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -14,8 +15,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/eventlite/eventlite/internal/hostguard"
 	"github.com/eventlite/eventlite/metrics"
 	"github.com/eventlite/eventlite/publish"
+	"github.com/eventlite/eventlite/serve"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -61,10 +64,27 @@ type metricsServer struct {
 	done chan struct{} // closed when Serve has returned
 }
 
-// serveMetrics listens on addr and serves reg at /metrics until Close.
-// A listen error (the port is taken, the host is not local) is returned
-// at once.
-func serveMetrics(addr string, reg *prometheus.Registry, log hclog.Logger) (*metricsServer, error) {
+// allowHostFlag registers --allow-host on fs: host names served besides
+// localhost and IP literals (the Host rule against DNS rebinding).
+func allowHostFlag(fs *flag.FlagSet, hosts *[]string) {
+	fs.Func("allow-host", "also answer requests whose Host is `NAME` (repeatable; localhost and IP addresses always are)", func(v string) error {
+		if err := hostguard.Validate(v); err != nil {
+			return err
+		}
+		*hosts = append(*hosts, v)
+		return nil
+	})
+}
+
+// serveMetrics listens on addr and serves reg at /metrics until Close,
+// to requests whose Host is localhost, an IP literal or one of hosts (403
+// host-not-allowed otherwise). A listen error (the port is taken, the
+// host is not local) is returned at once.
+func serveMetrics(addr string, hosts []string, reg *prometheus.Registry, log hclog.Logger) (*metricsServer, error) {
+	check, err := hostguard.New(hosts)
+	if err != nil {
+		return nil, fmt.Errorf("--allow-host: %w", err)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--metrics: %w: choose another address, or leave --metrics out", err)
@@ -76,7 +96,7 @@ func serveMetrics(addr string, reg *prometheus.Registry, log hclog.Logger) (*met
 		Timeout:       metrics.DefaultTimeout + 5*time.Second,
 	}))
 	m := &metricsServer{
-		srv:  &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},
+		srv:  &http.Server{Handler: check.Handler(mux), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: serve.DefaultIdleTimeout},
 		addr: ln.Addr(),
 		done: make(chan struct{}),
 	}

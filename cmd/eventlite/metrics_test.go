@@ -41,7 +41,7 @@ func TestMetricsRegistry(t *testing.T) {
 func TestServeMetrics(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	ms, err := serveMetrics("127.0.0.1:0", reg, hclog.NewNullLogger())
+	ms, err := serveMetrics("127.0.0.1:0", nil, reg, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestServeMetrics(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("GET /metrics: %s", resp.Status)
 	}
-	if _, err := serveMetrics(addr.String(), reg, hclog.NewNullLogger()); err == nil || !strings.Contains(err.Error(), "--metrics") {
+	if _, err := serveMetrics(addr.String(), nil, reg, hclog.NewNullLogger()); err == nil || !strings.Contains(err.Error(), "--metrics") {
 		t.Errorf("second listen on %s: %v", addr, err)
 	}
 	if err := ms.Close(); err != nil {

@@ -20,7 +20,7 @@ var relayCommand = &command{
 	summary: "publish the outbox to NATS JetStream, an HTTP sink or stdout",
 	usage: "eventlite relay --to nats://HOST:PORT[?stream=NAME&subject=TEMPLATE] | http(s)://URL | stdout\n" +
 		"                [--once] [--timeout D] [--create-stream] [--mode binary|structured]\n" +
-		"                [--metrics ADDR]",
+		"                [--metrics ADDR [--allow-host NAME]...]",
 	about: `Publishes every event of the outbox (all tenants) at least once, each
 stream in order, to one destination:
   nats://HOST:PORT   NATS JetStream, CloudEvents binary mode, message id
@@ -68,7 +68,10 @@ destination is unreachable (eventlite_relay_*),
 each projection's checkpoint, lag and status (eventlite_projection_*),
 quarantined and deferred events, version conflicts and effects by state
 (package metrics), beside the Go runtime's and the process's metrics.
-An address it cannot listen on exits 1 before the relay starts.`,
+An address it cannot listen on exits 1 before the relay starts. It answers
+only requests whose Host is localhost, an IP address or a name given with
+--allow-host NAME (repeatable), whatever the port; any other Host gets 403
+host-not-allowed (against DNS rebinding; see docs/http.md).`,
 	new: func() runner { return &relayCmd{timeout: 30 * time.Second, mode: "binary"} },
 }
 
@@ -79,6 +82,7 @@ type relayCmd struct {
 	createStream bool
 	mode         string
 	metrics      metricsAddr
+	allowHosts   []string
 	set          map[string]bool // flags given
 	visit        *flag.FlagSet
 }
@@ -96,6 +100,7 @@ func (r *relayCmd) flags(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.Var(&r.metrics, "metrics", "serve Prometheus metrics at http://`ADDR`/metrics (HOST:PORT, such as 127.0.0.1:9464)")
+	allowHostFlag(fs, &r.allowHosts)
 	r.set = map[string]bool{}
 	r.visit = fs
 }
@@ -187,7 +192,7 @@ func (r *relayCmd) run(ctx context.Context, c *cli, _ []string) error {
 			if err != nil {
 				return err
 			}
-			ms, err := serveMetrics(string(r.metrics), reg, c.log)
+			ms, err := serveMetrics(string(r.metrics), r.allowHosts, reg, c.log)
 			if err != nil {
 				return err
 			}

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"time"
 
@@ -19,7 +17,8 @@ import (
 var serveCommand = &command{
 	name:    "serve",
 	summary: "serve the store over HTTP (CloudEvents HTTP binding) for any language",
-	usage:   "eventlite serve [--addr HOST:PORT] [--token SECRET=TENANT[:ro]]... [--tokens-file FILE] [--cors-origin ORIGIN]...",
+	usage: "eventlite serve [--addr HOST:PORT] [--token SECRET=TENANT[:ro]]... [--tokens-file FILE] [--cors-origin ORIGIN]...\n" +
+		"               [--allow-host NAME]... [--shutdown-grace D] [--access-log]",
 	about: `Serves the database over HTTP: append CloudEvents in binary, structured or
 batch mode, read streams and the tenant's log as batches, JSON Lines or live
 (Server-Sent Events), with ETag preconditions and Idempotency-Key; list
@@ -33,8 +32,28 @@ describes it.
 After binding, and before any other output, it prints one line on stdout:
 http:// and the bound address (so --addr 127.0.0.1:0 tells the port it got):
   http://127.0.0.1:7777
-SIGINT or SIGTERM: it stops accepting, finishes the requests in flight, ends
-live streams and exits 0.
+SIGINT or SIGTERM: it stops accepting, ends live streams, lets the requests
+in flight finish for --shutdown-grace (default 30s), then closes the
+connections still open, warns how many it cut (cut=N) and exits 0.
+
+The Host rule (against DNS rebinding): only requests whose Host is
+localhost, an IP address (127.0.0.1, [::1], any other) or a name given with
+--allow-host NAME (repeatable) are answered, whatever the port; any other
+Host gets 403 host-not-allowed before any handler, tokens or not.
+
+Limits on clients: headers within 10s; a request body at 1024 bytes/s on
+average after a 10s grace, with no pause over 10s (else 408
+request-timeout); at most 64 MiB of request bodies held at once (else 503
+busy with Retry-After); each response write taken within 10s; keep-alive
+connections idle for 2m closed. Failed authentications (POST /ui/session
+included) are limited per client address: 20, then one per second, beyond
+that 429 too-many-failures with Retry-After; a valid token is never refused.
+
+--access-log prints one JSON line per request on stdout after the address
+line: time, method, route (the pattern: no stream id, event id or effect
+key), status, bytes, duration_ms, tenant, and token_index and token_tenant
+(the token's position in the token list and its tenant, never its secret);
+no headers, no bodies.
 
 Without tokens it serves every tenant, on a loopback address only (judged on
 the bound IP): any other address exits 2, asking for a token. With tokens
@@ -57,7 +76,8 @@ that shows the request, the response and the curl command, consumers
 (projections, relay backlog, dead letters with retry), health (doctor),
 and a tenant switcher for a * token. With tokens it asks for one and
 exchanges it (POST /ui/session) for an HttpOnly, SameSite=Strict session
-cookie; the token never appears in a URL. A change made with the cookie
+cookie; the token never appears in a URL. Each token keeps at most 1,000
+sessions (past that its own oldest ends, never another token's). A change made with the cookie
 must come from the page itself (Sec-Fetch-Site: same-origin, or the
 server's Origin), else 403 cross-site; without tokens, a write that a
 browser marks as cross-site is refused too, unless --cors-origin allows
@@ -70,6 +90,9 @@ type serveCmd struct {
 	tokens     []serve.Token
 	tokensFile string
 	origins    []string
+	hosts      []string
+	grace      time.Duration
+	accessLog  bool
 }
 
 func (s *serveCmd) flags(fs *flag.FlagSet) {
@@ -87,9 +110,15 @@ func (s *serveCmd) flags(fs *flag.FlagSet) {
 		s.origins = append(s.origins, v)
 		return nil
 	})
+	allowHostFlag(fs, &s.hosts)
+	fs.DurationVar(&s.grace, "shutdown-grace", serve.DefaultShutdownGrace, "on SIGINT or SIGTERM, let requests in flight finish for `D`, then close their connections")
+	fs.BoolVar(&s.accessLog, "access-log", false, "print one JSON line per request on stdout, after the address line")
 }
 
 func (s *serveCmd) run(ctx context.Context, c *cli, _ []string) error {
+	if s.grace <= 0 {
+		return &usageError{cmd: serveCommand, err: fmt.Errorf("--shutdown-grace %s: want a duration above 0, such as 30s", s.grace)}
+	}
 	tokens := s.tokens
 	if s.tokensFile != "" {
 		f, err := os.Open(s.tokensFile)
@@ -117,31 +146,20 @@ func (s *serveCmd) run(ctx context.Context, c *cli, _ []string) error {
 		if err := requireMasterKey(ctx, st, "serve"); err != nil {
 			return err
 		}
-		h, err := serve.New(st, &serve.Options{Tokens: tokens, CORSOrigins: s.origins, Logger: c.log.Named("serve"), Propagator: propagation.TraceContext{}})
+		opts := &serve.Options{Tokens: tokens, CORSOrigins: s.origins, AllowedHosts: s.hosts, ShutdownGrace: s.grace,
+			Logger: c.log.Named("serve"), Propagator: propagation.TraceContext{}}
+		if s.accessLog {
+			opts.AccessLog = c.stdout
+		}
+		h, err := serve.New(st, opts)
 		if err != nil {
 			return err
 		}
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: c.log.StandardLogger(nil)}
 		if _, err := fmt.Fprintf(c.stdout, "http://%s\n", ln.Addr()); err != nil {
 			return err
 		}
-		errc := make(chan error, 1)
-		go func() { errc <- srv.Serve(ln) }()
-		select {
-		case err := <-errc:
-			_ = h.Close()
-			return err
-		case <-ctx.Done():
-		}
-		// Stop accepting, end live streams, finish the requests in flight.
-		go func() { _ = h.Close() }()
-		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		err = srv.Shutdown(sctx)
-		_ = h.Close()
-		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-		return err
+		// Until ctx ends; then stop accepting, end live streams, finish
+		// the requests in flight within the grace and cut the rest.
+		return h.Serve(ctx, ln)
 	})
 }
