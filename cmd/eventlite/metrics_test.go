@@ -1,14 +1,17 @@
 package main
 
 import (
+	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/eventlite/eventlite/serve"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -92,5 +95,37 @@ func TestRelayMetricsFlag(t *testing.T) {
 	r = mustRun(t, "", "relay", "--to", "stdout", "--once", "--metrics", "127.0.0.1:0", "--db", db)
 	if len(lines(r.stdout)) != 2 || !strings.Contains(r.stderr, "serving metrics") {
 		t.Errorf("stdout %q, stderr:\n%s", r.stdout, r.stderr)
+	}
+}
+
+// The metrics server keeps the Host rule of serve: a rebound name gets
+// 403 host-not-allowed (the same problem), an IP address or an
+// --allow-host name is served.
+func TestServeMetricsHostRule(t *testing.T) {
+	t.Parallel()
+	ms, err := serveMetrics("127.0.0.1:0", []string{"metrics.internal"}, prometheus.NewRegistry(), hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ms.Close()
+	port := strconv.Itoa(ms.Addr().(*net.TCPAddr).Port)
+	for host, want := range map[string]int{"evil.example:" + port: 403, "127.0.0.1:" + port: 200, "localhost": 200, "Metrics.Internal:9464": 200} {
+		req, _ := http.NewRequest("GET", "http://"+ms.Addr().String()+"/metrics", nil)
+		req.Host = host
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != want {
+			t.Errorf("Host %s: %d, want %d", host, res.StatusCode, want)
+		}
+		if want == 403 && (res.Header.Get("Content-Type") != "application/problem+json" || !strings.Contains(string(body), serve.ProblemTypeBase+"host-not-allowed")) {
+			t.Errorf("refusal: %s %s", res.Header.Get("Content-Type"), body)
+		}
+	}
+	if _, err := serveMetrics("127.0.0.1:0", []string{"a:1"}, prometheus.NewRegistry(), hclog.NewNullLogger()); err == nil || !strings.Contains(err.Error(), "--allow-host") {
+		t.Errorf("a name with a port: %v", err)
 	}
 }
