@@ -64,6 +64,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rec := &recorder{ResponseWriter: w, rc: rc, timeout: h.opts.WriteTimeout}
 	defer func() {
+		// The response's last bytes are written after the route returns
+		// (a long-poll's may come long after the start).
+		_ = rc.SetWriteDeadline(time.Now().Add(h.opts.WriteTimeout))
 		h.bodies.release(info.buffered)
 		h.logAccess(r, rec, info, start)
 	}()
@@ -85,6 +88,9 @@ type recorder struct {
 func (rw *recorder) WriteHeader(code int) {
 	if rw.status == 0 && code >= 200 {
 		rw.status = code
+	}
+	if rw.rc != nil {
+		_ = rw.rc.SetWriteDeadline(time.Now().Add(rw.timeout))
 	}
 	rw.ResponseWriter.WriteHeader(code)
 }

@@ -78,10 +78,10 @@ func (c *Check) Allowed(hostport string) bool {
 	if host == "" {
 		return false
 	}
-	if _, err := netip.ParseAddr(host); err == nil {
-		return true
+	if a, err := netip.ParseAddr(host); err == nil {
+		return a.Is6() == strings.HasPrefix(hostport, "[") // brackets for IPv6 only
 	}
-	return c.names[normal(host)]
+	return !strings.ContainsAny(hostport, "[]") && c.names[normal(host)]
 }
 
 // Detail is the refused request's problem detail.
