@@ -18,7 +18,7 @@ var serveCommand = &command{
 	name:    "serve",
 	summary: "serve the store over HTTP (CloudEvents HTTP binding) for any language",
 	usage: "eventlite serve [--addr HOST:PORT] [--token SECRET=TENANT[:ro]]... [--tokens-file FILE] [--cors-origin ORIGIN]...\n" +
-		"               [--allow-host NAME]... [--shutdown-grace D] [--access-log]",
+		"                [--allow-host NAME]... [--shutdown-grace D] [--access-log]",
 	about: `Serves the database over HTTP: append CloudEvents in binary, structured or
 batch mode, read streams and the tenant's log as batches, JSON Lines or live
 (Server-Sent Events), with ETag preconditions and Idempotency-Key; list
