@@ -3,10 +3,10 @@
 // CloudEvents SDK and services in any language append and read events and
 // watch them live. "eventlite serve" mounts it; a service may mount it too.
 //
-//	h, err := serve.New(s, &serve.Options{Tokens: []serve.Token{{Secret: "s3cret", Tenant: "default"}}})
+//	h, err := serve.New(s, &serve.Options{Tokens: []serve.Token{{Secret: "s3cret", Tenant: "default"}},
+//		AllowedHosts: []string{"events.internal"}}) // the names clients use, besides localhost and IPs
 //	if err != nil { ... }
-//	defer h.Close() // ends live readers
-//	http.Handle("/", h)
+//	err = h.Serve(ctx, ln) // until ctx ends; or mount h on a server of your own
 //
 // docs/http.md describes every endpoint, header, status and problem; the
 // handler serves the same as OpenAPI 3.1 at /openapi.json.
