@@ -20,10 +20,11 @@ import (
 // the Tx is a database/sql transaction (ExecContext, QueryContext,
 // QueryRowContext and database/sql types), tx.Nested undoes a failed
 // scope's writes and keeps the transaction usable, tx.TableExists answers
-// from the engine's catalog. tx.Dialect() names the engine (today always
-// DialectSQLite): SQL beyond the common core (placeholders, functions,
-// types, upserts) is the handler's to choose by it. A handler runs no
-// SAVEPOINT, PRAGMA or catalog query of its own.
+// from the engine's catalog, and ? placeholders work on every engine
+// (on PostgreSQL the store numbers them $1..$n: see ExecContext).
+// tx.Dialect() names the engine (DialectSQLite or DialectPostgres): SQL
+// beyond the common core (functions, types) is the handler's to choose by
+// it. A handler runs no SAVEPOINT, PRAGMA or catalog query of its own.
 //
 // The ctx given to its methods is checked before each statement: once it has ended the statement
 // does not run and its error is returned. It never interrupts a
@@ -58,8 +59,15 @@ func (tx *Tx) check() error {
 	return tx.broken
 }
 
-// ExecContext runs a statement in the transaction.
+// ExecContext runs a statement in the transaction. Its placeholders may
+// be ? on every engine: on PostgreSQL each ? outside string constants,
+// quoted identifiers, comments and dollar quotes is sent as $1..$n in
+// order. A query that holds a $n is sent as written (so that jsonb's ?,
+// ?| and ?& operators can be used there); in a query without $n, ??
+// stands for a literal ?. QueryContext and QueryRowContext, and a View's
+// ReadTx, do the same.
 func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	query = tx.rebind(query)
 	var res sql.Result
 	var err error
 	if cerr := tx.callerSQL(query, func() { res, err = tx.s.wconn.ExecContext(ctx, query, args...) }); cerr != nil {
@@ -71,6 +79,7 @@ func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.R
 // QueryContext runs a query in the transaction; it sees the transaction's
 // own writes. Close the rows before the closure returns.
 func (tx *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	query = tx.rebind(query)
 	var rows *sql.Rows
 	var err error
 	if cerr := tx.callerSQL(query, func() { rows, err = tx.s.wconn.QueryContext(ctx, query, args...) }); cerr != nil {
@@ -84,11 +93,24 @@ func (tx *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql
 
 // QueryRowContext runs a query that returns at most one row.
 func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	query = tx.rebind(query)
 	var row *sql.Row
 	if cerr := tx.callerSQL(query, func() { row = tx.s.wconn.QueryRowContext(ctx, query, args...) }); cerr != nil {
 		return errRow(cerr)
 	}
 	return row
+}
+
+// rebind returns a caller's query as the engine takes it: on PostgreSQL
+// its ? placeholders become $1..$n, outside string constants, quoted
+// identifiers, comments and dollar quotes; a query that holds a $n
+// already is sent as written (so jsonb's ?, ?| and ?& work there), and
+// in one without, ?? is a literal ?. SQLite takes the query as given.
+func (tx *Tx) rebind(query string) string {
+	if tx == nil {
+		return query
+	}
+	return tx.s.ex.Rebind(query)
 }
 
 // callerSQL runs a caller's statement (run) with the engine's check of

@@ -69,6 +69,11 @@ type ReadQuerier interface {
 type Executor interface {
 	// Dialect is the engine the executor speaks.
 	Dialect() Dialect
+	// Rebind returns a caller's query (an Update closure's, a handler's,
+	// a View's) as the engine takes it: SQLite as given; PostgreSQL with
+	// its ? placeholders numbered $1..$n (pgdriver's Rebind says which
+	// ? are placeholders). It must not allocate for a query without ?.
+	Rebind(query string) string
 	Catalog
 	Scavenge
 	Space

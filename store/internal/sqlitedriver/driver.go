@@ -20,6 +20,9 @@ var _ driver.Executor = Exec{}
 // Dialect reports SQLite.
 func (Exec) Dialect() driver.Dialect { return driver.SQLite }
 
+// Rebind returns query unchanged: SQLite takes ? placeholders itself.
+func (Exec) Rebind(query string) string { return query }
+
 func init() { driver.RegisterClassifier(Classify) }
 
 // Classify tells SQLITE_BUSY and SQLITE_LOCKED (Busy), SQLITE_CONSTRAINT
