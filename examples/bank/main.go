@@ -122,8 +122,11 @@ func decide(a Account, cmd aggregate.Command) ([]any, error) {
 // handler per event's Go type, each receiving the decoded data and the
 // event's metadata; the event types it reads come from the registry.
 func balances(reg *envelope.Registry) projection.Projection {
-	const upsert = ` (tenant, account, owner, balance) VALUES (?, ?, ?, ?)
-		ON CONFLICT (tenant, account) DO UPDATE SET balance = balance + excluded.balance`
+	// The upsert names the table by an alias (AS t): an unqualified
+	// column on the right of SET is ambiguous on PostgreSQL, and the
+	// table's own name is a shadow table's during a rebuild.
+	const upsert = ` AS t (tenant, account, owner, balance) VALUES (?, ?, ?, ?)
+		ON CONFLICT (tenant, account) DO UPDATE SET balance = t.balance + excluded.balance`
 	h := projection.NewHandlers(reg)
 	projection.On(h, func(ctx context.Context, tx *projection.Tx, e projection.Event[AccountOpened]) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO `+tx.Table("balances")+upsert, e.Tenant, e.Stream, e.Data.Owner, 0)
