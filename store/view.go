@@ -29,12 +29,16 @@ func (r *ReadTx) QueryContext(ctx context.Context, query string, args ...any) (*
 		return nil, errReadTxDone
 	}
 	rows, err := r.tx.QueryContext(ctx, r.ex.Rebind(query), args...)
-	return rows, mapErr(err)
+	return rows, statementError(r.ex.Dialect(), query, err)
 }
 
 // QueryRowContext runs a query that returns at most one row.
 func (r *ReadTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	return r.tx.QueryRowContext(ctx, r.ex.Rebind(query), args...)
+	row := r.tx.QueryRowContext(ctx, r.ex.Rebind(query), args...)
+	if err := row.Err(); driver.Classify(err) == driver.Statement {
+		return errRow(statementError(r.ex.Dialect(), query, err))
+	}
+	return row
 }
 
 // TableExists reports whether a table of that exact name exists in the
