@@ -64,7 +64,10 @@
 //   - WaitFor never waits in vain without saying so: it returns a
 //     *StuckError at once for a projection stopped on a quarantined event
 //     (ErrStopped), and for one whose runner's process is gone and whose
-//     lease nobody took over within a lease period (ErrOwnerGone).
+//     lease nobody took over within a lease period (ErrOwnerGone); a name
+//     it does not know (no Runner built for it in this process, no record
+//     in the store) fails at once with ErrUnknownProjection, naming the
+//     known ones.
 //   - A projection cannot declare a table named like one of eventlite's
 //     own (ErrReservedTable), nor one without DDL for the store's dialect
 //     (*MissingSchemaError, before any table is created).
