@@ -279,7 +279,7 @@ func (h *Handler[S]) handle(ctx context.Context, cmd Command) (Result, error) {
 		if stored, ok, err := h.store.Aggregates().Operation(ctx, cmd.Tenant, cmd.OperationID); err != nil {
 			return Result{}, err
 		} else if ok {
-			return replay(stored, *op)
+			return replay(stored, *op, cmd.Stream)
 		}
 	}
 	var lastErr error
@@ -317,7 +317,7 @@ func (h *Handler[S]) attempt(ctx context.Context, cmd Command, op *store.Operati
 			if stored, ok, err := h.store.Aggregates().Operation(ctx, cmd.Tenant, cmd.OperationID); err != nil {
 				return Result{}, err
 			} else if ok {
-				return replay(stored, *op)
+				return replay(stored, *op, cmd.Stream)
 			}
 		}
 		return Result{}, &staleCommand{&store.ConflictError{Tenant: cmd.Tenant, Stream: cmd.Stream, Expected: cmd.Expected, Actual: version}}
@@ -381,7 +381,7 @@ func (h *Handler[S]) attempt(ctx context.Context, cmd Command, op *store.Operati
 		return nil
 	})
 	if errors.Is(err, errAnswered) {
-		return replay(answered, *op)
+		return replay(answered, *op, cmd.Stream)
 	}
 	if err != nil {
 		return Result{}, err
@@ -425,14 +425,22 @@ func holds(expected store.Expected, version int64) bool {
 	return version == n
 }
 
-// replay answers a repeated operation from the ledger.
-func replay(stored, given store.Operation) (Result, error) {
-	if stored.InputHash != given.InputHash || stored.Type != given.Type {
-		return Result{}, &store.IdempotencyMismatchError{Tenant: given.Tenant, OperationID: given.ID, StoredType: stored.Type, GivenType: given.Type}
-	}
+// replay answers a repeated operation, given on stream, from the
+// ledger. A mismatch names what differs: the stored result names the
+// first operation's stream.
+func replay(stored, given store.Operation, stream string) (Result, error) {
 	var r Result
-	if err := json.Unmarshal(stored.Result, &r); err != nil {
-		return Result{}, fmt.Errorf("operation %q: stored result does not decode: %w", given.ID, err)
+	rerr := json.Unmarshal(stored.Result, &r)
+	if stored.InputHash != given.InputHash || stored.Type != given.Type {
+		storedStream := r.Stream
+		if rerr != nil || storedStream == "" {
+			storedStream = stream // unknown: not named as differing
+		}
+		return Result{}, &store.IdempotencyMismatchError{Tenant: given.Tenant, OperationID: given.ID, StoredType: stored.Type, GivenType: given.Type,
+			StoredStream: storedStream, GivenStream: stream}
+	}
+	if rerr != nil {
+		return Result{}, fmt.Errorf("operation %q: stored result does not decode: %w", given.ID, rerr)
 	}
 	r.Replayed = true
 	return r, nil
