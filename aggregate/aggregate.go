@@ -47,6 +47,7 @@ type Definition[S any] struct {
 	// events and no error is a command with nothing to do.
 	Decide func(state S, cmd Command) ([]any, error)
 	// Source is the CloudEvents source of the events produced. Default
+	// the Registry's (envelope.Registry.SetSource), else
 	// "/eventlite/<Name>".
 	Source string
 	// SnapshotEvery, when positive, stores a snapshot of the state each
@@ -166,6 +167,9 @@ func New[S any](s *store.Store, def Definition[S], opts *Options) (*Handler[S], 
 		return nil, fmt.Errorf("aggregate %s: Definition.Evolve and Decide are required", def.Name)
 	case def.SnapshotEvery < 0 || def.SnapshotSchema < 0:
 		return nil, fmt.Errorf("aggregate %s: SnapshotEvery and SnapshotSchema must not be negative", def.Name)
+	}
+	if def.Source == "" {
+		def.Source = def.Registry.Source()
 	}
 	if def.Source == "" {
 		def.Source = "/eventlite/" + def.Name
