@@ -5,8 +5,8 @@
 // event store: input validation, the group commit, idempotent retries,
 // leases and their fences, the outbox and its ledgers, rebuild bookkeeping
 // and every error a caller sees. Below it, a driver holds every statement,
-// pragma, catalog query and migration of one engine: today SQLite
-// (sqlitedriver), next PostgreSQL.
+// pragma, catalog query and migration of one engine: SQLite
+// (sqlitedriver) and PostgreSQL (pgdriver).
 //
 // A Driver is an engine's lifecycle: opening the writer's and the read
 // pools, preparing and migrating a database, the commit counter the
