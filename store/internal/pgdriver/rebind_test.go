@@ -2,6 +2,7 @@ package pgdriver
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -72,4 +73,27 @@ func TestRebindCacheBounded(t *testing.T) {
 	if n > rebindCacheSize {
 		t.Errorf("cache holds %d queries, bound %d", n, rebindCacheSize)
 	}
+}
+
+// BenchmarkRebind: a query without ?, a cached one, and the lexing of one
+// not cached (what the cache saves), on the same upsert.
+func BenchmarkRebind(b *testing.B) {
+	const marked = `INSERT INTO balances AS t (tenant, account, owner, balance) VALUES (?, ?, ?, ?)
+		ON CONFLICT (tenant, account) DO UPDATE SET balance = t.balance + excluded.balance`
+	plain := strings.NewReplacer("(?, ?, ?, ?)", "($1, $2, $3, $4)").Replace(marked)
+	b.Run("no-mark", func(b *testing.B) {
+		for b.Loop() {
+			_ = Exec{}.Rebind(plain)
+		}
+	})
+	b.Run("cached", func(b *testing.B) {
+		for b.Loop() {
+			_ = Exec{}.Rebind(marked)
+		}
+	})
+	b.Run("lexed", func(b *testing.B) {
+		for b.Loop() {
+			_ = rebind(marked)
+		}
+	})
 }
