@@ -109,18 +109,6 @@ func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *s
 	return row
 }
 
-// rebind returns a caller's query as the engine takes it: on PostgreSQL
-// its ? placeholders become $1..$n, outside string constants, quoted
-// identifiers, comments and dollar quotes; a query that holds a $n
-// already is sent as written (so jsonb's ?, ?| and ?& work there), and
-// in one without, ?? is a literal ?. SQLite takes the query as given.
-func (tx *Tx) rebind(query string) string {
-	if tx == nil {
-		return query
-	}
-	return tx.s.ex.Rebind(query)
-}
-
 // callerSQL runs a caller's statement (run) with the engine's check of
 // transaction control on (driver.Writer.CallerSQL), turned off again
 // whatever run does, a panic included, so that the store's own

@@ -50,3 +50,15 @@ func firstLine(query string) string {
 	}
 	return line
 }
+
+// rebind returns a caller's query as the engine takes it: on PostgreSQL
+// its ? placeholders become $1..$n, outside string constants, quoted
+// identifiers, comments and dollar quotes; a query that holds a $n
+// already is sent as written (so jsonb's ?, ?| and ?& work there), and
+// in one without, ?? is a literal ?. SQLite takes the query as given.
+func (tx *Tx) rebind(query string) string {
+	if tx == nil {
+		return query
+	}
+	return tx.s.ex.Rebind(query)
+}
