@@ -565,9 +565,16 @@ func checkSource(src string) error {
 	return nil
 }
 
+// errNoSource says how to give an event its source: the store keeps input
+// exactly or refuses it, so it never fills one in.
+const errNoSource = `required and empty: set Event.Source to a URI-reference naming the producer (for example "/orders"), or give the Registry a default that Encode applies (Registry.SetSource)`
+
 // checkSourceFull checks a source attribute: a non-empty attribute
 // string that is a URI-reference.
 func checkSourceFull(src string) error {
+	if src == "" {
+		return invalid("source", "%s", errNoSource)
+	}
 	if err := checkString("source", src, true); err != nil {
 		return err
 	}

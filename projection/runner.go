@@ -129,6 +129,7 @@ func NewRunner(s *store.Store, p Projection, opts *RunnerOptions) (*Runner, erro
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
+	recordBuilt(s, p.Name) // WaitFor knows it from now on
 	return &Runner{s: s, p: p, opts: o, log: o.Logger.Named("projection." + p.Name), names: p.liveTables(), types: p.EventTypes(),
 		trace: tracing.Config{TP: o.TracerProvider, Prop: o.Propagator}}, nil
 }

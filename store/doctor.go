@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -269,14 +270,22 @@ func (s *Store) diagnoseConsumers(ctx context.Context, o DiagnoseOptions, now ti
 		return err
 	}
 	qf := newFinding("quarantined", SeverityProblem, o.MaxIDs)
+	refused := 0 // by the engine as text: statementError's hint
 	for _, e := range q {
 		id := e.Consumer + ":" + e.EventID
 		if e.Position > 0 {
 			id += "@" + strconv.FormatInt(e.Position, 10)
 		}
 		qf.add(id, e.CreatedAt)
+		if strings.Contains(e.Error, handlerSQLDoc) {
+			refused++
+		}
 	}
-	emit(qf, "events set aside for a person (a handler kept failing, an event nobody can interpret, a gap that never filled): fix the cause, then 'eventlite quarantine retry NAME EVENT-ID' (a stopped projection resumes at its event when restarted), or give the event up with 'eventlite quarantine skip NAME EVENT-ID'; 'eventlite quarantine list' shows them")
+	detail := "events set aside for a person (a handler kept failing, an event nobody can interpret, a gap that never filled): fix the cause, then 'eventlite quarantine retry NAME EVENT-ID' (a stopped projection resumes at its event when restarted), or give the event up with 'eventlite quarantine skip NAME EVENT-ID'; 'eventlite quarantine list' shows them"
+	if refused > 0 {
+		detail += fmt.Sprintf("; %d failed on a statement the engine refused (a syntax error, an ambiguous or unknown column: often SQL written for the other engine): see %s", refused, handlerSQLDoc)
+	}
+	emit(qf, detail)
 	conflicts, err := s.Consumers().Conflicts(ctx, "")
 	if err != nil {
 		return err

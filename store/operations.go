@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
@@ -14,19 +15,37 @@ import (
 // input. Permanent: send a new operation id for a new operation.
 var ErrIdempotencyMismatch = errors.New("operation id reused with a different input")
 
-// IdempotencyMismatchError names the operation whose id was reused.
-// errors.Is(err, ErrIdempotencyMismatch) and errors.Is(err,
-// ErrInvalidEvent) hold for it: it is bad input.
+// IdempotencyMismatchError names the operation whose id was reused and
+// what differs: the stream and the type with both values, else "the data
+// differs" (the ledger keeps a hash of the input, never the data, so that
+// erasing an event's data reaches every copy). errors.Is(err,
+// ErrIdempotencyMismatch) and errors.Is(err, ErrInvalidEvent) hold for
+// it: it is bad input.
 type IdempotencyMismatchError struct {
 	Tenant      string
 	OperationID string
 	StoredType  string
 	GivenType   string
+	// StoredStream and GivenStream are the streams of the first
+	// operation and of this one, when the caller knows them (an
+	// aggregate.Handler does; "" otherwise).
+	StoredStream string
+	GivenStream  string
 }
 
 func (e *IdempotencyMismatchError) Error() string {
-	return fmt.Sprintf("operation %q (tenant %s) was already done with a different input (stored %s, given %s): use a new operation id for a new operation",
-		e.OperationID, e.Tenant, e.StoredType, e.GivenType)
+	var diff []string
+	if e.StoredStream != e.GivenStream {
+		diff = append(diff, fmt.Sprintf("the stream differs (stored %q, given %q)", e.StoredStream, e.GivenStream))
+	}
+	if e.StoredType != e.GivenType {
+		diff = append(diff, fmt.Sprintf("the type differs (stored %s, given %s)", e.StoredType, e.GivenType))
+	}
+	if len(diff) == 0 {
+		diff = append(diff, "the data differs (the ledger keeps its hash, not the data)")
+	}
+	return fmt.Sprintf("operation %q (tenant %s) was already done with a different input: %s: use a new operation id for a new operation",
+		e.OperationID, e.Tenant, strings.Join(diff, "; "))
 }
 
 // Unwrap lets errors.Is match ErrIdempotencyMismatch and ErrInvalidEvent.

@@ -195,12 +195,18 @@ type Store struct {
 }
 
 // Open opens (creating if needed) the event store at path and brings its
-// schema up to date. A file written by a newer schema is refused with
-// ErrSchemaTooNew, a file that is not an eventlite database (it has other
-// tables, or is not SQLite) with ErrNotEventlite, and both are left as they
-// were; a zero-byte file or one without tables becomes an eventlite
-// database. With Options.ReadOnly it only reads an existing, up-to-date
-// eventlite database. Several processes may open one file at once.
+// schema up to date. path is a SQLite file, or a PostgreSQL address
+// (postgres://... or postgresql://..., with eventlite_schema=NAME to pick
+// the schema, default "eventlite", created when missing: see
+// Options.Schema); the same API and guarantees hold on both, and a
+// handler's SQL written with ? placeholders and aliased upserts runs on
+// both (tx.Dialect() names the engine). A database written by a newer
+// schema is refused with ErrSchemaTooNew, a file that is not an eventlite
+// database (it has other tables, or is not SQLite) with ErrNotEventlite,
+// and both are left as they were; a zero-byte file or one without tables
+// becomes an eventlite database. With Options.ReadOnly it only reads an
+// existing, up-to-date eventlite database. Several processes may open one
+// database at once.
 func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	o, err := opts.withDefaults()
 	if err != nil {

@@ -392,7 +392,7 @@ func (d *demo) shippingConsumer(ctx context.Context) (*projection.Consumer, erro
 			if !ok {
 				return fmt.Errorf("%w: %s", projection.ErrUninterpretable, e.Type)
 			}
-			_, err := tx.ExecContext(ctx, `INSERT INTO demo_shipping_orders (tenant, order_id, status, version) VALUES (?, ?, ?, ?)
+			_, err := tx.ExecContext(ctx, `INSERT INTO demo_shipping_orders AS t (tenant, order_id, status, version) VALUES (?, ?, ?, ?)
 				ON CONFLICT (tenant, order_id) DO UPDATE SET status = excluded.status, version = excluded.version`, e.Tenant, e.Stream, status, e.StreamVersion)
 			return err
 		},

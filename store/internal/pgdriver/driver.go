@@ -190,6 +190,8 @@ func classifyPG(err error) driver.Class {
 		return driver.Constraint
 	case pe.Code == codeIdleInTx, strings.HasPrefix(pe.Code, "08"), strings.HasPrefix(pe.Code, "57P0"):
 		return driver.ConnectionLost
+	case pe.Code == "42601", pe.Code == "42702", pe.Code == "42703": // syntax_error, ambiguous_column, undefined_column
+		return driver.Statement
 	}
 	return driver.Other
 }
