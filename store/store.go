@@ -519,7 +519,26 @@ func (s *Store) closeDBs() error {
 	if s.rdb != nil {
 		errs = append(errs, s.rdb.DB.Close())
 	}
-	return errors.Join(errs...)
+	return closeErr(s.onServer(), errs)
+}
+
+// closeErr joins the errors of closing the store's statements and
+// connections, leaving out, on a server, those that only say a session
+// had already ended (the server restarted, or an operator or a timeout
+// ended it): what Close would release is gone already, so that is not a
+// failure of Close. Any other error is.
+func closeErr(server bool, errs []error) error {
+	kept := errs[:0]
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		if server && sessionEnded(err) {
+			continue
+		}
+		kept = append(kept, err)
+	}
+	return errors.Join(kept...)
 }
 
 // Changed returns a channel that is closed at the next commit seen by this
