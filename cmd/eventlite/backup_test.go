@@ -289,3 +289,20 @@ func TestCopyReporter(t *testing.T) {
 		t.Errorf("not a terminal: a progress line within the first seconds: %q", plain.String())
 	}
 }
+
+// TestRestoreUnverifiedExits8: a restore whose check after the commit
+// failed exits 8, saying the database was replaced, also when the check
+// failed on an interruption or a busy file (which alone exit 6 and 7).
+func TestRestoreUnverifiedExits8(t *testing.T) {
+	t.Parallel()
+	for _, err := range []error{
+		&store.RestoreUnverifiedError{Path: "x.db", Problems: []string{"it holds 19 events up to position 20; the backup held 20 up to 20"}},
+		&store.RestoreUnverifiedError{Path: "x.db", Err: context.Canceled},
+		&store.RestoreUnverifiedError{Path: "x.db", Err: store.ErrBusy},
+	} {
+		code, msg := classify(backupError(fmt.Errorf("restore: %w", err)))
+		if code != exitReplaced || !strings.Contains(msg, "replaced") || !strings.Contains(msg, "doctor") {
+			t.Errorf("%v: exit %d %q, want %d saying the database was replaced and to run doctor", err, code, msg, exitReplaced)
+		}
+	}
+}

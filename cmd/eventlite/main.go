@@ -82,6 +82,7 @@ const (
 	exitNotFound   = 5
 	exitIncomplete = 6
 	exitBusy       = 7
+	exitReplaced   = 8
 )
 
 var exitCodes = []struct {
@@ -96,6 +97,7 @@ var exitCodes = []struct {
 	{exitNotFound, "not found: the stream, or a deleted one (or the JetStream stream, the dead letter, the quarantined event or its projection or consumer, the effect, the retention policy, the subject key to forget, or the database file) does not exist"},
 	{exitIncomplete, "work remains or needs a person: the job was interrupted before it finished; scavenge: a reader kept\n     the WAL checkpoint from finishing (run it again once readers are done)"},
 	{exitBusy, "busy: the database stayed locked past the timeout; copy: a lease in the source is held; retry"},
+	{exitReplaced, "restore: the database was replaced by SRC, but the check after the commit failed; it holds SRC's\n     content, not its old one: run eventlite doctor on it before serving from it"},
 }
 
 // command is one subcommand: its help and a constructor for its runner.
