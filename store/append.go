@@ -399,6 +399,18 @@ func (s *Store) appendLocked(a *appendReq, now int64, g *reqScope) (AppendResult
 	if version > envelope.MaxStreamVersion {
 		return AppendResult{}, &envelope.InvalidError{Index: -1, Field: "streamversion", Reason: fmt.Sprintf("stream %q would pass %d events, the most a stream holds: start a new stream", a.stream, envelope.MaxStreamVersion)}
 	}
+	if last > envelope.MaxPosition-n {
+		// last+n would pass the highest position (and wrap around). A
+		// retry of a stored append still gets its first result.
+		res, retry, err := s.retryResult(a, current)
+		if err != nil {
+			return AppendResult{}, err
+		}
+		if retry {
+			return res, errRetried
+		}
+		return AppendResult{}, &PositionRangeError{Events: int(n), Value: last, Max: envelope.MaxPosition}
+	}
 	first := last + 1
 	if g != nil && !g.open && (!state.Row || state.Deleted != 0 || !w.SingleStatementInsert(len(a.events))) {
 		// More than one statement writes: a failure between them must

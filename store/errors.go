@@ -114,6 +114,32 @@ var (
 	ErrRestoreUnverified = errors.New("the database was replaced by the restore, but its check after the commit failed")
 )
 
+// ErrPositionRange: a position past envelope.MaxPosition, the highest a
+// store hands out: an append the log has no positions left for (nothing
+// is stored), or a restore's MinSequence beyond it (nothing changed).
+// Permanent.
+var ErrPositionRange = errors.New("position out of range")
+
+// PositionRangeError names what would pass envelope.MaxPosition.
+// errors.Is(err, ErrPositionRange) holds for it.
+type PositionRangeError struct {
+	Field  string // the option asked beyond it ("RestoreOptions.MinSequence"); "" for an append
+	Events int    // an append's events
+	Value  int64  // the option's value, or the last position the log handed out
+	Max    int64  // envelope.MaxPosition
+}
+
+func (e *PositionRangeError) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("%v: %s %d is outside 0..%d, the positions a store hands out; nothing was changed", ErrPositionRange, e.Field, e.Value, e.Max)
+	}
+	return fmt.Sprintf("%v: an append of %d events: the log has handed out positions up to %d, and %d is the highest a store hands out; nothing was stored",
+		ErrPositionRange, e.Events, e.Value, e.Max)
+}
+
+// Unwrap lets errors.Is(err, ErrPositionRange) match.
+func (e *PositionRangeError) Unwrap() error { return ErrPositionRange }
+
 // RestoreUnverifiedError is a restore whose copy committed, followed by a
 // failed check. errors.Is(err, ErrRestoreUnverified) holds for it, and
 // errors.Is and errors.As see Err (a reading error) too.

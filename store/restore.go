@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
@@ -29,7 +30,8 @@ type RestoreOptions struct {
 	// MinSequence raises the restored position sequence to at least this
 	// value (the next append gets a position above it), besides the old
 	// target's: for a target that is lost, set it to the highest position
-	// consumers have seen. Default 0.
+	// consumers have seen. Default 0; at most envelope.MaxPosition (past
+	// it, or negative: *PositionRangeError, nothing changed).
 	MinSequence int64
 }
 
@@ -87,6 +89,9 @@ func Restore(ctx context.Context, src, target string, opts *RestoreOptions) (res
 		return res, err
 	}
 	o := opts.withDefaults()
+	if o.MinSequence < 0 || o.MinSequence > envelope.MaxPosition {
+		return res, &PositionRangeError{Field: "RestoreOptions.MinSequence (--min-sequence)", Value: o.MinSequence, Max: envelope.MaxPosition}
+	}
 	start := time.Now()
 	srcAbs, targetAbs, err := absPaths(src, target)
 	if err != nil {

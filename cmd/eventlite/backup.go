@@ -73,7 +73,9 @@ does not exist is created. Positions the old database had handed out are never
 handed out again: the next append gets a position above all of them (the gap
 is recorded; doctor reports it as information); --min-sequence N raises that
 floor to N too (for a database that is lost: the highest position its
-consumers have seen).
+consumers have seen). N is at most 9223372036854775806, the highest position
+a store hands out (beyond it: exit 4, nothing changed); an append that would
+pass it exits 4 and stores nothing.
 
 With --json, one object: {"path","source","events","streams","head_position",
 "sequence","previous_events","previous_sequence","bytes","seconds"}, positions
@@ -167,7 +169,7 @@ func backupError(err error) error {
 	case errors.Is(err, store.ErrNotFound):
 		return &exitError{code: exitNotFound, err: err}
 	case errors.Is(err, store.ErrDestExists), errors.Is(err, store.ErrTargetNotEmpty), errors.Is(err, store.ErrNotEventlite),
-		errors.Is(err, store.ErrSchemaTooNew), errors.Is(err, store.ErrBackupInvalid):
+		errors.Is(err, store.ErrSchemaTooNew), errors.Is(err, store.ErrBackupInvalid), errors.Is(err, store.ErrPositionRange):
 		return &exitError{code: exitInvalid, err: err}
 	}
 	return err // classify: ErrBusy exits 7, an interruption 6
