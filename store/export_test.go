@@ -49,3 +49,11 @@ func SetRestoreHooks(beforeLock, afterCommit func(target string)) func() {
 	restoreHooks.beforeLock, restoreHooks.afterCommit = beforeLock, afterCommit
 	return func() { restoreHooks.beforeLock, restoreHooks.afterCommit = nil, nil }
 }
+
+// SetScavengeCheckpoint replaces what a scavenge's WAL checkpoint
+// answered (a fault a test injects), and returns a function that removes
+// the replacement.
+func SetScavengeCheckpoint(f func(busy bool, logFrames, done int64, err error) (bool, int64, int64, error)) func() {
+	scavengeHooks.checkpoint = f
+	return func() { scavengeHooks.checkpoint = nil }
+}
