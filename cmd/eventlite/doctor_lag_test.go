@@ -16,7 +16,7 @@ func TestDoctorDeepLagAfterRetention(t *testing.T) {
 		mustRun(t, "", "append", "s", "--type", "t", "--db", db)
 	}
 	mustRun(t, "", "append", "other", "--type", "t", "--db", db)
-	mustRun(t, "", "catalog", "--db", db) // builds the catalog on demand
+	mustRun(t, "", "catalog", "--db", db)                           // builds the catalog on demand
 	mustRun(t, "", "relay", "--to", "stdout", "--once", "--db", db) // a scavenge never removes an unpublished event
 	mustRun(t, "", "retention", "set", "s", "--max-count", "2", "--db", db)
 	if r := mustRun(t, "", "scavenge", "--json", "--db", db); !strings.Contains(r.stdout, `"removed":3`) {
