@@ -245,6 +245,11 @@ func (s *Store) prepareAppendAs(own bool, tenant, stream string, expected Expect
 	if err := envelope.ValidateStream(stream); err != nil {
 		return nil, err
 	}
+	if !own {
+		if err := userStream("append to", tenant, stream); err != nil {
+			return nil, err
+		}
+	}
 	if len(events) == 0 {
 		return nil, &envelope.InvalidError{Index: -1, Field: "events", Reason: "nothing to append"}
 	}

@@ -104,6 +104,15 @@ func (e *Erasure) Forget(ctx context.Context, tenant, subject string) (ForgetRes
 	err = s.withSecureDelete(ctx, func() error {
 		return s.Update(ctx, func(tx *Tx) error {
 			res = ForgetResult{}
+			// The store's own stream: a delete an older eventlite let a
+			// user make (a hard one refused every later forget) is undone.
+			revived, err := s.ex.UndeleteStream(ctx, tx, tenant, ForgottenStream)
+			if err != nil {
+				return fmt.Errorf("restore the stream %s: %w", ForgottenStream, mapErr(err))
+			}
+			if revived {
+				s.log.Warn("the store's own stream had been deleted; restored", "tenant", tenant, "stream", ForgottenStream)
+			}
 			found, already, err := s.ex.ForgetDataKey(ctx, tx, tenant, subject, tx.now)
 			switch {
 			case err != nil:

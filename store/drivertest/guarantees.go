@@ -105,5 +105,6 @@ var guarantees = []guarantee{
 		{"TestErasureDataLimitIsOnPlaintext", testErasureDataLimitIsOnPlaintext},
 		{"TestErasureRefusesStoreExtensions", testErasureRefusesStoreExtensions},
 		{"TestForgetNeedsNoMasterKeyAndIsSeenByAnotherStore", testForgetNeedsNoMasterKeyAndIsSeenByAnotherStore},
+		{"TestOwnStreamsAreTheStores", testOwnStreamsAreTheStores},
 	}},
 }

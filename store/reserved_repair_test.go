@@ -1,0 +1,89 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/storetest"
+)
+
+// TestOwnStreamDeletedRepair: in a SQLite file where an older eventlite
+// let a user hard-delete eventlite-forgotten, doctor reports it
+// (own_stream_deleted) with the repair, and the next forget restores the
+// stream instead of failing with ErrStreamDeleted.
+func TestOwnStreamDeletedRepair(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	ownStreamDeletedRepair(t,
+		func(opts *store.Options) *store.Store { return storetest.MustOpenPath(t, path, opts) },
+		func(q string) {
+			db, err := sql.Open("sqlite", "file:"+path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.Exec(q); err != nil {
+				t.Fatal(err)
+			}
+		})
+}
+
+// TestPostgresOwnStreamDeletedRepair: the same on PostgreSQL.
+func TestPostgresOwnStreamDeletedRepair(t *testing.T) {
+	base := storetest.PostgresBase(t)
+	addr := storetest.PostgresSchema(t, base)
+	u, _ := url.Parse(addr)
+	schema := u.Query().Get("eventlite_schema")
+	ownStreamDeletedRepair(t,
+		func(opts *store.Options) *store.Store { return openAddr(t, addr, opts) },
+		func(q string) {
+			db, err := sql.Open("pgx", base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.Exec(`SET search_path TO "` + schema + `"; ` + q); err != nil {
+				t.Fatal(err)
+			}
+		})
+}
+
+func ownStreamDeletedRepair(t *testing.T, open func(*store.Options) *store.Store, exec func(string)) {
+	ctx := context.Background()
+	opts := &store.Options{MasterKey: drivertest.MasterKey(t, 12)}
+	s := open(opts)
+	for _, who := range []string{"alice", "bob"} {
+		if _, err := s.Append(ctx, "default", "user-"+who, store.Any, drivertest.Personal(t, who, who+"@x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Erasure().Forget(ctx, "default", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	// What an older eventlite's `delete eventlite-forgotten --hard` left.
+	exec(`UPDATE streams SET deleted = 2 WHERE stream_id = 'eventlite-forgotten'`)
+	s = open(opts) // another process: it has cached nothing of the stream
+	f, ok := drivertest.Problems(drivertest.Diagnose(t, s))["own_stream_deleted"]
+	if !ok || len(f.IDs) != 1 || f.IDs[0] != "default/eventlite-forgotten (hard)" || !strings.Contains(f.Detail, "eventlite forget") {
+		t.Fatalf("doctor on a file whose own stream was hard-deleted: %+v (found %v)", f, ok)
+	}
+	if _, err := s.Erasure().Forget(ctx, "default", "bob"); err != nil {
+		t.Fatalf("forget in a tenant whose own stream was hard-deleted: %v", err)
+	}
+	if evs := drivertest.ReadStream(t, s, "default", "user-bob"); !envelope.Erased(evs[0]) {
+		t.Error("bob's data still reads after the forget")
+	}
+	if _, ok := drivertest.Problems(drivertest.Diagnose(t, s))["own_stream_deleted"]; ok {
+		t.Error("doctor still finds the own stream deleted after the forget restored it")
+	}
+	if _, err := s.Append(ctx, "default", store.ForgottenStream, store.Any, envelope.Event{Source: "/t", Type: "t"}); !errors.Is(err, store.ErrReservedStream) {
+		t.Errorf("a user's append to the restored stream: %v", err)
+	}
+}
