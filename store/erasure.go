@@ -134,6 +134,10 @@ func (e *Erasure) Forget(ctx context.Context, tenant, subject string) (ForgetRes
 			if res.Copies, err = eraseCopies(ctx, tx, tenant, subject); err != nil {
 				return err
 			}
+			// A sink's reply recorded as a failure may have quoted the data.
+			if _, err := s.ex.EraseOutboxErrors(ctx, tx, tenant, subject); err != nil {
+				return fmt.Errorf("erase the outbox's error texts: %w", mapErr(err))
+			}
 			r, err := tx.appendPrepared(ctx, a)
 			if err != nil {
 				return err

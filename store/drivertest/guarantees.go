@@ -106,5 +106,6 @@ var guarantees = []guarantee{
 		{"TestErasureRefusesStoreExtensions", testErasureRefusesStoreExtensions},
 		{"TestForgetNeedsNoMasterKeyAndIsSeenByAnotherStore", testForgetNeedsNoMasterKeyAndIsSeenByAnotherStore},
 		{"TestOwnStreamsAreTheStores", testOwnStreamsAreTheStores},
+		{"TestForgetErasesErrorTexts", testForgetErasesErrorTexts},
 	}},
 }

@@ -3,7 +3,9 @@ package drivertest
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
@@ -65,5 +67,76 @@ func testOwnStreamsAreTheStores(t *testing.T, h Harness) {
 	}
 	if _, err := s.Erasure().Forget(ctx, "default", "bob"); err != nil {
 		t.Fatalf("forget after the refusals: %v", err)
+	}
+}
+
+// testForgetErasesErrorTexts: the error texts the store keeps for a
+// subject's events (the relay's last error of its outbox rows, a
+// quarantined copy's error), which a sink's reply or a handler may have
+// filled with the event's data, are erased by Forget; another subject's
+// are kept.
+func testForgetErasesErrorTexts(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := h.Open(t, &store.Options{MasterKey: MasterKey(t, 13)})
+	var events []envelope.Event
+	for _, who := range []string{"alice", "bob"} {
+		r, err := s.Append(ctx, "default", "user-"+who, store.Any, Personal(t, who, who+"@secret.example"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, r.Events[0])
+	}
+	lease, err := s.Leases().Acquire(ctx, "relay", "test", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	echo := func(e envelope.Event) string {
+		return "POST http://sink/: HTTP 422: the sink said: " + string(e.Data) + " is not acceptable"
+	}
+	err = s.Update(ctx, func(tx *store.Tx) error {
+		var fails []store.Failure
+		for _, e := range events {
+			fails = append(fails, store.Failure{Position: e.Position, Error: echo(e), NextAttemptAt: time.Now().Add(time.Hour)})
+			if err := tx.Quarantine(ctx, store.Quarantined{Consumer: "p", Reason: store.ReasonHandlerError, Tenant: "default", EventID: e.ID,
+				Position: e.Position, Event: e.AppendJSON(nil), Error: "handler: " + string(e.Data)}); err != nil {
+				return err
+			}
+		}
+		return tx.RecordFailure(ctx, lease, fails)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Erasure().Forget(ctx, "default", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := s.Outbox().Entries(ctx, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs, err := s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := map[string]string{}
+	for _, e := range entries {
+		if e.EventID == events[0].ID || e.EventID == events[1].ID {
+			texts["outbox "+e.EventID] = e.LastError
+		}
+	}
+	for _, q := range qs {
+		texts["quarantine "+q.EventID] = q.Error
+	}
+	if len(texts) != 4 {
+		t.Fatalf("error texts %v, want the outbox's and the quarantine's of both events", texts)
+	}
+	for what, text := range texts {
+		alice := strings.HasSuffix(what, events[0].ID)
+		switch {
+		case alice && (strings.Contains(text, "alice@secret") || !strings.Contains(text, "erased")):
+			t.Errorf("%s of the forgotten subject: %q, want it erased", what, text)
+		case !alice && !strings.Contains(text, "bob@secret"):
+			t.Errorf("%s of another subject: %q, want it kept", what, text)
+		}
 	}
 }

@@ -34,8 +34,13 @@ type Keys interface {
 	DropSubjectSnapshots(ctx context.Context, q Querier, tenant, stream string) error
 	// EraseCopies removes the data (marking dataerased: true) from the
 	// copies of subject's events that kind keeps, and returns how many
-	// copies it changed.
+	// copies it changed. A quarantined copy's error text, which may have
+	// quoted the data, becomes ErasedError.
 	EraseCopies(ctx context.Context, q Querier, kind CopyKind, tenant, subject string) (int64, error)
+	// EraseOutboxErrors sets the last error recorded for the outbox rows
+	// of subject's events of tenant (a sink's reply may have quoted the
+	// data) to ErasedError, and returns how many rows it changed.
+	EraseOutboxErrors(ctx context.Context, q Querier, tenant, subject string) (int64, error)
 	// ScrubErased removes the ciphertext of the events of forgotten
 	// subjects and returns how many events lost it.
 	ScrubErased(ctx context.Context, q Querier) (int64, error)
@@ -60,3 +65,6 @@ const (
 
 // EventCopyKinds are every CopyKind, in the order Forget erases them.
 var EventCopyKinds = []CopyKind{CopiesQuarantine, CopiesDeferred, CopiesVersionConflicts}
+
+// ErasedError replaces an error text that Forget erased.
+const ErasedError = "erased with the data of a forgotten subject (the error text may have quoted it)"

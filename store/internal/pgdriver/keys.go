@@ -142,12 +142,32 @@ func (Exec) EraseCopies(ctx context.Context, q driver.Querier, kind driver.CopyK
 	if err := rows.Err(); err != nil {
 		return 0, err
 	}
+	set := ``
+	if kind == driver.CopiesQuarantine {
+		// The error text may have quoted the data.
+		set = `, error = CASE WHEN error = '' THEN error ELSE $3 END`
+	}
 	for _, c := range changes {
-		if _, err := q.ExecContext(ctx, `UPDATE `+table+` SET `+col+` = $1 WHERE ctid = $2::tid`, c.copy, c.ctid); err != nil {
+		args := []any{c.copy, c.ctid}
+		if set != "" {
+			args = append(args, driver.ErasedError)
+		}
+		if _, err := q.ExecContext(ctx, `UPDATE `+table+` SET `+col+` = $1`+set+` WHERE ctid = $2::tid`, args...); err != nil {
 			return 0, err
 		}
 	}
 	return int64(len(changes)), nil
+}
+
+// EraseOutboxErrors finds the subject's events by their erasurekey.
+func (Exec) EraseOutboxErrors(ctx context.Context, q driver.Querier, tenant, subject string) (int64, error) {
+	res, err := q.ExecContext(ctx, `UPDATE outbox SET last_error = $3
+		WHERE last_error IS NOT NULL AND last_error <> '' AND last_error <> $3 AND position IN (SELECT e.position FROM events e
+			WHERE e.tenant = $1 AND e.extensions IS NOT NULL AND `+erasureKeyOf+` = $2)`, tenant, subject, driver.ErasedError)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 // eraseCopy returns the structured-JSON event copy b without its data

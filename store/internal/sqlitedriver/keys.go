@@ -110,12 +110,31 @@ func (Exec) EraseCopies(ctx context.Context, q driver.Querier, kind driver.CopyK
 	if !ok {
 		return 0, fmt.Errorf("no copies of events kept as %q", kind)
 	}
+	if kind == driver.CopiesQuarantine {
+		// Before the copy loses its data: the match reads the copy.
+		if _, err := q.ExecContext(ctx, `UPDATE quarantine SET error = ?3
+			WHERE tenant = ?1 AND error <> '' AND error <> ?3 AND event IS NOT NULL AND json_valid(CAST(event AS TEXT))
+			AND json_extract(CAST(event AS TEXT), '$.erasurekey') = ?2`, tenant, subject, driver.ErasedError); err != nil {
+			return 0, err
+		}
+	}
 	res, err := q.ExecContext(ctx, fmt.Sprintf(eraseCopyQuery, kind, col), tenant, subject)
 	if err != nil {
 		return 0, err
 	}
 	n, _ := res.RowsAffected()
 	return n, nil
+}
+
+// EraseOutboxErrors finds the subject's events by their erasurekey.
+func (Exec) EraseOutboxErrors(ctx context.Context, q driver.Querier, tenant, subject string) (int64, error) {
+	res, err := q.ExecContext(ctx, `UPDATE outbox SET last_error = ?3
+		WHERE last_error IS NOT NULL AND last_error <> '' AND last_error <> ?3 AND position IN (SELECT position FROM events
+			WHERE tenant = ?1 AND attrs IS NOT NULL AND json_extract(`+ExtensionsSQL+`, '$.erasurekey') = ?2)`, tenant, subject, driver.ErasedError)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 // ScrubErased sets data to NULL where the event's key is forgotten.
