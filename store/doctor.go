@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"time"
@@ -386,5 +387,18 @@ func (s *Store) diagnoseLog(ctx context.Context, o DiagnoseOptions, emit func(*f
 		ForgottenStream+" was hard-deleted, every forget in its tenant failed (exit 4) and the subject's data stayed readable. "+
 		"To repair, run eventlite forget SUBJECT --tenant TENANT again for each subject whose forget failed "+
 		"(or, if none did, once more for a subject forgotten before): forget restores the stream first")
+	uses, err := s.ex.MasterKeys(ctx, s.rdb)
+	if err != nil {
+		return mapErr(err)
+	}
+	mixed := newFinding("master_keys_mixed", SeverityProblem, o.MaxIDs)
+	if len(uses) > 1 {
+		for _, u := range uses {
+			mixed.add(hex.EncodeToString(u.ID)+" wraps "+strconv.FormatInt(u.Keys, 10)+" data keys", time.Time{})
+		}
+	}
+	emit(mixed, "the data keys are wrapped by more than one master key, which an older eventlite allowed: a store uses one, "+
+		"and a relay or projection with either key stops at an event of the other. To repair, keep one master key and, for each subject "+
+		"whose key the other wraps, run eventlite forget SUBJECT (its data is then erased), or restore a backup taken before the other key was used")
 	return nil
 }

@@ -87,3 +87,34 @@ func ownStreamDeletedRepair(t *testing.T, open func(*store.Options) *store.Store
 		t.Errorf("a user's append to the restored stream: %v", err)
 	}
 }
+
+// TestDoctorMasterKeysMixed: a file whose data keys are wrapped by two
+// master keys (an older eventlite allowed it) is a doctor problem that
+// names both keys and says how to repair.
+func TestDoctorMasterKeysMixed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	ctx := context.Background()
+	s := storetest.MustOpenPath(t, path, &store.Options{MasterKey: drivertest.MasterKey(t, 16)})
+	for _, who := range []string{"alice", "bob", "carol"} {
+		if _, err := s.Append(ctx, "default", "user-"+who, store.Any, drivertest.Personal(t, who, who+"@x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := drivertest.Problems(drivertest.Diagnose(t, s))["master_keys_mixed"]; ok {
+		t.Fatal("one master key reported as mixed")
+	}
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// What a second process with another master key left before the check.
+	if _, err := db.Exec(`UPDATE erasure_keys SET master_key_id = X'0102030405060708' WHERE subject = 'bob'`); err != nil {
+		t.Fatal(err)
+	}
+	other := storetest.MustOpenPath(t, path, nil)
+	f, ok := drivertest.Problems(drivertest.Diagnose(t, other))["master_keys_mixed"]
+	if !ok || len(f.IDs) != 2 || !strings.HasSuffix(f.IDs[0], "wraps 2 data keys") || f.IDs[1] != "0102030405060708 wraps 1 data keys" || !strings.Contains(f.Detail, "eventlite forget") {
+		t.Fatalf("doctor on a file with two master keys: %+v (found %v)", f, ok)
+	}
+}

@@ -427,6 +427,9 @@ func (s *Store) open(ctx context.Context) error {
 	if err := s.prepareReads(ctx); err != nil {
 		return err
 	}
+	if err := s.keys.checkStoreKey(ctx, s.rdb); err != nil {
+		return err
+	}
 	if s.plan == planAttach && (createdByMe(s.path+"-wal") || createdByMe(s.path+"-shm")) {
 		// The owner's process closed the file between checkAccess and
 		// here, and SQLite created -wal and -shm for this user: remove

@@ -107,5 +107,6 @@ var guarantees = []guarantee{
 		{"TestForgetNeedsNoMasterKeyAndIsSeenByAnotherStore", testForgetNeedsNoMasterKeyAndIsSeenByAnotherStore},
 		{"TestOwnStreamsAreTheStores", testOwnStreamsAreTheStores},
 		{"TestForgetErasesErrorTexts", testForgetErasesErrorTexts},
+		{"TestOneMasterKeyPerStore", testOneMasterKeyPerStore},
 	}},
 }

@@ -140,3 +140,42 @@ func testForgetErasesErrorTexts(t *testing.T, h Harness) {
 		}
 	}
 }
+
+// testOneMasterKeyPerStore: a store uses one master key. Once it holds
+// data keys, a store opened with another master key is refused
+// (*StoreMasterKeyError, ErrMasterKey); one opened with another key
+// before any data key existed has its append that would create a key
+// under it refused, nothing stored, while its plain appends go on.
+func testOneMasterKeyPerStore(t *testing.T, h Harness) {
+	ctx := context.Background()
+	a := h.Open(t, &store.Options{MasterKey: MasterKey(t, 14)})
+	b := h.reopen(t, a, &store.Options{MasterKey: MasterKey(t, 15)}) // opened while no data key exists
+	if _, err := a.Append(ctx, "default", "user-alice", store.Any, Personal(t, "alice", "a@x")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := b.Append(ctx, "default", "user-bob", store.Any, Personal(t, "bob", "b@x"))
+	var me *store.StoreMasterKeyError
+	if !errors.As(err, &me) || !errors.Is(err, store.ErrMasterKey) {
+		t.Fatalf("an append creating a data key under a second master key: %v, want *StoreMasterKeyError", err)
+	}
+	if _, err := b.Append(ctx, "default", "plain", store.Any, envelope.Event{Source: "/t", Type: "t.plain"}); err != nil {
+		t.Fatalf("a plain append of the store with the other key: %v", err)
+	}
+	if evs := ReadStream(t, a, "default", "plain"); len(evs) != 1 {
+		t.Fatalf("plain stream: %d events", len(evs))
+	}
+	for _, err := range a.ReadStream(ctx, "default", "user-bob", store.ReadStreamOptions{}) {
+		if !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("the refused append stored something: %v", err)
+		}
+		break
+	}
+	// A process that opens now, with the other key, is refused at Open.
+	c, err := store.Open(ctx, a.Path(), &store.Options{MasterKey: MasterKey(t, 15)})
+	if err == nil {
+		c.Close()
+	}
+	if !errors.As(err, &me) || !errors.Is(err, store.ErrMasterKey) {
+		t.Errorf("open with another master key than the store's: %v, want *StoreMasterKeyError", err)
+	}
+}

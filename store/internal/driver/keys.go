@@ -37,6 +37,13 @@ type Keys interface {
 	// copies it changed. A quarantined copy's error text, which may have
 	// quoted the data, becomes ErasedError.
 	EraseCopies(ctx context.Context, q Querier, kind CopyKind, tenant, subject string) (int64, error)
+	// AnyMasterKey reads the id of the master key that wraps one key
+	// not forgotten (any one: a store uses one master key); ok is false
+	// when there is none. One index step, not a scan.
+	AnyMasterKey(ctx context.Context, q ReadQuerier) (id []byte, ok bool, err error)
+	// MasterKeys lists the ids of the master keys that wrap the keys not
+	// forgotten, with how many each wraps, most first.
+	MasterKeys(ctx context.Context, q ReadQuerier) ([]MasterKeyUse, error)
 	// EraseOutboxErrors sets the last error recorded for the outbox rows
 	// of subject's events of tenant (a sink's reply may have quoted the
 	// data) to ErasedError, and returns how many rows it changed.
@@ -68,3 +75,9 @@ var EventCopyKinds = []CopyKind{CopiesQuarantine, CopiesDeferred, CopiesVersionC
 
 // ErasedError replaces an error text that Forget erased.
 const ErasedError = "erased with the data of a forgotten subject (the error text may have quoted it)"
+
+// MasterKeyUse is a master key's id and the number of data keys it wraps.
+type MasterKeyUse struct {
+	ID   []byte
+	Keys int64
+}
