@@ -44,7 +44,16 @@ type MasterKeyError struct {
 	// Stored is the id of the master key that wrapped the data key, Given
 	// the id of the master key given (hex).
 	Stored, Given string
+	// Position is the event being read, when the error is an event's
+	// (0 otherwise).
+	Position int64
 }
+
+// Foreign reports whether the data key was wrapped by another master key
+// than the one given (rather than altered): in a store whose keys are
+// wrapped by the key given, such an event is one no process of the store
+// can open (an older eventlite let a second master key in).
+func (e *MasterKeyError) Foreign() bool { return e.Stored != e.Given }
 
 func (e *MasterKeyError) Error() string {
 	if e.Stored == e.Given {

@@ -5,6 +5,7 @@ import (
 	"crypto/cipher"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -210,6 +211,10 @@ func (k *keyring) openEvents(ctx context.Context, q driver.ReadQuerier, cache bo
 func (k *keyring) openEvent(ctx context.Context, q driver.ReadQuerier, cache bool, e *envelope.Event, subject string) error {
 	d, err := k.lookup(ctx, q, keyRef{e.Tenant, subject}, cache)
 	if err != nil {
+		var me *MasterKeyError
+		if errors.As(err, &me) {
+			me.Position = e.Position
+		}
 		return fmt.Errorf("event at position %d: %w", e.Position, err)
 	}
 	switch {
