@@ -174,7 +174,15 @@ func (l *Lifecycle) apply(ctx context.Context, tenant, stream string, expected E
 }
 
 // prepare validates a lifecycle event's append outside any transaction.
+// The store's own streams are never deleted or truncated.
 func (l *Lifecycle) prepare(tenant, stream string, expected Expected, ev envelope.Event) (*appendReq, error) {
+	op := "truncate"
+	if ev.Type == TypeStreamDeleted {
+		op = "delete"
+	}
+	if err := userStream(op, tenant, stream); err != nil {
+		return nil, err
+	}
 	ev.Source = "eventlite"
 	switch expected.kind {
 	case expectNoStream:

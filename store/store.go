@@ -433,6 +433,9 @@ func (s *Store) open(ctx context.Context) error {
 	if err := s.prepareReads(ctx); err != nil {
 		return err
 	}
+	if err := s.keys.checkStoreKey(ctx, s.rdb); err != nil {
+		return err
+	}
 	if s.plan == planAttach && (createdByMe(s.path+"-wal") || createdByMe(s.path+"-shm")) {
 		// The owner's process closed the file between checkAccess and
 		// here, and SQLite created -wal and -shm for this user: remove
@@ -525,7 +528,26 @@ func (s *Store) closeDBs() error {
 	if s.rdb != nil {
 		errs = append(errs, s.rdb.DB.Close())
 	}
-	return errors.Join(errs...)
+	return closeErr(s.onServer(), errs)
+}
+
+// closeErr joins the errors of closing the store's statements and
+// connections, leaving out, on a server, those that only say a session
+// had already ended (the server restarted, or an operator or a timeout
+// ended it): what Close would release is gone already, so that is not a
+// failure of Close. Any other error is.
+func closeErr(server bool, errs []error) error {
+	kept := errs[:0]
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		if server && sessionEnded(err) {
+			continue
+		}
+		kept = append(kept, err)
+	}
+	return errors.Join(kept...)
 }
 
 // Changed returns a channel that is closed at the next commit seen by this

@@ -105,5 +105,8 @@ var guarantees = []guarantee{
 		{"TestErasureDataLimitIsOnPlaintext", testErasureDataLimitIsOnPlaintext},
 		{"TestErasureRefusesStoreExtensions", testErasureRefusesStoreExtensions},
 		{"TestForgetNeedsNoMasterKeyAndIsSeenByAnotherStore", testForgetNeedsNoMasterKeyAndIsSeenByAnotherStore},
+		{"TestOwnStreamsAreTheStores", testOwnStreamsAreTheStores},
+		{"TestForgetErasesErrorTexts", testForgetErasesErrorTexts},
+		{"TestOneMasterKeyPerStore", testOneMasterKeyPerStore},
 	}},
 }

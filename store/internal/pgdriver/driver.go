@@ -177,8 +177,9 @@ func classifyPG(err error) driver.Class {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
 		// database/sql answers ErrConnDone for a transaction or
-		// connection whose session pgx had already found closed.
-		if errors.Is(err, sqldriver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) || pgconn.SafeToRetry(err) {
+		// connection whose session pgx had already found closed; pgx
+		// answers ErrConnClosed for a statement on it.
+		if errors.Is(err, sqldriver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) || errors.Is(err, pgconn.ErrConnClosed) || pgconn.SafeToRetry(err) {
 			return driver.ConnectionLost
 		}
 		return driver.Other
