@@ -97,7 +97,7 @@ func (a *AggregateScenario) Then(events ...any) {
 			r.failf("expected %s, got the error: %v", countEvents(len(events)), err)
 			return
 		}
-		compareEvents(r, a.wants(events), got, a.opts)
+		compareEvents(r, a.reg, a.wants(events), got, a.opts)
 	})
 }
 
@@ -287,7 +287,7 @@ func listGot(got []gotEvent) string {
 
 // compareEvents reports each difference between the expected and the
 // appended events: which event, which attribute or field, expected and got.
-func compareEvents(r *run, want []Event, got []gotEvent, opts cmp.Options) {
+func compareEvents(r *run, reg *envelope.Registry, want []Event, got []gotEvent, opts cmp.Options) {
 	if len(want) != len(got) {
 		r.failf("expected %s, got %s", countEvents(len(want)), countEvents(len(got)))
 	}
@@ -306,7 +306,8 @@ func compareEvents(r *run, want []Event, got []gotEvent, opts cmp.Options) {
 		w := want[i]
 		label := fmt.Sprintf("event %d (%s on %s)", n, g.env.Type, g.env.Stream)
 		if wt, gt := reflect.TypeOf(w.Data), reflect.TypeOf(g.data); wt != gt {
-			r.failf("event %d: type: expected %s, got %s (%s on %s: %s)", n, describe(w.Data), g.env.Type, g.env.Type, g.env.Stream, describe(g.data))
+			wantType, _ := reg.TypeOf(w.Data)
+			r.failf("event %d: type: expected %s (%s), got %s (%s) on %s", n, wantType, describe(w.Data), g.env.Type, describe(g.data), g.env.Stream)
 			continue
 		}
 		if w.Tenant != g.env.Tenant {

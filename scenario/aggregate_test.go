@@ -135,7 +135,7 @@ func TestAggregateFailureWrongTypeAndCount(t *testing.T) {
 	})
 	f.mustFail(t,
 		"expected 2 events, got 1 event",
-		"event 1: type: expected scenario_test.Deposited{Amount:30 Memo:}, got account.withdrawn",
+		"event 1: type: expected account.deposited (scenario_test.Deposited{Amount:30 Memo:}), got account.withdrawn (scenario_test.Withdrawn{Amount:30}) on account-1",
 		"event 2: expected scenario_test.Withdrawn{Amount:30} on account-1, got none")
 }
 

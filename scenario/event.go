@@ -37,8 +37,10 @@ func On(stream string, data any) Event { return Event{Stream: stream, Data: data
 // Stored is a given event in its stored form: an envelope.Event, for an
 // event of an older schema version (its DataSchema ending in /v<N>) that
 // the registry's upcasters bring forward as it is read. Its Tenant and
-// Stream default to the scenario's.
-func Stored(e envelope.Event) Event { return Event{Data: storedForm{e}} }
+// Stream, when empty, default to the scenario's.
+func Stored(e envelope.Event) Event {
+	return Event{Tenant: e.Tenant, Stream: e.Stream, ID: e.ID, Data: storedForm{e}}
+}
 
 type storedForm struct{ e envelope.Event }
 
@@ -52,7 +54,6 @@ func asEvent(v any, tenant, stream string) Event {
 		e = *x
 	case envelope.Event:
 		e = Stored(x)
-		e.Tenant, e.Stream = x.Tenant, x.Stream
 	default:
 		e = Event{Data: v}
 	}
