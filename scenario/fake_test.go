@@ -2,6 +2,7 @@ package scenario_test
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -30,7 +31,11 @@ var _ scenario.T = (*testing.B)(nil)
 func (f *fakeT) Helper()      {}
 func (f *fakeT) Name() string { return f.name }
 func (f *fakeT) TempDir() string {
-	return f.dir
+	d, err := os.MkdirTemp(f.dir, "")
+	if err != nil {
+		panic(err)
+	}
+	return d
 }
 func (f *fakeT) Cleanup(fn func()) {
 	f.mu.Lock()
