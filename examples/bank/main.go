@@ -120,22 +120,24 @@ func decide(a Account, cmd aggregate.Command) ([]any, error) {
 
 // balances is the read model: one row per account. It is typed: one
 // handler per event's Go type, each receiving the decoded data and the
-// event's metadata; the event types it reads come from the registry.
+// event's metadata; the event types it reads come from the registry. Its
+// SQL numbers its parameters ($1) and runs on SQLite and PostgreSQL alike
+// (scenario_test.go runs it on both).
 func balances(reg *envelope.Registry) projection.Projection {
-	const upsert = ` (tenant, account, owner, balance) VALUES (?, ?, ?, ?)
-		ON CONFLICT (tenant, account) DO UPDATE SET balance = balance + excluded.balance`
+	const upsert = ` (tenant, account, owner, balance) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (tenant, account) DO NOTHING`
 	h := projection.NewHandlers(reg)
 	projection.On(h, func(ctx context.Context, tx *projection.Tx, e projection.Event[AccountOpened]) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO `+tx.Table("balances")+upsert, e.Tenant, e.Stream, e.Data.Owner, 0)
 		return err
 	})
 	projection.On(h, func(ctx context.Context, tx *projection.Tx, e projection.Event[MoneyDeposited]) error {
-		_, err := tx.ExecContext(ctx, `UPDATE `+tx.Table("balances")+` SET balance = balance + ? WHERE tenant = ? AND account = ?`,
+		_, err := tx.ExecContext(ctx, `UPDATE `+tx.Table("balances")+` SET balance = balance + $1 WHERE tenant = $2 AND account = $3`,
 			e.Data.Amount, e.Tenant, e.Stream)
 		return err
 	})
 	projection.On(h, func(ctx context.Context, tx *projection.Tx, e projection.Event[MoneyWithdrawn]) error {
-		_, err := tx.ExecContext(ctx, `UPDATE `+tx.Table("balances")+` SET balance = balance - ? WHERE tenant = ? AND account = ?`,
+		_, err := tx.ExecContext(ctx, `UPDATE `+tx.Table("balances")+` SET balance = balance - $1 WHERE tenant = $2 AND account = $3`,
 			e.Data.Amount, e.Tenant, e.Stream)
 		return err
 	})
