@@ -181,6 +181,7 @@ func (a *AggregateScenario) run(check func(r *run, got []gotEvent, err error)) {
 	a.defaults()
 	what := fmt.Sprintf("when %s on %s", describe(a.cmd.Payload), a.cmd.Stream)
 	each(a.t, what, func(ctx context.Context, r *run, s *store.Store) {
+		r.t.Helper()
 		h, err := a.handle(s)
 		if err != nil {
 			r.fatal("build the handler: %v", err)

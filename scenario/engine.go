@@ -148,6 +148,7 @@ func each(t T, what string, fn func(ctx context.Context, r *run, s *store.Store)
 			return
 		}
 		func() {
+			t.Helper()
 			defer cancel()
 			defer func() {
 				if err := closeStore(); err != nil {

@@ -51,6 +51,7 @@ func (ps *ProjectionScenario) ThenRows(q string, rows ...Row) {
 		want[i] = normalize(r)
 	}
 	ps.run(func(ctx context.Context, r *run, s *store.Store, pos []int64) {
+		r.t.Helper()
 		if _, err := ps.live(ctx, s); err != nil {
 			r.failf("live (runner): %s", ps.explain(err, pos))
 			return
@@ -88,6 +89,7 @@ func (ps *ProjectionScenario) ThenQuarantined(n int, reason store.QuarantineReas
 		return
 	}
 	ps.run(func(ctx context.Context, r *run, s *store.Store, pos []int64) {
+		r.t.Helper()
 		want := pos[n-1]
 		_, err := ps.live(ctx, s)
 		var stopped *projection.StoppedError
@@ -179,6 +181,7 @@ func (ps *ProjectionScenario) run(fn func(ctx context.Context, r *run, s *store.
 	}
 	what := fmt.Sprintf("projection %s given %s", ps.p.Name, countEvents(len(ps.given)))
 	each(ps.t, what, func(ctx context.Context, r *run, s *store.Store) {
+		r.t.Helper()
 		pos := appendEvents(ctx, r, s, ps.reg, ps.given, "default", DefaultStream)
 		if pos == nil && len(ps.given) > 0 {
 			return
