@@ -124,7 +124,9 @@ func decide(a Account, cmd aggregate.Command) ([]any, error) {
 
 // balances is the read model: one row per account. It is typed: one
 // handler per event's Go type, each receiving the decoded data and the
-// event's metadata; the event types it reads come from the registry.
+// event's metadata; the event types it reads come from the registry. Its
+// SQL writes ? placeholders and an aliased upsert, and runs on SQLite and
+// PostgreSQL alike (scenario_test.go runs it on both).
 func balances(reg *envelope.Registry) projection.Projection {
 	// The upsert names the table by an alias (AS t): an unqualified
 	// column on the right of SET is ambiguous on PostgreSQL, and the
@@ -137,12 +139,12 @@ func balances(reg *envelope.Registry) projection.Projection {
 		return err
 	})
 	projection.On(h, func(ctx context.Context, tx *projection.Tx, e projection.Event[MoneyDeposited]) error {
-		_, err := tx.ExecContext(ctx, `UPDATE `+tx.Table("balances")+` SET balance = balance + ? WHERE tenant = ? AND account = ?`,
+		_, err := tx.ExecContext(ctx, `UPDATE `+tx.Table("balances")+` SET balance = balance + $1 WHERE tenant = $2 AND account = $3`,
 			e.Data.Amount, e.Tenant, e.Stream)
 		return err
 	})
 	projection.On(h, func(ctx context.Context, tx *projection.Tx, e projection.Event[MoneyWithdrawn]) error {
-		_, err := tx.ExecContext(ctx, `UPDATE `+tx.Table("balances")+` SET balance = balance - ? WHERE tenant = ? AND account = ?`,
+		_, err := tx.ExecContext(ctx, `UPDATE `+tx.Table("balances")+` SET balance = balance - $1 WHERE tenant = $2 AND account = $3`,
 			e.Data.Amount, e.Tenant, e.Stream)
 		return err
 	})
