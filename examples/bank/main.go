@@ -139,12 +139,12 @@ func balances(reg *envelope.Registry) projection.Projection {
 		return err
 	})
 	projection.On(h, func(ctx context.Context, tx *projection.Tx, e projection.Event[MoneyDeposited]) error {
-		_, err := tx.ExecContext(ctx, `UPDATE `+tx.Table("balances")+` SET balance = balance + $1 WHERE tenant = $2 AND account = $3`,
+		_, err := tx.ExecContext(ctx, `UPDATE `+tx.Table("balances")+` SET balance = balance + ? WHERE tenant = ? AND account = ?`,
 			e.Data.Amount, e.Tenant, e.Stream)
 		return err
 	})
 	projection.On(h, func(ctx context.Context, tx *projection.Tx, e projection.Event[MoneyWithdrawn]) error {
-		_, err := tx.ExecContext(ctx, `UPDATE `+tx.Table("balances")+` SET balance = balance - $1 WHERE tenant = $2 AND account = $3`,
+		_, err := tx.ExecContext(ctx, `UPDATE `+tx.Table("balances")+` SET balance = balance - ? WHERE tenant = ? AND account = ?`,
 			e.Data.Amount, e.Tenant, e.Stream)
 		return err
 	})
