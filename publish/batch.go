@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -395,15 +396,15 @@ func (r *Relay) publishBatch(ctx context.Context, lease store.Lease, rows []stor
 func (r *Relay) settle(ctx context.Context, lease store.Lease, o *outcome) BatchReport {
 	rep := o.rep
 	rep.Err = r.st.Update(ctx, func(tx *store.Tx) error {
-		n, err := tx.MarkPublished(ctx, lease, o.pub)
+		n, err := store.Bookkeeping(inside.Key{}, tx).MarkPublished(ctx, lease, o.pub)
 		if err != nil {
 			return err
 		}
 		rep.Published = n
-		if err := tx.RecordFailure(ctx, lease, o.fail); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).RecordFailure(ctx, lease, o.fail); err != nil {
 			return err
 		}
-		return tx.DeadLetter(ctx, lease, o.dead)
+		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, lease, o.dead)
 	})
 	if rep.Err != nil {
 		rep.Published = 0
