@@ -121,7 +121,7 @@ func TestMetricsCollector(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Effects().Reserve(ctx, "default", "email:1"); err != nil {
+	if _, _, err := store.EffectSteps(inside.Key{}, s.Effects()).Reserve(ctx, "default", "email:1"); err != nil {
 		t.Fatal(err)
 	}
 	_, _ = s.Effects().Run(ctx, "default", "charge:1", func(context.Context) (string, error) { return "", store.ErrOutcomeUnknown })
@@ -237,7 +237,7 @@ func TestMetricsEffectsAwaitingApproval(t *testing.T) {
 		t.Errorf("by kind: %v", got)
 	}
 	// Decided, the oldest no longer waits.
-	if _, err := s.Effects().Approve(ctx, "default", "delete:1", first.ArgsHash(), "alice"); err != nil {
+	if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "delete:1", ArgsHash: first.ArgsHash(), By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	got = scrapeAll()

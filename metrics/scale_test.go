@@ -76,7 +76,7 @@ func fill(tb testing.TB, s *store.Store, n int) {
 	for w := range 8 {
 		wg.Go(func() {
 			for i := w; i < n; i += 8 {
-				if _, _, err := s.Effects().Reserve(ctx, "default", fmt.Sprintf("effect:%d", i)); err != nil {
+				if _, _, err := store.EffectSteps(inside.Key{}, s.Effects()).Reserve(ctx, "default", fmt.Sprintf("effect:%d", i)); err != nil {
 					tb.Error(err)
 					return
 				}

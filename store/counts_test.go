@@ -56,7 +56,7 @@ func TestCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, key := range []string{"a", "b"} {
-		if _, _, err := s.Effects().Reserve(ctx, "default", key); err != nil {
+		if _, _, err := store.EffectSteps(inside.Key{}, s.Effects()).Reserve(ctx, "default", key); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -94,7 +94,8 @@
 //	scavenge_space.go  secure_delete, incremental vacuum or VACUUM, WAL checkpoint
 //	outbox.go       s.Outbox(): the relay's reads and ledger, watermark, dead letters, parked streams;
 //	                b.MarkPublished, b.RecordFailure, b.DeadLetter
-//	effects.go      s.Effects(): the effect ledger (reserve, begin, complete...)
+//	effects.go      s.Effects(): the effect ledger (Run, Reconcile, Compensate;
+//	                its steps reserve, begin, complete... are EffectSteps')
 //	effects_approval.go  Effects.Do with kinds, arguments and a person's
 //	                approval; Approve, Reject, ResumeApproved
 //	consumer.go     s.Consumers(): an external consumer's inbox, versions,

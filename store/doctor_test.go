@@ -40,8 +40,8 @@ func TestDiagnoseFindsPlantedDefects(t *testing.T) {
 	}
 	// Effects: one unknown, one stuck executing.
 	_, _ = s.Effects().Run(ctx, "default", "charge:1", func(ctx context.Context) (string, error) { return "", store.ErrOutcomeUnknown })
-	_, _, _ = s.Effects().Reserve(ctx, "default", "email:1")
-	_, _ = s.Effects().Begin(ctx, "default", "email:1")
+	_, _, _ = store.EffectSteps(inside.Key{}, s.Effects()).Reserve(ctx, "default", "email:1")
+	_, _ = store.EffectSteps(inside.Key{}, s.Effects()).Begin(ctx, "default", "email:1")
 	// Consumer ledgers: an old deferral, a quarantined event, a conflict.
 	err = s.Update(ctx, func(tx *store.Tx) error {
 		if _, _, err := store.Bookkeeping(inside.Key{}, tx).Defer(ctx, store.DeferredEvent{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 3, EventID: "e3",
