@@ -11,7 +11,10 @@
 //	b := store.Bookkeeping(inside.Key{}, tx)
 //	err := b.SetCheckpoint(ctx, name, position, &lease)
 //
-// The same key opens what package projection keeps for its siblings:
+// The same key opens the effect ledger's state machine
+// (store.EffectSteps: Reserve, Begin, Complete, Fail, MarkUnknown), which
+// an application takes only through Effects.Do, Run and ResumeApproved,
+// and what package projection keeps for its siblings:
 // projection.Rebuilding (a projection's table operations, for replay's
 // rebuilder) and projection.ConsumerParts (a consumer's store and logger,
 // for natsjs's consumer loop).
