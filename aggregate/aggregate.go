@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/internal/tracing"
 	"github.com/eventlite/eventlite/store"
 )
@@ -352,7 +353,7 @@ func (h *Handler[S]) attempt(ctx context.Context, cmd Command, op *store.Operati
 	var answered store.Operation
 	err = h.store.Update(ctx, func(tx *store.Tx) error {
 		if op != nil {
-			stored, ok, err := tx.Operation(ctx, cmd.Tenant, cmd.OperationID)
+			stored, ok, err := store.Bookkeeping(inside.Key{}, tx).Operation(ctx, cmd.Tenant, cmd.OperationID)
 			if err != nil {
 				return err
 			}
@@ -378,7 +379,7 @@ func (h *Handler[S]) attempt(ctx context.Context, cmd Command, op *store.Operati
 		if op != nil {
 			rec := *op
 			rec.Result, _ = json.Marshal(res)
-			if _, err := tx.RecordOperation(ctx, rec); err != nil {
+			if _, err := store.Bookkeeping(inside.Key{}, tx).RecordOperation(ctx, rec); err != nil {
 				return err
 			}
 		}

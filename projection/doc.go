@@ -37,7 +37,10 @@
 // then). docs/handler-sql.md has the rules. Each
 // event (or batch) is applied in a tx.Nested scope, so a failed handler's
 // writes are undone and the transaction goes on; a handler that needs a
-// scope of its own calls tx.Nested too, never SAVEPOINT.
+// scope of its own calls tx.Nested too, never SAVEPOINT. The Tx offers
+// the SQL calls, Nested, Dialect, TableExists and Table and nothing of the
+// runner's bookkeeping: the runner moves the checkpoint, quarantines and
+// sets the status itself, in the same transaction.
 //
 // The untyped form stays for tools that read events as stored (the
 // built-in catalog): Types lists the event types and Apply receives each

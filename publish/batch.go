@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -401,15 +402,15 @@ func (r *Relay) publishBatch(ctx context.Context, lease store.Lease, rows []stor
 func (r *Relay) settle(ctx context.Context, lease store.Lease, o *outcome) BatchReport {
 	rep := o.rep
 	rep.Err = r.st.Update(ctx, func(tx *store.Tx) error {
-		n, err := tx.MarkPublished(ctx, lease, o.pub)
+		n, err := store.Bookkeeping(inside.Key{}, tx).MarkPublished(ctx, lease, o.pub)
 		if err != nil {
 			return err
 		}
 		rep.Published = n
-		if err := tx.RecordFailure(ctx, lease, o.fail); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).RecordFailure(ctx, lease, o.fail); err != nil {
 			return err
 		}
-		return tx.DeadLetter(ctx, lease, o.dead)
+		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, lease, o.dead)
 	})
 	if rep.Err != nil {
 		rep.Published = 0
@@ -463,7 +464,7 @@ func (r *Relay) deadLetterForeignKey(ctx context.Context, lease store.Lease, err
 	msg := fmt.Sprintf("its data key (subject %q, tenant %s) is wrapped by master key %s, not the store's %s: no process of the store can open it; "+
 		"forget the subject, or restore a backup taken before the other master key was used", me.Subject, me.Tenant, me.Stored, me.Given)
 	derr := r.st.Update(ctx, func(tx *store.Tx) error {
-		return tx.DeadLetter(ctx, lease, []store.Failure{{Position: me.Position, Error: msg}})
+		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, lease, []store.Failure{{Position: me.Position, Error: msg}})
 	})
 	switch {
 	case errors.Is(derr, store.ErrStaleFence):

@@ -18,6 +18,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -491,7 +492,7 @@ func (h *Handler) once(w http.ResponseWriter, r *http.Request, tenant, key, opTy
 	defer h.leave(tenant, key)
 	opID := operationID(key)
 	err = h.s.Update(ctx, func(tx *store.Tx) error {
-		stored, ok, err := tx.Operation(ctx, tenant, opID)
+		stored, ok, err := store.Bookkeeping(inside.Key{}, tx).Operation(ctx, tenant, opID)
 		if err != nil {
 			return err
 		}
@@ -511,7 +512,7 @@ func (h *Handler) once(w http.ResponseWriter, r *http.Request, tenant, key, opTy
 		if err != nil {
 			return err
 		}
-		_, err = tx.RecordOperation(ctx, store.Operation{Tenant: tenant, ID: opID, Type: opType, InputHash: fp, Result: rec})
+		_, err = store.Bookkeeping(inside.Key{}, tx).RecordOperation(ctx, store.Operation{Tenant: tenant, ID: opID, Type: opType, InputHash: fp, Result: rec})
 		return err
 	})
 	if err != nil {

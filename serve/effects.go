@@ -76,9 +76,9 @@ func (h *Handler) decideEffect(w http.ResponseWriter, r *http.Request, tenant, k
 		err error
 	)
 	if action == "approve" {
-		e, err = h.s.Effects().Approve(r.Context(), tenant, key, body["args_hash"], body["by"])
+		e, err = h.s.Effects().Approve(r.Context(), store.EffectApproval{Tenant: tenant, Key: key, ArgsHash: body["args_hash"], By: body["by"]})
 	} else {
-		e, err = h.s.Effects().Reject(r.Context(), tenant, key, body["reason"], body["by"])
+		e, err = h.s.Effects().Reject(r.Context(), store.EffectRejection{Tenant: tenant, Key: key, Reason: body["reason"], By: body["by"]})
 	}
 	if err != nil {
 		writeProblem(w, effectProblem(err, tenant, key, action))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/serve"
 	"github.com/eventlite/eventlite/store"
 )
@@ -188,7 +189,10 @@ func TestRemovedEventIDIsAConflict(t *testing.T) {
 	for _, r := range rows {
 		pub = append(pub, store.Published{Position: r.Event.Position})
 	}
-	if err := ts.s.Update(ctx, func(tx *store.Tx) error { _, err := tx.MarkPublished(ctx, lease, pub); return err }); err != nil {
+	if err := ts.s.Update(ctx, func(tx *store.Tx) error {
+		_, err := store.Bookkeeping(inside.Key{}, tx).MarkPublished(ctx, lease, pub)
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := ts.s.Lifecycle().Scavenge(ctx, store.ScavengeOptions{})

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/storetest"
@@ -160,11 +161,11 @@ func TestForget(t *testing.T) {
 			if err := tx.SaveSnapshot(ctx, store.Snapshot{Tenant: tenant, Stream: "user-1", SchemaVersion: 1, Version: 2, State: []byte(`{"email":"alice@` + tenant + `"}`)}); err != nil {
 				return err
 			}
-			if err := tx.Quarantine(ctx, store.Quarantined{Consumer: "p", Reason: store.ReasonHandlerError, Tenant: tenant, EventID: res.Events[0].ID, Position: res.FirstPosition(),
+			if err := store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{Consumer: "p", Reason: store.ReasonHandlerError, Tenant: tenant, EventID: res.Events[0].ID, Position: res.FirstPosition(),
 				Event: mustJSON(t, res.Events[0])}); err != nil {
 				return err
 			}
-			_, _, err := tx.Defer(ctx, store.DeferredEvent{Tenant: tenant, Consumer: "c", Subject: "user-1", Version: 9, EventID: res.Events[0].ID, Event: mustJSON(t, res.Events[0]), Reason: "gap"})
+			_, _, err := store.Bookkeeping(inside.Key{}, tx).Defer(ctx, store.DeferredEvent{Tenant: tenant, Consumer: "c", Subject: "user-1", Version: 9, EventID: res.Events[0].ID, Event: mustJSON(t, res.Events[0]), Reason: "gap"})
 			return err
 		}); err != nil {
 			t.Fatal(err)

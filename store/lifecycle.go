@@ -256,7 +256,7 @@ func setFirstVersion(ctx context.Context, tenant, stream string, before int64) l
 // the log: a truncate or a delete does not hide them. A read model that
 // handles eventlite.stream.truncated recounts what the stream retains
 // with it. fn's error stops the reading and is returned.
-func (tx *Tx) StreamEvents(ctx context.Context, tenant, stream string, from, to int64, fn func(envelope.Event) error) error {
+func (tx txBook) StreamEvents(ctx context.Context, tenant, stream string, from, to int64, fn func(envelope.Event) error) error {
 	if err := tx.check(); err != nil {
 		return err
 	}

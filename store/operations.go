@@ -87,7 +87,7 @@ func operationOf(r driver.OperationRow, ok bool, err error) (Operation, bool, er
 }
 
 // Operation reads a ledger row from the read pool. It may be stale by the
-// time the caller acts: decide inside Update with tx.Operation.
+// time the caller acts: decide inside Update with Bookkeeping's Operation.
 func (a *Aggregates) Operation(ctx context.Context, tenant, id string) (Operation, bool, error) {
 	s := a.s
 	if err := validateOperation(tenant, id); err != nil {
@@ -98,7 +98,7 @@ func (a *Aggregates) Operation(ctx context.Context, tenant, id string) (Operatio
 
 // Operation reads a ledger row inside an Update closure. The writer
 // holds the write lock, so the answer holds until the closure returns.
-func (tx *Tx) Operation(ctx context.Context, tenant, id string) (Operation, bool, error) {
+func (tx txBook) Operation(ctx context.Context, tenant, id string) (Operation, bool, error) {
 	if err := tx.check(); err != nil {
 		return Operation{}, false, err
 	}
@@ -114,7 +114,7 @@ func (tx *Tx) Operation(ctx context.Context, tenant, id string) (Operation, bool
 // tenant and id returns the stored one: same input hash gives
 // (stored, nil), a different one an *IdempotencyMismatchError. Keys never
 // cross tenants.
-func (tx *Tx) RecordOperation(ctx context.Context, op Operation) (Operation, error) {
+func (tx txBook) RecordOperation(ctx context.Context, op Operation) (Operation, error) {
 	if err := tx.check(); err != nil {
 		return Operation{}, err
 	}

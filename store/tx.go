@@ -12,9 +12,11 @@ import (
 // closure. A projection runs its own SQL for its own tables through it;
 // tx.Append appends events in it. It is valid only inside the closure.
 //
-// Operations that only make sense inside a write transaction are methods
-// of Tx (tx.Append, tx.SetCheckpoint, tx.CheckFence, tx.TableExists...),
-// not Store methods taking a Tx: the Tx knows its store.
+// What an application does inside a write transaction is a method of Tx
+// (tx.Append, tx.DeleteStream, tx.TruncateStream, tx.SaveSnapshot,
+// tx.TableExists), not a Store method taking a Tx: the Tx knows its store.
+// The store's own bookkeeping (checkpoints, outbox marks, the inbox,
+// quarantine, rebuilds) is not on Tx: a handler cannot reach it.
 //
 // What a projection handler may rely on, whatever engine runs the store:
 // the Tx is a database/sql transaction (ExecContext, QueryContext,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/storetest"
 )
@@ -129,7 +130,9 @@ func testScavengeHoldsBackUnpublishedAndUnpassed(t *testing.T, h Harness) {
 	}
 	storetest.PublishAll(t, s)
 	// A projection that has passed position 3 only.
-	if err := s.Update(ctx, func(tx *store.Tx) error { return tx.SetCheckpoint(ctx, "slow", 3, nil) }); err != nil {
+	if err := s.Update(ctx, func(tx *store.Tx) error {
+		return store.Bookkeeping(inside.Key{}, tx).SetCheckpoint(ctx, "slow", 3, nil)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	res = Scavenge(t, s, store.ScavengeOptions{})
@@ -146,7 +149,9 @@ func testScavengeHoldsBackUnpublishedAndUnpassed(t *testing.T, h Harness) {
 		t.Fatalf("held back: %+v, want projection slow at 3 holding 7", res.HeldBack)
 	}
 	head, _ := s.Head(ctx)
-	if err := s.Update(ctx, func(tx *store.Tx) error { return tx.SetCheckpoint(ctx, "slow", head, nil) }); err != nil {
+	if err := s.Update(ctx, func(tx *store.Tx) error {
+		return store.Bookkeeping(inside.Key{}, tx).SetCheckpoint(ctx, "slow", head, nil)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if res := Scavenge(t, s, store.ScavengeOptions{}); res.Removed != 7 {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -97,12 +98,12 @@ func testForgetErasesErrorTexts(t *testing.T, h Harness) {
 		var fails []store.Failure
 		for _, e := range events {
 			fails = append(fails, store.Failure{Position: e.Position, Error: echo(e), NextAttemptAt: time.Now().Add(time.Hour)})
-			if err := tx.Quarantine(ctx, store.Quarantined{Consumer: "p", Reason: store.ReasonHandlerError, Tenant: "default", EventID: e.ID,
+			if err := store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{Consumer: "p", Reason: store.ReasonHandlerError, Tenant: "default", EventID: e.ID,
 				Position: e.Position, Event: e.AppendJSON(nil), Error: "handler: " + string(e.Data)}); err != nil {
 				return err
 			}
 		}
-		return tx.RecordFailure(ctx, lease, fails)
+		return store.Bookkeeping(inside.Key{}, tx).RecordFailure(ctx, lease, fails)
 	})
 	if err != nil {
 		t.Fatal(err)
