@@ -571,15 +571,25 @@ func (h *Handler) appendGroups(ctx context.Context, a appender, tenant string, g
 const operationType = "http.append"
 
 // operationID is the ledger id of an Idempotency-Key: "http:" + key, or,
-// for a key too long for the ledger with the prefix, "http:sha256:" and
-// the key's hash.
+// for a key too long for the ledger with the prefix, "http.sha256:" and
+// the key's hash. The two namespaces are distinct: every literal key's id
+// starts with "http:", no hashed one does, so the literal key
+// "sha256:<hex>" never meets a long key's hash. (Before schema 17 hashed
+// keys were "http:sha256:<hex>"; migration 0017, on PostgreSQL 0002,
+// moved them.)
 func operationID(key string) string {
-	if len("http:")+len(key) <= store.MaxOperationIDBytes {
-		return "http:" + key
+	if len(literalKeyPrefix)+len(key) <= store.MaxOperationIDBytes {
+		return literalKeyPrefix + key
 	}
 	sum := sha256.Sum256([]byte(key))
-	return "http:sha256:" + hex.EncodeToString(sum[:])
+	return hashedKeyPrefix + hex.EncodeToString(sum[:])
 }
+
+// The namespaces of Idempotency-Keys in the operation ledger.
+const (
+	literalKeyPrefix = "http:"
+	hashedKeyPrefix  = "http.sha256:"
+)
 
 // idempotencyKey reads Idempotency-Key: "k" or k, 1-255 visible ASCII.
 func idempotencyKey(hd http.Header) (string, *Problem) {
