@@ -29,7 +29,7 @@ func TestLifecycleBadInput(t *testing.T) {
 		{"POST", streamPath + "nope/truncate", `{"before":2}`, ct, 404, "stream-not-found"},
 		{"POST", streamPath + "s/truncate", `{"before":4}`, ct, 400, "invalid-parameter"},
 		{"POST", streamPath + "s/truncate", `{"before":1}`, ct, 400, "invalid-parameter"},
-		{"POST", streamPath + "s/truncate", `{"before":2.5}`, ct, 400, "invalid-parameter"},
+		{"POST", streamPath + "s/truncate", `{"before":2.5}`, ct, 400, "invalid-body"},
 		{"POST", streamPath + "s/truncate", `{}`, ct, 400, "invalid-body"},
 		{"POST", streamPath + "s/truncate", `{"before":2,"x":1}`, ct, 400, "invalid-body"},
 		{"POST", streamPath + "s/truncate", `{"before":2}`, nil, 415, "unsupported-media-type"},
