@@ -144,7 +144,7 @@ func decodeDecision(r *http.Request, fields map[string]bool) (map[string]string,
 		if m.name == "args_hash" {
 			continue // any other hash than the effect's is args-hash-mismatch, after the key and state are checked
 		}
-		if p := textProblem(m.name, out[m.name], m.required); p != nil {
+		if p := textProblem("invalid-body", m.name, out[m.name], m.required); p != nil {
 			return nil, p
 		}
 	}
@@ -153,9 +153,11 @@ func decodeDecision(r *http.Request, fields map[string]bool) (map[string]string,
 
 // textProblem checks free text a request gives (a decision's by or
 // reason, a delete's reason) by the rules of an event's string
-// attributes (envelope.ValidateText): 400 invalid-body or 413 too-large
-// naming field.
-func textProblem(field, v string, required bool) *Problem {
+// attributes (envelope.ValidateText): valid UTF-8, no control character
+// (CR and LF included), no leading or trailing white space, at most
+// 1024 bytes. It answers 400 typ (invalid-body, invalid-parameter) or
+// 413 too-large, naming field.
+func textProblem(typ, field, v string, required bool) *Problem {
 	err := envelope.ValidateText(field, v, required)
 	if err == nil {
 		return nil
@@ -166,11 +168,14 @@ func textProblem(field, v string, required bool) *Problem {
 		p.Field, p.Limit = field, ptr(int64(te.Limit))
 		return p
 	}
+	reason := ""
 	var ie *envelope.InvalidError
 	if errors.As(err, &ie) {
-		return invalidBody(field, ie.Reason, "%v", ie)
+		reason = ie.Reason
 	}
-	return invalidBody(field, "", "%v", err)
+	p := problemf(typ, "%s: %s", field, reason)
+	p.Field, p.Reason = field, reason
+	return p
 }
 
 // members describes a decision's members for a problem's detail.

@@ -39,6 +39,18 @@ func (h *Handler) deleteStream(w http.ResponseWriter, r *http.Request, tenant, s
 		writeProblem(w, p)
 		return
 	}
+	if len(q["reason"]) > 1 {
+		p := problemf("invalid-parameter", "reason given %d times: send it once", len(q["reason"]))
+		p.Field, p.Reason = "reason", "given more than once"
+		writeProblem(w, p)
+		return
+	}
+	// The reason follows the attribute rule: refused, never rewritten
+	// (the tombstone's JSON would turn invalid UTF-8 into U+FFFD).
+	if p := textProblem("invalid-parameter", "reason", q.Get("reason"), false); p != nil {
+		writeProblem(w, p)
+		return
+	}
 	opts := store.DeleteOptions{Hard: hard, Reason: q.Get("reason"), By: h.who(r), Expected: pc.exp}
 	h.lifecycle(w, r, tenant, stream, "http.delete", fmt.Sprintf("hard=%t\nreason=%q\n", hard, opts.Reason),
 		func(ctx context.Context, tx *store.Tx) (store.AppendResult, error) {
