@@ -179,7 +179,7 @@ function live(url, status, onEvent) {
 
 async function viewStream(main, stream) {
   main.append(el("h1", {}, "Stream ", el("span", { class: "mono" }, stream)));
-  const info = el("p", { class: "muted" });
+  const info = el("p", { class: "muted", id: "stream-info" });
   const status = el("span", { class: "badge", id: "stream-status" }, "connecting…");
   const pause = el("button", { type: "button", id: "pause" }, "Pause");
   const tbody = el("tbody");
@@ -194,7 +194,7 @@ async function viewStream(main, stream) {
     const r = await api("GET", base() + "/streams/" + seg(stream));
     if (r.status === 200) {
       from = Math.max(1, r.json.version - 499);
-      info.textContent = r.json.version + " events, updated " + r.json.updated +
+      info.textContent = r.json.events + " events (version " + r.json.version + "), updated " + r.json.updated +
         (from > 1 ? " (showing from version " + from + ")" : "");
     } else info.textContent = "The stream does not exist yet: its first event will appear here.";
   } catch (err) { info.textContent = problemText(err); }
