@@ -371,6 +371,11 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if p := checkQuery(r); p != nil {
+		p.Tenant, p.Stream = rt.tenant, rt.stream
+		writeProblem(w, p)
+		return
+	}
 	if !h.bufferBody(w, r, MaxBodyBytes) {
 		return
 	}
