@@ -70,3 +70,21 @@ func TestBrowserEventCounts(t *testing.T) {
 	b.hash("#/stream/s")
 	b.wait("the stream's count", textOf("#stream-info")+`.startsWith("3 events (version 5)")`)
 }
+
+// TestBrowserEventCountsLive: the stream page keeps counting what reads
+// return as events arrive live: an append adds one, a truncate brings
+// the count down to the versions it keeps.
+func TestBrowserEventCountsLive(t *testing.T) {
+	b := newBrowser(t)
+	ts := newServer(t, nil)
+	ts.appendN("default", "s", 2, "t")
+	b.open(ts.url + "/#/stream/s")
+	b.wait("the stream's count", textOf("#stream-info")+`.startsWith("2 events (version 2)")`)
+	b.wait("the live read", rows("#stream-events")+` === 2`)
+	ts.appendN("default", "s", 2, "u")
+	b.wait("the appended events", textOf("#stream-info")+`.startsWith("4 events (version 4), the newest")`)
+	if r := ts.do("POST", streamPath+"s/truncate", []byte(`{"before":3}`), "Content-Type", "application/json"); r.status != 200 {
+		t.Fatalf("truncate: %d %s", r.status, r.body)
+	}
+	b.wait("the truncate", textOf("#stream-info")+`.startsWith("3 events (version 5), the newest")`)
+}
