@@ -74,7 +74,9 @@ var keyspaceEngines = []keyspaceEngine{
 // way ("http:sha256:<hex>", as the literal key "sha256:<hex>" is too)
 // and retried after the upgrade gets its first answer, and the literal
 // key "sha256:<hex>" is a key of its own (201 for a new request, not
-// 422), on SQLite and on PostgreSQL.
+// 422), on SQLite and on PostgreSQL. The migration moves only what an
+// HTTP request recorded that way: another command's id of that form, and
+// HTTP ids that are not 64 lowercase hex digits, stay.
 func TestIdempotencyKeyNamespaces(t *testing.T) {
 	for _, eng := range keyspaceEngines {
 		t.Run(eng.name, func(t *testing.T) {
@@ -99,6 +101,26 @@ func TestIdempotencyKeyNamespaces(t *testing.T) {
 			}
 			srv := httptest.NewServer(h)
 			first := post(&testServer{t: t, s: s, h: h, url: srv.URL}, `{"n":1}`, long)
+			// Rows the migration leaves where they are: another command's
+			// id of the old form, and HTTP ids that are not a hash (63
+			// digits, upper case).
+			hexOf := hex.EncodeToString(sum[:])
+			kept := []store.Operation{
+				{Tenant: "other", ID: "http:sha256:" + hexOf, Type: "order.place"},
+				{Tenant: "default", ID: "http:sha256:" + hexOf[:63], Type: "http.append"},
+				{Tenant: "other", ID: "http:sha256:" + strings.ToUpper(hexOf), Type: "http.append"},
+			}
+			if err := s.Update(ctx, func(tx *store.Tx) error {
+				for i, op := range kept {
+					op.InputHash, op.Result = "h", []byte(strconv.Itoa(i))
+					if _, err := tx.RecordOperation(ctx, op); err != nil {
+						return err
+					}
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
 			srv.Close()
 			if err := h.Close(); err != nil {
 				t.Fatal(err)
@@ -121,6 +143,11 @@ func TestIdempotencyKeyNamespaces(t *testing.T) {
 				}
 				_ = s.Close()
 			})
+			for _, op := range kept {
+				if got, ok, err := s.Aggregates().Operation(ctx, op.Tenant, op.ID); !ok || err != nil || got.Type != op.Type {
+					t.Errorf("operation %s %q (%s) after the migration: %v %v %+v, want it kept", op.Tenant, op.ID, op.Type, ok, err, got)
+				}
+			}
 			ts := serverOn(t, s, nil)
 			again := post(ts, `{"n":1}`, long)
 			if again.status != 201 || string(again.body) != string(first.body) || again.header.Get("Idempotent-Replayed") != "true" ||
