@@ -168,13 +168,14 @@ func textProblem(typ, field, v string, required bool) *Problem {
 		p.Field, p.Limit = field, ptr(int64(te.Limit))
 		return p
 	}
-	reason := ""
 	var ie *envelope.InvalidError
-	if errors.As(err, &ie) {
-		reason = ie.Reason
+	if !errors.As(err, &ie) {
+		p := problemf(typ, "%s: %v", field, err)
+		p.Field = field
+		return p
 	}
-	p := problemf(typ, "%s: %s", field, reason)
-	p.Field, p.Reason = field, reason
+	p := problemf(typ, "%s: %s", field, ie.Reason)
+	p.Field, p.Reason = field, ie.Reason
 	return p
 }
 
