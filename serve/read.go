@@ -123,7 +123,7 @@ type streamJSON struct {
 
 func toStreamJSON(si store.StreamInfo) streamJSON {
 	return streamJSON{Tenant: si.Tenant, Stream: si.Stream, Version: si.Version, FirstPosition: si.FirstPosition,
-		LastPosition: si.LastPosition, Events: si.Version, Updated: si.UpdatedAt.UTC().Format(time.RFC3339Nano)}
+		LastPosition: si.LastPosition, Events: si.Events, Updated: si.UpdatedAt.UTC().Format(time.RFC3339Nano)}
 }
 
 func streamNotFound(tenant, stream string) *Problem {

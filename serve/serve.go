@@ -169,10 +169,8 @@ func New(s *store.Store, opts *Options) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: AllowedHosts: %w", err)
 	}
-	for _, t := range o.Tokens {
-		if t.Secret == "" {
-			return nil, errors.New("serve: a token has an empty secret")
-		}
+	if err := ValidateTokens(o.Tokens); err != nil {
+		return nil, err
 	}
 	h := &Handler{
 		s: s, opts: o, log: o.Logger, tokens: hashTokens(o.Tokens),
@@ -372,6 +370,11 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 			writeProblem(w, p)
 			return
 		}
+	}
+	if p := checkQuery(r); p != nil {
+		p.Tenant, p.Stream = rt.tenant, rt.stream
+		writeProblem(w, p)
+		return
 	}
 	if !h.bufferBody(w, r, MaxBodyBytes) {
 		return

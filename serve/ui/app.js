@@ -179,7 +179,7 @@ function live(url, status, onEvent) {
 
 async function viewStream(main, stream) {
   main.append(el("h1", {}, "Stream ", el("span", { class: "mono" }, stream)));
-  const info = el("p", { class: "muted" });
+  const info = el("p", { class: "muted", id: "stream-info" });
   const status = el("span", { class: "badge", id: "stream-status" }, "connecting…");
   const pause = el("button", { type: "button", id: "pause" }, "Pause");
   const tbody = el("tbody");
@@ -189,20 +189,26 @@ async function viewStream(main, stream) {
     el("p", { class: "direction" }, "Oldest first ↓ (forward, by version)"),
     el("div", { class: "scroll" }, el("table", { id: "stream-events" }, el("thead", {}, el("tr", {},
       ["version", "type", "time", "id", "data"].map((h) => el("th", {}, h)))), tbody)));
-  let from = 1, last = 0;
+  // events counts what a read of the stream returns, as the API's
+  // events field does: after a truncate, fewer than its version.
+  let from = 1, last = 0, version = 0, events = 0;
+  const describe = (when) => events + " events (version " + version + "), " + when +
+    (from > 1 ? " (showing from version " + from + ")" : "");
   try {
     const r = await api("GET", base() + "/streams/" + seg(stream));
     if (r.status === 200) {
       from = Math.max(1, r.json.version - 499);
-      info.textContent = r.json.version + " events, updated " + r.json.updated +
-        (from > 1 ? " (showing from version " + from + ")" : "");
+      version = r.json.version; events = r.json.events;
+      info.textContent = describe("updated " + r.json.updated);
     } else info.textContent = "The stream does not exist yet: its first event will appear here.";
   } catch (err) { info.textContent = problemText(err); }
   let close = null;
   const open = () => {
     close = live(base() + "/streams/" + seg(stream) + "/events?from=" + Math.max(from, last + 1), status, (e) => {
       last = e.streamversion;
-      info.textContent = last + " events, the newest appended " + e.time + (from > 1 ? " (showing from version " + from + ")" : "");
+      if (last > version) { events += last - version; version = last; }
+      if (e.type === "eventlite.stream.truncated" && e.data && e.data.before > 0) events = version - e.data.before + 1;
+      info.textContent = describe("the newest appended " + e.time);
       tbody.append(eventRow(e, false));
     });
   };

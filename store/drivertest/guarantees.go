@@ -85,6 +85,7 @@ var guarantees = []guarantee{
 		{"TestSoftDeleteThenAny", testSoftDeleteThenAny},
 		{"TestHardDelete", testHardDelete},
 		{"TestTruncate", testTruncate},
+		{"TestEventCounts", testEventCounts},
 		{"TestLifecycleBadInputChangesNothing", testLifecycleBadInputChangesNothing},
 		{"TestStreamsListsNoDeletedStream", testStreamsListsNoDeletedStream},
 	}},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -522,6 +523,43 @@ func testTruncate(t *testing.T, h Harness) {
 	}
 	if err := s.CheckInvariants(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A count of events is the events reads return: a truncated stream's
+// StreamInfo.Events is its versions from the truncate's before on, not
+// its version; Stats counts the streams Streams lists (a deleted one
+// not) and sums their Events.
+func testEventCounts(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := h.Open(t, nil)
+	FillStream(t, s, "a", 5)
+	if _, err := s.Lifecycle().Truncate(ctx, "default", "a", 4, store.Any); err != nil {
+		t.Fatal(err)
+	}
+	FillStream(t, s, "b", 2)
+	if _, err := s.Lifecycle().Delete(ctx, "default", "b", store.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	FillStream(t, s, "c", 1)
+	got := map[string][2]int64{}
+	for si, err := range s.Streams(ctx, "default") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[si.Stream] = [2]int64{si.Version, si.Events}
+	}
+	if want := map[string][2]int64{"a": {6, 3}, "c": {1, 1}}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("streams' [version events]: %v, want %v", got, want)
+	}
+	if read, err := readErr(s, "a"); err != nil || int64(len(read)) != got["a"][1] {
+		t.Errorf("a read returns %d events (%v), its Events says %d", len(read), err, got["a"][1])
+	}
+	for _, tenant := range []string{"default", ""} {
+		st, err := s.Inventory().Stats(ctx, tenant)
+		if err != nil || st.Events != 4 || st.Streams != 2 {
+			t.Errorf("Stats(%q): %d events in %d streams (%v), want 4 in 2", tenant, st.Events, st.Streams, err)
+		}
 	}
 }
 
