@@ -109,12 +109,16 @@ func (h *Handler) serveLive(w http.ResponseWriter, r *http.Request, lr liveRead)
 	// Subscribe before reading the history: every commit after this point
 	// reaches the subscription, so history plus feed leave no gap; the
 	// feed's events already sent from history are skipped by position.
-	sub, err := h.hub.subscribe(ctx)
+	sub, err := h.hub.subscribe(ctx, lr.tenant)
 	if err != nil {
-		fatal(err)
+		if ctx.Err() == nil && !errors.Is(err, errHubStopped) {
+			fatal(err)
+		}
 		return
 	}
 	defer h.hub.unsubscribe(sub)
+	logOpts := store.ReadAllOptions{From: lr.from, Tenant: lr.tenant, Types: lr.types,
+		StreamPrefix: lr.streamPrefix, CorrelationID: lr.correlationID}
 	match := func(e *envelope.Event) bool {
 		if e.Tenant != lr.tenant || e.Position <= last {
 			return false
@@ -122,12 +126,7 @@ func (h *Handler) serveLive(w http.ResponseWriter, r *http.Request, lr liveRead)
 		if lr.stream != "" {
 			return e.Stream == lr.stream && e.StreamVersion >= lr.from
 		}
-		if e.Position < lr.from {
-			return false
-		}
-		return (len(lr.types) == 0 || slices.Contains(lr.types, e.Type)) &&
-			strings.HasPrefix(e.Stream, lr.streamPrefix) &&
-			(lr.correlationID == "" || e.CorrelationID == lr.correlationID)
+		return matchLog(&logOpts, e)
 	}
 	// frame adds one event; js is its JSON when already encoded.
 	frame := func(e *envelope.Event, js []byte) {
@@ -154,8 +153,9 @@ func (h *Handler) serveLive(w http.ResponseWriter, r *http.Request, lr liveRead)
 	if lr.stream != "" {
 		history = h.s.ReadStream(ctx, lr.tenant, lr.stream, store.ReadStreamOptions{From: next})
 	} else {
-		history = h.s.ReadAll(ctx, store.ReadAllOptions{From: next, Tenant: lr.tenant, Types: lr.types,
-			StreamPrefix: lr.streamPrefix, CorrelationID: lr.correlationID})
+		o := logOpts
+		o.From = next
+		history = h.hub.read(ctx, o)
 	}
 	n := 0
 	for e, err := range history {
@@ -194,7 +194,7 @@ func (h *Handler) serveLive(w http.ResponseWriter, r *http.Request, lr liveRead)
 			if !ok {
 				if h.hub.wasDropped(sub) {
 					h.log.Debug("live reader dropped", "tenant", lr.tenant, "reason", "it fell behind")
-				} else if herr := h.hub.error(); herr != nil && !errors.Is(herr, context.Canceled) {
+				} else if herr := h.hub.error(); herr != nil && !errors.Is(herr, errHubStopped) {
 					fatal(herr)
 				}
 				return
@@ -230,4 +230,80 @@ func (h *Handler) startLive() bool {
 	}
 	h.live.Add(1)
 	return true
+}
+
+// matchLog reports whether e is one of the events a read of the log with
+// o selects (forward, from o.From on).
+func matchLog(o *store.ReadAllOptions, e *envelope.Event) bool {
+	return e.Tenant == o.Tenant && e.Position >= o.From &&
+		(len(o.Types) == 0 || slices.Contains(o.Types, e.Type)) &&
+		strings.HasPrefix(e.Stream, o.StreamPrefix) &&
+		(o.CorrelationID == "" || e.CorrelationID == o.CorrelationID)
+}
+
+// pollLog reads the tenant's log as o selects (o.Limit events at most)
+// and, when that finds nothing and wait is above 0, waits up to wait for
+// a commit of the tenant with events that match. The wait reads nothing
+// from the store: the hub reads each commit once for every waiter, from
+// where it read last, and hands it only to the waiters of the tenants it
+// touched, so a wait costs one read of the log however many commits
+// come, and nothing at all for other tenants' commits. It answers what
+// it found (nothing when the wait ran out or the handler closes); an
+// error is the read's, or ctx's.
+func (h *Handler) pollLog(ctx context.Context, o store.ReadAllOptions, wait time.Duration) ([]envelope.Event, error) {
+	var sub *subscription
+	if wait > 0 && !o.Backward {
+		// Subscribe before reading: every commit after the read reaches
+		// the feed. A hub that stopped (the handler closes, the store was
+		// closed) leaves a plain read, which answers at once.
+		var err error
+		if sub, err = h.hub.subscribe(ctx, o.Tenant); err != nil && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if sub != nil {
+			defer h.hub.unsubscribe(sub)
+		}
+	}
+	evs, err := h.readLogOnce(ctx, o)
+	if err != nil || len(evs) > 0 || sub == nil {
+		return evs, err
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case batch, ok := <-sub.ch:
+			if !ok {
+				// Dropped for falling behind, or the hub stopped: the
+				// store answers.
+				return h.readLogOnce(ctx, o)
+			}
+			for i := range batch {
+				if len(evs) < o.Limit && matchLog(&o, &batch[i].Event) {
+					evs = append(evs, batch[i].Event)
+				}
+			}
+			if len(evs) > 0 {
+				return evs, nil
+			}
+		case <-t.C:
+			return evs, nil
+		case <-h.closing:
+			return evs, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// readLogOnce reads the tenant's log as o selects.
+func (h *Handler) readLogOnce(ctx context.Context, o store.ReadAllOptions) ([]envelope.Event, error) {
+	evs := make([]envelope.Event, 0, min(o.Limit, 128))
+	for e, err := range h.hub.read(ctx, o) {
+		if err != nil {
+			return nil, err
+		}
+		evs = append(evs, e)
+	}
+	return evs, nil
 }

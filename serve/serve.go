@@ -106,7 +106,7 @@ func New(s *store.Store, opts *Options) (*Handler, error) {
 		inFlight: make(map[string]bool),
 		closing:  make(chan struct{}),
 	}
-	h.hub = &hub{s: s, closing: h.closing}
+	h.hub = newHub(s, h.closing, o.Logger)
 	return h, nil
 }
 
