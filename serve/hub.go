@@ -28,6 +28,10 @@ const (
 	hubRetryMax = 5 * time.Second
 )
 
+// hubSpacing is the least time between the starts of two reads of the
+// hub.
+const hubSpacing = time.Millisecond
+
 // errHubStopped is why the hub's loop ended when the handler closed.
 var errHubStopped = errors.New("live reads stopped: the server is closing")
 
@@ -51,6 +55,7 @@ type hub struct {
 	// it, so that tests count them and inject faults.
 	read               readFunc
 	retryMin, retryMax time.Duration
+	spacing            time.Duration // hubSpacing
 
 	mu      sync.Mutex
 	started bool
@@ -59,13 +64,17 @@ type hub struct {
 	subs    map[string]map[*subscription]struct{}
 	done    chan struct{} // closed when the loop ends
 	err     error         // why the loop ended, under mu
+	// seen is the newest position the loop has read (the head when it
+	// started): every event at or below it was handed to the
+	// subscribers of its tenant, every event above it will be.
+	seen int64
 }
 
 // readFunc reads the log as store.Store.ReadAll does.
 type readFunc func(ctx context.Context, opts store.ReadAllOptions) iter.Seq2[envelope.Event, error]
 
 func newHub(s *store.Store, closing <-chan struct{}, log hclog.Logger) *hub {
-	return &hub{s: s, log: log, closing: closing, read: s.ReadAll, retryMin: hubRetryMin, retryMax: hubRetryMax,
+	return &hub{s: s, log: log, closing: closing, read: s.ReadAll, retryMin: hubRetryMin, retryMax: hubRetryMax, spacing: hubSpacing,
 		subs: make(map[string]map[*subscription]struct{})}
 }
 
@@ -161,11 +170,12 @@ func (h *hub) wait() {
 	}
 }
 
-// markReady closes ready once.
-func (h *hub) markReady() {
+// markReady closes ready once; head is where the loop starts.
+func (h *hub) markReady(head int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.isReady {
+		h.seen = head
 		h.isReady = true
 		close(h.ready)
 	}
@@ -194,7 +204,7 @@ func (h *hub) run() {
 		}
 	}
 	h.mu.Unlock()
-	h.markReady()
+	h.markReady(0)
 }
 
 // follow reads the log from the head at its start, waking at each commit
@@ -202,7 +212,19 @@ func (h *hub) run() {
 func (h *hub) follow(ctx context.Context) error {
 	next := int64(0) // the next position to read; 0 until the head is known
 	failures := 0    // failed reads since the last that worked
-	var retry *time.Timer
+	var lastRead time.Time
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	pause := func(d time.Duration) bool {
+		timer.Reset(d)
+		select {
+		case <-timer.C:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
 	for {
 		changed := h.s.Changed() // before reading: no commit goes unseen
 		var err error
@@ -210,10 +232,11 @@ func (h *hub) follow(ctx context.Context) error {
 			var head int64
 			if head, err = h.s.Head(ctx); err == nil {
 				next = head + 1
-				h.markReady()
+				h.markReady(head)
 			}
 		}
 		if err == nil {
+			lastRead = time.Now()
 			next, err = h.catchUp(ctx, next)
 		}
 		switch {
@@ -227,16 +250,7 @@ func (h *hub) follow(ctx context.Context) error {
 				h.log.Warn(hubOutageMsg+"; retrying with backoff, live readers wait and then resume where they were",
 					"position", next, "error", err)
 			}
-			d := min(h.retryMin<<min(failures-1, 30), h.retryMax)
-			if retry == nil {
-				retry = time.NewTimer(d)
-				defer retry.Stop()
-			} else {
-				retry.Reset(d)
-			}
-			select {
-			case <-retry.C:
-			case <-ctx.Done():
+			if !pause(min(h.retryMin<<min(failures-1, 30), h.retryMax)) {
 				return nil
 			}
 			continue
@@ -247,6 +261,12 @@ func (h *hub) follow(ctx context.Context) error {
 		select {
 		case <-changed:
 		case <-ctx.Done():
+			return nil
+		}
+		// Commits that come back to back are read together: reads start
+		// h.spacing apart at least, so a busy writer does not pay a read
+		// of the hub for each of its commits.
+		if d := h.spacing - time.Since(lastRead); d > 0 && !pause(d) {
 			return nil
 		}
 	}
@@ -287,6 +307,7 @@ func (h *hub) broadcast(batch []fed) {
 	parts := byTenant(batch)
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.seen = batch[len(batch)-1].Position
 	for _, part := range parts {
 		for sub := range h.subs[part[0].Tenant] {
 			select {
@@ -334,6 +355,14 @@ func (h *hub) wasDropped(sub *subscription) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return sub.dropped
+}
+
+// position is seen: the events at or below it reached the subscribers'
+// channels (a subscriber drains its channel to have them all).
+func (h *hub) position() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.seen
 }
 
 // error is why the loop ended, nil while it runs.

@@ -208,3 +208,84 @@ func TestHubHandsEachTenantItsOwnCommits(t *testing.T) {
 		}
 	}
 }
+
+// A long poll with the same filter as an earlier one that found nothing
+// reads the log from where the earlier one's read ended, not from its
+// from again: a filter no index serves scans each position once. Its
+// answer is the same: the event that matches, committed later.
+func TestLongPollReadsOnFromWhereAnEarlierOneFoundNothing(t *testing.T) {
+	s := storetest.MustOpen(t, nil)
+	for range 4 {
+		appendOne(t, s, "acme", "a")
+	}
+	head := appendOne(t, s, "acme", "a")
+	h, url := hubServer(t, s, nil)
+	reads, _ := countReads(h)
+	poll := func(ctx context.Context, answered chan<- []map[string]any) {
+		req, _ := http.NewRequestWithContext(ctx, "GET", url+"/v1/tenants/acme/events?correlationid=x&wait=30", nil)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answered <- nil
+			return
+		}
+		defer res.Body.Close()
+		var evs []map[string]any
+		b, _ := io.ReadAll(res.Body)
+		_ = json.Unmarshal(b, &evs)
+		answered <- evs
+	}
+	isPoll := func(r readRecord) bool { return r.opts.Tenant == "acme" && r.opts.CorrelationID == "x" }
+
+	ctx1, cancel1 := context.WithCancel(context.Background())
+	first := make(chan []map[string]any, 1)
+	go poll(ctx1, first)
+	if r := awaitRead(t, reads, "read of the first poll", isPoll); r.opts.From != 0 {
+		t.Fatalf("the first poll read from %d, want 0", r.opts.From)
+	}
+	// Two commits that do not match, seen by the hub.
+	appendOne(t, s, "acme", "y")
+	p := appendOne(t, s, "acme", "y")
+	awaitRead(t, reads, "read of the hub", func(r readRecord) bool { return r.opts.Tenant == "" && r.last == p })
+
+	second := make(chan []map[string]any, 1)
+	go poll(context.Background(), second)
+	if r := awaitRead(t, reads, "read of the second poll", isPoll); r.opts.From != head+1 {
+		t.Fatalf("the second poll read from %d, want %d: positions 1 to %d were found empty already", r.opts.From, head+1, head)
+	}
+	cancel1()
+	<-first
+	want := appendOne(t, s, "acme", "x")
+	if evs := <-second; len(evs) != 1 || evs[0]["position"] != jsonPosition(want) {
+		t.Fatalf("the second poll answered %v, want the event at %d alone", evs, want)
+	}
+}
+
+// What a wait that ran out found empty is remembered too, and a span is
+// used only for a read from within it.
+func TestEmptySpans(t *testing.T) {
+	var e emptySpans
+	k := spanKey(&store.ReadAllOptions{Tenant: "acme", CorrelationID: "x"})
+	e.record(k, 0, 10)
+	e.record(k, 11, 20) // a wait that ran out, after the read
+	for _, c := range []struct{ from, want int64 }{{0, 21}, {1, 21}, {15, 21}, {20, 21}, {21, 21}, {30, 30}} {
+		if got := e.skip(k, c.from); got != c.want {
+			t.Errorf("skip from %d: %d, want %d", c.from, got, c.want)
+		}
+	}
+	if got := e.skip(spanKey(&store.ReadAllOptions{Tenant: "acme", CorrelationID: "y"}), 0); got != 0 {
+		t.Errorf("another filter skips to %d", got)
+	}
+	if got := e.skip(spanKey(&store.ReadAllOptions{Tenant: "beta", CorrelationID: "x"}), 0); got != 0 {
+		t.Errorf("another tenant skips to %d", got)
+	}
+	e.record(k, 40, 50) // apart from the span: replaces it
+	if got := e.skip(k, 5); got != 5 {
+		t.Errorf("skip from 5 after another span: %d", got)
+	}
+	for i := range maxEmptySpans + 10 {
+		e.record(spanKey(&store.ReadAllOptions{Tenant: "t", CorrelationID: string(rune('a' + i))}), 1, 2)
+	}
+	if n := len(e.spans); n > maxEmptySpans {
+		t.Errorf("%d spans kept, want at most %d", n, maxEmptySpans)
+	}
+}

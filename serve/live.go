@@ -241,61 +241,6 @@ func matchLog(o *store.ReadAllOptions, e *envelope.Event) bool {
 		(o.CorrelationID == "" || e.CorrelationID == o.CorrelationID)
 }
 
-// pollLog reads the tenant's log as o selects (o.Limit events at most)
-// and, when that finds nothing and wait is above 0, waits up to wait for
-// a commit of the tenant with events that match. The wait reads nothing
-// from the store: the hub reads each commit once for every waiter, from
-// where it read last, and hands it only to the waiters of the tenants it
-// touched, so a wait costs one read of the log however many commits
-// come, and nothing at all for other tenants' commits. It answers what
-// it found (nothing when the wait ran out or the handler closes); an
-// error is the read's, or ctx's.
-func (h *Handler) pollLog(ctx context.Context, o store.ReadAllOptions, wait time.Duration) ([]envelope.Event, error) {
-	var sub *subscription
-	if wait > 0 && !o.Backward {
-		// Subscribe before reading: every commit after the read reaches
-		// the feed. A hub that stopped (the handler closes, the store was
-		// closed) leaves a plain read, which answers at once.
-		var err error
-		if sub, err = h.hub.subscribe(ctx, o.Tenant); err != nil && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if sub != nil {
-			defer h.hub.unsubscribe(sub)
-		}
-	}
-	evs, err := h.readLogOnce(ctx, o)
-	if err != nil || len(evs) > 0 || sub == nil {
-		return evs, err
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	for {
-		select {
-		case batch, ok := <-sub.ch:
-			if !ok {
-				// Dropped for falling behind, or the hub stopped: the
-				// store answers.
-				return h.readLogOnce(ctx, o)
-			}
-			for i := range batch {
-				if len(evs) < o.Limit && matchLog(&o, &batch[i].Event) {
-					evs = append(evs, batch[i].Event)
-				}
-			}
-			if len(evs) > 0 {
-				return evs, nil
-			}
-		case <-t.C:
-			return evs, nil
-		case <-h.closing:
-			return evs, nil
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-}
-
 // readLogOnce reads the tenant's log as o selects.
 func (h *Handler) readLogOnce(ctx context.Context, o store.ReadAllOptions) ([]envelope.Event, error) {
 	evs := make([]envelope.Event, 0, min(o.Limit, 128))

@@ -71,6 +71,7 @@ type Handler struct {
 	live    sync.WaitGroup
 	prom    metricsHandler
 	hub     *hub
+	polls   emptySpans // what long polls found empty
 
 	sessions sessions // the web page's, by cookie
 }
