@@ -18,6 +18,12 @@ import (
 // Last-Event-ID), never buffered without bound.
 const hubBuffer = 1024
 
+// pollBuffer is hubBuffer for a long poll, which filters each batch as
+// it comes and holds a channel while it waits: a small one, so that many
+// waiting polls hold little memory. One that falls behind reads the
+// store instead.
+const pollBuffer = 16
+
 // hubBatchMax caps the events of one broadcast batch.
 const hubBatchMax = 1000
 
@@ -94,12 +100,12 @@ type subscription struct {
 	dropped bool // under hub.mu: closed for being too slow
 }
 
-// subscribe registers a reader of tenant's commits. Every event of the
-// tenant committed after subscribe returns reaches ch, unless ch is
-// closed; the reader reads what came before from the store. No store
+// subscribe registers a reader of tenant's commits, with room for
+// buffer batches. Every event of the tenant committed after subscribe
+// returns reaches ch, unless ch is closed; the reader reads what came before from the store. No store
 // call runs under the hub's mutex: the loop finds its first position
 // itself, and subscribe waits for that (or for ctx).
-func (h *hub) subscribe(ctx context.Context, tenant string) (*subscription, error) {
+func (h *hub) subscribe(ctx context.Context, tenant string, buffer int) (*subscription, error) {
 	h.mu.Lock()
 	if h.err != nil {
 		defer h.mu.Unlock()
@@ -117,7 +123,7 @@ func (h *hub) subscribe(ctx context.Context, tenant string) (*subscription, erro
 		h.done = make(chan struct{})
 		go h.run()
 	}
-	sub := &subscription{tenant: tenant, ch: make(chan []fed, hubBuffer)}
+	sub := &subscription{tenant: tenant, ch: make(chan []fed, buffer)}
 	ts := h.subs[tenant]
 	if ts == nil {
 		ts = make(map[*subscription]struct{})

@@ -167,11 +167,11 @@ func TestHubHandsEachTenantItsOwnCommits(t *testing.T) {
 	ctx := context.Background()
 	s := storetest.MustOpen(t, nil)
 	h, _ := hubServer(t, s, nil)
-	subA, err := h.hub.subscribe(ctx, "acme")
+	subA, err := h.hub.subscribe(ctx, "acme", hubBuffer)
 	if err != nil {
 		t.Fatal(err)
 	}
-	subB, err := h.hub.subscribe(ctx, "beta")
+	subB, err := h.hub.subscribe(ctx, "beta", hubBuffer)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -109,7 +109,7 @@ func (h *Handler) serveLive(w http.ResponseWriter, r *http.Request, lr liveRead)
 	// Subscribe before reading the history: every commit after this point
 	// reaches the subscription, so history plus feed leave no gap; the
 	// feed's events already sent from history are skipped by position.
-	sub, err := h.hub.subscribe(ctx, lr.tenant)
+	sub, err := h.hub.subscribe(ctx, lr.tenant, hubBuffer)
 	if err != nil {
 		if ctx.Err() == nil && !errors.Is(err, errHubStopped) {
 			fatal(err)

@@ -28,7 +28,7 @@ func (h *Handler) pollLog(ctx context.Context, o store.ReadAllOptions, wait time
 	// Subscribe before reading: every commit after the read reaches the
 	// feed. A hub that stopped (the handler closes, the store was
 	// closed) leaves a plain read, which answers at once.
-	sub, err := h.hub.subscribe(ctx, o.Tenant)
+	sub, err := h.hub.subscribe(ctx, o.Tenant, pollBuffer)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -62,8 +62,8 @@ wait:
 		case batch, ok := <-sub.ch:
 			if !ok {
 				// Dropped for falling behind, or the hub stopped: the
-				// store answers.
-				return h.readLogOnce(ctx, o)
+				// store answers (what a span says is empty stays so).
+				return h.readLogOnce(ctx, read)
 			}
 			if take(batch); len(evs) > 0 {
 				return evs, nil
@@ -83,7 +83,7 @@ wait:
 		select {
 		case batch, ok := <-sub.ch:
 			if !ok {
-				return h.readLogOnce(ctx, o)
+				return h.readLogOnce(ctx, read)
 			}
 			if take(batch); len(evs) > 0 {
 				return evs, nil
