@@ -60,6 +60,7 @@ type hub struct {
 	// read is s.ReadAll: the hub's reads and the long polls' go through
 	// it, so that tests count them and inject faults.
 	read               readFunc
+	head               func(context.Context) (int64, error) // s.Head; tests hold it
 	retryMin, retryMax time.Duration
 	spacing            time.Duration // hubSpacing
 
@@ -80,7 +81,7 @@ type hub struct {
 type readFunc func(ctx context.Context, opts store.ReadAllOptions) iter.Seq2[envelope.Event, error]
 
 func newHub(s *store.Store, closing <-chan struct{}, log hclog.Logger) *hub {
-	return &hub{s: s, log: log, closing: closing, read: s.ReadAll, retryMin: hubRetryMin, retryMax: hubRetryMax, spacing: hubSpacing,
+	return &hub{s: s, log: log, closing: closing, read: s.ReadAll, head: s.Head, retryMin: hubRetryMin, retryMax: hubRetryMax, spacing: hubSpacing,
 		subs: make(map[string]map[*subscription]struct{})}
 }
 
@@ -236,7 +237,7 @@ func (h *hub) follow(ctx context.Context) error {
 		var err error
 		if next == 0 {
 			var head int64
-			if head, err = h.s.Head(ctx); err == nil {
+			if head, err = h.head(ctx); err == nil {
 				next = head + 1
 				h.markReady(head)
 			}

@@ -216,3 +216,37 @@ func (c *sseReader) ids(n int) string {
 	}
 	return strings.Join(ids, ",")
 }
+
+// No store call runs under the hub's mutex: while the hub's first read
+// of the head hangs, a subscriber that gives up returns at once, and the
+// hub's state can be asked; once the head answers, the waiting
+// subscriber is served.
+func TestHubSubscribeWaitsOutsideTheMutex(t *testing.T) {
+	s := storetest.MustOpen(t, nil)
+	h, _ := hubServer(t, s, nil)
+	inner := h.hub.head
+	arrived, release := make(chan struct{}), make(chan struct{})
+	h.hub.head = func(ctx context.Context) (int64, error) {
+		close(arrived)
+		<-release
+		return inner(ctx)
+	}
+	first := make(chan error, 1)
+	go func() {
+		_, err := h.hub.subscribe(context.Background(), "acme", hubBuffer)
+		first <- err
+	}()
+	<-arrived // the hub reads the head now, and hangs there
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := h.hub.subscribe(ctx, "beta", hubBuffer); err != context.Canceled {
+		t.Fatalf("a subscriber that gave up got %v, want context.Canceled", err)
+	}
+	if err := h.hub.error(); err != nil {
+		t.Fatalf("the hub's error while it starts: %v", err)
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatalf("the first subscriber: %v", err)
+	}
+}
