@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -239,16 +238,4 @@ func matchLog(o *store.ReadAllOptions, e *envelope.Event) bool {
 		(len(o.Types) == 0 || slices.Contains(o.Types, e.Type)) &&
 		strings.HasPrefix(e.Stream, o.StreamPrefix) &&
 		(o.CorrelationID == "" || e.CorrelationID == o.CorrelationID)
-}
-
-// readLogOnce reads the tenant's log as o selects.
-func (h *Handler) readLogOnce(ctx context.Context, o store.ReadAllOptions) ([]envelope.Event, error) {
-	evs := make([]envelope.Event, 0, min(o.Limit, 128))
-	for e, err := range h.hub.read(ctx, o) {
-		if err != nil {
-			return nil, err
-		}
-		evs = append(evs, e)
-	}
-	return evs, nil
 }

@@ -96,6 +96,18 @@ wait:
 	return evs, nil
 }
 
+// readLogOnce reads the tenant's log as o selects.
+func (h *Handler) readLogOnce(ctx context.Context, o store.ReadAllOptions) ([]envelope.Event, error) {
+	evs := make([]envelope.Event, 0, min(o.Limit, 128))
+	for e, err := range h.hub.read(ctx, o) {
+		if err != nil {
+			return nil, err
+		}
+		evs = append(evs, e)
+	}
+	return evs, nil
+}
+
 // maxEmptySpans caps the filters whose empty spans a handler remembers;
 // maxSpanKey the length of a filter remembered.
 const (
