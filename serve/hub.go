@@ -244,7 +244,14 @@ func (h *hub) follow(ctx context.Context) error {
 		}
 		if err == nil {
 			lastRead = time.Now()
-			next, err = h.catchUp(ctx, next)
+			next, err = h.catchUp(ctx, next, func() {
+				// Logged before the batch is handed out: a reader that
+				// sees events again finds the recovery logged.
+				if failures > 0 {
+					h.log.Info(hubRecoveryMsg, "position", next, "failed_reads", failures)
+					failures = 0
+				}
+			})
 		}
 		switch {
 		case ctx.Err() != nil:
@@ -261,9 +268,6 @@ func (h *hub) follow(ctx context.Context) error {
 				return nil
 			}
 			continue
-		case failures > 0:
-			h.log.Info(hubRecoveryMsg, "position", next, "failed_reads", failures)
-			failures = 0
 		}
 		select {
 		case <-changed:
@@ -286,9 +290,10 @@ const (
 )
 
 // catchUp reads and hands out every event from next on, in batches of
-// hubBatchMax, and returns the next position to read. A read that fails
-// hands out nothing of its batch: the retry reads it again from next.
-func (h *hub) catchUp(ctx context.Context, next int64) (int64, error) {
+// hubBatchMax, and returns the next position to read; read is called
+// once the first read worked. A read that fails hands out nothing of its
+// batch: the retry reads it again from next.
+func (h *hub) catchUp(ctx context.Context, next int64, read func()) (int64, error) {
 	for {
 		var batch []fed // a new slice: subscribers keep the old one
 		for e, err := range h.read(ctx, store.ReadAllOptions{From: next, Limit: hubBatchMax}) {
@@ -296,6 +301,10 @@ func (h *hub) catchUp(ctx context.Context, next int64) (int64, error) {
 				return next, err
 			}
 			batch = append(batch, fed{Event: e, json: e.AppendJSON(nil)})
+		}
+		if read != nil {
+			read()
+			read = nil
 		}
 		if len(batch) == 0 {
 			return next, nil
