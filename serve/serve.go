@@ -114,6 +114,7 @@ type Handler struct {
 	live    sync.WaitGroup
 	prom    metricsHandler
 	hub     *hub
+	polls   emptySpans // what long polls found empty
 
 	sessions sessions // the web page's, by cookie
 
@@ -183,7 +184,7 @@ func New(s *store.Store, opts *Options) (*Handler, error) {
 	if o.AccessLog != nil {
 		h.access = &accessLog{w: o.AccessLog}
 	}
-	h.hub = &hub{s: s, closing: h.closing}
+	h.hub = newHub(s, h.closing, o.Logger)
 	return h, nil
 }
 
