@@ -72,8 +72,19 @@ function table(headers, rows, attrs) {
     el("tbody", {}, rows)));
 }
 
-const streamLink = (s) => el("a", { href: "#/stream/" + seg(s), class: "mono" }, s);
-const eventLink = (id, text) => el("a", { href: "#/event/" + seg(id), class: "mono" }, text || id);
+// href is a view's address: every link carries its tenant
+// (#/t/{tenant}/{view}/{arg}), so a row of another tenant opens that
+// tenant's event or stream and the switcher follows. An address without
+// a tenant (#/{view}/{arg}) opens under the picked tenant.
+function href(view, arg, tenant, query) {
+  let h = "#/t/" + seg(tenant || state.tenant) + "/" + (view === "overview" ? "" : view);
+  if (arg !== undefined && arg !== null) h += "/" + seg(arg);
+  const q = query ? String(query) : "";
+  return q ? h + "?" + q : h;
+}
+
+const streamLink = (s, tenant) => el("a", { href: href("stream", s, tenant), class: "mono" }, s);
+const eventLink = (id, text, tenant) => el("a", { href: href("event", id, tenant), class: "mono" }, text || id);
 
 function eventRow(e, withStream) {
   return el("tr", { "data-id": e.id },
@@ -106,10 +117,14 @@ async function viewOverview(main) {
   } else {
     store.append(needsAll("The file and WAL sizes and the head position"));
   }
-  const set = (id, v) => { const n = document.getElementById(id); if (n) n.textContent = v; };
+  // A poll answered after the view or the tenant changed is dropped: its
+  // nodes are no longer in the page, and alive() says so before writing.
+  const tenant = state.tenant, alive = aliveCheck();
+  const set = (id, v) => { const n = main.querySelector("#" + id); if (n && alive()) n.textContent = v; };
   every(5000, async () => {
     try {
-      const t = (await get(base() + "/stats")).json;
+      const t = (await get("/v1/tenants/" + seg(tenant) + "/stats")).json;
+      if (!alive()) return;
       set("ov-events", t.events); set("ov-streams", t.streams); set("ov-last", t.last_position);
       set("ov-rate", t.appends_per_second.toFixed(2));
       if (state.all) {
@@ -127,7 +142,7 @@ async function viewStreams(main, q) {
   main.append(el("h1", {}, "Streams"),
     el("form", { class: "row", id: "streams-form", onsubmit: (ev) => {
       ev.preventDefault();
-      location.hash = "#/streams?prefix=" + encodeURIComponent(input.value);
+      location.hash = href("streams", null, null, new URLSearchParams({ prefix: input.value }));
     } }, input, el("button", { type: "submit" }, "Filter")));
   const list = el("div", {}, "Loading…");
   const recent = el("div", {}, "Loading…");
@@ -145,9 +160,9 @@ async function viewStreams(main, q) {
     const m = /<([^>]*)>;\s*rel="next"/.exec(link);
     if (m) {
       const next = new URL(m[1], location.origin).searchParams.get("after");
-      list.append(el("p", {}, el("a", { id: "next-page", href: "#/streams?" + new URLSearchParams({ prefix, after: next }) }, "Next page (after " + next + ") →")));
+      list.append(el("p", {}, el("a", { id: "next-page", href: href("streams", null, null, new URLSearchParams({ prefix, after: next })) }, "Next page (after " + next + ") →")));
     }
-    if (after) list.append(el("p", {}, el("a", { href: "#/streams?" + new URLSearchParams({ prefix }) }, "← First page")));
+    if (after) list.append(el("p", {}, el("a", { href: href("streams", null, null, new URLSearchParams({ prefix })) }, "← First page")));
   } catch (err) { list.replaceChildren(el("p", { class: "error" }, problemText(err))); }
   try {
     const r = await get(base() + "/events?direction=backward&limit=200");
@@ -185,7 +200,7 @@ async function viewStream(main, stream) {
   const tbody = el("tbody");
   main.append(info,
     el("div", { class: "row" }, status, pause,
-      el("a", { href: "#/append?stream=" + encodeURIComponent(stream) }, "Append to this stream")),
+      el("a", { href: href("append", null, null, new URLSearchParams({ stream })) }, "Append to this stream")),
     el("p", { class: "direction" }, "Oldest first ↓ (forward, by version)"),
     el("div", { class: "scroll" }, el("table", { id: "stream-events" }, el("thead", {}, el("tr", {},
       ["version", "type", "time", "id", "data"].map((h) => el("th", {}, h)))), tbody)));
@@ -223,8 +238,8 @@ async function viewEvent(main, id) {
   }
   const links = el("ul", { class: "links" },
     el("li", {}, "Stream: ", streamLink(e.subject), " version " + e.streamversion),
-    e.correlationid ? el("li", {}, "Correlation: ", el("a", { id: "correlation-link", href: "#/correlation/" + seg(e.correlationid), class: "mono" }, e.correlationid), " (every event sharing it)") : null,
-    e.causationid ? el("li", {}, "Cause: ", el("a", { id: "cause-link", href: "#/event/" + seg(e.causationid), class: "mono" }, e.causationid)) : null);
+    e.correlationid ? el("li", {}, "Correlation: ", el("a", { id: "correlation-link", href: href("correlation", e.correlationid), class: "mono" }, e.correlationid), " (every event sharing it)") : null,
+    e.causationid ? el("li", {}, "Cause: ", el("a", { id: "cause-link", href: href("event", e.causationid), class: "mono" }, e.causationid)) : null);
   const rows = Object.keys(e).filter((k) => k !== "data" && k !== "data_base64").sort()
     .map((k) => el("tr", {}, el("th", { class: "mono" }, k), el("td", { class: "mono" }, typeof e[k] === "string" ? e[k] : JSON.stringify(e[k]))));
   let data = "(no data)";
@@ -255,7 +270,7 @@ async function viewTail(main, q) {
       const p = new URLSearchParams();
       if (typeIn.value) p.set("type", typeIn.value);
       if (prefixIn.value) p.set("stream_prefix", prefixIn.value);
-      location.hash = "#/tail?" + p;
+      location.hash = href("tail", null, null, p);
     } }, typeIn, prefixIn, el("button", { type: "submit" }, "Filter"), status),
     el("p", { class: "direction" }, "Newest first ↑ (the tenant's log; reconnects resume after the last event seen)"),
     el("div", { class: "scroll" }, el("table", { id: "tail-events" }, el("thead", {}, el("tr", {},
@@ -340,8 +355,8 @@ async function viewConsumers(main) {
     render();
   } }, "Retry");
   const dlTable = (dls) => dls.length ? table(["tenant", "event", "stream", "version", "type", "attempts", "error", "dead at", ""],
-    dls.map((d) => el("tr", {}, el("td", {}, d.tenant), el("td", {}, el("a", { href: "#/event/" + seg(d.event_id), class: "mono" }, d.event_id)),
-      el("td", {}, streamLink(d.stream)), el("td", { class: "num" }, d.version), el("td", {}, d.type), el("td", { class: "num" }, d.attempts),
+    dls.map((d) => el("tr", {}, el("td", {}, d.tenant), el("td", {}, eventLink(d.event_id, null, d.tenant)),
+      el("td", {}, streamLink(d.stream, d.tenant)), el("td", { class: "num" }, d.version), el("td", {}, d.type), el("td", { class: "num" }, d.attempts),
       el("td", { class: "small" }, d.error), el("td", { class: "mono small" }, d.dead_at), el("td", {}, retry(d)))), { id: "dead-letters" })
     : el("p", { class: "muted" }, "No dead letters.");
   async function render() {
@@ -417,18 +432,51 @@ async function boot() {
   route();
 }
 
+// parseHash splits an address into its tenant ("" when it names none),
+// view, argument and query.
+function parseHash(hash) {
+  const [path, query] = hash.replace(/^#\/?/, "").split("?");
+  let parts = path.split("/"), tenant = "";
+  if (parts[0] === "t" && parts.length >= 2) {
+    tenant = decodeURIComponent(parts[1]);
+    parts = parts.slice(2);
+  }
+  const arg = parts.length > 1 ? decodeURIComponent(parts.slice(1).join("/")) : null;
+  return { tenant, name: parts[0] || "overview", arg, q: new URLSearchParams(query || "") };
+}
+
+// pickTenant makes t the picked tenant: the switcher shows it (a tenant
+// it did not list is added) and the next visit starts with it.
+function pickTenant(t) {
+  state.tenant = t;
+  localStorage.setItem("eventlite.tenant", t);
+  const sel = document.getElementById("tenant");
+  if (![...sel.options].some((o) => o.value === t)) sel.append(el("option", { value: t }, t));
+  sel.value = t;
+  document.getElementById("who").textContent = state.all ? "" : "tenant " + state.tenant + (state.readOnly ? " (read-only)" : "");
+}
+
+let viewSeq = 0; // which view is on screen: a view's async work checks it
+function aliveCheck() { const mine = viewSeq; return () => mine === viewSeq; }
+
 function route() {
   for (const f of cleanup) f();
   cleanup = [];
-  const hash = location.hash.replace(/^#\/?/, "");
-  const [path, query] = hash.split("?");
-  const q = new URLSearchParams(query || "");
-  const parts = path.split("/");
-  const main = document.getElementById("main");
-  main.replaceChildren();
-  const name = parts[0] || "overview";
-  for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("active", a.dataset.view === name);
-  const arg = decodeURIComponent(parts.slice(1).join("/"));
+  viewSeq++;
+  const r = parseHash(location.hash);
+  if (r.tenant && r.tenant !== state.tenant) pickTenant(r.tenant);
+  // An old address (no tenant) opens under the picked tenant; the address
+  // bar then says which.
+  if (!r.tenant) history.replaceState(null, "", href(r.name, r.arg, null, r.q.toString()));
+  // Each view builds into its own element: what an abandoned view's late
+  // answers write lands outside the page.
+  const main = el("div", { class: "view" });
+  document.getElementById("main").replaceChildren(main);
+  for (const a of document.querySelectorAll("#nav a")) {
+    a.classList.toggle("active", a.dataset.view === r.name);
+    a.setAttribute("href", href(a.dataset.view));
+  }
+  const { name, q } = r, arg = r.arg || "";
   const views = {
     overview: () => viewOverview(main), streams: () => viewStreams(main, q), stream: () => viewStream(main, arg),
     event: () => viewEvent(main, arg), correlation: () => viewCorrelation(main, arg), tail: () => viewTail(main, q),
@@ -439,10 +487,13 @@ function route() {
 
 window.addEventListener("hashchange", () => { if (state.tenant) route(); });
 document.addEventListener("DOMContentLoaded", () => {
+  // Switching tenant keeps a list view (overview, streams, tail, ...);
+  // a stream, event or correlation is the tenant's left, so the switch
+  // opens the new tenant's overview instead.
   document.getElementById("tenant").addEventListener("change", (ev) => {
-    state.tenant = ev.target.value;
-    localStorage.setItem("eventlite.tenant", state.tenant);
-    route();
+    const r = parseHash(location.hash);
+    const keep = !["stream", "event", "correlation"].includes(r.name);
+    location.hash = keep ? href(r.name, null, ev.target.value, r.q.toString()) : href("overview", null, ev.target.value);
   });
   document.getElementById("logout").addEventListener("click", async () => {
     await api("DELETE", "/ui/session", { noLogin: true });
