@@ -152,3 +152,142 @@ func TestBrowserTenantLinks(t *testing.T) {
 		t.Fatalf("the overview's title %q", got)
 	}
 }
+
+// The overview leads with what is wrong, each problem with its count and
+// a link to where it is fixed; the quarantine view retries and skips an
+// event and the consumers view discards a dead letter, each after a
+// confirmation (checked through the store: serve runs no runner); a
+// read-only token sees no buttons.
+func TestBrowserCockpit(t *testing.T) {
+	b := newBrowser(t)
+	s, ctx := storetest.MustOpen(t, nil), context.Background()
+	h, err := serve.New(s, &serve.Options{Tokens: []serve.Token{{Secret: "s3cret-all", Tenant: "*"}, {Secret: "s3cret-ro", Tenant: "*", ReadOnly: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() { _ = h.Close(); srv.Close() })
+
+	mustAppend(t, s, "acme", "order-1", event(t, "acme-1", "com.acme.order.placed", `{}`, "", ""))
+	mustAppend(t, s, "acme", "order-1", event(t, "acme-2", "com.acme.order.paid", `{"amount":"x"}`, "", ""))
+	mustAppend(t, s, "acme", "order-2", event(t, "acme-3", "com.acme.order.placed", `{}`, "", ""))
+	mustAppend(t, s, "globex", "order-1", event(t, "globex-1", "com.globex.order.placed", `{}`, "", ""))
+	l, err := s.Leases().Acquire(ctx, "relay", "test", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(ctx, func(tx *store.Tx) error {
+		if err := tx.DeadLetter(ctx, l, []store.Failure{{Position: 3, Error: "refused"}, {Position: 4, Error: "refused"}}); err != nil {
+			return err
+		}
+		if err := tx.SetCheckpoint(ctx, "orders", 1, nil); err != nil {
+			return err
+		}
+		if err := tx.SetProjectionStatus(ctx, "orders", store.ProjectionStopped, "quarantined event acme-2 at position 2"); err != nil {
+			return err
+		}
+		return tx.Quarantine(ctx, store.Quarantined{Consumer: "orders", Reason: store.ReasonHandlerError, Tenant: "acme", Subject: "order-1",
+			Version: 2, Position: 2, EventID: "acme-2", Event: []byte(`{"type":"com.acme.order.paid"}`), Error: "amount is not a number", Attempts: 3})
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	b.open(srv.URL + "/")
+	b.do(chromedp.WaitVisible(chromedp.CSS("#token")), chromedp.SendKeys(chromedp.CSS("#token"), "s3cret-all"), chromedp.Click(chromedp.CSS("#login button")))
+	b.hash("#/t/acme/")
+	b.wait("the problems", `document.getElementById('problem-dead-letters') && document.getElementById('problem-stopped') && document.getElementById('problem-quarantined')`)
+	for id, count := range map[string]string{"dead-letters": "2", "stopped": "1", "quarantined": "1"} {
+		if got := evalJS[string](b, textOf("#problem-"+id+" .count")); got != count {
+			t.Fatalf("problem %s shows %q, want %q: %s", id, got, count, b.mainText())
+		}
+	}
+	if !evalJS[bool](b, `!!(document.querySelector("#problems").compareDocumentPosition(document.querySelector("#ov-events")) & Node.DOCUMENT_POSITION_FOLLOWING)`) {
+		t.Fatal("the counts come before the problems")
+	}
+	b.screenshot("overview-problems")
+
+	// The links: dead letters and the stopped projection to consumers,
+	// the quarantined event to the quarantine view.
+	b.do(chromedp.Click(chromedp.CSS("#problem-dead-letters a")))
+	b.wait("the dead letters", rows("#dead-letters")+` === 2`)
+	b.do(chromedp.Evaluate[chromedp.Void](`history.back()`))
+	b.wait("the overview", `document.getElementById('problem-stopped')`)
+	b.do(chromedp.Click(chromedp.CSS("#problem-stopped a")))
+	b.wait("the stopped projection", rows("#projections")+` === 1 && `+textOf("#projections")+`.includes("stopped")`)
+	b.do(chromedp.Evaluate[chromedp.Void](`history.back()`))
+	b.wait("the overview", `document.getElementById('problem-quarantined')`)
+	b.do(chromedp.Click(chromedp.CSS("#problem-quarantined a")))
+	b.wait("the quarantine", rows("#quarantine")+` === 1 && `+textOf("#quarantine")+`.includes("amount is not a number")`)
+
+	// Retry, confirmed: the entry is marked for a retry.
+	b.do(chromedp.Click(chromedp.CSS(`#quarantine button[data-action="retry"]`)))
+	b.wait("the question", `document.querySelector('#quarantine button.confirm')`)
+	if rs, _ := s.Projections().QuarantineRetries(ctx, "orders"); len(rs) != 0 {
+		t.Fatal("retried before the confirmation")
+	}
+	b.do(chromedp.Click(chromedp.CSS("#quarantine button.confirm")))
+	b.wait("the retry shown", textOf("#quarantine tbody tr")+`.includes("requested")`)
+	if rs, err := s.Projections().QuarantineRetries(ctx, "orders"); err != nil || len(rs) != 1 || rs[0].EventID != "acme-2" {
+		t.Fatalf("marked for retry: %v, %v", rs, err)
+	}
+	b.screenshot("quarantine")
+
+	// Skip, cancelled then confirmed: resolved, the projection moves on.
+	b.do(chromedp.Click(chromedp.CSS(`#quarantine button[data-action="skip"]`)))
+	b.do(chromedp.Click(chromedp.CSS("#quarantine button.cancel")))
+	b.wait("the skip button again", `document.querySelector('#quarantine button[data-action="skip"]')`)
+	b.do(chromedp.Click(chromedp.CSS(`#quarantine button[data-action="skip"]`)))
+	b.do(chromedp.Click(chromedp.CSS("#quarantine button.confirm")))
+	b.wait("no quarantined events", textOf("main")+`.includes("No quarantined events.")`)
+	if open, err := s.Projections().OpenQuarantine(ctx, "orders"); err != nil || len(open) != 0 {
+		t.Fatalf("open after skip: %v, %v", open, err)
+	}
+	if cp, err := s.Projections().Checkpoint(ctx, "orders"); err != nil || cp != 2 {
+		t.Fatalf("checkpoint after skip %d, %v; want 2", cp, err)
+	}
+
+	// Discard a dead letter, confirmed.
+	b.hash("#/t/acme/consumers")
+	b.wait("the dead letters", rows("#dead-letters")+` === 2`)
+	b.do(chromedp.Click(chromedp.CSS(`#dead-letters tr:first-child button[data-action="discard"]`)))
+	b.do(chromedp.Click(chromedp.CSS("#dead-letters button.confirm")))
+	b.wait("one dead letter left", rows("#dead-letters")+` === 1`)
+	dls, err := s.Outbox().DeadLetters(ctx, "")
+	if err != nil || len(dls) != 1 || dls[0].EventID != "globex-1" {
+		t.Fatalf("dead letters after discard: %v, %v", dls, err)
+	}
+
+	// A read-only token: the lists, no buttons.
+	b.do(chromedp.Click(chromedp.CSS("#logout")))
+	b.do(chromedp.WaitVisible(chromedp.CSS("#token")), chromedp.SendKeys(chromedp.CSS("#token"), "s3cret-ro"), chromedp.Click(chromedp.CSS("#login button")))
+	b.hash("#/t/acme/consumers")
+	b.wait("the dead letters, read-only", rows("#dead-letters")+` === 1`)
+	if n := evalJS[int](b, `document.querySelectorAll('main button').length`); n != 0 {
+		t.Fatalf("a read-only token sees %d buttons", n)
+	}
+	if err := s.Update(ctx, func(tx *store.Tx) error {
+		return tx.Quarantine(ctx, store.Quarantined{Consumer: "orders", Reason: store.ReasonHandlerError, Tenant: "acme", Subject: "order-2",
+			Version: 1, Position: 3, EventID: "acme-3", Event: []byte(`{}`), Error: "again", Attempts: 1})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	b.hash("#/t/acme/quarantine")
+	b.wait("the quarantine, read-only", rows("#quarantine")+` === 1`)
+	if n := evalJS[int](b, `document.querySelectorAll('main button').length`); n != 0 {
+		t.Fatalf("a read-only token sees %d buttons", n)
+	}
+
+	// A narrow window: the new views fit.
+	b.do(chromedp.EmulateViewport(390, 844))
+	for _, v := range []struct{ view, ready string }{
+		{"#/t/acme/", `document.getElementById('problem-quarantined')`},
+		{"#/t/acme/quarantine", rows("#quarantine") + ` === 1`},
+		{"#/t/acme/consumers", rows("#dead-letters") + ` === 1`},
+	} {
+		b.hash(v.view)
+		b.wait(v.view, v.ready)
+		if !evalJS[bool](b, `document.documentElement.scrollWidth <= window.innerWidth`) {
+			t.Fatalf("%s overflows a narrow window: %v > %v", v.view, evalJS[int](b, `document.documentElement.scrollWidth`), evalJS[int](b, `window.innerWidth`))
+		}
+	}
+}

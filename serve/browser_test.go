@@ -440,7 +440,8 @@ fetch(%q, {method: "POST", mode: "no-cors", credentials: "include"}).finally(() 
 		t.Fatal("the dead letter's error is not shown as text")
 	}
 	b.screenshot("consumers")
-	b.do(chromedp.Click(chromedp.CSS("#dead-letters button")))
+	b.do(chromedp.Click(chromedp.CSS(`#dead-letters button[data-action="retry"]`)))
+	b.do(chromedp.Click(chromedp.CSS("#dead-letters button.confirm")))
 	if c := <-retries; !c.cookie || c.site != "same-origin" || c.status != 204 {
 		t.Fatalf("the page's retry: %+v", c)
 	}

@@ -102,10 +102,96 @@ function every(ms, fn) {
   cleanup.push(() => clearInterval(t));
 }
 
+// confirmButton is an action's button: a click asks first (inline, with
+// the question and a button that does it), so nothing runs on one
+// stray click. act returns an error message or "".
+function confirmButton(label, question, act) {
+  const box = el("span", { class: "act" });
+  const ask = () => {
+    const yes = el("button", { type: "button", class: "small confirm danger" }, "Yes, " + label.toLowerCase());
+    const no = el("button", { type: "button", class: "small cancel secondary" }, "Cancel");
+    yes.addEventListener("click", async () => {
+      yes.disabled = true; no.disabled = true;
+      const msg = await act();
+      if (msg) box.replaceChildren(el("span", { class: "error small" }, msg), " ", start());
+    });
+    no.addEventListener("click", () => box.replaceChildren(start()));
+    box.replaceChildren(el("span", { class: "small" }, question + " "), yes, " ", no);
+  };
+  const start = () => el("button", { type: "button", class: "small", "data-action": label.toLowerCase(), onclick: ask }, label);
+  box.append(start());
+  return box;
+}
+
+// action POSTs an operator action with a fresh Idempotency-Key (a
+// repeat of the same click is answered once); it returns "" or the
+// problem's detail.
+async function action(path) {
+  const key = (crypto.randomUUID ? crypto.randomUUID() : String(Date.now()) + Math.random());
+  try {
+    const r = await api("POST", path, { headers: { "Idempotency-Key": key } });
+    return r.status < 300 ? "" : ((r.json && r.json.detail) || String(r.status));
+  } catch (err) { return problemText(err); }
+}
+
+// problemsOf gathers what is wrong, as {id, count, text, link}: a count,
+// what it is, and where it is fixed.
+async function problemsOf(tenant) {
+  const out = [];
+  const add = (id, count, text, link) => { if (count > 0) out.push({ id, count, text, link }); };
+  if (state.all) {
+    const [c, q, d] = await Promise.all([get("/v1/consumers"), get("/v1/quarantine"), get("/v1/doctor")]);
+    const ps = c.json.projections, ob = c.json.outbox;
+    add("dead-letters", ob.dead_letters, "dead letters (events the relay gave up on; their streams wait)", href("consumers", null, tenant));
+    add("stopped", ps.filter((p) => p.status === "stopped").length, "stopped projections", href("consumers", null, tenant));
+    add("lagging", ps.filter((p) => p.status !== "stopped" && Number(p.lag) > 0).length, "projections behind the head", href("consumers", null, tenant));
+    add("quarantined", q.json.quarantine.length, "quarantined events", href("quarantine", null, tenant));
+    add("outbox", ob.oldest_age_seconds > 300 ? ob.pending : 0, "events unpublished for over 5 minutes (stale outbox)", href("consumers", null, tenant));
+    const fs = d.json.findings.filter((f) => f.severity === "problem" || f.severity === "warning");
+    add("doctor", fs.length, "doctor's findings", href("health", null, tenant));
+  } else {
+    const [dl, q] = await Promise.all([get("/v1/tenants/" + seg(tenant) + "/dead-letters"), get("/v1/tenants/" + seg(tenant) + "/quarantine")]);
+    add("dead-letters", dl.json.dead_letters.length, "dead letters of " + tenant, href("consumers", null, tenant));
+    add("quarantined", q.json.quarantine.length, "quarantined events of " + tenant, href("quarantine", null, tenant));
+  }
+  return out;
+}
+
+async function viewQuarantine(main) {
+  main.append(el("h1", {}, "Quarantined events"),
+    el("p", { class: "muted" }, state.all ? "Every open entry of the store's projections and consumers, oldest first. Retry asks the runner to apply the event again on its next pass; skip gives it up (a projection stopped on it moves on)."
+      : "The open entries of " + state.tenant + "'s events. Retrying or skipping needs a token for tenant *."));
+  const box = el("div", {}, "Loading…");
+  main.append(box);
+  const alive = aliveCheck();
+  const acts = !state.readOnly && state.all;
+  async function render() {
+    try {
+      const r = await get(state.all ? "/v1/quarantine" : "/v1/tenants/" + seg(state.tenant) + "/quarantine");
+      if (!alive()) return;
+      const qs = r.json.quarantine;
+      const act = (q, what) => confirmButton(what === "retry" ? "Retry" : "Skip",
+        what === "retry" ? "Ask " + q.name + " to apply " + q.event_id + " again?" : "Give " + q.event_id + " up for " + q.name + "?",
+        async () => { const m = await action("/v1/quarantine/" + seg(q.name) + "/" + seg(q.event_id) + "/" + what); if (!m) render(); return m; });
+      box.replaceChildren(qs.length ? table(["name", "kind", "tenant", "event", "stream", "version", "reason", "error", "attempts", "retry", ...(acts ? [""] : [])],
+        qs.map((q) => el("tr", { "data-id": q.event_id }, el("td", { class: "mono" }, q.name), el("td", {}, q.kind), el("td", {}, q.tenant),
+          el("td", {}, eventLink(q.event_id, null, q.tenant)), el("td", {}, streamLink(q.stream, q.tenant)), el("td", { class: "num" }, q.version),
+          el("td", {}, q.reason), el("td", { class: "small" }, q.error), el("td", { class: "num" }, q.attempts),
+          el("td", { class: "small" }, q.retry_requested_at ? "requested" : ""),
+          acts ? el("td", { class: "actions" }, act(q, "retry"), " ", act(q, "skip")) : null)), { id: "quarantine" })
+        : el("p", { class: "muted" }, "No quarantined events."));
+    } catch (err) { box.replaceChildren(el("p", { class: "error" }, problemText(err))); }
+  }
+  await render();
+}
+
 // ---- views ----
 
 async function viewOverview(main) {
   main.append(el("h1", {}, "Overview of ", el("span", { class: "mono" }, state.tenant)));
+  // What is wrong comes first, each with its count and where it is fixed.
+  const problems = el("div", { id: "problems" }, el("p", { class: "muted" }, "Looking for problems…"));
+  main.append(el("h2", {}, "What needs attention"), problems);
   const cards = el("div", { class: "cards" },
     card("events", "…", "ov-events"), card("streams", "…", "ov-streams"),
     card("last position", "…", "ov-last"), card("appends/s (last minute)", "…", "ov-rate"));
@@ -122,6 +208,13 @@ async function viewOverview(main) {
   const tenant = state.tenant, alive = aliveCheck();
   const set = (id, v) => { const n = main.querySelector("#" + id); if (n && alive()) n.textContent = v; };
   every(5000, async () => {
+    try {
+      const ps = await problemsOf(tenant);
+      if (!alive()) return;
+      problems.replaceChildren(ps.length ? el("ul", { class: "problems" }, ps.map((p) => el("li", { id: "problem-" + p.id, class: "problem" },
+        el("span", { class: "count" }, p.count), " ", el("a", { href: p.link }, p.text))))
+        : el("p", { class: "ok", id: "no-problems" }, "Nothing wrong found."));
+    } catch (err) { if (alive()) problems.replaceChildren(el("p", { class: "error" }, problemText(err))); }
     try {
       const t = (await get("/v1/tenants/" + seg(tenant) + "/stats")).json;
       if (!alive()) return;
@@ -349,15 +442,17 @@ async function viewConsumers(main) {
   main.append(el("h1", {}, "Consumers"));
   const box = el("div", {}, "Loading…");
   main.append(box);
-  const retry = (d) => el("button", { type: "button", class: "small", onclick: async () => {
-    const r = await api("POST", "/v1/tenants/" + seg(d.tenant) + "/dead-letters/" + seg(d.event_id) + "/retry");
-    if (r.status !== 204) alert((r.json && r.json.detail) || r.status);
-    render();
-  } }, "Retry");
-  const dlTable = (dls) => dls.length ? table(["tenant", "event", "stream", "version", "type", "attempts", "error", "dead at", ""],
+  const dlPath = (d, what) => "/v1/tenants/" + seg(d.tenant) + "/dead-letters/" + seg(d.event_id) + "/" + what;
+  const retry = (d) => confirmButton("Retry", "Publish " + d.event_id + " again?",
+    async () => { const m = await action(dlPath(d, "retry")); if (!m) render(); return m; });
+  const discard = (d) => confirmButton("Discard", "Never publish " + d.event_id + "?",
+    async () => { const m = await action(dlPath(d, "discard")); if (!m) render(); return m; });
+  const acts = !state.readOnly;
+  const dlTable = (dls) => dls.length ? table(["tenant", "event", "stream", "version", "type", "attempts", "error", "dead at", ...(acts ? [""] : [])],
     dls.map((d) => el("tr", {}, el("td", {}, d.tenant), el("td", {}, eventLink(d.event_id, null, d.tenant)),
       el("td", {}, streamLink(d.stream, d.tenant)), el("td", { class: "num" }, d.version), el("td", {}, d.type), el("td", { class: "num" }, d.attempts),
-      el("td", { class: "small" }, d.error), el("td", { class: "mono small" }, d.dead_at), el("td", {}, retry(d)))), { id: "dead-letters" })
+      el("td", { class: "small" }, d.error), el("td", { class: "mono small" }, d.dead_at),
+      acts ? el("td", { class: "actions" }, retry(d), " ", discard(d)) : null)), { id: "dead-letters" })
     : el("p", { class: "muted" }, "No dead letters.");
   async function render() {
     try {
@@ -366,7 +461,8 @@ async function viewConsumers(main) {
         const c = (await get("/v1/consumers")).json;
         parts.push(el("h2", {}, "Projections"), c.projections.length ? table(["name", "checkpoint", "head", "lag", "status", "quarantined", "detail"],
           c.projections.map((p) => el("tr", { class: p.status === "stopped" ? "bad" : "" }, el("td", { class: "mono" }, p.name), el("td", { class: "num" }, p.checkpoint),
-            el("td", { class: "num" }, p.head), el("td", { class: "num" }, p.lag), el("td", {}, p.status), el("td", { class: "num" }, p.quarantined),
+            el("td", { class: "num" }, p.head), el("td", { class: "num" }, p.lag), el("td", {}, p.status),
+            el("td", { class: "num" }, p.quarantined > 0 ? el("a", { href: href("quarantine") }, p.quarantined) : p.quarantined),
             el("td", { class: "small" }, p.detail || ""))), { id: "projections" }) : el("p", { class: "muted" }, "No projections."),
         el("h2", {}, "Relay (outbox)"), el("div", { class: "cards" }, card("backlog", c.outbox.pending), card("oldest (s)", c.outbox.oldest_age_seconds.toFixed(1)),
           card("dead letters", c.outbox.dead_letters), card("parked streams", c.outbox.parked_streams)),
@@ -481,6 +577,7 @@ function route() {
     overview: () => viewOverview(main), streams: () => viewStreams(main, q), stream: () => viewStream(main, arg),
     event: () => viewEvent(main, arg), correlation: () => viewCorrelation(main, arg), tail: () => viewTail(main, q),
     append: () => viewAppend(main, q), consumers: () => viewConsumers(main), health: () => viewHealth(main),
+    quarantine: () => viewQuarantine(main),
   };
   (views[name] || views.overview)();
 }
