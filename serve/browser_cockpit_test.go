@@ -192,11 +192,15 @@ func TestBrowserCockpit(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	c := &calls{}
+	request(t, s, refund("acme", "refund-1"), c)
+	request(t, s, refund("acme", "refund-2"), c)
+
 	b.open(srv.URL + "/")
 	b.do(chromedp.WaitVisible(chromedp.CSS("#token")), chromedp.SendKeys(chromedp.CSS("#token"), "s3cret-all"), chromedp.Click(chromedp.CSS("#login button")))
 	b.hash("#/t/acme/")
 	b.wait("the problems", `document.getElementById('problem-dead-letters') && document.getElementById('problem-stopped') && document.getElementById('problem-quarantined')`)
-	for id, count := range map[string]string{"dead-letters": "2", "stopped": "1", "quarantined": "1"} {
+	for id, count := range map[string]string{"dead-letters": "2", "stopped": "1", "quarantined": "1", "effects": "2"} {
 		if got := evalJS[string](b, textOf("#problem-"+id+" .count")); got != count {
 			t.Fatalf("problem %s shows %q, want %q: %s", id, got, count, b.mainText())
 		}
@@ -255,6 +259,27 @@ func TestBrowserCockpit(t *testing.T) {
 	dls, err := s.Outbox().DeadLetters(ctx, "")
 	if err != nil || len(dls) != 1 || dls[0].EventID != "globex-1" {
 		t.Fatalf("dead letters after discard: %v, %v", dls, err)
+	}
+
+	// Effects awaiting approval: approve one, reject the other.
+	b.hash("#/t/acme/")
+	b.wait("the effects problem", `document.getElementById('problem-effects')`)
+	b.do(chromedp.Click(chromedp.CSS("#problem-effects a")))
+	b.wait("the effects", rows("#effects")+` === 2`)
+	b.screenshot("effects")
+	b.do(chromedp.Click(chromedp.CSS(`#effects tr[data-key="refund-1"] button[data-action="approve"]`)))
+	b.do(chromedp.Click(chromedp.CSS(`#effects tr[data-key="refund-1"] button.confirm`)))
+	b.wait("one effect left", rows("#effects")+` === 1`)
+	b.do(chromedp.Click(chromedp.CSS(`#effects tr[data-key="refund-2"] button[data-action="reject"]`)))
+	b.do(chromedp.Click(chromedp.CSS(`#effects tr[data-key="refund-2"] button.confirm`)))
+	b.wait("no effect left", textOf("main")+`.includes("No effect awaits approval.")`)
+	for key, want := range map[string]store.EffectState{"refund-1": store.EffectApproved, "refund-2": store.EffectRejected} {
+		if e := (&testServer{t: t, s: s}).effect("acme", key); e.State != want || e.DecidedBy != "web page" {
+			t.Fatalf("effect %s: %s by %q, want %s by the web page", key, e.State, e.DecidedBy, want)
+		}
+	}
+	if got := c.got(); len(got) != 0 {
+		t.Fatalf("the page ran an effect: %v", got)
 	}
 
 	// A read-only token: the lists, no buttons.

@@ -126,10 +126,12 @@ function confirmButton(label, question, act) {
 // action POSTs an operator action with a fresh Idempotency-Key (a
 // repeat of the same click is answered once); it returns "" or the
 // problem's detail.
-async function action(path) {
+async function action(path, body) {
   const key = (crypto.randomUUID ? crypto.randomUUID() : String(Date.now()) + Math.random());
+  const headers = { "Idempotency-Key": key };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
   try {
-    const r = await api("POST", path, { headers: { "Idempotency-Key": key } });
+    const r = await api("POST", path, { headers, body });
     return r.status < 300 ? "" : ((r.json && r.json.detail) || String(r.status));
   } catch (err) { return problemText(err); }
 }
@@ -146,6 +148,7 @@ async function problemsOf(tenant) {
     add("stopped", ps.filter((p) => p.status === "stopped").length, "stopped projections", href("consumers", null, tenant));
     add("lagging", ps.filter((p) => p.status !== "stopped" && Number(p.lag) > 0).length, "projections behind the head", href("consumers", null, tenant));
     add("quarantined", q.json.quarantine.length, "quarantined events", href("quarantine", null, tenant));
+    add("effects", (await get("/v1/tenants/" + seg(tenant) + "/effects?awaiting=true")).json.effects.length, "effects of " + tenant + " awaiting approval", href("effects", null, tenant));
     add("outbox", ob.oldest_age_seconds > 300 ? ob.pending : 0, "events unpublished for over 5 minutes (stale outbox)", href("consumers", null, tenant));
     const fs = d.json.findings.filter((f) => f.severity === "problem" || f.severity === "warning");
     add("doctor", fs.length, "doctor's findings", href("health", null, tenant));
@@ -153,8 +156,40 @@ async function problemsOf(tenant) {
     const [dl, q] = await Promise.all([get("/v1/tenants/" + seg(tenant) + "/dead-letters"), get("/v1/tenants/" + seg(tenant) + "/quarantine")]);
     add("dead-letters", dl.json.dead_letters.length, "dead letters of " + tenant, href("consumers", null, tenant));
     add("quarantined", q.json.quarantine.length, "quarantined events of " + tenant, href("quarantine", null, tenant));
+    add("effects", (await get("/v1/tenants/" + seg(tenant) + "/effects?awaiting=true")).json.effects.length, "effects of " + tenant + " awaiting approval", href("effects", null, tenant));
   }
   return out;
+}
+
+async function viewEffects(main) {
+  main.append(el("h1", {}, "Effects awaiting approval"),
+    el("p", { class: "muted" }, "Effects of " + state.tenant + " that wait for a person: approve runs the exact arguments shown (their args_hash is sent back); reject refuses them for good."));
+  const box = el("div", {}, "Loading…");
+  main.append(box);
+  const alive = aliveCheck(), tenant = state.tenant, acts = !state.readOnly;
+  const by = "web page" + (state.all ? "" : " (token for tenant " + tenant + ")");
+  const path = (e, what) => "/v1/tenants/" + seg(tenant) + "/effects/" + seg(e.key) + "/" + what;
+  const decide = async (e, what, body) => {
+    const m = await action(path(e, what), JSON.stringify(body));
+    if (!m) render();
+    return m;
+  };
+  async function render() {
+    try {
+      const r = await get("/v1/tenants/" + seg(tenant) + "/effects?awaiting=true");
+      if (!alive()) return;
+      const es = r.json.effects;
+      box.replaceChildren(es.length ? table(["key", "kind", "resource", "summary", "arguments", "requested by", "requested at", ...(acts ? [""] : [])],
+        es.map((e) => el("tr", { "data-key": e.key }, el("td", { class: "mono" }, e.key), el("td", {}, e.kind), el("td", { class: "mono" }, e.resource),
+          el("td", {}, e.summary), el("td", { class: "data" }, JSON.stringify(e.args)), el("td", {}, e.requested_by),
+          el("td", { class: "mono small" }, e.requested_at),
+          acts ? el("td", { class: "actions" },
+            confirmButton("Approve", "Run " + e.key + " with these arguments?", () => decide(e, "approve", { args_hash: e.args_hash, by })), " ",
+            confirmButton("Reject", "Refuse " + e.key + " for good?", () => decide(e, "reject", { by, reason: "rejected in the web page" }))) : null)),
+        { id: "effects" }) : el("p", { class: "muted" }, "No effect awaits approval."));
+    } catch (err) { box.replaceChildren(el("p", { class: "error" }, problemText(err))); }
+  }
+  await render();
 }
 
 async function viewQuarantine(main) {
@@ -577,7 +612,7 @@ function route() {
     overview: () => viewOverview(main), streams: () => viewStreams(main, q), stream: () => viewStream(main, arg),
     event: () => viewEvent(main, arg), correlation: () => viewCorrelation(main, arg), tail: () => viewTail(main, q),
     append: () => viewAppend(main, q), consumers: () => viewConsumers(main), health: () => viewHealth(main),
-    quarantine: () => viewQuarantine(main),
+    quarantine: () => viewQuarantine(main), effects: () => viewEffects(main),
   };
   (views[name] || views.overview)();
 }
