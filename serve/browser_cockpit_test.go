@@ -261,6 +261,19 @@ func TestBrowserCockpit(t *testing.T) {
 		t.Fatalf("dead letters after discard: %v, %v", dls, err)
 	}
 
+	// Health: doctor's findings link to where they are fixed, and their
+	// ids to their events, in their tenants.
+	b.hash("#/t/acme/")
+	b.wait("doctor's findings among the problems", `document.querySelector('#problem-doctor a[href="#/t/acme/health"]')`)
+	b.do(chromedp.Click(chromedp.CSS("#problem-doctor a")))
+	b.wait("the findings", `document.querySelector('#findings tr[data-kind="dead_letters"]')`)
+	if h := evalJS[string](b, `document.querySelector('#findings tr[data-kind="dead_letters"] a.fix').getAttribute('href')`); h != "#/t/acme/consumers" {
+		t.Fatalf("the dead letters' finding links to %q", h)
+	}
+	b.screenshot("health")
+	b.do(chromedp.Click(chromedp.CSS(`#findings tr[data-kind="dead_letters"] td.ids a`)))
+	b.wait("globex's dead event", textOf("#event-attrs")+`.includes("globex-1") && document.getElementById('tenant').value === "globex"`)
+
 	// Effects awaiting approval: approve one, reject the other.
 	b.hash("#/t/acme/")
 	b.wait("the effects problem", `document.getElementById('problem-effects')`)

@@ -150,7 +150,7 @@ async function problemsOf(tenant) {
     add("quarantined", q.json.quarantine.length, "quarantined events", href("quarantine", null, tenant));
     add("effects", (await get("/v1/tenants/" + seg(tenant) + "/effects?awaiting=true")).json.effects.length, "effects of " + tenant + " awaiting approval", href("effects", null, tenant));
     add("outbox", ob.oldest_age_seconds > 300 ? ob.pending : 0, "events unpublished for over 5 minutes (stale outbox)", href("consumers", null, tenant));
-    const fs = d.json.findings.filter((f) => f.severity === "problem" || f.severity === "warning");
+    const fs = d.json.findings.filter((f) => f.severity === "problem");
     add("doctor", fs.length, "doctor's findings", href("health", null, tenant));
   } else {
     const [dl, q] = await Promise.all([get("/v1/tenants/" + seg(tenant) + "/dead-letters"), get("/v1/tenants/" + seg(tenant) + "/quarantine")]);
@@ -512,6 +512,27 @@ async function viewConsumers(main) {
   await render();
 }
 
+// fixLink is the view where a doctor's finding of this kind is fixed.
+function fixLink(kind) {
+  const to = kind === "quarantined" ? "quarantine" : kind.startsWith("effects_") ? "effects"
+    : /^(outbox_|dead_letters|parked_streams|projections_|leases_)/.test(kind) ? "consumers" : "";
+  return to ? el("a", { href: href(to), class: "fix" }, to) : "";
+}
+
+// findingID shows one id of a finding, linked to its event or stream
+// when it names one: "tenant:event-id" (dead letters, the outbox) or
+// "tenant/stream" (parked streams, version gaps).
+function findingID(kind, id) {
+  let m;
+  if ((kind === "dead_letters" || kind.startsWith("outbox_")) && (m = /^([^:]+):(.+)$/.exec(id))) {
+    return el("span", { class: "id" }, eventLink(m[2], id, m[1]));
+  }
+  if ((kind === "parked_streams" || kind === "stream_version_gaps") && (m = /^([^/]+)\/(.+)$/.exec(id))) {
+    return el("span", { class: "id" }, el("a", { href: href("stream", m[2], m[1]), class: "mono" }, id));
+  }
+  return el("span", { class: "id" }, id);
+}
+
 async function viewHealth(main) {
   main.append(el("h1", {}, "Health"),
     el("ul", { class: "links" },
@@ -522,9 +543,10 @@ async function viewHealth(main) {
   try {
     const d = (await get("/v1/doctor")).json;
     main.append(el("p", { id: "doctor-verdict", class: d.healthy ? "ok" : "error" }, d.healthy ? "Healthy" : "Problems found"),
-      d.findings.length ? table(["kind", "severity", "count", "oldest (s)", "ids"], d.findings.map((x) => el("tr", {},
+      d.findings.length ? table(["kind", "severity", "count", "oldest (s)", "where to fix it", "ids"], d.findings.map((x) => el("tr", { "data-kind": x.kind },
         el("td", {}, x.kind), el("td", {}, x.severity), el("td", { class: "num" }, x.count), el("td", { class: "num" }, x.oldest_age_seconds.toFixed(1)),
-        el("td", { class: "mono small" }, (x.ids || []).join(" "))))) : el("p", { class: "muted" }, "No findings."));
+        el("td", {}, fixLink(x.kind)),
+        el("td", { class: "mono small ids" }, (x.ids || []).map((id) => findingID(x.kind, id))))), { id: "findings" }) : el("p", { class: "muted" }, "No findings."));
   } catch (err) { main.append(el("p", { class: "error" }, problemText(err))); }
 }
 
