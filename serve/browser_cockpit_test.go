@@ -218,6 +218,13 @@ func TestBrowserCockpit(t *testing.T) {
 	b.wait("the overview", `document.getElementById('problem-stopped')`)
 	b.do(chromedp.Click(chromedp.CSS("#problem-stopped a")))
 	b.wait("the stopped projection", rows("#projections")+` === 1 && `+textOf("#projections")+`.includes("stopped")`)
+	b.wait("the event it stopped on", `document.querySelector('#projections td.held a[href="#/t/acme/event/acme-2"]')`)
+	// Number headers sit over their numbers; times are local, UTC on hover.
+	if !evalJS[bool](b, `[...document.querySelectorAll('#dead-letters th')].filter((th) => th.textContent === "version")[0].classList.contains("num") && `+
+		`/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}$/.test(document.querySelector('#dead-letters time').textContent) && `+
+		`document.querySelector('#dead-letters time').title.endsWith("(UTC)")`) {
+		t.Fatalf("headers or times: %s", b.mainText())
+	}
 	b.do(chromedp.Evaluate[chromedp.Void](`history.back()`))
 	b.wait("the overview", `document.getElementById('problem-quarantined')`)
 	b.do(chromedp.Click(chromedp.CSS("#problem-quarantined a")))
@@ -295,8 +302,19 @@ func TestBrowserCockpit(t *testing.T) {
 		t.Fatalf("the page ran an effect: %v", got)
 	}
 
+	// The append form asks for a version only when one is expected.
+	b.hash("#/t/acme/append")
+	b.wait("the form", `document.getElementById('ap-expected')`)
+	if !evalJS[bool](b, `document.getElementById('ap-version-field').hidden && document.getElementById('ap-version').offsetParent === null`) {
+		t.Fatal(`the version field shows with "any version"`)
+	}
+	b.do(chromedp.SetValue(chromedp.CSS("#ap-expected"), "version"),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('ap-expected').dispatchEvent(new Event('change'))`))
+	b.wait("the version field", `document.getElementById('ap-version').offsetParent !== null`)
+
 	// A read-only token: the lists, no buttons.
 	b.do(chromedp.Click(chromedp.CSS("#logout")))
+	b.wait("the sign-in page without navigation", `document.getElementById('token') && document.getElementById('nav').hidden`)
 	b.do(chromedp.WaitVisible(chromedp.CSS("#token")), chromedp.SendKeys(chromedp.CSS("#token"), "s3cret-ro"), chromedp.Click(chromedp.CSS("#login button")))
 	b.hash("#/t/acme/consumers")
 	b.wait("the dead letters, read-only", rows("#dead-letters")+` === 1`)

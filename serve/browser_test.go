@@ -296,6 +296,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS("#ap-type"), "com.shop.order.shipped"),
 		chromedp.SetValue(chromedp.CSS("#ap-data"), `{"carrier":"ups"}`),
 		chromedp.SetValue(chromedp.CSS("#ap-expected"), "version"),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('ap-expected').dispatchEvent(new Event('change'))`),
 		chromedp.SendKeys(chromedp.CSS("#ap-version"), "2"),
 		chromedp.SendKeys(chromedp.CSS("#ap-key"), "ship-order-1"),
 		chromedp.Click(chromedp.CSS("#ap-submit")))

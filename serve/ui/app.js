@@ -66,9 +66,22 @@ function needsAll(what) {
   return el("p", { class: "note" }, what + ": this covers every tenant, so it needs a token for tenant * (this token is for " + state.tenant + ").");
 }
 
+// NUMERIC are the column headers over right-aligned numbers.
+const NUMERIC = new Set(["version", "position", "last position", "checkpoint", "head", "lag", "quarantined", "attempts", "count", "oldest (s)"]);
+
+// when shows a time as local time to the millisecond, UTC on hover.
+function when(t) {
+  if (!t) return "";
+  const d = new Date(t);
+  if (isNaN(d)) return String(t);
+  const p = (n, w) => String(n).padStart(w || 2, "0");
+  const local = d.getFullYear() + "-" + p(d.getMonth() + 1) + "-" + p(d.getDate()) + " " + p(d.getHours()) + ":" + p(d.getMinutes()) + ":" + p(d.getSeconds()) + "." + p(d.getMilliseconds(), 3);
+  return el("time", { datetime: t, title: t + " (UTC)" }, local);
+}
+
 function table(headers, rows, attrs) {
   return el("div", { class: "scroll" }, el("table", attrs || {},
-    el("thead", {}, el("tr", {}, headers.map((h) => el("th", {}, h)))),
+    el("thead", {}, el("tr", {}, headers.map((h) => el("th", { class: NUMERIC.has(h) ? "num" : null }, h)))),
     el("tbody", {}, rows)));
 }
 
@@ -91,7 +104,7 @@ function eventRow(e, withStream) {
     el("td", { class: "num" }, withStream ? e.position : e.streamversion),
     withStream ? el("td", {}, streamLink(e.subject)) : null,
     el("td", {}, e.type),
-    el("td", { class: "mono small" }, e.time || ""),
+    el("td", { class: "mono small time" }, when(e.time)),
     el("td", {}, eventLink(e.id)),
     el("td", { class: "data" }, e.data !== undefined ? JSON.stringify(e.data) : (e.data_base64 || "")));
 }
@@ -182,7 +195,7 @@ async function viewEffects(main) {
       box.replaceChildren(es.length ? table(["key", "kind", "resource", "summary", "arguments", "requested by", "requested at", ...(acts ? [""] : [])],
         es.map((e) => el("tr", { "data-key": e.key }, el("td", { class: "mono" }, e.key), el("td", {}, e.kind), el("td", { class: "mono" }, e.resource),
           el("td", {}, e.summary), el("td", { class: "data" }, JSON.stringify(e.args)), el("td", {}, e.requested_by),
-          el("td", { class: "mono small" }, e.requested_at),
+          el("td", { class: "mono small time" }, when(e.requested_at)),
           acts ? el("td", { class: "actions" },
             confirmButton("Approve", "Run " + e.key + " with these arguments?", () => decide(e, "approve", { args_hash: e.args_hash, by })), " ",
             confirmButton("Reject", "Refuse " + e.key + " for good?", () => decide(e, "reject", { by, reason: "rejected in the web page" }))) : null)),
@@ -281,7 +294,7 @@ async function viewStreams(main, q) {
     const r = await get(base() + "/streams?" + p);
     const rows = r.json.streams.map((s) => el("tr", {},
       el("td", {}, streamLink(s.stream)), el("td", { class: "num" }, s.version),
-      el("td", { class: "num" }, s.last_position), el("td", { class: "mono small" }, s.updated)));
+      el("td", { class: "num" }, s.last_position), el("td", { class: "mono small time" }, when(s.updated))));
     list.replaceChildren(rows.length ? table(["stream", "version", "last position", "updated"], rows, { id: "streams-table" })
       : el("p", { class: "muted" }, "No streams" + (prefix ? " starting with " + prefix : "") + "."));
     const link = r.headers.get("Link") || "";
@@ -298,7 +311,7 @@ async function viewStreams(main, q) {
     for (const e of r.json) if (!seen.has(e.subject)) seen.set(e.subject, e);
     const rows = [...seen.values()].slice(0, 15).map((e) => el("tr", {},
       el("td", {}, streamLink(e.subject)), el("td", { class: "num" }, e.streamversion), el("td", {}, e.type),
-      el("td", { class: "mono small" }, e.time)));
+      el("td", { class: "mono small time" }, when(e.time))));
     recent.replaceChildren(rows.length ? table(["stream", "version", "last type", "time"], rows, { id: "recent-table" })
       : el("p", { class: "muted" }, "No events yet."));
   } catch (err) { recent.replaceChildren(el("p", { class: "error" }, problemText(err))); }
@@ -433,6 +446,8 @@ function viewAppend(main, q) {
     key: el("input", { id: "ap-key", placeholder: "optional" }),
   };
   f.data.value = "{}";
+  const versionField = el("label", { class: "field", id: "ap-version-field", hidden: true }, el("span", {}, "version"), f.version);
+  f.expected.addEventListener("change", () => { versionField.hidden = f.expected.value !== "version"; });
   const out = el("div", { id: "ap-out" });
   const field = (label, input) => el("label", { class: "field" }, el("span", {}, label), input);
   main.append(el("h1", {}, "Append an event"),
@@ -466,7 +481,7 @@ function viewAppend(main, q) {
         el("button", { type: "button", onclick: () => navigator.clipboard && navigator.clipboard.writeText(curl) }, "Copy curl command"));
     } },
     field("stream", f.stream), field("type (ce-type)", f.type), field("data (JSON)", f.data),
-    el("div", { class: "row" }, field("expected version", f.expected), field("version", f.version)),
+    el("div", { class: "row" }, field("expected version", f.expected), versionField),
     field("Idempotency-Key", f.key),
     el("p", { class: "muted" }, "The server fills id (a ULID), time, specversion and source."),
     el("button", { type: "submit", id: "ap-submit" }, "Append")),
@@ -482,23 +497,28 @@ async function viewConsumers(main) {
     async () => { const m = await action(dlPath(d, "retry")); if (!m) render(); return m; });
   const discard = (d) => confirmButton("Discard", "Never publish " + d.event_id + "?",
     async () => { const m = await action(dlPath(d, "discard")); if (!m) render(); return m; });
-  const acts = !state.readOnly;
+  const acts = !state.readOnly, alive = aliveCheck();
   const dlTable = (dls) => dls.length ? table(["tenant", "event", "stream", "version", "type", "attempts", "error", "dead at", ...(acts ? [""] : [])],
     dls.map((d) => el("tr", {}, el("td", {}, d.tenant), el("td", {}, eventLink(d.event_id, null, d.tenant)),
       el("td", {}, streamLink(d.stream, d.tenant)), el("td", { class: "num" }, d.version), el("td", {}, d.type), el("td", { class: "num" }, d.attempts),
-      el("td", { class: "small" }, d.error), el("td", { class: "mono small" }, d.dead_at),
+      el("td", { class: "small" }, d.error), el("td", { class: "mono small time" }, when(d.dead_at)),
       acts ? el("td", { class: "actions" }, retry(d), " ", discard(d)) : null)), { id: "dead-letters" })
     : el("p", { class: "muted" }, "No dead letters.");
   async function render() {
     try {
       const parts = [];
       if (state.all) {
-        const c = (await get("/v1/consumers")).json;
-        parts.push(el("h2", {}, "Projections"), c.projections.length ? table(["name", "checkpoint", "head", "lag", "status", "quarantined", "detail"],
+        const [c, q] = (await Promise.all([get("/v1/consumers"), get("/v1/quarantine")])).map((r) => r.json);
+        if (!alive()) return;
+        // A stopped projection shows the event it stopped on.
+        const held = (name) => q.quarantine.filter((e) => e.name === name)
+          .map((e) => el("span", { class: "id" }, eventLink(e.event_id, null, e.tenant), " (" + e.tenant + ")"));
+        parts.push(el("h2", {}, "Projections"), c.projections.length ? table(["name", "checkpoint", "head", "lag", "status", "quarantined", "quarantined events", "detail"],
           c.projections.map((p) => el("tr", { class: p.status === "stopped" ? "bad" : "" }, el("td", { class: "mono" }, p.name), el("td", { class: "num" }, p.checkpoint),
             el("td", { class: "num" }, p.head), el("td", { class: "num" }, p.lag), el("td", {}, p.status),
             el("td", { class: "num" }, p.quarantined > 0 ? el("a", { href: href("quarantine") }, p.quarantined) : p.quarantined),
-            el("td", { class: "small" }, p.detail || ""))), { id: "projections" }) : el("p", { class: "muted" }, "No projections."),
+            el("td", { class: "small held" }, held(p.name)),
+            el("td", { class: "small detail" }, p.detail || ""))), { id: "projections" }) : el("p", { class: "muted" }, "No projections."),
         el("h2", {}, "Relay (outbox)"), el("div", { class: "cards" }, card("backlog", c.outbox.pending), card("oldest (s)", c.outbox.oldest_age_seconds.toFixed(1)),
           card("dead letters", c.outbox.dead_letters), card("parked streams", c.outbox.parked_streams)),
         el("h2", {}, "Dead letters (every tenant)"), dlTable(c.dead_letters));
@@ -555,6 +575,8 @@ async function viewHealth(main) {
 function showLogin(message) {
   for (const f of cleanup) f();
   cleanup = [];
+  viewSeq++;
+  document.getElementById("nav").hidden = true; // nothing to open before signing in
   const input = el("input", { type: "password", id: "token", autocomplete: "off", required: true });
   const msg = el("p", { class: "error", id: "login-error" }, message || "");
   document.getElementById("main").replaceChildren(el("h1", {}, "Sign in"),
@@ -572,6 +594,7 @@ async function boot() {
   const r = await api("GET", "/v1/tenants", { noLogin: true });
   if (r.status === 401) { showLogin(); return; }
   if (r.status !== 200) { document.getElementById("main").replaceChildren(el("p", { class: "error" }, r.text)); return; }
+  document.getElementById("nav").hidden = false;
   state.all = r.json.all; state.readOnly = r.json.read_only; state.tenants = r.json.tenants;
   state.session = r.json.session;
   const saved = localStorage.getItem("eventlite.tenant");
