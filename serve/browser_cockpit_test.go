@@ -347,3 +347,105 @@ func TestBrowserCockpit(t *testing.T) {
 		}
 	}
 }
+
+// One stream in pages of 50: oldest first and newest first, paging both
+// ways, a jump to a version, the type filter, rows that expand to their
+// data, new rows marked on the live last page, and a "new events" marker
+// newest first.
+func TestBrowserStreamPaging(t *testing.T) {
+	b := newBrowser(t)
+	s, ctx := storetest.MustOpen(t, nil), context.Background()
+	h, err := serve.New(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() { _ = h.Close(); srv.Close() })
+	mustAppend(t, s, "acme", "old-1", event(t, "old-1", "com.t.old", `{}`, "", ""))
+	if err := s.Update(ctx, func(tx *store.Tx) error {
+		for i := 1; i <= 120; i++ {
+			typ := "com.t.even"
+			if i%2 == 1 {
+				typ = "com.t.odd"
+			}
+			if _, err := tx.Append(ctx, "acme", "big", store.Any, event(t, "big-"+strconv.Itoa(i), typ, `{"n":`+strconv.Itoa(i)+`}`, "", "")); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	versions := `[...document.querySelectorAll('#stream-events tbody tr:not([hidden]) td:first-child')].map((td) => td.textContent)`
+	firstLast := func() string { return evalJS[string](b, `(() => { const v = `+versions+`; return v[0] + ".." + v[v.length - 1] + "/" + v.length; })()`) }
+	waitPage := func(what, want string) {
+		t.Helper()
+		b.wait(what, `(() => { const v = `+versions+`; return v.length && v[0] + ".." + v[v.length - 1] + "/" + v.length === `+strconv.Quote(want)+`; })()`)
+	}
+
+	b.open(srv.URL + "/#/t/acme/stream/big")
+	waitPage("the first page", "1..50/50")
+	if evalJS[bool](b, `!!document.getElementById('page-older')`) {
+		t.Fatal("the first page links to an older one")
+	}
+	b.do(chromedp.Click(chromedp.CSS("#page-newer")))
+	waitPage("the second page", "51..100/50")
+	b.do(chromedp.Click(chromedp.CSS("#page-newer")))
+	waitPage("the last page", "101..120/20")
+	b.wait("live on the last page", textOf("#stream-status")+` === "live"`)
+	mustAppend(t, s, "acme", "big", event(t, "big-121", "com.t.odd", `{"n":121}`, "", ""))
+	b.wait("the new row, marked", `document.querySelector('#stream-events tr.new td') && document.querySelector('#stream-events tr.new td').textContent === "121" && `+textOf("#new-marker")+`.includes("1 new")`)
+	b.do(chromedp.Click(chromedp.CSS("#page-older")))
+	waitPage("back a page", "51..100/50")
+
+	b.do(chromedp.Click(chromedp.CSS("#order-newest")))
+	waitPage("newest first", "121..72/50")
+	b.do(chromedp.Click(chromedp.CSS("#page-older")))
+	waitPage("older, newest first", "71..22/50")
+	b.do(chromedp.Click(chromedp.CSS("#page-newer")))
+	waitPage("newer again", "121..72/50")
+
+	// Newest first, a new event is counted, not inserted.
+	b.wait("listening", `document.getElementById('new-marker').hidden`)
+	mustAppend(t, s, "acme", "big", event(t, "big-122", "com.t.even", `{"n":122}`, "", ""))
+	b.wait("the marker", `!document.getElementById('new-marker').hidden && `+textOf("#new-marker")+`.includes("1 new event")`)
+	if got := firstLast(); got != "121..72/50" {
+		t.Fatalf("newest first, a new event changed the page to %s", got)
+	}
+	b.do(chromedp.Click(chromedp.CSS("#new-marker")))
+	waitPage("the newest page", "122..73/50")
+
+	// Jump to a version, both orders.
+	b.do(chromedp.SetValue(chromedp.CSS("#jump"), "30"), chromedp.Click(chromedp.CSS("#jump-form button")))
+	waitPage("newest first from 30", "30..1/30")
+	b.do(chromedp.Click(chromedp.CSS("#order-oldest")))
+	b.do(chromedp.SetValue(chromedp.CSS("#jump"), "100"), chromedp.Click(chromedp.CSS("#jump-form button")))
+	waitPage("oldest first from 100", "100..122/23")
+
+	// The type filter, and a row's data expanded.
+	b.do(chromedp.SetValue(chromedp.CSS("#stream-type"), "com.t.odd"), chromedp.SetValue(chromedp.CSS("#jump"), "1"), chromedp.Click(chromedp.CSS("#jump-form button")))
+	waitPage("odd types only", "1..49/25")
+	b.do(chromedp.Click(chromedp.CSS(`#stream-events tr[data-id="big-3"] td.data`)))
+	if d := evalJS[string](b, textOf(`#stream-events tr[data-id="big-3"] td.data`)); d != "{\n  \"n\": 3\n}" {
+		t.Fatalf("expanded data %q", d)
+	}
+	b.screenshot("stream-paging")
+
+	// Recently updated streams are the last distinct ones, however busy
+	// the newest: 300 appends to one stream hide neither big nor old-1.
+	if err := s.Update(ctx, func(tx *store.Tx) error {
+		for i := range 300 {
+			if _, err := tx.Append(ctx, "acme", "hot", store.Any, event(t, "hot-"+strconv.Itoa(i), "com.t.hot", `{}`, "", "")); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	b.hash("#/t/acme/streams")
+	b.wait("the recently updated", rows("#recent-table")+` > 0`)
+	if got := evalJS[string](b, `[...document.querySelectorAll('#recent-table tbody tr td:first-child')].map((td) => td.textContent).join(",")`); got != "hot,big,old-1" {
+		t.Fatalf("recently updated %q, want hot,big,old-1", got)
+	}
+}

@@ -106,7 +106,11 @@ function eventRow(e, withStream) {
     el("td", {}, e.type),
     el("td", { class: "mono small time" }, when(e.time)),
     el("td", {}, eventLink(e.id)),
-    el("td", { class: "data" }, e.data !== undefined ? JSON.stringify(e.data) : (e.data_base64 || "")));
+    el("td", { class: "data", title: "click to expand", onclick: (ev) => {
+      const td = ev.currentTarget, open = !td.classList.contains("expanded");
+      td.classList.toggle("expanded", open);
+      td.textContent = e.data !== undefined ? JSON.stringify(e.data, null, open ? 2 : 0) : (e.data_base64 || "");
+    } }, e.data !== undefined ? JSON.stringify(e.data) : (e.data_base64 || "")));
 }
 
 function every(ms, fn) {
@@ -287,7 +291,8 @@ async function viewStreams(main, q) {
     } }, input, el("button", { type: "submit" }, "Filter")));
   const list = el("div", {}, "Loading…");
   const recent = el("div", {}, "Loading…");
-  main.append(list, el("h2", {}, "Recently updated (from the log's tail)"), recent);
+  main.append(list, el("h2", {}, "Recently updated streams"), recent);
+  const alive = aliveCheck();
   const p = new URLSearchParams({ prefix, limit: "50" });
   if (after) p.set("after", after);
   try {
@@ -306,9 +311,19 @@ async function viewStreams(main, q) {
     if (after) list.append(el("p", {}, el("a", { href: href("streams", null, null, new URLSearchParams({ prefix })) }, "← First page")));
   } catch (err) { list.replaceChildren(el("p", { class: "error" }, problemText(err))); }
   try {
-    const r = await get(base() + "/events?direction=backward&limit=200");
+    // The last 15 distinct streams: newest-first pages of the log until
+    // 15 are found, at most 5 pages of 1,000 events (no write per append
+    // keeps this list).
     const seen = new Map();
-    for (const e of r.json) if (!seen.has(e.subject)) seen.set(e.subject, e);
+    let from = "";
+    for (let page = 0; page < 5 && seen.size < 15; page++) {
+      const r = await get(base() + "/events?direction=backward&limit=1000" + (from ? "&from=" + from : ""));
+      for (const e of r.json) if (!seen.has(e.subject)) seen.set(e.subject, e);
+      if (r.json.length < 1000) break;
+      from = String(Number(r.json[r.json.length - 1].position) - 1);
+      if (from === "0") break;
+    }
+    if (!alive()) return;
     const rows = [...seen.values()].slice(0, 15).map((e) => el("tr", {},
       el("td", {}, streamLink(e.subject)), el("td", { class: "num" }, e.streamversion), el("td", {}, e.type),
       el("td", { class: "mono small time" }, when(e.time))));
@@ -333,33 +348,100 @@ function live(url, status, onEvent) {
   return close;
 }
 
-async function viewStream(main, stream) {
+// PAGE is how many events a page of a stream shows.
+const PAGE = 50;
+
+// viewStream shows one page of a stream, oldest first (the default) or
+// newest first, with paging both ways, a jump to a version and a type
+// filter over the page. Oldest first, the last page follows the stream
+// live (new rows are marked); newest first, new events are counted in a
+// marker that reloads the newest page.
+async function viewStream(main, stream, q) {
+  const newest = q.get("order") === "newest";
+  const fromQ = Number(q.get("from")) || 0;
+  const type = q.get("type") || "";
+  const at = (params) => href("stream", stream, null, new URLSearchParams(Object.entries(params).filter(([, v]) => v !== "" && v !== undefined && v !== null)));
   main.append(el("h1", {}, "Stream ", el("span", { class: "mono" }, stream)));
   const info = el("p", { class: "muted" });
-  const status = el("span", { class: "badge", id: "stream-status" }, "connecting…");
+  const status = el("span", { class: "badge", id: "stream-status" }, newest ? "" : "connecting…");
   const pause = el("button", { type: "button", id: "pause" }, "Pause");
+  const marker = el("a", { id: "new-marker", class: "badge warn", hidden: true, href: at({ order: newest ? "newest" : "", type }) });
+  const jumpIn = el("input", { id: "jump", type: "number", min: 1, placeholder: "version", value: fromQ || "" });
+  const typeIn = el("input", { id: "stream-type", placeholder: "type (exact)", value: type });
   const tbody = el("tbody");
+  const pager = el("div", { class: "row pager" });
   main.append(info,
-    el("div", { class: "row" }, status, pause,
+    el("div", { class: "row" },
+      el("a", { id: "order-oldest", class: newest ? "" : "active", href: at({ type }) }, "Oldest first"),
+      el("a", { id: "order-newest", class: newest ? "active" : "", href: at({ order: "newest", type }) }, "Newest first"),
+      el("form", { id: "jump-form", class: "row", onsubmit: (ev) => {
+        ev.preventDefault();
+        location.hash = at({ order: newest ? "newest" : "", from: jumpIn.value, type: typeIn.value });
+      } }, jumpIn, typeIn, el("button", { type: "submit" }, "Go")),
+      newest ? null : status, newest ? null : pause, marker,
       el("a", { href: href("append", null, null, new URLSearchParams({ stream })) }, "Append to this stream")),
-    el("p", { class: "direction" }, "Oldest first ↓ (forward, by version)"),
+    el("p", { class: "direction" }, newest ? "Newest first ↑ (backward, by version)" : "Oldest first ↓ (forward, by version)"),
     el("div", { class: "scroll" }, el("table", { id: "stream-events" }, el("thead", {}, el("tr", {},
-      ["version", "type", "time", "id", "data"].map((h) => el("th", {}, h)))), tbody)));
-  let from = 1, last = 0;
+      ["version", "type", "time", "id", "data"].map((h) => el("th", { class: NUMERIC.has(h) ? "num" : null }, h)))), tbody)),
+    pager);
+  const alive = aliveCheck();
+  const show = (e, where) => {
+    const row = eventRow(e, false);
+    if (type && e.type !== type) row.hidden = true;
+    if (where === "new") row.classList.add("new");
+    if (where === "top") tbody.prepend(row); else tbody.append(row);
+  };
+  let version = 0, updated = "";
   try {
     const r = await api("GET", base() + "/streams/" + seg(stream));
-    if (r.status === 200) {
-      from = Math.max(1, r.json.version - 499);
-      info.textContent = r.json.version + " events, updated " + r.json.updated +
-        (from > 1 ? " (showing from version " + from + ")" : "");
-    } else info.textContent = "The stream does not exist yet: its first event will appear here.";
-  } catch (err) { info.textContent = problemText(err); }
-  let close = null;
+    if (!alive()) return;
+    if (r.status === 200) { version = r.json.version; updated = r.json.updated; } else if (r.status !== 404) throw new Error((r.json && r.json.detail) || r.status);
+  } catch (err) { info.textContent = problemText(err); return; }
+  if (version === 0) info.textContent = "The stream does not exist yet: its first event will appear here.";
+  let first = 0, last = 0, count = 0;
+  if (version > 0) {
+    const p = new URLSearchParams({ limit: String(PAGE) });
+    if (newest) { p.set("direction", "backward"); if (fromQ) p.set("from", String(fromQ)); } else p.set("from", String(fromQ || 1));
+    let evs;
+    try { evs = (await get(base() + "/streams/" + seg(stream) + "/events?" + p)).json; } catch (err) {
+      if (alive()) info.textContent = problemText(err);
+      return;
+    }
+    if (!alive()) return;
+    for (const e of evs) show(e);
+    if (evs.length) {
+      first = evs[0].streamversion; last = evs[evs.length - 1].streamversion;
+      const lo = Math.min(first, last), hi = Math.max(first, last);
+      info.replaceChildren(version + " events, updated ", when(updated), " · showing versions " + lo + "–" + hi);
+      const older = lo > 1, newer = hi < version;
+      const prevFrom = newest ? hi + PAGE : Math.max(1, lo - PAGE), nextFrom = newest ? lo - 1 : hi + 1;
+      pager.append(
+        newest ? (newer ? el("a", { id: "page-newer", href: at({ order: "newest", from: Math.min(version, prevFrom), type }) }, "← Newer") : null)
+          : (older ? el("a", { id: "page-older", href: at({ from: prevFrom, type }) }, "← Older") : null),
+        newest ? (older ? el("a", { id: "page-older", href: at({ order: "newest", from: nextFrom, type }) }, "Older →") : null)
+          : (newer ? el("a", { id: "page-newer", href: at({ from: nextFrom, type }) }, "Newer →") : null));
+    } else info.textContent = version + " events; none at version " + (fromQ || 1) + " or later.";
+    count = evs.length;
+  }
+  if (type) info.append(" · only type " + type);
+  // Live: oldest first on the last page, the stream grows here (rows
+  // marked new); newest first, new events are only counted.
+  const followsLive = newest ? !fromQ || fromQ >= version : last >= version;
+  if (!followsLive) return;
+  let seen = Math.max(version, last), fresh = 0, close = null;
   const open = () => {
-    close = live(base() + "/streams/" + seg(stream) + "/events?from=" + Math.max(from, last + 1), status, (e) => {
-      last = e.streamversion;
-      info.textContent = last + " events, the newest appended " + e.time + (from > 1 ? " (showing from version " + from + ")" : "");
-      tbody.append(eventRow(e, false));
+    close = live(base() + "/streams/" + seg(stream) + "/events?from=" + (seen + 1), newest ? el("span") : status, (e) => {
+      if (!alive()) return;
+      seen = e.streamversion;
+      fresh++;
+      marker.hidden = false;
+      if (newest) { marker.textContent = fresh + " new event" + (fresh > 1 ? "s" : "") + ": show the newest"; return; }
+      marker.textContent = fresh + " new since this page opened";
+      marker.removeAttribute("href");
+      count++;
+      show(e, "new");
+      info.textContent = seen + " events, the newest appended ";
+      info.append(when(e.time));
     });
   };
   pause.addEventListener("click", () => {
@@ -654,7 +736,7 @@ function route() {
   }
   const { name, q } = r, arg = r.arg || "";
   const views = {
-    overview: () => viewOverview(main), streams: () => viewStreams(main, q), stream: () => viewStream(main, arg),
+    overview: () => viewOverview(main), streams: () => viewStreams(main, q), stream: () => viewStream(main, arg, q),
     event: () => viewEvent(main, arg), correlation: () => viewCorrelation(main, arg), tail: () => viewTail(main, q),
     append: () => viewAppend(main, q), consumers: () => viewConsumers(main), health: () => viewHealth(main),
     quarantine: () => viewQuarantine(main), effects: () => viewEffects(main),
