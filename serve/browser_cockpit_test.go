@@ -377,7 +377,9 @@ func TestBrowserStreamPaging(t *testing.T) {
 		t.Fatal(err)
 	}
 	versions := `[...document.querySelectorAll('#stream-events tbody tr:not([hidden]) td:first-child')].map((td) => td.textContent)`
-	firstLast := func() string { return evalJS[string](b, `(() => { const v = `+versions+`; return v[0] + ".." + v[v.length - 1] + "/" + v.length; })()`) }
+	firstLast := func() string {
+		return evalJS[string](b, `(() => { const v = `+versions+`; return v[0] + ".." + v[v.length - 1] + "/" + v.length; })()`)
+	}
 	waitPage := func(what, want string) {
 		t.Helper()
 		b.wait(what, `(() => { const v = `+versions+`; return v.length && v[0] + ".." + v[v.length - 1] + "/" + v.length === `+strconv.Quote(want)+`; })()`)
