@@ -59,6 +59,29 @@ func (s *statsHold) wrap(h http.Handler) http.Handler {
 	})
 }
 
+// tallBlank names the elements of main taller than 200 px with no text
+// inside them within the window (text scrolled off to the side, say).
+const tallBlank = `(() => {
+  const texts = [];
+  const w = document.createTreeWalker(document.getElementById('main'), NodeFilter.SHOW_TEXT);
+  while (w.nextNode()) {
+    if (!w.currentNode.textContent.trim()) continue;
+    const r = document.createRange();
+    r.selectNodeContents(w.currentNode);
+    for (const q of r.getClientRects()) if (q.width > 0) texts.push(q);
+  }
+  const bad = [];
+  for (const e of document.querySelectorAll('#main *')) {
+    const b = e.getBoundingClientRect();
+    if (b.height <= 200) continue;
+    const left = Math.max(b.left, 0), right = Math.min(b.right, window.innerWidth);
+    if (!texts.some((q) => q.left < right && q.right > left && q.top < b.bottom && q.bottom > b.top)) {
+      bad.push(e.tagName.toLowerCase() + (e.id ? "#" + e.id : "") + (e.className ? "." + e.className : "") + " " + Math.round(b.height) + "px");
+    }
+  }
+  return bad.join("; ");
+})()`
+
 // A * token's page: every link carries its tenant, so a dead letter of
 // another tenant opens that tenant's event and stream (the switcher
 // follows), addresses without a tenant open under the picked one, and a
@@ -183,7 +206,8 @@ func TestBrowserCockpit(t *testing.T) {
 		if err := tx.SetCheckpoint(ctx, "orders", 1, nil); err != nil {
 			return err
 		}
-		if err := tx.SetProjectionStatus(ctx, "orders", store.ProjectionStopped, "quarantined event acme-2 at position 2"); err != nil {
+		if err := tx.SetProjectionStatus(ctx, "orders", store.ProjectionStopped,
+			"quarantined event acme-2 at position 2: the handler orders.apply failed 3 times: amount \"x\" is not a number; fix the event's data or the handler, then retry or skip it"); err != nil {
 			return err
 		}
 		return tx.Quarantine(ctx, store.Quarantined{Consumer: "orders", Reason: store.ReasonHandlerError, Tenant: "acme", Subject: "order-1",
@@ -333,17 +357,28 @@ func TestBrowserCockpit(t *testing.T) {
 		t.Fatalf("a read-only token sees %d buttons", n)
 	}
 
-	// A narrow window: the new views fit.
+	// A narrow window, every view: nothing wider than the window, and no
+	// element taller than 200 px without visible text in it.
 	b.do(chromedp.EmulateViewport(390, 844))
 	for _, v := range []struct{ view, ready string }{
 		{"#/t/acme/", `document.getElementById('problem-quarantined')`},
+		{"#/t/acme/streams", rows("#streams-table") + ` === 2`},
+		{"#/t/acme/stream/order-1", rows("#stream-events") + ` === 2`},
+		{"#/t/acme/event/acme-2", textOf("#event-data") + `.includes("amount")`},
+		{"#/t/acme/tail", textOf("#tail-status") + ` === "live"`},
+		{"#/t/acme/append", `document.getElementById('ap-submit')`},
+		{"#/t/acme/consumers", rows("#dead-letters") + ` === 1 && ` + rows("#projections") + ` === 1`},
 		{"#/t/acme/quarantine", rows("#quarantine") + ` === 1`},
-		{"#/t/acme/consumers", rows("#dead-letters") + ` === 1`},
+		{"#/t/acme/effects", textOf("main") + `.includes("No effect awaits approval.")`},
+		{"#/t/acme/health", `document.getElementById('findings')`},
 	} {
 		b.hash(v.view)
 		b.wait(v.view, v.ready)
 		if !evalJS[bool](b, `document.documentElement.scrollWidth <= window.innerWidth`) {
 			t.Fatalf("%s overflows a narrow window: %v > %v", v.view, evalJS[int](b, `document.documentElement.scrollWidth`), evalJS[int](b, `window.innerWidth`))
+		}
+		if blank := evalJS[string](b, tallBlank); blank != "" {
+			t.Fatalf("%s at 390 px: elements taller than 200 px show no text: %s", v.view, blank)
 		}
 	}
 }
