@@ -248,7 +248,7 @@ async function viewOverview(main) {
     card("events", "…", "ov-events"), card("streams", "…", "ov-streams"),
     card("last position", "…", "ov-last"), card("appends/s (last minute)", "…", "ov-rate"));
   const store = el("div", { class: "cards" });
-  main.append(cards, el("h2", {}, "Store (every tenant)"), store);
+  main.append(el("h2", {}, "Counts of ", el("span", { class: "mono" }, state.tenant)), cards, el("h2", {}, "Store (every tenant)"), store);
   if (state.all) {
     store.append(card("head position", "…", "ov-head"), card("events", "…", "ov-all-events"),
       card("file size", "…", "ov-file"), card("WAL size", "…", "ov-wal"));
