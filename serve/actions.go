@@ -1,9 +1,11 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"time"
 
@@ -28,6 +30,12 @@ const storeWideTenant = "_store"
 // key unrecorded, and a retry then gets the action's own answer for a
 // done action (404 for a dead letter discarded).
 func (h *Handler) act(w http.ResponseWriter, r *http.Request, tenant, opType string, do func(ctx context.Context) (*answer, *Problem)) {
+	h.actOn(w, r, tenant, opType, nil, do)
+}
+
+// actOn is act for a request whose body (input) is part of what it asks.
+// An answer of do that is not 2xx is written and not recorded.
+func (h *Handler) actOn(w http.ResponseWriter, r *http.Request, tenant, opType string, input []byte, do func(ctx context.Context) (*answer, *Problem)) {
 	ctx := r.Context()
 	key, p := idempotencyKey(r.Header)
 	if p != nil {
@@ -37,11 +45,14 @@ func (h *Handler) act(w http.ResponseWriter, r *http.Request, tenant, opType str
 	}
 	if key == "" {
 		ans, p := do(ctx)
-		if p != nil {
+		switch {
+		case p != nil:
 			writeProblem(w, p)
-			return
+		case ans.Status >= 300:
+			writeRefusal(w, ans)
+		default:
+			ans.write(w, false)
 		}
-		ans.write(w, false)
 		return
 	}
 	if !h.enter(tenant, key) {
@@ -51,7 +62,7 @@ func (h *Handler) act(w http.ResponseWriter, r *http.Request, tenant, opType str
 		return
 	}
 	defer h.leave(tenant, key)
-	fp, opID := requestFingerprint(r, nil), operationID(key)
+	fp, opID := requestFingerprint(r, input), operationID(key)
 	stored, ok, err := h.s.Aggregates().Operation(ctx, tenant, opID)
 	if err != nil {
 		writeProblem(w, problemFor(err, tenant, "", nil))
@@ -77,7 +88,17 @@ func (h *Handler) act(w http.ResponseWriter, r *http.Request, tenant, opType str
 		writeProblem(w, p)
 		return
 	}
-	rec, err := json.Marshal(ans)
+	if ans.Status >= 300 {
+		writeRefusal(w, ans)
+		return
+	}
+	// The body is kept byte for byte: json.Marshal would escape <, > and
+	// & inside it (an effect's arguments are shown as stored).
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	err = enc.Encode(ans)
+	rec := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if err == nil {
 		err = h.s.Update(ctx, func(tx *store.Tx) error {
 			_, err := tx.RecordOperation(ctx, store.Operation{Tenant: tenant, ID: opID, Type: opType, InputHash: fp, Result: rec})
@@ -89,6 +110,16 @@ func (h *Handler) act(w http.ResponseWriter, r *http.Request, tenant, opType str
 		h.log.Warn("an action's Idempotency-Key was not recorded", "type", opType, "tenant", tenant, "error", err)
 	}
 	ans.write(w, false)
+}
+
+// writeRefusal writes a refusal as the handler wrote it (a problem,
+// with its own Content-Type).
+func writeRefusal(w http.ResponseWriter, ans *answer) {
+	for k, v := range ans.Header {
+		w.Header().Set(k, v)
+	}
+	w.WriteHeader(ans.Status)
+	_, _ = w.Write(ans.Body)
 }
 
 // jsonAnswer is a 200 answer with v as its body.
@@ -234,4 +265,45 @@ func quarantineProblem(err error) *Problem {
 		return problemf("quarantine-not-found", "%v: list the open entries at GET /v1/quarantine", nf)
 	}
 	return problemFor(err, "", "", nil)
+}
+
+// decideEffectOnce answers an approval or rejection (decideEffect) with
+// an Idempotency-Key's rules: the body is part of the request the key
+// names.
+func (h *Handler) decideEffectOnce(w http.ResponseWriter, r *http.Request, tenant, key, action string) {
+	body, err := io.ReadAll(r.Body) // buffered already, within its limit
+	if err != nil {
+		writeProblem(w, invalidBody("", "", "reading the body: %v", err))
+		return
+	}
+	h.actOn(w, r, tenant, "http.effect."+action, body, func(context.Context) (*answer, *Problem) {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		rec := &answerRecorder{header: http.Header{}}
+		h.decideEffect(rec, r, tenant, key, action)
+		ans := &answer{Status: rec.status, Header: map[string]string{}, Body: rec.body.Bytes()}
+		for k := range rec.header {
+			ans.Header[k] = rec.header.Get(k)
+		}
+		return ans, nil
+	})
+}
+
+// answerRecorder keeps a handler's answer, to record or replay it.
+type answerRecorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *answerRecorder) Header() http.Header { return r.header }
+
+func (r *answerRecorder) WriteHeader(status int) {
+	if r.status == 0 {
+		r.status = status
+	}
+}
+
+func (r *answerRecorder) Write(b []byte) (int, error) {
+	r.WriteHeader(http.StatusOK)
+	return r.body.Write(b)
 }

@@ -243,3 +243,37 @@ func TestDeadLetterDiscardAndRetryKeys(t *testing.T) {
 	ts.do("POST", retry, nil, bearer("acme")...).wantProblem(t, 404, "dead-letter-not-found")
 	ts.do("POST", retry, nil, with(bearer("acme"), "Idempotency-Key", "")...).wantProblem(t, 400, "invalid-idempotency-key")
 }
+
+// Approve and reject take an Idempotency-Key: a repeat gets the first
+// answer, the key with another body is a mismatch, and a refusal
+// (a problem) keeps its type and is not recorded.
+func TestEffectDecisionKeys(t *testing.T) {
+	ts := newServer(t, &serve.Options{Tokens: actionTokens})
+	c := &calls{}
+	request(t, ts.s, refund("acme", "refund-1"), c)
+	request(t, ts.s, refund("acme", "refund-2"), c)
+	hash := ts.effect("acme", "refund-1").ArgsHash()
+	h := with(bearer("acme"), "Content-Type", "application/json", "Idempotency-Key", "approve-1")
+	body := []byte(`{"args_hash":"` + hash + `","by":"ops"}`)
+	first := ts.do("POST", "/v1/tenants/acme/effects/refund-1/approve", body, h...)
+	if first.status != 200 || first.header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("approve: %d %s", first.status, first.body)
+	}
+	again := ts.do("POST", "/v1/tenants/acme/effects/refund-1/approve", body, h...)
+	if again.status != 200 || !bytes.Equal(again.body, first.body) || again.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("repeated approve: %d %s", again.status, again.body)
+	}
+	ts.do("POST", "/v1/tenants/acme/effects/refund-1/approve", []byte(`{"args_hash":"`+hash+`","by":"someone else"}`), h...).
+		wantProblem(t, 422, "idempotency-key-mismatch")
+	rk := with(bearer("acme"), "Content-Type", "application/json", "Idempotency-Key", "reject-1")
+	// A malformed body is refused as a problem and not recorded: the key
+	// then serves the corrected request.
+	ts.do("POST", "/v1/tenants/acme/effects/refund-2/reject", []byte(`{"nope":1}`), rk...).wantProblem(t, 400, "invalid-body")
+	r := ts.do("POST", "/v1/tenants/acme/effects/refund-2/reject", []byte(`{"by":"ops","reason":"no"}`), rk...)
+	if r.status != 200 || ts.effect("acme", "refund-2").State != store.EffectRejected {
+		t.Fatalf("reject after a refusal with the same key: %d %s", r.status, r.body)
+	}
+	if got := c.got(); len(got) != 0 {
+		t.Fatalf("a decision ran the effect: %v", got)
+	}
+}

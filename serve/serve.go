@@ -434,9 +434,9 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 	case "effects":
 		h.listEffects(w, r, rt.tenant)
 	case "effect-approve":
-		h.decideEffect(w, r, rt.tenant, rt.effect, "approve")
+		h.decideEffectOnce(w, r, rt.tenant, rt.effect, "approve")
 	case "effect-reject":
-		h.decideEffect(w, r, rt.tenant, rt.effect, "reject")
+		h.decideEffectOnce(w, r, rt.tenant, rt.effect, "reject")
 	case "stats", "tenant-stats":
 		h.stats(w, r, rt.tenant)
 	case "tenants":
