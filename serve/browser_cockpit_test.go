@@ -232,6 +232,7 @@ func TestBrowserCockpit(t *testing.T) {
 	if !evalJS[bool](b, `!!(document.querySelector("#problems").compareDocumentPosition(document.querySelector("#ov-events")) & Node.DOCUMENT_POSITION_FOLLOWING)`) {
 		t.Fatal("the counts come before the problems")
 	}
+	b.wait("the latest events", rows("#latest-events")+` === 3 && document.querySelector('#latest-events tbody tr').dataset.id === "acme-3"`)
 	b.screenshot("overview-problems")
 
 	// The links: dead letters and the stopped projection to consumers,

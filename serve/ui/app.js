@@ -248,7 +248,14 @@ async function viewOverview(main) {
     card("events", "…", "ov-events"), card("streams", "…", "ov-streams"),
     card("last position", "…", "ov-last"), card("appends/s (last minute)", "…", "ov-rate"));
   const store = el("div", { class: "cards" });
-  main.append(el("h2", {}, "Counts of ", el("span", { class: "mono" }, state.tenant)), cards, el("h2", {}, "Store (every tenant)"), store);
+  const latest = el("div", {}, el("p", { class: "muted" }, "Loading…"));
+  main.append(el("h2", {}, "Counts of ", el("span", { class: "mono" }, state.tenant)), cards, el("h2", {}, "Store (every tenant)"), store,
+    el("h2", {}, "Latest events of ", el("span", { class: "mono" }, state.tenant)), latest);
+  // The latest events, read once (newest first) when the view opens.
+  get("/v1/tenants/" + seg(state.tenant) + "/events?direction=backward&limit=10").then((r) => {
+    latest.replaceChildren(r.json.length ? table(["position", "stream", "type", "time", "id", "data"], r.json.map((e) => eventRow(e, true)), { id: "latest-events" })
+      : el("p", { class: "muted" }, "No events yet."));
+  }, (err) => latest.replaceChildren(el("p", { class: "error" }, problemText(err))));
   if (state.all) {
     store.append(card("head position", "…", "ov-head"), card("events", "…", "ov-all-events"),
       card("file size", "…", "ov-file"), card("WAL size", "…", "ov-wal"));
