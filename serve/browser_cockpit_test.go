@@ -184,7 +184,8 @@ func TestBrowserTenantLinks(t *testing.T) {
 func TestBrowserCockpit(t *testing.T) {
 	b := newBrowser(t)
 	s, ctx := storetest.MustOpen(t, nil), context.Background()
-	h, err := serve.New(s, &serve.Options{Tokens: []serve.Token{{Secret: "s3cret-all", Tenant: "*"}, {Secret: "s3cret-ro", Tenant: "*", ReadOnly: true}}})
+	h, err := serve.New(s, &serve.Options{Tokens: []serve.Token{{Secret: "s3cret-all", Tenant: "*"}, {Secret: "s3cret-ro", Tenant: "*", ReadOnly: true},
+		{Secret: "s3cret-acme", Tenant: "acme"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,6 +383,22 @@ func TestBrowserCockpit(t *testing.T) {
 			t.Fatalf("%s at 390 px: elements taller than 200 px show no text: %s", v.view, blank)
 		}
 	}
+
+	// A tenant's token: its overview shows its own tenant's problems
+	// (acme's quarantined event; globex's dead letter is not acme's).
+	b.do(chromedp.EmulateViewport(1280, 900))
+	b.hash("#/t/acme/")
+	b.wait("signed in", `!document.getElementById('logout').hidden`)
+	b.do(chromedp.Click(chromedp.CSS("#logout")))
+	b.do(chromedp.WaitVisible(chromedp.CSS("#token")), chromedp.SendKeys(chromedp.CSS("#token"), "s3cret-acme"), chromedp.Click(chromedp.CSS("#login button")))
+	b.hash("#/t/acme/")
+	b.wait("acme's problems", textOf("#problem-quarantined .count")+` === "1"`)
+	if evalJS[bool](b, `!!document.getElementById('problem-dead-letters')`) {
+		t.Fatalf("acme's token sees dead letters: %s", b.mainText())
+	}
+	b.hash("#/t/acme/quarantine")
+	b.wait("acme's quarantine, no buttons", rows("#quarantine")+` === 1 && document.querySelectorAll('main button').length === 0`)
+
 }
 
 // One stream in pages of 50: oldest first and newest first, paging both
