@@ -398,7 +398,6 @@ func TestBrowserCockpit(t *testing.T) {
 	}
 	b.hash("#/t/acme/quarantine")
 	b.wait("acme's quarantine, no buttons", rows("#quarantine")+` === 1 && document.querySelectorAll('main button').length === 0`)
-
 }
 
 // One stream in pages of 50: oldest first and newest first, paging both
