@@ -37,7 +37,12 @@ async function api(method, path, opts) {
   const text = method === "HEAD" ? "" : await res.text();
   let json = null;
   try { json = text ? JSON.parse(text) : null; } catch (e) { json = null; }
-  if (res.status === 401 && !o.noLogin) { showLogin(); throw new Error("unauthorized"); }
+  // A 401 opens the sign-in form, once: requests still in flight when
+  // the user signed out must not replace the form being filled in.
+  if (res.status === 401 && !o.noLogin) {
+    if (!document.getElementById("login")) showLogin();
+    throw new Error("unauthorized");
+  }
   return { status: res.status, headers: res.headers, text, json };
 }
 
