@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/internal/tracing"
 	"github.com/eventlite/eventlite/store"
 )
@@ -47,6 +48,7 @@ type Definition[S any] struct {
 	// events and no error is a command with nothing to do.
 	Decide func(state S, cmd Command) ([]any, error)
 	// Source is the CloudEvents source of the events produced. Default
+	// the Registry's (envelope.Registry.SetSource), else
 	// "/eventlite/<Name>".
 	Source string
 	// SnapshotEvery, when positive, stores a snapshot of the state each
@@ -168,6 +170,9 @@ func New[S any](s *store.Store, def Definition[S], opts *Options) (*Handler[S], 
 		return nil, fmt.Errorf("aggregate %s: SnapshotEvery and SnapshotSchema must not be negative", def.Name)
 	}
 	if def.Source == "" {
+		def.Source = def.Registry.Source()
+	}
+	if def.Source == "" {
 		def.Source = "/eventlite/" + def.Name
 	}
 	if def.SnapshotSchema == 0 {
@@ -279,7 +284,7 @@ func (h *Handler[S]) handle(ctx context.Context, cmd Command) (Result, error) {
 		if stored, ok, err := h.store.Aggregates().Operation(ctx, cmd.Tenant, cmd.OperationID); err != nil {
 			return Result{}, err
 		} else if ok {
-			return replay(stored, *op)
+			return replay(stored, *op, cmd.Stream)
 		}
 	}
 	var lastErr error
@@ -317,7 +322,7 @@ func (h *Handler[S]) attempt(ctx context.Context, cmd Command, op *store.Operati
 			if stored, ok, err := h.store.Aggregates().Operation(ctx, cmd.Tenant, cmd.OperationID); err != nil {
 				return Result{}, err
 			} else if ok {
-				return replay(stored, *op)
+				return replay(stored, *op, cmd.Stream)
 			}
 		}
 		return Result{}, &staleCommand{&store.ConflictError{Tenant: cmd.Tenant, Stream: cmd.Stream, Expected: cmd.Expected, Actual: version}}
@@ -348,7 +353,7 @@ func (h *Handler[S]) attempt(ctx context.Context, cmd Command, op *store.Operati
 	var answered store.Operation
 	err = h.store.Update(ctx, func(tx *store.Tx) error {
 		if op != nil {
-			stored, ok, err := tx.Operation(ctx, cmd.Tenant, cmd.OperationID)
+			stored, ok, err := store.Bookkeeping(inside.Key{}, tx).Operation(ctx, cmd.Tenant, cmd.OperationID)
 			if err != nil {
 				return err
 			}
@@ -374,14 +379,14 @@ func (h *Handler[S]) attempt(ctx context.Context, cmd Command, op *store.Operati
 		if op != nil {
 			rec := *op
 			rec.Result, _ = json.Marshal(res)
-			if _, err := tx.RecordOperation(ctx, rec); err != nil {
+			if _, err := store.Bookkeeping(inside.Key{}, tx).RecordOperation(ctx, rec); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
 	if errors.Is(err, errAnswered) {
-		return replay(answered, *op)
+		return replay(answered, *op, cmd.Stream)
 	}
 	if err != nil {
 		return Result{}, err
@@ -425,14 +430,22 @@ func holds(expected store.Expected, version int64) bool {
 	return version == n
 }
 
-// replay answers a repeated operation from the ledger.
-func replay(stored, given store.Operation) (Result, error) {
-	if stored.InputHash != given.InputHash || stored.Type != given.Type {
-		return Result{}, &store.IdempotencyMismatchError{Tenant: given.Tenant, OperationID: given.ID, StoredType: stored.Type, GivenType: given.Type}
-	}
+// replay answers a repeated operation, given on stream, from the
+// ledger. A mismatch names what differs: the stored result names the
+// first operation's stream.
+func replay(stored, given store.Operation, stream string) (Result, error) {
 	var r Result
-	if err := json.Unmarshal(stored.Result, &r); err != nil {
-		return Result{}, fmt.Errorf("operation %q: stored result does not decode: %w", given.ID, err)
+	rerr := json.Unmarshal(stored.Result, &r)
+	if stored.InputHash != given.InputHash || stored.Type != given.Type {
+		storedStream := r.Stream
+		if rerr != nil || storedStream == "" {
+			storedStream = stream // unknown: not named as differing
+		}
+		return Result{}, &store.IdempotencyMismatchError{Tenant: given.Tenant, OperationID: given.ID, StoredType: stored.Type, GivenType: given.Type,
+			StoredStream: storedStream, GivenStream: stream}
+	}
+	if rerr != nil {
+		return Result{}, fmt.Errorf("operation %q: stored result does not decode: %w", given.ID, rerr)
 	}
 	r.Replayed = true
 	return r, nil

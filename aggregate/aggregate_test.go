@@ -239,14 +239,31 @@ func TestIdempotency(t *testing.T) {
 		if _, err := h.Handle(ctx, aggregate.Command{Stream: "c", OperationID: "op-1", Payload: Add{N: 5}}); err != nil {
 			t.Fatal(err)
 		}
-		for name, cmd := range map[string]aggregate.Command{
-			"other content": {Stream: "c", OperationID: "op-1", Payload: Add{N: 6}},
-			"other stream":  {Stream: "d", OperationID: "op-1", Payload: Add{N: 5}},
+		// The message names what differs, with both values, and never
+		// shows the data.
+		type Sub struct {
+			N int `json:"n"`
+		}
+		for name, c := range map[string]struct {
+			cmd  aggregate.Command
+			want string
+		}{
+			"other content": {aggregate.Command{Stream: "c", OperationID: "op-1", Payload: Add{N: 6}},
+				`operation "op-1" (tenant default) was already done with a different input: the data differs (the ledger keeps its hash, not the data): use a new operation id for a new operation`},
+			"other stream": {aggregate.Command{Stream: "d", OperationID: "op-1", Payload: Add{N: 5}},
+				`operation "op-1" (tenant default) was already done with a different input: the stream differs (stored "c", given "d"): use a new operation id for a new operation`},
+			"other type": {aggregate.Command{Stream: "c", OperationID: "op-1", Payload: Sub{N: 5}},
+				`operation "op-1" (tenant default) was already done with a different input: the type differs (stored counter.Add, given counter.Sub): use a new operation id for a new operation`},
+			"other stream and type": {aggregate.Command{Stream: "d", OperationID: "op-1", Payload: Sub{N: 5}},
+				`operation "op-1" (tenant default) was already done with a different input: the stream differs (stored "c", given "d"); the type differs (stored counter.Add, given counter.Sub): use a new operation id for a new operation`},
 		} {
+			cmd := c.cmd
 			_, err := h.Handle(ctx, cmd)
 			var me *store.IdempotencyMismatchError
 			if !errors.Is(err, store.ErrIdempotencyMismatch) || !errors.As(err, &me) || me.OperationID != "op-1" {
 				t.Errorf("%s: want IdempotencyMismatchError, got %v", name, err)
+			} else if err.Error() != c.want {
+				t.Errorf("%s:\n got %s\nwant %s", name, err, c.want)
 			}
 			if !errors.Is(err, store.ErrInvalidEvent) || store.Retryable(err) {
 				t.Errorf("%s: a mismatch is permanent bad input: %v", name, err)

@@ -44,6 +44,11 @@ const (
 	MaxAttributeBytes = 1024
 	// MaxStreamVersion caps a stream: versions are CloudEvents Integers.
 	MaxStreamVersion = 1<<31 - 1
+	// MaxPosition is the highest global position a store hands out,
+	// 2^63-2: one below the largest 64-bit integer, so that the position
+	// after it (where a reader resumes) still fits. A store refuses an
+	// append past it, and a restore's floor beyond it.
+	MaxPosition = 1<<63 - 2
 	// DefaultMaxEventBytes is the default limit on a whole event: its data
 	// plus, for each attribute, len("ce-") + len(name) + len(value) + 4,
 	// as NATS and HTTP binary mode carry it (see EventBytes). It leaves 8
@@ -565,9 +570,16 @@ func checkSource(src string) error {
 	return nil
 }
 
+// errNoSource says how to give an event its source: the store keeps input
+// exactly or refuses it, so it never fills one in.
+const errNoSource = `required and empty: set Event.Source to a URI-reference naming the producer (for example "/orders"), or give the Registry a default that Encode applies (Registry.SetSource)`
+
 // checkSourceFull checks a source attribute: a non-empty attribute
 // string that is a URI-reference.
 func checkSourceFull(src string) error {
+	if src == "" {
+		return invalid("source", "%s", errNoSource)
+	}
 	if err := checkString("source", src, true); err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ type Registry struct {
 	types     map[string]*registered // by event type
 	byGo      map[reflect.Type]goEntry
 	upcasters map[schemaKey]Upcaster
+	source    string // Encode's Event.Source (SetSource)
 }
 
 type registered struct {
@@ -162,12 +163,32 @@ func (r *Registry) TypeOf(v any) (string, bool) {
 	return g.eventType, true
 }
 
+// SetSource sets the source Encode gives the events it builds (Event.Source,
+// CloudEvents "source": a URI-reference naming the producer, for example
+// "/orders"), so that callers need not set it on each event; a caller may
+// still change it on an event. Without it Encode leaves Source empty, and
+// an append refuses the event, naming Event.Source: the store never fills
+// one in.
+func (r *Registry) SetSource(source string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.source = source
+}
+
+// Source returns the source SetSource set, or "".
+func (r *Registry) Source() string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.source
+}
+
 // Encode returns an event of type eventType whose data is v encoded as
-// JSON. When eventType is registered, v must be of the Go type registered
-// for one of its versions, and the event carries that version's
-// dataschema.
+// JSON, with the registry's source (SetSource). When eventType is
+// registered, v must be of the Go type registered for one of its
+// versions, and the event carries that version's dataschema.
 func (r *Registry) Encode(eventType string, v any) (Event, error) {
 	r.mu.RLock()
+	source := r.source
 	ent, ok := r.types[eventType]
 	schema := ""
 	if ok {
@@ -189,7 +210,7 @@ func (r *Registry) Encode(eventType string, v any) (Event, error) {
 	}
 	r.mu.RUnlock()
 	e, err := New(eventType, v)
-	e.DataSchema = schema
+	e.DataSchema, e.Source = schema, source
 	return e, err
 }
 

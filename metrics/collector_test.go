@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/metrics"
 	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/store"
@@ -92,7 +93,7 @@ func TestMetricsCollector(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		return tx.DeadLetter(ctx, l, []store.Failure{{Position: poison.FirstPosition(), Error: "message too large"}})
+		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, l, []store.Failure{{Position: poison.FirstPosition(), Error: "message too large"}})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -102,25 +103,25 @@ func TestMetricsCollector(t *testing.T) {
 	// A projection at position 2 with no runner; a consumer's quarantined
 	// event, deferral and conflict; an effect reserved and one unknown.
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		if err := tx.SetProjectionStatus(ctx, "orders", store.ProjectionActive, ""); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).SetProjectionStatus(ctx, "orders", store.ProjectionActive, ""); err != nil {
 			return err
 		}
-		if err := tx.SetCheckpoint(ctx, "orders", 2, nil); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).SetCheckpoint(ctx, "orders", 2, nil); err != nil {
 			return err
 		}
-		if err := tx.Quarantine(ctx, store.Quarantined{Consumer: "c", Reason: store.ReasonUninterpretable, EventID: "q1"}); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{Consumer: "c", Reason: store.ReasonUninterpretable, EventID: "q1"}); err != nil {
 			return err
 		}
-		if _, _, err := tx.Defer(ctx, store.DeferredEvent{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 3, EventID: "e3",
+		if _, _, err := store.Bookkeeping(inside.Key{}, tx).Defer(ctx, store.DeferredEvent{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 3, EventID: "e3",
 			Event: []byte(`{}`), Expected: 2, FirstSeen: time.Now(), Reason: "gap"}); err != nil {
 			return err
 		}
-		return tx.RecordConflict(ctx, store.VersionConflict{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 2,
+		return store.Bookkeeping(inside.Key{}, tx).RecordConflict(ctx, store.VersionConflict{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 2,
 			KeptEventID: "a", ConflictingID: "b", ConflictingEvent: []byte(`{}`)})
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Effects().Reserve(ctx, "default", "email:1"); err != nil {
+	if _, _, err := store.EffectSteps(inside.Key{}, s.Effects()).Reserve(ctx, "default", "email:1"); err != nil {
 		t.Fatal(err)
 	}
 	_, _ = s.Effects().Run(ctx, "default", "charge:1", func(context.Context) (string, error) { return "", store.ErrOutcomeUnknown })
@@ -236,7 +237,7 @@ func TestMetricsEffectsAwaitingApproval(t *testing.T) {
 		t.Errorf("by kind: %v", got)
 	}
 	// Decided, the oldest no longer waits.
-	if _, err := s.Effects().Approve(ctx, "default", "delete:1", first.ArgsHash(), "alice"); err != nil {
+	if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "delete:1", ArgsHash: first.ArgsHash(), By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	got = scrapeAll()

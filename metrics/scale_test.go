@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/metrics"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/storetest"
@@ -45,19 +46,19 @@ func fill(tb testing.TB, s *store.Store, n int) {
 		tb.Fatal(err)
 	}
 	err = s.Update(ctx, func(tx *store.Tx) error {
-		if err := tx.DeadLetter(ctx, l, failures); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, l, failures); err != nil {
 			return err
 		}
 		for i := range n {
-			if err := tx.Quarantine(ctx, store.Quarantined{Consumer: "c", Reason: store.ReasonUninterpretable,
+			if err := store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{Consumer: "c", Reason: store.ReasonUninterpretable,
 				EventID: fmt.Sprintf("q%d", i), Event: []byte(`{"some":"evidence"}`)}); err != nil {
 				return err
 			}
-			if _, _, err := tx.Defer(ctx, store.DeferredEvent{Consumer: "c", Tenant: "default", Subject: fmt.Sprintf("o-%d", i), Version: 3,
+			if _, _, err := store.Bookkeeping(inside.Key{}, tx).Defer(ctx, store.DeferredEvent{Consumer: "c", Tenant: "default", Subject: fmt.Sprintf("o-%d", i), Version: 3,
 				EventID: fmt.Sprintf("e%d", i), Event: []byte(`{"some":"event"}`), Expected: 2, FirstSeen: time.Now(), Reason: "gap"}); err != nil {
 				return err
 			}
-			if err := tx.RecordConflict(ctx, store.VersionConflict{Consumer: "c", Tenant: "default", Subject: fmt.Sprintf("o-%d", i), Version: 2,
+			if err := store.Bookkeeping(inside.Key{}, tx).RecordConflict(ctx, store.VersionConflict{Consumer: "c", Tenant: "default", Subject: fmt.Sprintf("o-%d", i), Version: 2,
 				KeptEventID: "a", ConflictingID: "b", ConflictingEvent: []byte(`{"some":"event"}`)}); err != nil {
 				return err
 			}
@@ -75,7 +76,7 @@ func fill(tb testing.TB, s *store.Store, n int) {
 	for w := range 8 {
 		wg.Go(func() {
 			for i := w; i < n; i += 8 {
-				if _, _, err := s.Effects().Reserve(ctx, "default", fmt.Sprintf("effect:%d", i)); err != nil {
+				if _, _, err := store.EffectSteps(inside.Key{}, s.Effects()).Reserve(ctx, "default", fmt.Sprintf("effect:%d", i)); err != nil {
 					tb.Error(err)
 					return
 				}

@@ -7,11 +7,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/eventlite/eventlite/envelope"
-	"github.com/eventlite/eventlite/internal/consumerhook"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 )
@@ -93,7 +94,7 @@ func DecodeMessage(m jetstream.Msg, maxData int) (envelope.Event, error) {
 // evidence and terminated, never redelivered forever.
 func RunJetStream(ctx context.Context, js jetstream.JetStream, c *projection.Consumer, opts JetStreamOptions) error {
 	opts.defaults(c)
-	parts := consumerhook.For(c)
+	parts := consumerPartsOf(c)
 	cfg := jetstream.ConsumerConfig{
 		Durable:       opts.Durable,
 		AckPolicy:     jetstream.AckExplicitPolicy,
@@ -153,7 +154,7 @@ func RunJetStream(ctx context.Context, js jetstream.JetStream, c *projection.Con
 	return nil
 }
 
-func handleMsg(ctx context.Context, c *projection.Consumer, parts consumerhook.Parts, m jetstream.Msg, opts JetStreamOptions) error {
+func handleMsg(ctx context.Context, c *projection.Consumer, parts consumerParts, m jetstream.Msg, opts JetStreamOptions) error {
 	meta, _ := m.Metadata()
 	ctx = c.Extract(ctx, headerCarrier(m.Headers()))
 	e, err := DecodeMessage(m, opts.MaxData)
@@ -207,4 +208,16 @@ func (h headerCarrier) Keys() []string {
 		keys = append(keys, k)
 	}
 	return keys
+}
+
+// consumerParts are what the consumer loop needs of a consumer beyond its
+// exported methods: the store's closing and the consumer's logger.
+type consumerParts struct {
+	Store *store.Store
+	Log   hclog.Logger
+}
+
+func consumerPartsOf(c *projection.Consumer) consumerParts {
+	s, log := projection.ConsumerParts(inside.Key{}, c)
+	return consumerParts{Store: s, Log: log}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -73,6 +74,12 @@ type NATSOptions struct {
 	// (a server that read it would close the connection). Default
 	// DefaultMaxControlLine, nats-server's default.
 	MaxControlLine int
+	// RequireConnect makes NewNATS fail when the server at URL does not
+	// answer its first connection attempt, so that a wrong URL is caught
+	// at start. Default false: NewNATS logs a warning naming the URL and
+	// the cause and returns a publisher that keeps retrying (Publish
+	// reports Unreachable until the server answers). Ignored with Conn.
+	RequireConnect bool
 	// Logger receives structured logs. Default: none.
 	Logger hclog.Logger
 }
@@ -153,8 +160,10 @@ var _ publish.Publisher = (*NATS)(nil)
 
 // NewNATS connects to the server (or takes opts.Conn) and checks the
 // stream, creating it when opts.CreateStream says so. A server that cannot
-// be reached does not fail it: the connection keeps retrying and Publish
-// reports Unreachable until it is up, then checks the stream.
+// be reached is logged at warn level with the cause, and, unless
+// opts.RequireConnect is set (then NewNATS fails, Unreachable), does not
+// fail it: the connection keeps retrying and Publish reports Unreachable
+// until it is up, then checks the stream.
 func NewNATS(ctx context.Context, opts NATSOptions) (*NATS, error) {
 	if opts.Stream == "" {
 		opts.Stream = DefaultStream
@@ -232,9 +241,15 @@ func NewNATS(ctx context.Context, opts NATSOptions) (*NATS, error) {
 			p.Close()
 			return nil, err
 		}
-	} else {
-		p.log.Warn("NATS is not reachable yet; will retry", "url", opts.URL)
+		return p, nil
 	}
+	cause := dialCause(ctx, opts.URL, p.nc.Opts.Timeout)
+	if opts.RequireConnect {
+		p.log.Warn("NATS does not answer", "url", opts.URL, "error", cause)
+		p.Close()
+		return nil, classed(publish.Unreachable, fmt.Errorf("connect to NATS at %s: %s: check the URL and that the server runs (NATSOptions.RequireConnect)", opts.URL, cause))
+	}
+	p.log.Warn("NATS does not answer yet; retrying in the background (publishes fail Unreachable until it does)", "url", opts.URL, "error", cause)
 	return p, nil
 }
 
@@ -591,4 +606,27 @@ func headerSize(h nats.Header) int {
 		}
 	}
 	return n
+}
+
+// dialCause says why the server at addr (the first of a comma-separated
+// list) did not answer: nats.go's retrying connection keeps the cause to
+// itself, so it dials once more, bounded by timeout.
+func dialCause(ctx context.Context, addr string, timeout time.Duration) string {
+	first, _, _ := strings.Cut(addr, ",")
+	u, err := url.Parse(first)
+	if err != nil || u.Host == "" {
+		return "no answer"
+	}
+	host := u.Host
+	if u.Port() == "" {
+		host = net.JoinHostPort(u.Hostname(), strconv.Itoa(nats.DefaultPort))
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c, err := (&net.Dialer{}).DialContext(ctx, "tcp", host)
+	if err != nil {
+		return err.Error()
+	}
+	_ = c.Close()
+	return "no answer to the NATS handshake"
 }

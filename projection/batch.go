@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/eventlite/eventlite/envelope"
-	"github.com/eventlite/eventlite/internal/projapply"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -43,7 +42,7 @@ func (p *Projection) applyBatchTx(ctx context.Context, tx *store.Tx, names map[s
 				err = fmt.Errorf("projection %s panicked on the batch at positions %d-%d: %v", p.Name, events[0].Position, events[len(events)-1].Position, r)
 			}
 		}()
-		return p.ApplyBatch(ctx, &Tx{Tx: tx, tables: names}, events)
+		return p.ApplyBatch(ctx, &Tx{tx: tx, tables: names}, events)
 	})
 }
 
@@ -55,7 +54,7 @@ func (p *Projection) applyEventsTx(ctx context.Context, tx *store.Tx, names map[
 	if len(events) == 0 {
 		return nil
 	}
-	ptx := &Tx{Tx: tx, tables: names}
+	ptx := &Tx{tx: tx, tables: names}
 	return tx.Nested(ctx, func() error {
 		for _, e := range events {
 			if err := p.applyOne(ctx, ptx, e); err != nil {
@@ -73,11 +72,4 @@ func (p *Projection) applyOne(ctx context.Context, tx *Tx, e envelope.Event) (er
 		}
 	}()
 	return p.apply(ctx, tx, e)
-}
-
-func init() {
-	projapply.For = func(p any) projapply.Ops {
-		pp := p.(*Projection)
-		return projapply.Ops{CreateTables: pp.createTables, ApplyBatch: pp.applyBatchTx, ApplyEvents: pp.applyEventsTx}
-	}
 }

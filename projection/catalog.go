@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/internal/timecol"
 	"github.com/eventlite/eventlite/store"
 )
@@ -142,7 +143,7 @@ func applyCatalogLifecycle(ctx context.Context, tx *Tx, e envelope.Event) error 
 		return fmt.Errorf("catalog: %s at position %d: %w", e.Type, e.Position, err)
 	}
 	var r *catalogRow
-	err := tx.StreamEvents(ctx, e.Tenant, e.Stream, t.Before, e.StreamVersion, func(x envelope.Event) error {
+	err := store.Bookkeeping(inside.Key{}, tx.tx).StreamEvents(ctx, e.Tenant, e.Stream, t.Before, e.StreamVersion, func(x envelope.Event) error {
 		tv := timecol.Value(x.Time)
 		if r == nil {
 			r = &catalogRow{first: tv, counts: map[string]int64{}}

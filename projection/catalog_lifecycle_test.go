@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/storetest"
@@ -154,7 +155,7 @@ func TestCatalogLifecycle(t *testing.T) {
 			}
 			i += n
 		}
-		d, err := tx.CompareTables(ctx, one["catalog"], batch["catalog"])
+		d, err := store.Bookkeeping(inside.Key{}, tx).CompareTables(ctx, one["catalog"], batch["catalog"])
 		if err != nil {
 			return err
 		}

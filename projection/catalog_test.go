@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/storetest"
@@ -174,7 +175,7 @@ func TestCatalogApplyBatchMatchesApply(t *testing.T) {
 			i += n
 		}
 		for _, tbl := range []string{"catalog"} {
-			d, err := tx.CompareTables(ctx, one[tbl], batch[tbl])
+			d, err := store.Bookkeeping(inside.Key{}, tx).CompareTables(ctx, one[tbl], batch[tbl])
 			if err != nil {
 				return err
 			}
@@ -226,7 +227,7 @@ func TestCatalogPostgres(t *testing.T) {
 			}
 			i += n
 		}
-		d, err := tx.CompareTables(ctx, one["catalog"], batch["catalog"])
+		d, err := store.Bookkeeping(inside.Key{}, tx).CompareTables(ctx, one["catalog"], batch["catalog"])
 		if err != nil {
 			return err
 		}
@@ -238,11 +239,11 @@ func TestCatalogPostgres(t *testing.T) {
 			want[0].Tenant, want[0].Stream); err != nil {
 			return err
 		}
-		if d, err := tx.CompareTables(ctx, one["catalog"], batch["catalog"]); err != nil || d != (store.TableDiff{Different: 1}) {
+		if d, err := store.Bookkeeping(inside.Key{}, tx).CompareTables(ctx, one["catalog"], batch["catalog"]); err != nil || d != (store.TableDiff{Different: 1}) {
 			t.Errorf("after one row changed: %+v, %v; want one different", d, err)
 		}
 		// The batch table becomes the live one, as a rebuild swaps it in.
-		return tx.RenameTable(ctx, batch["catalog"], "catalog")
+		return store.Bookkeeping(inside.Key{}, tx).RenameTable(ctx, batch["catalog"], "catalog")
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 )
@@ -79,7 +80,7 @@ func TestRunnerResumesWhenCheckpointMoves(t *testing.T) {
 	var hookErr error
 	out := &hookWriter{match: "passing a hole", hook: func() {
 		hookErr = s.Update(ctx, func(tx *store.Tx) error {
-			return tx.SetCheckpoint(ctx, "moved", 8, nil)
+			return store.Bookkeeping(inside.Key{}, tx).SetCheckpoint(ctx, "moved", 8, nil)
 		})
 	}}
 	logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: out})

@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventlite/eventlite/envelope"
-	"github.com/eventlite/eventlite/internal/consumerhook"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/internal/tracing"
 	"github.com/eventlite/eventlite/store"
 )
@@ -108,13 +108,6 @@ func NewConsumer(s *store.Store, opts ConsumerOptions) (*Consumer, error) {
 // Name is the consumer's name.
 func (c *Consumer) Name() string { return c.opts.Name }
 
-func init() {
-	consumerhook.For = func(c any) consumerhook.Parts {
-		cc := c.(*Consumer)
-		return consumerhook.Parts{Store: cc.s, Log: cc.log}
-	}
-}
-
 func tenantOf(e envelope.Event) string {
 	if e.Tenant == "" {
 		return "default"
@@ -128,20 +121,20 @@ func (c *Consumer) handle(ctx context.Context, e envelope.Event) (HandleResult, 
 	err := c.s.Update(ctx, func(tx *store.Tx) error {
 		res = HandleResult{}
 		tenant := tenantOf(e)
-		fresh, err := tx.InboxInsert(ctx, store.InboxInsertParams{Tenant: tenant, Consumer: c.opts.Name, Source: e.Source, MessageID: e.ID})
+		fresh, err := store.Bookkeeping(inside.Key{}, tx).InboxInsert(ctx, store.InboxInsertParams{Tenant: tenant, Consumer: c.opts.Name, Source: e.Source, MessageID: e.ID})
 		if err != nil {
 			return err
 		}
 		if !fresh {
 			res.Outcome = Duplicate
-			return tx.CountConsumer(ctx, c.opts.Name, 0, 1, 0)
+			return store.Bookkeeping(inside.Key{}, tx).CountConsumer(ctx, c.opts.Name, 0, 1, 0)
 		}
 		if e.Stream == "" || e.StreamVersion == 0 {
 			// No aggregate order to keep: dedupe only.
 			res.Outcome, err = c.applyTx(ctx, tx, e)
 			return err
 		}
-		cur, curID, seen, err := tx.ConsumerVersion(ctx, tenant, c.opts.Name, e.Stream)
+		cur, curID, seen, err := store.Bookkeeping(inside.Key{}, tx).ConsumerVersion(ctx, tenant, c.opts.Name, e.Stream)
 		if err != nil {
 			return err
 		}
@@ -162,10 +155,10 @@ func (c *Consumer) handle(ctx context.Context, e envelope.Event) (HandleResult, 
 				return c.conflictTx(ctx, tx, e, curID)
 			}
 			res.Outcome = Stale
-			return tx.CountConsumer(ctx, c.opts.Name, 0, 0, 1)
+			return store.Bookkeeping(inside.Key{}, tx).CountConsumer(ctx, c.opts.Name, 0, 0, 1)
 		default:
 			b, _ := e.MarshalJSON()
-			existing, clash, err := tx.Defer(ctx, store.DeferredEvent{
+			existing, clash, err := store.Bookkeeping(inside.Key{}, tx).Defer(ctx, store.DeferredEvent{
 				Consumer: c.opts.Name, Tenant: tenant, Subject: e.Stream, Version: v, EventID: e.ID, Event: b,
 				Expected: cur + 1, FirstSeen: c.opts.Now(), Reason: fmt.Sprintf("version gap: expected %d, got %d", cur+1, v),
 			})
@@ -199,7 +192,7 @@ func (c *Consumer) applyTx(ctx context.Context, tx *store.Tx, e envelope.Event) 
 			b, _ := e.MarshalJSON()
 			tracing.Logger(ctx, c.log).Warn("quarantining an event this consumer cannot interpret", "id", e.ID, "type", e.Type, "error", cause,
 				"next", advice(c.opts.Name, e.ID, cause, false))
-			return Quarantined, tx.Quarantine(ctx, store.Quarantined{
+			return Quarantined, store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{
 				Consumer: c.opts.Name, Reason: store.ReasonUninterpretable, Tenant: tenantOf(e), Subject: e.Stream,
 				Version: e.StreamVersion, EventID: e.ID, Event: b, Error: cause.Error(), Attempts: 1,
 			})
@@ -233,11 +226,11 @@ func (c *Consumer) applyOnceTx(ctx context.Context, tx *store.Tx, e envelope.Eve
 		return nil, err
 	}
 	if e.Stream != "" && e.StreamVersion > 0 {
-		if err := tx.SetConsumerVersion(ctx, store.SetConsumerVersionParams{Tenant: tenantOf(e), Consumer: c.opts.Name, Subject: e.Stream, Version: e.StreamVersion, EventID: e.ID}); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).SetConsumerVersion(ctx, store.SetConsumerVersionParams{Tenant: tenantOf(e), Consumer: c.opts.Name, Subject: e.Stream, Version: e.StreamVersion, EventID: e.ID}); err != nil {
 			return nil, err
 		}
 	}
-	return nil, tx.CountConsumer(ctx, c.opts.Name, 1, 0, 0)
+	return nil, store.Bookkeeping(inside.Key{}, tx).CountConsumer(ctx, c.opts.Name, 1, 0, 0)
 }
 
 // drainTx applies the deferred successors of version that are now in
@@ -245,7 +238,7 @@ func (c *Consumer) applyOnceTx(ctx context.Context, tx *store.Tx, e envelope.Eve
 func (c *Consumer) drainTx(ctx context.Context, tx *store.Tx, tenant, subject string, version int64) (int, error) {
 	n := 0
 	for {
-		d, ok, err := tx.TakeDeferred(ctx, tenant, c.opts.Name, subject, version+1)
+		d, ok, err := store.Bookkeeping(inside.Key{}, tx).TakeDeferred(ctx, tenant, c.opts.Name, subject, version+1)
 		if err != nil || !ok {
 			return n, err
 		}
@@ -270,7 +263,7 @@ func (c *Consumer) conflictTx(ctx context.Context, tx *store.Tx, e envelope.Even
 	b, _ := e.MarshalJSON()
 	tracing.Logger(ctx, c.log).Warn("version conflict: another event holds this version; the read model is unchanged",
 		"stream", e.Stream, "version", e.StreamVersion, "kept", keptID, "conflicting", e.ID)
-	return tx.RecordConflict(ctx, store.VersionConflict{
+	return store.Bookkeeping(inside.Key{}, tx).RecordConflict(ctx, store.VersionConflict{
 		Consumer: c.opts.Name, Tenant: tenantOf(e), Subject: e.Stream, Version: e.StreamVersion,
 		KeptEventID: keptID, ConflictingID: e.ID, ConflictingEvent: b,
 	})
@@ -290,12 +283,12 @@ func (c *Consumer) Sweep(ctx context.Context) (int, error) {
 		took := false
 		err := c.s.Update(ctx, func(tx *store.Tx) error {
 			took = false
-			taken, ok, err := tx.TakeDeferred(ctx, d.Tenant, d.Consumer, d.Subject, d.Version)
+			taken, ok, err := store.Bookkeeping(inside.Key{}, tx).TakeDeferred(ctx, d.Tenant, d.Consumer, d.Subject, d.Version)
 			if err != nil || !ok || taken.EventID != d.EventID {
 				return err // applied or swept meanwhile
 			}
 			took = true
-			cur, _, _, err := tx.ConsumerVersion(ctx, d.Tenant, c.opts.Name, d.Subject)
+			cur, _, _, err := store.Bookkeeping(inside.Key{}, tx).ConsumerVersion(ctx, d.Tenant, c.opts.Name, d.Subject)
 			if err != nil {
 				return err
 			}
@@ -303,7 +296,7 @@ func (c *Consumer) Sweep(ctx context.Context) (int, error) {
 				"expected": cur + 1, "got": d.Version, "first_seen": d.FirstSeen.Format(time.RFC3339Nano),
 				"waited_seconds": now.Sub(d.FirstSeen).Seconds(),
 			})
-			return tx.Quarantine(ctx, store.Quarantined{
+			return store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{
 				Consumer: c.opts.Name, Reason: store.ReasonDeferredTooLong, Tenant: d.Tenant, Subject: d.Subject,
 				Version: d.Version, EventID: d.EventID, Event: d.Event, Attempts: 1, Evidence: string(evidence),
 				Error: fmt.Sprintf("version %d waited %s for version %d, longer than %s", d.Version, now.Sub(d.FirstSeen).Round(time.Second), cur+1, c.opts.DeferFor),
@@ -339,7 +332,7 @@ func (c *Consumer) QuarantineMessage(ctx context.Context, reason store.Quarantin
 	}
 	tracing.Logger(ctx, c.log).Warn("quarantining a message", "reason", reason, "id", id, "error", cause, "next", advice(c.opts.Name, id, cause, false))
 	return c.s.Update(ctx, func(tx *store.Tx) error {
-		return tx.Quarantine(ctx, store.Quarantined{
+		return store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{
 			Consumer: c.opts.Name, Reason: reason, EventID: id, Event: raw, Error: cause.Error(), Attempts: attempts,
 		})
 	})

@@ -96,12 +96,32 @@ func TestRunnerKill9(t *testing.T) {
 // waitThroughRestart is WaitFor that allows a runner just started the time
 // it needs to take over the lease of the one killed before it: WaitFor
 // reports the dead owner once its lease has waited a lease period, which
-// a slow start (under -race) may exceed.
+// a slow start (under -race) may exceed. Before the first runner's first
+// transaction the projection is unknown here (ErrUnknownProjection): it
+// runs in another process.
 func waitThroughRestart(ctx context.Context, s *store.Store, name string, position int64) error {
 	for {
 		changed := s.Changed()
 		err := projection.WaitFor(ctx, s, name, position)
-		if !errors.Is(err, projection.ErrOwnerGone) {
+		if !errors.Is(err, projection.ErrOwnerGone) && !errors.Is(err, projection.ErrUnknownProjection) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-changed:
+		}
+	}
+}
+
+// waitForOther is WaitFor on a projection whose runner another process
+// starts: it waits for the store's record of it (ErrUnknownProjection
+// until the runner's first transaction), then for the position.
+func waitForOther(ctx context.Context, s *store.Store, name string, position int64) error {
+	for {
+		changed := s.Changed()
+		err := projection.WaitFor(ctx, s, name, position)
+		if !errors.Is(err, projection.ErrUnknownProjection) {
 			return err
 		}
 		select {

@@ -12,7 +12,8 @@
 //
 //	h := projection.NewHandlers(reg) // reg: envelope.Register[OrderPlaced](reg, "order.placed")
 //	projection.On(h, func(ctx context.Context, tx *projection.Tx, e projection.Event[OrderPlaced]) error {
-//		_, err := tx.ExecContext(ctx, `INSERT INTO `+tx.Table("order_totals")+` (id, total) VALUES (?, ?)`, e.Stream, e.Data.Total)
+//		_, err := tx.ExecContext(ctx, `INSERT INTO `+tx.Table("order_totals")+` AS t (id, total) VALUES (?, ?)
+//			ON CONFLICT (id) DO UPDATE SET total = t.total + excluded.total`, e.Stream, e.Data.Total)
 //		return err
 //	})
 //	r, _ := projection.NewRunner(s, projection.Projection{
@@ -25,11 +26,21 @@
 //	projection.WaitFor(ctx, s, "order_totals", res.LastPosition()) // read your writes; 0 waits for nothing
 //
 // A handler's SQL is its own, run through a database/sql transaction:
-// tx.Dialect() names the engine (store.DialectSQLite today), and a Table
-// may declare DDL per dialect (Schemas, beside the default Schema). Each
+// tx.Dialect() names the engine (store.DialectSQLite or
+// store.DialectPostgres), and a Table may declare DDL per dialect
+// (Schemas, beside the default Schema). Written as above it runs
+// unchanged on both: ? placeholders (numbered $1..$n on PostgreSQL by the
+// store), and an upsert that names the table by an alias (INSERT INTO
+// <table> AS t ... DO UPDATE SET total = t.total + ...): an unqualified
+// column there is ambiguous on PostgreSQL, and the table's own name is
+// not the one written to during a rebuild (tx.Table names a shadow table
+// then). docs/handler-sql.md has the rules. Each
 // event (or batch) is applied in a tx.Nested scope, so a failed handler's
 // writes are undone and the transaction goes on; a handler that needs a
-// scope of its own calls tx.Nested too, never SAVEPOINT.
+// scope of its own calls tx.Nested too, never SAVEPOINT. The Tx offers
+// the SQL calls, Nested, Dialect, TableExists and Table and nothing of the
+// runner's bookkeeping: the runner moves the checkpoint, quarantines and
+// sets the status itself, in the same transaction.
 //
 // The untyped form stays for tools that read events as stored (the
 // built-in catalog): Types lists the event types and Apply receives each
@@ -56,7 +67,10 @@
 //   - WaitFor never waits in vain without saying so: it returns a
 //     *StuckError at once for a projection stopped on a quarantined event
 //     (ErrStopped), and for one whose runner's process is gone and whose
-//     lease nobody took over within a lease period (ErrOwnerGone).
+//     lease nobody took over within a lease period (ErrOwnerGone); a name
+//     it does not know (no Runner built for it in this process, no record
+//     in the store) fails at once with ErrUnknownProjection, naming the
+//     known ones.
 //   - A projection cannot declare a table named like one of eventlite's
 //     own (ErrReservedTable), nor one without DDL for the store's dialect
 //     (*MissingSchemaError, before any table is created).

@@ -78,6 +78,15 @@ func catchUp(t *testing.T, s *store.Store, p projection.Projection) {
 func TestRunnerRefusesEncryptedWithoutKey(t *testing.T) {
 	key := bytes.Repeat([]byte{3}, store.MasterKeySize)
 	path := erasureFixture(t, key)
+	// With a wrong master key no runner starts: the store refuses to
+	// open (a store uses one master key).
+	var me *store.StoreMasterKeyError
+	if s, err := store.Open(context.Background(), path, &store.Options{MasterKey: bytes.Repeat([]byte{4}, store.MasterKeySize)}); !errors.As(err, &me) {
+		if err == nil {
+			s.Close()
+		}
+		t.Fatalf("open with a wrong master key: %v; want a *store.StoreMasterKeyError", err)
+	}
 	var got []string
 	for _, c := range []struct {
 		name  string
@@ -91,12 +100,6 @@ func TestRunnerRefusesEncryptedWithoutKey(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), "Options.MasterKey") || !strings.Contains(err.Error(), "--master-key-file") {
 				t.Fatalf("Run: %v; want it to name Options.MasterKey and --master-key-file", err)
-			}
-		}},
-		{"wrong master key", store.Options{MasterKey: bytes.Repeat([]byte{4}, store.MasterKeySize)}, func(t *testing.T, err error) {
-			var me *store.MasterKeyError
-			if !errors.As(err, &me) || me.Subject != "alice" {
-				t.Fatalf("Run: %v; want a *store.MasterKeyError on subject alice", err)
 			}
 		}},
 	} {

@@ -64,8 +64,8 @@ func ExampleProjection_untyped() {
 		Name:   "type_counts",
 		Tables: []projection.Table{{Name: "type_counts", Schema: `CREATE TABLE {table} (type TEXT PRIMARY KEY, n INTEGER NOT NULL)`}},
 		Apply: func(ctx context.Context, tx *projection.Tx, e envelope.Event) error {
-			_, err := tx.ExecContext(ctx, `INSERT INTO `+tx.Table("type_counts")+` (type, n) VALUES (?, 1)
-				ON CONFLICT (type) DO UPDATE SET n = n + 1`, e.Type)
+			_, err := tx.ExecContext(ctx, `INSERT INTO `+tx.Table("type_counts")+` AS t (type, n) VALUES (?, 1)
+				ON CONFLICT (type) DO UPDATE SET n = t.n + 1`, e.Type)
 			return err
 		},
 	}

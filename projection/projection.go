@@ -2,6 +2,7 @@ package projection
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"regexp"
@@ -131,10 +132,48 @@ func checkTableName(projection, name string, d store.Dialect) error {
 }
 
 // Tx is the runner's transaction as a projection's Apply sees it: the
-// store's Tx plus the names of the projection's tables.
+// SQL calls of the store's transaction, a nested scope, the engine's
+// dialect and catalog, and the names of the projection's tables. It offers
+// nothing else: a handler writes its own tables, and the runner keeps the
+// projection's checkpoint, quarantine and status itself, in the same
+// transaction. It is valid only while Apply or ApplyBatch runs.
 type Tx struct {
-	*store.Tx
+	tx     *store.Tx
 	tables map[string]string
+}
+
+// ExecContext runs a statement in the transaction (store.Tx.ExecContext).
+func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return tx.tx.ExecContext(ctx, query, args...)
+}
+
+// QueryContext runs a query in the transaction; it sees the transaction's
+// own writes. Close the rows before the handler returns
+// (store.Tx.QueryContext).
+func (tx *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return tx.tx.QueryContext(ctx, query, args...)
+}
+
+// QueryRowContext runs a query that returns at most one row
+// (store.Tx.QueryRowContext).
+func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return tx.tx.QueryRowContext(ctx, query, args...)
+}
+
+// Nested runs fn as a scope of the transaction whose writes are undone
+// when fn fails, keeping the transaction usable (store.Tx.Nested).
+func (tx *Tx) Nested(ctx context.Context, fn func() error) error {
+	return tx.tx.Nested(ctx, fn)
+}
+
+// Dialect names the engine that runs the store (store.Tx.Dialect).
+func (tx *Tx) Dialect() store.Dialect { return tx.tx.Dialect() }
+
+// TableExists reports whether a table of that name exists, from the
+// engine's catalog (store.Tx.TableExists). Pass tx.Table(name) for one of
+// the projection's declared tables.
+func (tx *Tx) TableExists(ctx context.Context, name string) (bool, error) {
+	return tx.tx.TableExists(ctx, name)
 }
 
 // Table returns the name to use in SQL for one of the projection's
@@ -276,7 +315,7 @@ func (p *Projection) applyTx(ctx context.Context, tx *store.Tx, names map[string
 				err = fmt.Errorf("projection %s panicked on position %d: %v", p.Name, e.Position, r)
 			}
 		}()
-		return p.apply(ctx, &Tx{Tx: tx, tables: names}, e)
+		return p.apply(ctx, &Tx{tx: tx, tables: names}, e)
 	})
 }
 

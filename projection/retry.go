@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -68,17 +69,17 @@ func (r *Runner) retryPass(ctx context.Context, lease store.Lease) error {
 		var cause error
 		err := r.s.Update(ctx, func(tx *store.Tx) error {
 			cause = failed
-			if err := tx.CheckFence(ctx, lease); err != nil {
+			if err := store.Bookkeeping(inside.Key{}, tx).CheckFence(ctx, lease); err != nil {
 				return err
 			}
 			if cause == nil && r.p.Deliver == nil {
 				cause = r.p.applyTx(ctx, tx, r.names, e)
 			}
 			if cause != nil {
-				_, err := tx.RetryFailed(ctx, q.ID, cause.Error())
+				_, err := store.Bookkeeping(inside.Key{}, tx).RetryFailed(ctx, q.ID, cause.Error())
 				return err
 			}
-			ok, err := tx.ResolveRetry(ctx, q.ID, "retried")
+			ok, err := store.Bookkeeping(inside.Key{}, tx).ResolveRetry(ctx, q.ID, "retried")
 			if err == nil && !ok {
 				err = errRetryGone
 			}
@@ -132,10 +133,10 @@ func (c *Consumer) ApplyRetries(ctx context.Context) (int, error) {
 				}
 			}
 			if cause != nil {
-				_, err := tx.RetryFailed(ctx, q.ID, cause.Error())
+				_, err := store.Bookkeeping(inside.Key{}, tx).RetryFailed(ctx, q.ID, cause.Error())
 				return err
 			}
-			ok, err := tx.ResolveRetry(ctx, q.ID, resolution)
+			ok, err := store.Bookkeeping(inside.Key{}, tx).ResolveRetry(ctx, q.ID, resolution)
 			if err == nil && !ok {
 				err = errRetryGone
 			}
@@ -177,7 +178,7 @@ func (c *Consumer) retryTx(ctx context.Context, tx *store.Tx, e envelope.Event) 
 	if e.Stream == "" || e.StreamVersion == 0 {
 		resolution, cause, err = apply()
 	} else {
-		cur, curID, seen, err := tx.ConsumerVersion(ctx, tenant, c.opts.Name, e.Stream)
+		cur, curID, seen, err := store.Bookkeeping(inside.Key{}, tx).ConsumerVersion(ctx, tenant, c.opts.Name, e.Stream)
 		if err != nil {
 			return "", nil, err
 		}
@@ -192,10 +193,10 @@ func (c *Consumer) retryTx(ctx context.Context, tx *store.Tx, e envelope.Event) 
 		case v == cur:
 			resolution, err = "conflict", c.conflictTx(ctx, tx, e, curID)
 		case v < cur:
-			resolution, err = "stale", tx.CountConsumer(ctx, c.opts.Name, 0, 0, 1)
+			resolution, err = "stale", store.Bookkeeping(inside.Key{}, tx).CountConsumer(ctx, c.opts.Name, 0, 0, 1)
 		default:
 			b, _ := e.MarshalJSON()
-			existing, clash, derr := tx.Defer(ctx, store.DeferredEvent{
+			existing, clash, derr := store.Bookkeeping(inside.Key{}, tx).Defer(ctx, store.DeferredEvent{
 				Consumer: c.opts.Name, Tenant: tenant, Subject: e.Stream, Version: v, EventID: e.ID, Event: b,
 				Expected: cur + 1, FirstSeen: c.opts.Now(), Reason: fmt.Sprintf("retried from quarantine; version gap: expected %d, got %d", cur+1, v),
 			})
@@ -218,7 +219,7 @@ func (c *Consumer) retryTx(ctx context.Context, tx *store.Tx, e envelope.Event) 
 	// Record the message as processed, so a copy that comes later is a
 	// duplicate (an event quarantined before Handle committed is not in
 	// the inbox yet).
-	if _, err := tx.InboxInsert(ctx, store.InboxInsertParams{Tenant: tenant, Consumer: c.opts.Name, Source: e.Source, MessageID: e.ID}); err != nil {
+	if _, err := store.Bookkeeping(inside.Key{}, tx).InboxInsert(ctx, store.InboxInsertParams{Tenant: tenant, Consumer: c.opts.Name, Source: e.Source, MessageID: e.ID}); err != nil {
 		return "", nil, err
 	}
 	return resolution, nil, nil

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/internal/leasing"
 	"github.com/eventlite/eventlite/internal/tracing"
 	"github.com/eventlite/eventlite/store"
@@ -129,6 +130,7 @@ func NewRunner(s *store.Store, p Projection, opts *RunnerOptions) (*Runner, erro
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
+	recordBuilt(s, p.Name) // WaitFor knows it from now on
 	return &Runner{s: s, p: p, opts: o, log: o.Logger.Named("projection." + p.Name), names: p.liveTables(), types: p.EventTypes(),
 		trace: tracing.Config{TP: o.TracerProvider, Prop: o.Propagator}}, nil
 }
@@ -207,7 +209,7 @@ func (r *Runner) acquire(ctx context.Context, wait bool) (*leasing.Holder, error
 // setup creates the read-model tables and registers the projection.
 func (r *Runner) setup(ctx context.Context, l store.Lease) error {
 	return r.s.Update(ctx, func(tx *store.Tx) error {
-		if err := tx.CheckFence(ctx, l); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).CheckFence(ctx, l); err != nil {
 			return err
 		}
 		if err := r.p.createTables(ctx, r.s, tx, r.names); err != nil {
@@ -222,7 +224,7 @@ func (r *Runner) setup(ctx context.Context, l store.Lease) error {
 			return err
 		}
 		r.stopped = false
-		return tx.SetProjectionStatus(ctx, r.p.Name, store.ProjectionActive, "")
+		return store.Bookkeeping(inside.Key{}, tx).SetProjectionStatus(ctx, r.p.Name, store.ProjectionActive, "")
 	})
 }
 
@@ -335,13 +337,13 @@ func (r *Runner) batch(ctx context.Context, lease store.Lease) (int64, error) {
 	to := next
 	err = r.s.Update(ctx, func(tx *store.Tx) error {
 		stopped, to = nil, next
-		if err := tx.CheckFence(ctx, lease); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).CheckFence(ctx, lease); err != nil {
 			return err
 		}
 		// Compare and set: a replay swaps a rebuilt read model in with its
 		// own checkpoint (it never takes this lease from us), and this
 		// batch, read before the swap, must not touch the new tables.
-		if cur, err := tx.Checkpoint(ctx, r.p.Name); err != nil {
+		if cur, err := store.Bookkeeping(inside.Key{}, tx).Checkpoint(ctx, r.p.Name); err != nil {
 			return err
 		} else if cur != cp {
 			moved = cur
@@ -429,7 +431,7 @@ func (r *Runner) quarantineTx(ctx context.Context, tx *store.Tx, e envelope.Even
 	if dataAtFault(cause) {
 		reason = store.ReasonUninterpretable
 	}
-	return tx.Quarantine(ctx, store.Quarantined{
+	return store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{
 		Consumer: r.p.Name, Reason: reason, Tenant: e.Tenant, Subject: e.Stream, Version: e.StreamVersion,
 		Position: e.Position, EventID: e.ID, Event: b, Error: cause.Error(), Attempts: attempts,
 	})
@@ -441,29 +443,29 @@ func (r *Runner) finishTx(ctx context.Context, tx *store.Tx, lease store.Lease, 
 	for _, h := range holes {
 		if h.From <= to {
 			h.DetectedBy = r.p.Name
-			if err := tx.RecordHole(ctx, h); err != nil {
+			if err := store.Bookkeeping(inside.Key{}, tx).RecordHole(ctx, h); err != nil {
 				return err
 			}
 		}
 	}
 	if to > cp {
-		if err := tx.SetCheckpoint(ctx, r.p.Name, to, &lease); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).SetCheckpoint(ctx, r.p.Name, to, &lease); err != nil {
 			return err
 		}
 		if r.stopped {
 			// The event the projection halted on applied now: it resumed.
-			if err := tx.ResolveQuarantine(ctx, r.p.Name, cp+1, ""); err != nil {
+			if err := store.Bookkeeping(inside.Key{}, tx).ResolveQuarantine(ctx, r.p.Name, cp+1, ""); err != nil {
 				return err
 			}
 			if stopped == nil {
-				if err := tx.SetProjectionStatus(ctx, r.p.Name, store.ProjectionActive, ""); err != nil {
+				if err := store.Bookkeeping(inside.Key{}, tx).SetProjectionStatus(ctx, r.p.Name, store.ProjectionActive, ""); err != nil {
 					return err
 				}
 			}
 		}
 	}
 	if stopped != nil {
-		return tx.SetProjectionStatus(ctx, r.p.Name, store.ProjectionStopped, stopped.Error())
+		return store.Bookkeeping(inside.Key{}, tx).SetProjectionStatus(ctx, r.p.Name, store.ProjectionStopped, stopped.Error())
 	}
 	return nil
 }
@@ -524,7 +526,7 @@ func (r *Runner) deliver(ctx context.Context, lease store.Lease, cp, next int64,
 		break
 	}
 	err := r.s.Update(ctx, func(tx *store.Tx) error {
-		if err := tx.CheckFence(ctx, lease); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).CheckFence(ctx, lease); err != nil {
 			return err
 		}
 		for _, f := range failures {

@@ -124,14 +124,61 @@ func TestRunnerCatchUpAndFollow(t *testing.T) {
 	}
 }
 
+// TestWaitForTimesOut: a known projection whose runner does not run is
+// waited for until ctx ends.
 func TestWaitForTimesOut(t *testing.T) {
 	s := storetest.MustOpen(t, nil)
 	res := appendN(t, s, "a", 3)
+	if _, err := projection.NewRunner(s, countingProjection("nobody", nil), nil); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	err := projection.WaitFor(ctx, s, "nobody", res.LastPosition())
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("want a deadline error, got %v", err)
+	}
+}
+
+// TestWaitForUnknownProjection: a name WaitFor does not know fails at
+// once, naming the known ones; a runner built, started in a goroutine,
+// then an append and a wait never fails on a new database; another
+// store handle (another process) knows the projection once its runner
+// ran.
+func TestWaitForUnknownProjection(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "known.db")
+	s := storetest.MustOpenPath(t, path, nil)
+	r, err := projection.NewRunner(s, countingProjection("counting", nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- r.Run(rctx) }()
+	defer func() {
+		stop()
+		if err := <-ran; err != nil {
+			t.Error(err)
+		}
+	}()
+	res := appendN(t, s, "a", 1)
+	err = projection.WaitFor(ctx, s, "countin", res.LastPosition())
+	want := `wait for projection "countin": unknown projection: no runner was built for it in this process (projection.NewRunner) and the store has no record of it (known: counting); check the name`
+	if !errors.Is(err, projection.ErrUnknownProjection) || err.Error() != want {
+		t.Errorf("misspelled name:\n got %v\nwant %s", err, want)
+	}
+	if err := projection.WaitFor(ctx, s, "counting", res.LastPosition()); err != nil {
+		t.Fatal(err)
+	}
+	other := storetest.MustOpenPath(t, path, nil)
+	if err := projection.WaitFor(ctx, other, "counting", res.LastPosition()); err != nil {
+		t.Errorf("another handle, after the runner ran: %v", err)
+	}
+	err = projection.WaitFor(ctx, other, "nope", res.LastPosition())
+	want = `wait for projection "nope": unknown projection: no runner was built for it in this process (projection.NewRunner) and the store has no record of it (known: counting); check the name`
+	if err == nil || err.Error() != want {
+		t.Errorf("another handle, unknown name:\n got %v\nwant %s", err, want)
 	}
 }
 

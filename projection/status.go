@@ -22,6 +22,14 @@ import (
 // Position 0 is nothing to wait for (aggregate.Result.LastPosition of a
 // command that appended nothing): WaitFor returns nil at once, without
 // reading the store. A negative position is an error.
+//
+// A projection WaitFor does not know fails at once with
+// ErrUnknownProjection, naming those it knows (a misspelled name would
+// otherwise wait until ctx ends). It knows a projection that a Runner
+// was built for in this process on s (NewRunner records the name, so
+// building a runner, starting it in a goroutine, appending and waiting
+// never fails, even on a new database), and one the store has a record
+// of (its runner ran once, in any process: Projections().List).
 func WaitFor(ctx context.Context, s *store.Store, projection string, position int64) error {
 	switch {
 	case position == 0:
@@ -29,6 +37,7 @@ func WaitFor(ctx context.Context, s *store.Store, projection string, position in
 	case position < 0:
 		return fmt.Errorf("wait for projection %s: position %d: want a position an append returned, or 0 for nothing to wait for", projection, position)
 	}
+	checked := false // the projection is known (checkKnown)
 	for {
 		changed := s.Changed()
 		cp, err := s.Projections().Checkpoint(ctx, projection)
@@ -37,6 +46,12 @@ func WaitFor(ctx context.Context, s *store.Store, projection string, position in
 		}
 		if cp >= position {
 			return nil
+		}
+		if !checked {
+			if err := checkKnown(ctx, s, projection); err != nil {
+				return err
+			}
+			checked = true
 		}
 		se, recheck, err := stuck(ctx, s, projection, position, cp)
 		if err != nil {

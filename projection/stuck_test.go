@@ -91,7 +91,7 @@ func TestWaitForOrphanedLease(t *testing.T) {
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	// The child runs the projection: a live owner is waited for.
-	if err := projection.WaitFor(wctx, s, "crashy", res.LastPosition()); err != nil {
+	if err := waitForOther(wctx, s, "crashy", res.LastPosition()); err != nil {
 		t.Fatal(err)
 	}
 	if err := cmd.Process.Kill(); err != nil {

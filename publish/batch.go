@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -48,6 +49,12 @@ func (r *Relay) work(ctx context.Context, lease store.Lease) (err error) {
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
+				}
+				if dead, derr := r.deadLetterForeignKey(ctx, lease, err); dead || derr != nil {
+					if derr != nil {
+						return derr
+					}
+					continue // read again: the event is parked, its stream with it
 				}
 				if errors.Is(err, store.ErrClosed) || errors.Is(err, store.ErrMasterKey) {
 					return err // a wrong master key does not get better by waiting
@@ -395,15 +402,15 @@ func (r *Relay) publishBatch(ctx context.Context, lease store.Lease, rows []stor
 func (r *Relay) settle(ctx context.Context, lease store.Lease, o *outcome) BatchReport {
 	rep := o.rep
 	rep.Err = r.st.Update(ctx, func(tx *store.Tx) error {
-		n, err := tx.MarkPublished(ctx, lease, o.pub)
+		n, err := store.Bookkeeping(inside.Key{}, tx).MarkPublished(ctx, lease, o.pub)
 		if err != nil {
 			return err
 		}
 		rep.Published = n
-		if err := tx.RecordFailure(ctx, lease, o.fail); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).RecordFailure(ctx, lease, o.fail); err != nil {
 			return err
 		}
-		return tx.DeadLetter(ctx, lease, o.dead)
+		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, lease, o.dead)
 	})
 	if rep.Err != nil {
 		rep.Published = 0
@@ -441,4 +448,30 @@ func (r *Relay) record(rep BatchReport, rows []store.OutboxRow, fail, dead []sto
 		r.log.Warn("dead-lettered an event; its stream is parked until eventlite dlq retry or discard",
 			"tenant", e.Tenant, "event_id", e.ID, "stream", e.Stream, "version", e.StreamVersion, "position", e.Position, "error", f.Error)
 	}
+}
+
+// deadLetterForeignKey dead-letters the event of a read that failed on a
+// data key wrapped by another master key than the store's (one an older
+// eventlite let into the file): no process of the store can open it, so
+// it must not hold back the events that can be published. It reports
+// whether it did. An event whose key the store's own master key should
+// open but does not (an altered key) is not one: the relay stops on it.
+func (r *Relay) deadLetterForeignKey(ctx context.Context, lease store.Lease, err error) (bool, error) {
+	var me *store.MasterKeyError
+	if !errors.As(err, &me) || !me.Foreign() || me.Position <= 0 {
+		return false, nil
+	}
+	msg := fmt.Sprintf("its data key (subject %q, tenant %s) is wrapped by master key %s, not the store's %s: no process of the store can open it; "+
+		"forget the subject, or restore a backup taken before the other master key was used", me.Subject, me.Tenant, me.Stored, me.Given)
+	derr := r.st.Update(ctx, func(tx *store.Tx) error {
+		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, lease, []store.Failure{{Position: me.Position, Error: msg}})
+	})
+	switch {
+	case errors.Is(derr, store.ErrStaleFence):
+		return false, errLeaseLost
+	case derr != nil:
+		return false, derr
+	}
+	r.log.Error("dead-lettered an event under another master key", "position", me.Position, "tenant", me.Tenant, "subject", me.Subject, "stored", me.Stored, "store", me.Given)
+	return true, nil
 }

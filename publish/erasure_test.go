@@ -56,6 +56,15 @@ func openAt(t *testing.T, path string, opts *store.Options) *store.Store {
 // publishes nothing of the batch and leaves the outbox as it was.
 func TestRelayRefusesEncryptedWithoutKey(t *testing.T) {
 	path := encryptedFile(t)
+	// With a wrong master key the relay never starts: the store refuses
+	// to open (a store uses one master key).
+	var me *store.StoreMasterKeyError
+	if s, err := store.Open(context.Background(), path, &store.Options{MasterKey: masterKey(8)}); !errors.As(err, &me) {
+		if err == nil {
+			s.Close()
+		}
+		t.Fatalf("open with a wrong master key: %v; want a *store.StoreMasterKeyError", err)
+	}
 	for _, c := range []struct {
 		name  string
 		opts  store.Options
@@ -68,12 +77,6 @@ func TestRelayRefusesEncryptedWithoutKey(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), "--master-key-file") || !strings.Contains(err.Error(), "Options.MasterKey") {
 				t.Fatalf("Run: %v; want it to name Options.MasterKey and --master-key-file", err)
-			}
-		}},
-		{"wrong master key", store.Options{MasterKey: masterKey(8)}, func(t *testing.T, err error) {
-			var me *store.MasterKeyError
-			if !errors.As(err, &me) || me.Subject != "alice" {
-				t.Fatalf("Run: %v; want a *store.MasterKeyError on subject alice", err)
 			}
 		}},
 	} {

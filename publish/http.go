@@ -208,7 +208,10 @@ func (p *HTTP) send(ctx context.Context, e *envelope.Event, hop map[string]strin
 	}
 	var hr *cehttp.Result
 	if protocol.ResultAs(r, &hr) {
-		err := fmt.Errorf("POST %s: HTTP %d: %w", p.opts.URL, hr.StatusCode, r)
+		// Only the status: the sink's reply body may echo the event's
+		// data, and this text is recorded (outbox.last_error, dead
+		// letters) and logged, where a forget would not reach it.
+		err := fmt.Errorf("POST %s: HTTP %d %s: the sink refused the event (its reply is not recorded)", p.opts.URL, hr.StatusCode, http.StatusText(hr.StatusCode))
 		switch sc := hr.StatusCode; {
 		case sc == http.StatusRequestTimeout, sc == http.StatusTooManyRequests, sc >= 500:
 			return classed(Transient, err)

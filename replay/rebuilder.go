@@ -13,8 +13,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/internal/leasing"
-	"github.com/eventlite/eventlite/internal/projapply"
 	"github.com/eventlite/eventlite/internal/tracing"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
@@ -46,7 +46,6 @@ var errTooFarBehind = errors.New("too far behind the head to swap")
 type rebuilder struct {
 	s     *store.Store
 	p     projection.Projection
-	ops   projapply.Ops // p's table operations
 	o     Options
 	log   hclog.Logger
 	lease store.Lease // h.Lease(), for the fenced writes
@@ -142,10 +141,10 @@ func (r *rebuilder) run(ctx context.Context) (Result, error) {
 // records this run's watermark.
 func (r *rebuilder) begin(ctx context.Context, watermark int64, res *Result) error {
 	return r.s.Update(ctx, func(tx *store.Tx) error {
-		if err := tx.CheckFence(ctx, r.lease); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).CheckFence(ctx, r.lease); err != nil {
 			return err
 		}
-		row, found, err := tx.LoadRebuild(ctx, r.p.Name)
+		row, found, err := store.Bookkeeping(inside.Key{}, tx).LoadRebuild(ctx, r.p.Name)
 		if err != nil {
 			return err
 		}
@@ -179,7 +178,7 @@ func (r *rebuilder) begin(ctx context.Context, watermark int64, res *Result) err
 			res.Resumed, res.ResumedFrom = true, row.Checkpoint
 			r.log.Info("resuming an unfinished rebuild", "generation", row.Generation, "from", row.Checkpoint, "applied", row.Applied)
 		} else {
-			gen, err := tx.NewRebuildGeneration(ctx, r.p.Name)
+			gen, err := store.Bookkeeping(inside.Key{}, tx).NewRebuildGeneration(ctx, r.p.Name)
 			if err != nil {
 				return err
 			}
@@ -190,10 +189,10 @@ func (r *rebuilder) begin(ctx context.Context, watermark int64, res *Result) err
 		for _, t := range r.p.Tables {
 			r.shadows[t.Name] = store.ShadowTable(t.Name, row.Generation)
 		}
-		if err := r.ops.CreateTables(ctx, r.s, tx, r.shadows); err != nil {
+		if err := projection.Rebuilding(inside.Key{}, &r.p).CreateTables(ctx, r.s, tx, r.shadows); err != nil {
 			return err
 		}
-		if err := tx.SaveRebuild(ctx, row); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).SaveRebuild(ctx, row); err != nil {
 			return err
 		}
 		r.row = row
@@ -205,7 +204,7 @@ func (r *rebuilder) begin(ctx context.Context, watermark int64, res *Result) err
 // first (a later table may refer to an earlier one).
 func (r *rebuilder) dropShadowsTx(ctx context.Context, tx *store.Tx, gen int64) error {
 	for _, t := range slices.Backward(r.p.Tables) {
-		if err := tx.DropTable(ctx, store.ShadowTable(t.Name, gen)); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).DropTable(ctx, store.ShadowTable(t.Name, gen)); err != nil {
 			return err
 		}
 	}
@@ -351,10 +350,10 @@ func (r *rebuilder) adapt(held time.Duration) {
 // inside tx, after checking the lease and that the row is where this run
 // left it.
 func (r *rebuilder) applyTx(ctx context.Context, tx *store.Tx, events []envelope.Event, next int64) (store.Rebuild, error) {
-	if err := tx.CheckFence(ctx, r.lease); err != nil {
+	if err := store.Bookkeeping(inside.Key{}, tx).CheckFence(ctx, r.lease); err != nil {
 		return store.Rebuild{}, err
 	}
-	row, ok, err := tx.LoadRebuild(ctx, r.p.Name)
+	row, ok, err := store.Bookkeeping(inside.Key{}, tx).LoadRebuild(ctx, r.p.Name)
 	if err != nil {
 		return store.Rebuild{}, err
 	}
@@ -367,7 +366,7 @@ func (r *rebuilder) applyTx(ctx context.Context, tx *store.Tx, events []envelope
 	}
 	row.Checkpoint = max(next, row.Checkpoint)
 	row.Applied += int64(len(events))
-	if err := tx.SaveRebuild(ctx, row); err != nil {
+	if err := store.Bookkeeping(inside.Key{}, tx).SaveRebuild(ctx, row); err != nil {
 		return store.Rebuild{}, err
 	}
 	return row, nil
@@ -378,14 +377,14 @@ func (r *rebuilder) applyTx(ctx context.Context, tx *store.Tx, events []envelope
 // ApplyBatch fails, the batch (undone) is applied again event by event
 // with Apply to find it.
 func (r *rebuilder) apply(ctx context.Context, tx *store.Tx, events []envelope.Event) error {
-	err := r.ops.ApplyBatch(ctx, tx, r.shadows, events)
+	err := projection.Rebuilding(inside.Key{}, &r.p).ApplyBatch(ctx, tx, r.shadows, events)
 	if err == nil {
 		return nil
 	}
 	var ee *projection.EventError
 	if !errors.As(err, &ee) {
 		batchErr := err
-		err = r.ops.ApplyEvents(ctx, tx, r.shadows, events)
+		err = projection.Rebuilding(inside.Key{}, &r.p).ApplyEvents(ctx, tx, r.shadows, events)
 		if err == nil {
 			return fmt.Errorf("replay %s: ApplyBatch failed on positions %d-%d, but Apply succeeded on each of them: ApplyBatch must do what Apply does: %w",
 				r.p.Name, events[0].Position, events[len(events)-1].Position, batchErr)
@@ -500,22 +499,22 @@ func (r *rebuilder) swap(ctx context.Context, watermark int64) error {
 				return err
 			}
 			for _, t := range slices.Backward(r.p.Tables) {
-				if err := tx.DropTable(ctx, t.Name); err != nil {
+				if err := store.Bookkeeping(inside.Key{}, tx).DropTable(ctx, t.Name); err != nil {
 					return err
 				}
 			}
 			for _, t := range r.p.Tables {
-				if err := tx.RenameTable(ctx, r.shadows[t.Name], t.Name); err != nil {
+				if err := store.Bookkeeping(inside.Key{}, tx).RenameTable(ctx, r.shadows[t.Name], t.Name); err != nil {
 					return err
 				}
 			}
-			if err := tx.SetCheckpoint(ctx, r.p.Name, row.Checkpoint, nil); err != nil {
+			if err := store.Bookkeeping(inside.Key{}, tx).SetCheckpoint(ctx, r.p.Name, row.Checkpoint, nil); err != nil {
 				return err
 			}
 			if err := r.settleTx(ctx, tx, row.Checkpoint); err != nil {
 				return err
 			}
-			return tx.DeleteRebuild(ctx, r.p.Name)
+			return store.Bookkeeping(inside.Key{}, tx).DeleteRebuild(ctx, r.p.Name)
 		})
 		if errors.Is(err, errTooFarBehind) {
 			r.log.Debug("appends outran the swap; catching up first", "attempt", attempt)
@@ -540,7 +539,7 @@ func (r *rebuilder) settleTx(ctx context.Context, tx *store.Tx, cp int64) error 
 	rec, err := r.s.Projections().Get(ctx, r.p.Name)
 	switch {
 	case errors.Is(err, store.ErrNotFound), err == nil && rec.Status == store.ProjectionStopped:
-		if err := tx.SetProjectionStatus(ctx, r.p.Name, store.ProjectionActive, ""); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).SetProjectionStatus(ctx, r.p.Name, store.ProjectionActive, ""); err != nil {
 			return err
 		}
 	case err != nil:
@@ -552,7 +551,7 @@ func (r *rebuilder) settleTx(ctx context.Context, tx *store.Tx, cp int64) error 
 	}
 	for _, q := range open {
 		if q.Position > 0 && q.Position <= cp {
-			if err := tx.ResolveQuarantine(ctx, r.p.Name, q.Position, ""); err != nil {
+			if err := store.Bookkeeping(inside.Key{}, tx).ResolveQuarantine(ctx, r.p.Name, q.Position, ""); err != nil {
 				return err
 			}
 		}
@@ -581,7 +580,7 @@ func (r *rebuilder) compare(ctx context.Context, watermark int64, res *Result) e
 		)
 		err := r.s.Update(ctx, func(tx *store.Tx) error {
 			drift = Drift{}
-			cp, err := tx.Checkpoint(ctx, r.p.Name)
+			cp, err := store.Bookkeeping(inside.Key{}, tx).Checkpoint(ctx, r.p.Name)
 			if err != nil {
 				return err
 			}
@@ -592,7 +591,7 @@ func (r *rebuilder) compare(ctx context.Context, watermark int64, res *Result) e
 				return err
 			}
 			for _, t := range r.p.Tables {
-				d, err := tx.CompareTables(ctx, t.Name, r.shadows[t.Name])
+				d, err := store.Bookkeeping(inside.Key{}, tx).CompareTables(ctx, t.Name, r.shadows[t.Name])
 				if err != nil {
 					return err
 				}
@@ -605,7 +604,7 @@ func (r *rebuilder) compare(ctx context.Context, watermark int64, res *Result) e
 			if err := r.dropShadowsTx(ctx, tx, row.Generation); err != nil {
 				return err
 			}
-			return tx.DeleteRebuild(ctx, r.p.Name)
+			return store.Bookkeeping(inside.Key{}, tx).DeleteRebuild(ctx, r.p.Name)
 		})
 		if errors.Is(err, errTooFarBehind) {
 			continue

@@ -11,7 +11,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventlite/eventlite/internal/leasing"
-	"github.com/eventlite/eventlite/internal/projapply"
 	"github.com/eventlite/eventlite/internal/tracing"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
@@ -215,7 +214,6 @@ func Rebuild(ctx context.Context, s *store.Store, p projection.Projection, opts 
 	}
 	r := &rebuilder{s: s, p: p, o: o, log: log, lease: lease, h: h, start: time.Now(),
 		trace: tracing.Config{TP: o.TracerProvider, Prop: o.Propagator}}
-	r.ops = projapply.For(&r.p)
 	r.size.Store(firstBatch)
 	if o.BatchSize > 0 {
 		r.size.Store(int64(o.BatchSize))

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -101,7 +102,7 @@ func (h *Handler) actOn(w http.ResponseWriter, r *http.Request, tenant, opType s
 	rec := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if err == nil {
 		err = h.s.Update(ctx, func(tx *store.Tx) error {
-			_, err := tx.RecordOperation(ctx, store.Operation{Tenant: tenant, ID: opID, Type: opType, InputHash: fp, Result: rec})
+			_, err := store.Bookkeeping(inside.Key{}, tx).RecordOperation(ctx, store.Operation{Tenant: tenant, ID: opID, Type: opType, InputHash: fp, Result: rec})
 			return err
 		})
 	}

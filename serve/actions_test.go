@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/serve"
 	"github.com/eventlite/eventlite/store"
 )
@@ -29,17 +30,17 @@ func quarantineFixture(t *testing.T, ts *testServer) {
 	storeAppend(t, ts, "acme", "order-1", 3, "com.acme.order")
 	storeAppend(t, ts, "globex", "order-1", 1, "com.globex.order")
 	if err := ts.s.Update(ctx, func(tx *store.Tx) error {
-		if err := tx.SetCheckpoint(ctx, "orders", 1, nil); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).SetCheckpoint(ctx, "orders", 1, nil); err != nil {
 			return err
 		}
-		if err := tx.SetProjectionStatus(ctx, "orders", store.ProjectionStopped, "quarantined event q-2 at position 2"); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).SetProjectionStatus(ctx, "orders", store.ProjectionStopped, "quarantined event q-2 at position 2"); err != nil {
 			return err
 		}
-		if err := tx.Quarantine(ctx, store.Quarantined{Consumer: "orders", Reason: store.ReasonHandlerError, Tenant: "acme", Subject: "order-1",
+		if err := store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{Consumer: "orders", Reason: store.ReasonHandlerError, Tenant: "acme", Subject: "order-1",
 			Version: 2, Position: 2, EventID: "q-2", Event: []byte(`{"type":"com.acme.order"}`), Error: "amount is not a number", Attempts: 3}); err != nil {
 			return err
 		}
-		return tx.Quarantine(ctx, store.Quarantined{Consumer: "mailer", Reason: store.ReasonUninterpretable, Tenant: "globex", Subject: "order-1",
+		return store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{Consumer: "mailer", Reason: store.ReasonUninterpretable, Tenant: "globex", Subject: "order-1",
 			Version: 1, EventID: "g-1", Event: []byte(`{"type":"com.globex.order"}`), Error: "unknown type", Attempts: 1})
 	}); err != nil {
 		t.Fatal(err)
@@ -194,7 +195,7 @@ func TestDeadLetterDiscardAndRetryKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := ts.s.Update(ctx, func(tx *store.Tx) error {
-		return tx.DeadLetter(ctx, l, []store.Failure{{Position: 1, Error: "refused"}, {Position: 2, Error: "refused"}, {Position: 3, Error: "refused"}})
+		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, l, []store.Failure{{Position: 1, Error: "refused"}, {Position: 2, Error: "refused"}, {Position: 3, Error: "refused"}})
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -78,9 +79,6 @@ func (a *answer) write(w http.ResponseWriter, replayed bool) {
 // precondition is a POST's If-Match or If-None-Match.
 type precondition struct {
 	exp store.Expected
-	// never is the header's entity tag when it can never match: a weak
-	// tag or one that is not a version.
-	never string
 }
 
 // parseTag reads one entity-tag (RFC 9110 8.8.3): `"x"` or `W/"x"`,
@@ -107,8 +105,16 @@ func invalidPrecondition(field, format string, args ...any) *Problem {
 	return p
 }
 
+// ifMatchRule is what an If-Match may be; any other value is one answer,
+// 400 invalid-precondition.
+var ifMatchRule = fmt.Sprintf(`must be * or one ETag this server sent: a version from 1 to %d in double quotes, such as "3"`, envelope.MaxStreamVersion)
+
 // parsePostPreconditions reads an append's If-Match or If-None-Match:
 // If-None-Match: * (no stream), If-Match: * (exists), If-Match: "N".
+// Every other If-Match (malformed, a list, weak, not a version, "0",
+// past the last version) is 400 invalid-precondition: this server sends
+// only strong ETags of versions, so such a value is a client's mistake
+// that no retry mends, never a conflict.
 func parsePostPreconditions(hd http.Header) (precondition, *Problem) {
 	im, inm := hd.Values("If-Match"), hd.Values("If-None-Match")
 	switch {
@@ -126,22 +132,29 @@ func parsePostPreconditions(hd http.Header) (precondition, *Problem) {
 		if v == "*" {
 			return precondition{exp: store.StreamExists}, nil
 		}
+		bad := func(why string) (precondition, *Problem) {
+			p := invalidPrecondition("If-Match", "If-Match %q %s: it %s (a stream that does not exist has no ETag: send If-None-Match: * for a new stream)", v, why, ifMatchRule)
+			p.Reason = ifMatchRule
+			return precondition{}, p
+		}
 		if strings.Contains(v, ",") {
-			return precondition{}, invalidPrecondition("If-Match", "send one entity tag, not a list: %q", v)
+			return bad("is a list")
 		}
 		tag, weak, ok := parseTag(v)
-		if !ok {
-			return precondition{}, invalidPrecondition("If-Match", "%q is not an entity tag: send the stream's ETag, a version in double quotes such as \"3\", or *", v)
-		}
-		if tag == "0" && !weak {
-			return precondition{}, invalidPrecondition("If-Match", `"0" names no version: a stream that does not exist has no ETag; send If-None-Match: * instead`)
+		switch {
+		case !ok:
+			return bad("is not an entity tag")
+		case weak:
+			return bad("is a weak tag")
 		}
 		n, err := strconv.ParseInt(tag, 10, 64)
-		if weak || err != nil || n < 1 || strconv.FormatInt(n, 10) != tag {
-			// A strong comparison never matches: 412 (after the event-id
-			// retry check, which the store makes). No stream takes an
-			// event at the last version, so this expectation never holds.
-			return precondition{exp: store.Exact(envelope.MaxStreamVersion), never: v}, nil
+		switch {
+		case err != nil && errors.Is(err, strconv.ErrRange), err == nil && n > envelope.MaxStreamVersion:
+			return bad("is past the last version a stream can have")
+		case err != nil || strconv.FormatInt(n, 10) != tag:
+			return bad("is not a version")
+		case n < 1:
+			return bad("names no version")
 		}
 		return precondition{exp: store.Exact(n)}, nil
 	}
@@ -152,8 +165,6 @@ func parsePostPreconditions(hd http.Header) (precondition, *Problem) {
 // precondition (for an empty batch, which the store is not asked about).
 func (pc precondition) holds(current int64) bool {
 	switch {
-	case pc.never != "":
-		return false
 	case pc.exp == store.NoStream:
 		return current == 0
 	case pc.exp == store.StreamExists:
@@ -436,10 +447,6 @@ func (h *Handler) commit(w http.ResponseWriter, r *http.Request, tenant string, 
 			}
 			return -1
 		})
-		var ce *store.ConflictError
-		if errors.As(err, &ce) && len(groups) == 1 && groups[0].pc.never != "" {
-			p.Expected = groups[0].pc.never
-		}
 		writeProblem(w, p)
 	}
 	if key == "" {
@@ -491,7 +498,7 @@ func (h *Handler) once(w http.ResponseWriter, r *http.Request, tenant, key, opTy
 	defer h.leave(tenant, key)
 	opID := operationID(key)
 	err = h.s.Update(ctx, func(tx *store.Tx) error {
-		stored, ok, err := tx.Operation(ctx, tenant, opID)
+		stored, ok, err := store.Bookkeeping(inside.Key{}, tx).Operation(ctx, tenant, opID)
 		if err != nil {
 			return err
 		}
@@ -511,7 +518,7 @@ func (h *Handler) once(w http.ResponseWriter, r *http.Request, tenant, key, opTy
 		if err != nil {
 			return err
 		}
-		_, err = tx.RecordOperation(ctx, store.Operation{Tenant: tenant, ID: opID, Type: opType, InputHash: fp, Result: rec})
+		_, err = store.Bookkeeping(inside.Key{}, tx).RecordOperation(ctx, store.Operation{Tenant: tenant, ID: opID, Type: opType, InputHash: fp, Result: rec})
 		return err
 	})
 	if err != nil {
@@ -571,15 +578,25 @@ func (h *Handler) appendGroups(ctx context.Context, a appender, tenant string, g
 const operationType = "http.append"
 
 // operationID is the ledger id of an Idempotency-Key: "http:" + key, or,
-// for a key too long for the ledger with the prefix, "http:sha256:" and
-// the key's hash.
+// for a key too long for the ledger with the prefix, "http.sha256:" and
+// the key's hash. The two namespaces are distinct: every literal key's id
+// starts with "http:", no hashed one does, so the literal key
+// "sha256:<hex>" never meets a long key's hash. (Before schema 17 hashed
+// keys were "http:sha256:<hex>"; migration 0017, on PostgreSQL 0002,
+// moved them.)
 func operationID(key string) string {
-	if len("http:")+len(key) <= store.MaxOperationIDBytes {
-		return "http:" + key
+	if len(literalKeyPrefix)+len(key) <= store.MaxOperationIDBytes {
+		return literalKeyPrefix + key
 	}
 	sum := sha256.Sum256([]byte(key))
-	return "http:sha256:" + hex.EncodeToString(sum[:])
+	return hashedKeyPrefix + hex.EncodeToString(sum[:])
 }
+
+// The namespaces of Idempotency-Keys in the operation ledger.
+const (
+	literalKeyPrefix = "http:"
+	hashedKeyPrefix  = "http.sha256:"
+)
 
 // idempotencyKey reads Idempotency-Key: "k" or k, 1-255 visible ASCII.
 func idempotencyKey(hd http.Header) (string, *Problem) {

@@ -238,7 +238,8 @@ func TestAppendMany(t *testing.T) {
 }
 
 // Preconditions: If-None-Match: * (no stream), If-Match: * (exists),
-// If-Match: "N" (at version N), compared strongly; malformed ones 400.
+// If-Match: "N" (at version N); a version that is not the stream's 412,
+// malformed ones 400 (TestIfMatchOneAnswer has them all).
 func TestPreconditions(t *testing.T) {
 	ts := newServer(t, nil)
 	path := streamEvents("default", "s")
@@ -270,7 +271,7 @@ func TestPreconditions(t *testing.T) {
 	if r := post("If-Match", `"2"`); r.status != 201 || r.header.Get("ETag") != `"3"` {
 		t.Fatalf("If-Match \"2\": %d %s", r.status, r.body)
 	}
-	for _, tag := range []string{`"2"`, `W/"3"`, `"x"`, `"03"`} {
+	for _, tag := range []string{`"2"`, `"4"`, `"2147483647"`} {
 		r := post("If-Match", tag)
 		p := r.wantProblem(t, 412, "version-conflict")
 		if p["actual"] != float64(3) || r.header.Get("ETag") != `"3"` {
@@ -317,7 +318,7 @@ func TestEventIDReplay(t *testing.T) {
 	if first.status != 201 {
 		t.Fatalf("first: %d %s", first.status, first.body)
 	}
-	for _, h := range [][]string{{"If-None-Match", "*"}, {"If-Match", `"7"`}, {"If-Match", `W/"2"`}, nil} {
+	for _, h := range [][]string{{"If-None-Match", "*"}, {"If-Match", `"7"`}, {"If-Match", `"2147483647"`}, nil} {
 		r := ts.do("POST", path, body, append([]string{"Content-Type", ctBatch}, h...)...)
 		if r.status != 201 || string(r.body) != string(first.body) || r.header.Get("Idempotent-Replayed") != "true" || r.header.Get("ETag") != `"2"` {
 			t.Errorf("retry with %q: %d %v %s", h, r.status, r.header, r.body)
@@ -396,5 +397,46 @@ func TestAppendProblems(t *testing.T) {
 	_ = json.Unmarshal(ts.do("GET", "/v1/nothing", nil).body, &p)
 	if p["status"] != float64(404) {
 		t.Errorf("unknown path: %v", p)
+	}
+}
+
+// TestIfMatchOneAnswer: every If-Match that is neither * nor the strong
+// ETag of a version (1 to 2147483647, no leading zero) answers one way,
+// 400 invalid-precondition naming If-Match, on an append, a delete and a
+// truncate, and changes nothing; a version past the stream's is 412.
+func TestIfMatchOneAnswer(t *testing.T) {
+	ts := newServer(t, nil)
+	if r := ts.do("POST", streamEvents("default", "s"), batch(structured("a", "t", ""), structured("b", "t", ""), structured("c", "t", "")), "Content-Type", ctBatch); r.status != 201 {
+		t.Fatalf("setup: %d %s", r.status, r.body)
+	}
+	type req struct {
+		method, path, body string
+		header             []string
+	}
+	requests := map[string]req{
+		"append":   {"POST", streamEvents("default", "s"), string(structured("d", "t", "")), []string{"Content-Type", ctStructured}},
+		"delete":   {"DELETE", "/v1/tenants/default/streams/s", "", nil},
+		"truncate": {"POST", "/v1/tenants/default/streams/s/truncate", `{"before":2}`, []string{"Content-Type", "application/json"}},
+	}
+	for _, v := range []string{
+		`"2147483648"`, `"99999999999999999999"`, `"0"`, `"-1"`, `"03"`, `"+3"`, `"x"`, `W/"3"`,
+		`3`, `"3`, `"3", "4"`, `""`, `W/`, `**`,
+	} {
+		for name, rq := range requests {
+			r := ts.do(rq.method, rq.path, []byte(rq.body), append([]string{"If-Match", v}, rq.header...)...)
+			p := r.wantProblem(t, 400, "invalid-precondition")
+			if p["field"] != "If-Match" || p["reason"] == nil {
+				t.Errorf("%s If-Match %s: %s", name, v, r.body)
+			}
+		}
+	}
+	if got := ts.head(); got != 3 {
+		t.Errorf("head %d, want 3: a refused precondition stored something", got)
+	}
+	for name, rq := range requests {
+		r := ts.do(rq.method, rq.path, []byte(rq.body), append([]string{"If-Match", `"4"`}, rq.header...)...)
+		if p := r.wantProblem(t, 412, "version-conflict"); p["expected"] != float64(4) || p["actual"] != float64(3) {
+			t.Errorf("%s If-Match \"4\" at version 3: %s", name, r.body)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/serve"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/storetest"
@@ -107,7 +108,7 @@ func TestBrowserTenantLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		return tx.DeadLetter(ctx, l, []store.Failure{{Position: 3, Error: "broker refused"}})
+		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, l, []store.Failure{{Position: 3, Error: "broker refused"}})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -201,17 +202,17 @@ func TestBrowserCockpit(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		if err := tx.DeadLetter(ctx, l, []store.Failure{{Position: 3, Error: "refused"}, {Position: 4, Error: "refused"}}); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, l, []store.Failure{{Position: 3, Error: "refused"}, {Position: 4, Error: "refused"}}); err != nil {
 			return err
 		}
-		if err := tx.SetCheckpoint(ctx, "orders", 1, nil); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).SetCheckpoint(ctx, "orders", 1, nil); err != nil {
 			return err
 		}
-		if err := tx.SetProjectionStatus(ctx, "orders", store.ProjectionStopped,
+		if err := store.Bookkeeping(inside.Key{}, tx).SetProjectionStatus(ctx, "orders", store.ProjectionStopped,
 			"quarantined event acme-2 at position 2: the handler orders.apply failed 3 times: amount \"x\" is not a number; fix the event's data or the handler, then retry or skip it"); err != nil {
 			return err
 		}
-		return tx.Quarantine(ctx, store.Quarantined{Consumer: "orders", Reason: store.ReasonHandlerError, Tenant: "acme", Subject: "order-1",
+		return store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{Consumer: "orders", Reason: store.ReasonHandlerError, Tenant: "acme", Subject: "order-1",
 			Version: 2, Position: 2, EventID: "acme-2", Event: []byte(`{"type":"com.acme.order.paid"}`), Error: "amount is not a number", Attempts: 3})
 	}); err != nil {
 		t.Fatal(err)
@@ -348,7 +349,7 @@ func TestBrowserCockpit(t *testing.T) {
 		t.Fatalf("a read-only token sees %d buttons", n)
 	}
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		return tx.Quarantine(ctx, store.Quarantined{Consumer: "orders", Reason: store.ReasonHandlerError, Tenant: "acme", Subject: "order-2",
+		return store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{Consumer: "orders", Reason: store.ReasonHandlerError, Tenant: "acme", Subject: "order-2",
 			Version: 1, Position: 3, EventID: "acme-3", Event: []byte(`{}`), Error: "again", Attempts: 1})
 	}); err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/serve"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/storetest"
@@ -234,7 +235,7 @@ func TestBrowser(t *testing.T) {
 				return err
 			}
 		}
-		return tx.SetProjectionStatus(ctx, "order-summary", store.ProjectionStopped, "quarantined event paid-1 at position 2: amount is not a number")
+		return store.Bookkeeping(inside.Key{}, tx).SetProjectionStatus(ctx, "order-summary", store.ProjectionStopped, "quarantined event paid-1 at position 2: amount is not a number")
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +244,7 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		return tx.DeadLetter(ctx, l, []store.Failure{{Position: 3, Error: "broker refused: <b>no</b>"}})
+		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, l, []store.Failure{{Position: 3, Error: "broker refused: <b>no</b>"}})
 	}); err != nil {
 		t.Fatal(err)
 	}

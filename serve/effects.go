@@ -2,16 +2,11 @@ package serve
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
-	"io"
-	"mime"
 	"net/http"
-	"unicode/utf8"
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/effectjson"
-	"github.com/eventlite/eventlite/internal/jcs"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -76,9 +71,9 @@ func (h *Handler) decideEffect(w http.ResponseWriter, r *http.Request, tenant, k
 		err error
 	)
 	if action == "approve" {
-		e, err = h.s.Effects().Approve(r.Context(), tenant, key, body["args_hash"], body["by"])
+		e, err = h.s.Effects().Approve(r.Context(), store.EffectApproval{Tenant: tenant, Key: key, ArgsHash: body["args_hash"], By: body["by"]})
 	} else {
-		e, err = h.s.Effects().Reject(r.Context(), tenant, key, body["reason"], body["by"])
+		e, err = h.s.Effects().Reject(r.Context(), store.EffectRejection{Tenant: tenant, Key: key, Reason: body["reason"], By: body["by"]})
 	}
 	if err != nil {
 		writeProblem(w, effectProblem(err, tenant, key, action))
@@ -131,100 +126,56 @@ func effectProblem(err error, tenant, key, action string) *Problem {
 // decodeDecision reads a decision's body: a JSON object (Content-Type
 // application/json, which a browser cannot send across origins without a
 // CORS preflight) whose members are strings, each named in fields (true:
-// required), none twice. by and reason follow the rules of an event's
-// string attributes.
+// required), none twice (decodeJSONBody). by and reason follow the rules
+// of an event's string attributes.
 func decodeDecision(r *http.Request, fields map[string]bool) (map[string]string, *Problem) {
-	ct := r.Header.Get("Content-Type")
-	if m, _, err := mime.ParseMediaType(ct); err != nil || m != ctJSON {
-		p := problemf("unsupported-media-type", "Content-Type %q: send the decision as %s", ct, ctJSON)
-		p.Field = "Content-Type"
-		return nil, p
-	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, MaxDecisionBytes+1))
-	if err != nil {
-		return nil, invalidBody("", "", "reading the body: %v", err)
-	}
-	if len(b) > MaxDecisionBytes {
-		p := problemf("too-large", "the body is over %d bytes", MaxDecisionBytes)
-		p.Field, p.Limit = "body", ptr(int64(MaxDecisionBytes))
-		return nil, p
-	}
-	if !utf8.Valid(b) {
-		return nil, invalidBody("", "not valid UTF-8", "the body is not valid UTF-8")
-	}
-	want := "a JSON object with " + members(fields)
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil, invalidBody("", "not a JSON object", "the body must be %s", want)
-	}
-	out := make(map[string]string, len(fields))
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, invalidBody("", "malformed JSON", "the body is not valid JSON: %v", err)
-		}
-		name, _ := tok.(string)
-		if _, ok := fields[name]; !ok {
-			return nil, invalidBody(name, "unknown member", "unknown member %q: the body is %s", name, want)
-		}
-		if _, ok := out[name]; ok {
-			return nil, invalidBody(name, "given twice", "member %q given twice", name)
-		}
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return nil, invalidBody(name, "malformed JSON", "the body is not valid JSON: %v", err)
-		}
-		var v string
-		if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &v) != nil {
-			return nil, invalidBody(name, "must be a string", "member %q must be a string, not %s", name, raw)
-		}
-		out[name] = v
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, invalidBody("", "malformed JSON", "the body is not valid JSON: %v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, invalidBody("", "data after the object", "the body must be one JSON object and nothing after it")
-	}
-	// encoding/json turns an escaped lone surrogate into U+FFFD; refuse
-	// it, as an event's attributes do.
-	if _, err := jcs.Canonicalize(b); err != nil {
-		return nil, invalidBody("", "not I-JSON", "the body is not I-JSON (RFC 7493): %v", err)
-	}
+	var ms []bodyMember
 	for _, name := range []string{"args_hash", "by", "reason"} {
-		required, ok := fields[name]
-		if !ok {
-			continue
+		if required, ok := fields[name]; ok {
+			ms = append(ms, bodyMember{name: name, kind: jsonString, required: required})
 		}
-		if _, given := out[name]; required && !given {
-			return nil, invalidBody(name, "required", "member %q is required: the body is %s", name, want)
-		}
-		if name == "args_hash" {
+	}
+	body, p := decodeJSONBody(r, MaxDecisionBytes, "a JSON object with "+members(fields), ms...)
+	if p != nil {
+		return nil, p
+	}
+	out := body.strings
+	for _, m := range ms {
+		if m.name == "args_hash" {
 			continue // any other hash than the effect's is args-hash-mismatch, after the key and state are checked
 		}
-		if err := envelope.ValidateText(name, out[name], required); err != nil {
-			var te *envelope.TooLargeError
-			if errors.As(err, &te) {
-				p := problemf("too-large", "%v", te)
-				p.Field, p.Limit = name, ptr(int64(te.Limit))
-				return nil, p
-			}
-			var ie *envelope.InvalidError
-			if errors.As(err, &ie) {
-				return nil, invalidBody(name, ie.Reason, "%v", ie)
-			}
-			return nil, invalidBody(name, "", "%v", err)
+		if p := textProblem("invalid-body", m.name, out[m.name], m.required); p != nil {
+			return nil, p
 		}
 	}
 	return out, nil
 }
 
-func invalidBody(field, reason, format string, args ...any) *Problem {
-	p := problemf("invalid-body", format, args...)
-	p.Field, p.Reason = field, reason
+// textProblem checks free text a request gives (a decision's by or
+// reason, a delete's reason) by the rules of an event's string
+// attributes (envelope.ValidateText): valid UTF-8, no control character
+// (CR and LF included), no leading or trailing white space, at most
+// 1024 bytes. It answers 400 typ (invalid-body, invalid-parameter) or
+// 413 too-large, naming field.
+func textProblem(typ, field, v string, required bool) *Problem {
+	err := envelope.ValidateText(field, v, required)
+	if err == nil {
+		return nil
+	}
+	var te *envelope.TooLargeError
+	if errors.As(err, &te) {
+		p := problemf("too-large", "%v", te)
+		p.Field, p.Limit = field, ptr(int64(te.Limit))
+		return p
+	}
+	var ie *envelope.InvalidError
+	if !errors.As(err, &ie) {
+		p := problemf(typ, "%s: %v", field, err)
+		p.Field = field
+		return p
+	}
+	p := problemf(typ, "%s: %s", field, ie.Reason)
+	p.Field, p.Reason = field, ie.Reason
 	return p
 }
 

@@ -390,7 +390,7 @@ func TestEffectListAwaiting(t *testing.T) {
 	request(t, ts.s, refund("default", "k-awaiting"), &c)
 	request(t, ts.s, refund("default", "k-approved"), &c)
 	request(t, ts.s, refund("other", "k-other"), &c)
-	if _, err := ts.s.Effects().Approve(ctx, "default", "k-approved", ts.effect("default", "k-approved").ArgsHash(), "alice"); err != nil {
+	if _, err := ts.s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "k-approved", ArgsHash: ts.effect("default", "k-approved").ArgsHash(), By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ts.s.Effects().Run(ctx, "default", "k-plain", func(context.Context) (string, error) { return "m", nil }); err != nil {

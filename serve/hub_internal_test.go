@@ -6,10 +6,10 @@ import "testing"
 // what it had queued, while a reader that keeps up gets every batch: the
 // hub never blocks on a slow reader and never buffers without bound.
 func TestHubDropsAReaderThatFallsBehind(t *testing.T) {
-	h := &hub{subs: make(map[*subscription]struct{})}
+	h := &hub{subs: make(map[string]map[*subscription]struct{})}
 	slow := &subscription{ch: make(chan []fed, hubBuffer)}
 	fast := &subscription{ch: make(chan []fed, hubBuffer)}
-	h.subs[slow], h.subs[fast] = struct{}{}, struct{}{}
+	h.subs[""] = map[*subscription]struct{}{slow: {}, fast: {}}
 
 	got := 0
 	for i := range hubBuffer + 1 {
@@ -27,7 +27,7 @@ func TestHubDropsAReaderThatFallsBehind(t *testing.T) {
 	if got != hubBuffer+1 || h.wasDropped(fast) {
 		t.Fatalf("the reader that keeps up got %d of %d batches (dropped=%v)", got, hubBuffer+1, h.wasDropped(fast))
 	}
-	if _, ok := h.subs[slow]; ok {
+	if _, ok := h.subs[""][slow]; ok {
 		t.Fatal("the dropped reader is still subscribed")
 	}
 	queued := 0

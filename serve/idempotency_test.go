@@ -120,7 +120,7 @@ func TestIdempotencyKeyManyAndLong(t *testing.T) {
 		t.Fatalf("long key: %d %s", r.status, r.body)
 	}
 	sum := sha256.Sum256([]byte(long))
-	if _, ok, err := ts.s.Aggregates().Operation(ctx, "default", "http:sha256:"+hex.EncodeToString(sum[:])); !ok || err != nil {
+	if _, ok, err := ts.s.Aggregates().Operation(ctx, "default", "http.sha256:"+hex.EncodeToString(sum[:])); !ok || err != nil {
 		t.Errorf("long key not recorded by its hash: %v", err)
 	}
 	if r := ts.do("POST", streamEvents("default", "c"), structured("l1", "t", ""), "Content-Type", ctStructured, "Idempotency-Key", long); r.header.Get("Idempotent-Replayed") != "true" {

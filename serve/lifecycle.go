@@ -1,15 +1,11 @@
 package serve
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"mime"
 	"net/http"
-	"strconv"
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
@@ -40,6 +36,18 @@ func (h *Handler) deleteStream(w http.ResponseWriter, r *http.Request, tenant, s
 	default:
 		p := problemf("invalid-parameter", "hard=%q: must be true or false", v)
 		p.Field, p.Reason = "hard", "must be true or false"
+		writeProblem(w, p)
+		return
+	}
+	if len(q["reason"]) > 1 {
+		p := problemf("invalid-parameter", "reason given %d times: send it once", len(q["reason"]))
+		p.Field, p.Reason = "reason", "given more than once"
+		writeProblem(w, p)
+		return
+	}
+	// The reason follows the attribute rule: refused, never rewritten
+	// (the tombstone's JSON would turn invalid UTF-8 into U+FFFD).
+	if p := textProblem("invalid-parameter", "reason", q.Get("reason"), false); p != nil {
 		writeProblem(w, p)
 		return
 	}
@@ -124,42 +132,13 @@ func (h *Handler) lifecycle(w http.ResponseWriter, r *http.Request, tenant, stre
 	}
 }
 
-// decodeTruncate reads {"before":N}, N a whole number.
+// decodeTruncate reads {"before":N}, N a whole number (decodeJSONBody).
 func decodeTruncate(r *http.Request) (int64, *Problem) {
-	ct := r.Header.Get("Content-Type")
-	if m, _, err := mime.ParseMediaType(ct); err != nil || m != ctJSON {
-		p := problemf("unsupported-media-type", "Content-Type %q: send {\"before\":N} as %s", ct, ctJSON)
-		p.Field = "Content-Type"
+	body, p := decodeJSONBody(r, MaxTruncateBytes, `{"before":N}`, bodyMember{name: "before", kind: jsonInteger, required: true})
+	if p != nil {
 		return 0, p
 	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, MaxTruncateBytes+1))
-	if err != nil {
-		return 0, invalidBody("", "", "reading the body: %v", err)
-	}
-	if len(b) > MaxTruncateBytes {
-		p := problemf("too-large", "the body is over %d bytes", MaxTruncateBytes)
-		p.Field, p.Limit = "body", ptr(int64(MaxTruncateBytes))
-		return 0, p
-	}
-	var in struct {
-		Before *json.Number `json:"before"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	dec.UseNumber()
-	if err := dec.Decode(&in); err != nil || dec.More() {
-		return 0, invalidBody("", "malformed JSON", "the body must be one JSON object {\"before\":N}: %v", err)
-	}
-	if in.Before == nil {
-		return 0, invalidBody("before", "missing", "the body must name the first version to keep: {\"before\":N}")
-	}
-	n, err := strconv.ParseInt(in.Before.String(), 10, 64)
-	if err != nil {
-		p := problemf("invalid-parameter", "before %s: must be a whole number from 2 to the stream's version", in.Before.String())
-		p.Field, p.Reason = "before", "must be a whole number"
-		return 0, p
-	}
-	return n, nil
+	return body.integers["before"], nil
 }
 
 // who names the deleter for the tombstone: the token's tenant, never its

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/serve"
 	"github.com/eventlite/eventlite/store"
 )
@@ -29,7 +30,7 @@ func TestLifecycleBadInput(t *testing.T) {
 		{"POST", streamPath + "nope/truncate", `{"before":2}`, ct, 404, "stream-not-found"},
 		{"POST", streamPath + "s/truncate", `{"before":4}`, ct, 400, "invalid-parameter"},
 		{"POST", streamPath + "s/truncate", `{"before":1}`, ct, 400, "invalid-parameter"},
-		{"POST", streamPath + "s/truncate", `{"before":2.5}`, ct, 400, "invalid-parameter"},
+		{"POST", streamPath + "s/truncate", `{"before":2.5}`, ct, 400, "invalid-body"},
 		{"POST", streamPath + "s/truncate", `{}`, ct, 400, "invalid-body"},
 		{"POST", streamPath + "s/truncate", `{"before":2,"x":1}`, ct, 400, "invalid-body"},
 		{"POST", streamPath + "s/truncate", `{"before":2}`, nil, 415, "unsupported-media-type"},
@@ -188,7 +189,10 @@ func TestRemovedEventIDIsAConflict(t *testing.T) {
 	for _, r := range rows {
 		pub = append(pub, store.Published{Position: r.Event.Position})
 	}
-	if err := ts.s.Update(ctx, func(tx *store.Tx) error { _, err := tx.MarkPublished(ctx, lease, pub); return err }); err != nil {
+	if err := ts.s.Update(ctx, func(tx *store.Tx) error {
+		_, err := store.Bookkeeping(inside.Key{}, tx).MarkPublished(ctx, lease, pub)
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := ts.s.Lifecycle().Scavenge(ctx, store.ScavengeOptions{})
@@ -239,5 +243,40 @@ func TestLifecycleIdempotencyKey(t *testing.T) {
 	ts.appendN("default", "nope", 1, "t")
 	if r := ts.do("DELETE", streamPath+"nope", nil, "Idempotency-Key", "k-free"); r.status != 200 {
 		t.Fatalf("delete after a refused one with the same key: %d %s", r.status, r.body)
+	}
+}
+
+// TestDeleteReasonRule: ?reason= follows the attribute rule: a control
+// character (CR, LF and tab included), invalid UTF-8 or edge white space
+// is 400 invalid-parameter naming reason, and nothing is deleted; the
+// reason is never rewritten to U+FFFD nor kept with its line breaks.
+func TestDeleteReasonRule(t *testing.T) {
+	ts := newServer(t, nil)
+	ts.appendN("default", "s", 2, "t")
+	for _, q := range []string{"line%0Abreak", "carriage%0Dreturn", "crlf%0D%0A", "tab%09here", "bad%FFutf-8", "nul%00", "%20edge", "c1%C2%85", "a&reason=b"} {
+		r := ts.do("DELETE", streamPath+"s?reason="+q, nil)
+		if p := r.wantProblem(t, 400, "invalid-parameter"); p["field"] != "reason" || p["reason"] == nil {
+			t.Errorf("reason=%s: %s", q, r.body)
+		}
+	}
+	if ts.head() != 2 || len(ts.events("default", "s")) != 2 {
+		t.Fatalf("a refused delete changed the store")
+	}
+	if r := ts.do("DELETE", streamPath+"s?reason=gdpr%3A%20ticket%2012%20(Zo%C3%AB)", nil); r.status != 200 {
+		t.Fatalf("a valid reason: %d %s", r.status, r.body)
+	}
+	var got store.StreamDeleted
+	for e, err := range ts.s.ReadAll(context.Background(), store.ReadAllOptions{Tenant: "default"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Type == store.TypeStreamDeleted {
+			if err := json.Unmarshal(e.Data, &got); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got.Reason != "gdpr: ticket 12 (Zoë)" {
+		t.Errorf("tombstone reason %q", got.Reason)
 	}
 }

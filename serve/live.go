@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -109,12 +108,16 @@ func (h *Handler) serveLive(w http.ResponseWriter, r *http.Request, lr liveRead)
 	// Subscribe before reading the history: every commit after this point
 	// reaches the subscription, so history plus feed leave no gap; the
 	// feed's events already sent from history are skipped by position.
-	sub, err := h.hub.subscribe(ctx)
+	sub, err := h.hub.subscribe(ctx, lr.tenant, hubBuffer)
 	if err != nil {
-		fatal(err)
+		if ctx.Err() == nil && !errors.Is(err, errHubStopped) {
+			fatal(err)
+		}
 		return
 	}
 	defer h.hub.unsubscribe(sub)
+	logOpts := store.ReadAllOptions{From: lr.from, Tenant: lr.tenant, Types: lr.types,
+		StreamPrefix: lr.streamPrefix, CorrelationID: lr.correlationID}
 	match := func(e *envelope.Event) bool {
 		if e.Tenant != lr.tenant || e.Position <= last {
 			return false
@@ -122,12 +125,7 @@ func (h *Handler) serveLive(w http.ResponseWriter, r *http.Request, lr liveRead)
 		if lr.stream != "" {
 			return e.Stream == lr.stream && e.StreamVersion >= lr.from
 		}
-		if e.Position < lr.from {
-			return false
-		}
-		return (len(lr.types) == 0 || slices.Contains(lr.types, e.Type)) &&
-			strings.HasPrefix(e.Stream, lr.streamPrefix) &&
-			(lr.correlationID == "" || e.CorrelationID == lr.correlationID)
+		return matchLog(&logOpts, e)
 	}
 	// frame adds one event; js is its JSON when already encoded.
 	frame := func(e *envelope.Event, js []byte) {
@@ -154,8 +152,9 @@ func (h *Handler) serveLive(w http.ResponseWriter, r *http.Request, lr liveRead)
 	if lr.stream != "" {
 		history = h.s.ReadStream(ctx, lr.tenant, lr.stream, store.ReadStreamOptions{From: next})
 	} else {
-		history = h.s.ReadAll(ctx, store.ReadAllOptions{From: next, Tenant: lr.tenant, Types: lr.types,
-			StreamPrefix: lr.streamPrefix, CorrelationID: lr.correlationID})
+		o := logOpts
+		o.From = next
+		history = h.hub.read(ctx, o)
 	}
 	n := 0
 	for e, err := range history {
@@ -194,7 +193,7 @@ func (h *Handler) serveLive(w http.ResponseWriter, r *http.Request, lr liveRead)
 			if !ok {
 				if h.hub.wasDropped(sub) {
 					h.log.Debug("live reader dropped", "tenant", lr.tenant, "reason", "it fell behind")
-				} else if herr := h.hub.error(); herr != nil && !errors.Is(herr, context.Canceled) {
+				} else if herr := h.hub.error(); herr != nil && !errors.Is(herr, errHubStopped) {
 					fatal(herr)
 				}
 				return
@@ -230,4 +229,13 @@ func (h *Handler) startLive() bool {
 	}
 	h.live.Add(1)
 	return true
+}
+
+// matchLog reports whether e is one of the events a read of the log with
+// o selects (forward, from o.From on).
+func matchLog(o *store.ReadAllOptions, e *envelope.Event) bool {
+	return e.Tenant == o.Tenant && e.Position >= o.From &&
+		(len(o.Types) == 0 || slices.Contains(o.Types, e.Type)) &&
+		strings.HasPrefix(e.Stream, o.StreamPrefix) &&
+		(o.CorrelationID == "" || e.CorrelationID == o.CorrelationID)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/serve"
 	"github.com/eventlite/eventlite/store"
 )
@@ -83,7 +84,7 @@ func TestStoreWidePaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := ts.s.Update(ctx, func(tx *store.Tx) error {
-		return tx.DeadLetter(ctx, l, []store.Failure{{Position: 1, Error: "refused"}})
+		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, l, []store.Failure{{Position: 1, Error: "refused"}})
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -123,7 +123,7 @@ type streamJSON struct {
 
 func toStreamJSON(si store.StreamInfo) streamJSON {
 	return streamJSON{Tenant: si.Tenant, Stream: si.Stream, Version: si.Version, FirstPosition: si.FirstPosition,
-		LastPosition: si.LastPosition, Events: si.Version, Updated: si.UpdatedAt.UTC().Format(time.RFC3339Nano)}
+		LastPosition: si.LastPosition, Events: si.Events, Updated: si.UpdatedAt.UTC().Format(time.RFC3339Nano)}
 }
 
 func streamNotFound(tenant, stream string) *Problem {
@@ -315,45 +315,23 @@ func (h *Handler) readLogPage(w http.ResponseWriter, r *http.Request, tenant str
 		return
 	}
 	ctx := r.Context()
-	var deadline <-chan time.Time
-	if wait > 0 {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		deadline = t.C
-	}
-	for {
-		changed := h.s.Changed() // before reading: no commit goes unseen
-		evs := make([]envelope.Event, 0, min(limit+1, 128))
-		opts := store.ReadAllOptions{From: from, Limit: limit + 1, Tenant: tenant, Types: types,
-			StreamPrefix: prefix, CorrelationID: corr, Backward: backward}
-		for e, err := range h.s.ReadAll(ctx, opts) {
-			if err != nil {
-				writeProblem(w, problemFor(err, tenant, "", nil))
-				return
-			}
-			evs = append(evs, e)
+	evs, err := h.pollLog(ctx, store.ReadAllOptions{From: from, Limit: limit + 1, Tenant: tenant, Types: types,
+		StreamPrefix: prefix, CorrelationID: corr, Backward: backward}, wait)
+	if err != nil {
+		if ctx.Err() == nil {
+			writeProblem(w, problemFor(err, tenant, "", nil))
 		}
-		if len(evs) == 0 && deadline != nil {
-			select {
-			case <-changed:
-				continue
-			case <-deadline:
-			case <-ctx.Done():
-				return
-			case <-h.closing:
-			}
-		}
-		if len(evs) > limit {
-			evs = evs[:limit]
-			next := evs[len(evs)-1].Position + 1
-			if backward {
-				next = evs[len(evs)-1].Position - 1
-			}
-			setNext(w, r, map[string]string{"from": strconv.FormatInt(next, 10)})
-		}
-		writeEvents(w, form, evs)
 		return
 	}
+	if len(evs) > limit {
+		evs = evs[:limit]
+		next := evs[len(evs)-1].Position + 1
+		if backward {
+			next = evs[len(evs)-1].Position - 1
+		}
+		setNext(w, r, map[string]string{"from": strconv.FormatInt(next, 10)})
+	}
+	writeEvents(w, form, evs)
 }
 
 // listStreams answers GET .../streams?prefix=P&after=S&limit=N.

@@ -114,6 +114,7 @@ type Handler struct {
 	live    sync.WaitGroup
 	prom    metricsHandler
 	hub     *hub
+	polls   emptySpans // what long polls found empty
 
 	sessions sessions // the web page's, by cookie
 
@@ -169,10 +170,8 @@ func New(s *store.Store, opts *Options) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: AllowedHosts: %w", err)
 	}
-	for _, t := range o.Tokens {
-		if t.Secret == "" {
-			return nil, errors.New("serve: a token has an empty secret")
-		}
+	if err := ValidateTokens(o.Tokens); err != nil {
+		return nil, err
 	}
 	h := &Handler{
 		s: s, opts: o, log: o.Logger, tokens: hashTokens(o.Tokens),
@@ -185,7 +184,7 @@ func New(s *store.Store, opts *Options) (*Handler, error) {
 	if o.AccessLog != nil {
 		h.access = &accessLog{w: o.AccessLog}
 	}
-	h.hub = &hub{s: s, closing: h.closing}
+	h.hub = newHub(s, h.closing, o.Logger)
 	return h, nil
 }
 
@@ -386,6 +385,11 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 			writeProblem(w, p)
 			return
 		}
+	}
+	if p := checkQuery(r); p != nil {
+		p.Tenant, p.Stream = rt.tenant, rt.stream
+		writeProblem(w, p)
+		return
 	}
 	if !h.bufferBody(w, r, MaxBodyBytes) {
 		return

@@ -29,6 +29,9 @@ func (h *Handler) Serve(ctx context.Context, ln net.Listener) error {
 		ReadHeaderTimeout: headerTimeout,
 		IdleTimeout:       h.opts.IdleTimeout,
 		ErrorLog:          h.log.StandardLogger(nil),
+		// OPTIONS * reaches the handler (a problem) rather than net/http's
+		// empty 200.
+		DisableGeneralOptionsHandler: true,
 		ConnState: func(c net.Conn, s http.ConnState) {
 			mu.Lock()
 			defer mu.Unlock()

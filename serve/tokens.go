@@ -71,6 +71,43 @@ func redact(s string) string {
 	return "..."
 }
 
+// TokenError is a token New refuses: an empty secret, or a secret
+// another token has too (a request would get the first one's rights,
+// whatever the second says). It names the token by its place in
+// Options.Tokens, from 1, and its tenant, never by its secret.
+type TokenError struct {
+	Index  int    // the token's place in Options.Tokens, from 1
+	Tenant string // its tenant
+	// Same is the place of the earlier token with the same secret; 0
+	// when the secret is empty.
+	Same       int
+	SameTenant string
+}
+
+func (e *TokenError) Error() string {
+	if e.Same == 0 {
+		return fmt.Sprintf("serve: token %d (tenant %q) has an empty secret: give it one", e.Index, e.Tenant)
+	}
+	return fmt.Sprintf("serve: token %d (tenant %q) has the same secret as token %d (tenant %q): give every token a secret of its own", e.Index, e.Tenant, e.Same, e.SameTenant)
+}
+
+// ValidateTokens applies New's rule for tokens, so that a program can
+// check them before it opens a store or a port: every secret is given,
+// and no two tokens share one. The error is a *TokenError.
+func ValidateTokens(ts []Token) error {
+	seen := make(map[string]int, len(ts))
+	for i, t := range ts {
+		if t.Secret == "" {
+			return &TokenError{Index: i + 1, Tenant: t.Tenant}
+		}
+		if j, ok := seen[t.Secret]; ok {
+			return &TokenError{Index: i + 1, Tenant: t.Tenant, Same: j + 1, SameTenant: ts[j].Tenant}
+		}
+		seen[t.Secret] = i
+	}
+	return nil
+}
+
 type tokenEntry struct {
 	hash     [sha256.Size]byte
 	tenant   string

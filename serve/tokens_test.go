@@ -1,12 +1,14 @@
 package serve_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eventlite/eventlite/serve"
+	"github.com/eventlite/eventlite/store/storetest"
 )
 
 // Tokens: no or unknown token 401 with WWW-Authenticate; another tenant
@@ -79,5 +81,42 @@ func TestParseTokens(t *testing.T) {
 	}
 	if _, err := serve.ParseTokens(strings.NewReader("ok=acme\nbad\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Errorf("bad line: %v", err)
+	}
+}
+
+// TestDuplicateTokenSecrets: two tokens with one secret are refused at
+// start with a *TokenError naming both by place and tenant, never the
+// secret: the first match would otherwise decide what the second token's
+// holder may do.
+func TestDuplicateTokenSecrets(t *testing.T) {
+	s := storetest.MustOpen(t, nil)
+	for _, tc := range []struct {
+		name   string
+		tokens []serve.Token
+		want   serve.TokenError
+	}{
+		{"same tenant", []serve.Token{{Secret: "s3cret", Tenant: "a"}, {Secret: "s3cret", Tenant: "a", ReadOnly: true}}, serve.TokenError{Index: 2, Tenant: "a", Same: 1, SameTenant: "a"}},
+		{"other tenant", []serve.Token{{Secret: "x", Tenant: "a"}, {Secret: "s3cret", Tenant: "a"}, {Secret: "s3cret", Tenant: "*"}}, serve.TokenError{Index: 3, Tenant: "*", Same: 2, SameTenant: "a"}},
+		{"empty", []serve.Token{{Secret: "x", Tenant: "a"}, {Secret: "", Tenant: "b"}}, serve.TokenError{Index: 2, Tenant: "b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := serve.New(s, &serve.Options{Tokens: tc.tokens})
+			var te *serve.TokenError
+			if !errors.As(err, &te) {
+				if h != nil {
+					_ = h.Close()
+				}
+				t.Fatalf("New: %v, want a *TokenError", err)
+			}
+			if diff := cmp.Diff(tc.want, *te); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if strings.Contains(err.Error(), "s3cret") {
+				t.Errorf("the error shows the secret: %v", err)
+			}
+			if v := serve.ValidateTokens(tc.tokens); v == nil || v.Error() != err.Error() {
+				t.Errorf("ValidateTokens: %v, want New's %v", v, err)
+			}
+		})
 	}
 }

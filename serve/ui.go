@@ -5,8 +5,6 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/base64"
-	"encoding/json"
-	"io"
 	"mime"
 	"net/http"
 	"slices"
@@ -101,19 +99,11 @@ func (h *Handler) createSession(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, newProblem("cross-site", "a session is created by this server's own page only"))
 		return
 	}
-	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != ctJSON {
-		writeProblem(w, problemf("unsupported-media-type", "send the token as application/json: {\"token\":\"SECRET\"}"))
-		return
-	}
 	if !h.bufferBody(w, r, maxSessionBodyBytes) {
 		return
 	}
-	var in struct {
-		Token string `json:"token"`
-	}
-	if err := json.NewDecoder(io.LimitReader(r.Body, maxSessionBodyBytes)).Decode(&in); err != nil {
-		p := problemf("invalid-parameter", "the body must be {\"token\":\"SECRET\"}: %v", err)
-		p.Field, p.Reason = "token", "a JSON string"
+	body, p := decodeJSONBody(r, maxSessionBodyBytes, `{"token":"SECRET"}`, bodyMember{name: "token", kind: jsonString, required: true})
+	if p != nil {
 		writeProblem(w, p)
 		return
 	}
@@ -125,7 +115,7 @@ func (h *Handler) createSession(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, out)
 		return
 	}
-	i := h.matchSecret(in.Token)
+	i := h.matchSecret(body.strings["token"])
 	if i < 0 {
 		writeProblem(w, h.unauthorized(r, "no such token: use one the server was started with"))
 		return

@@ -245,6 +245,11 @@ func (s *Store) prepareAppendAs(own bool, tenant, stream string, expected Expect
 	if err := envelope.ValidateStream(stream); err != nil {
 		return nil, err
 	}
+	if !own {
+		if err := userStream("append to", tenant, stream); err != nil {
+			return nil, err
+		}
+	}
 	if len(events) == 0 {
 		return nil, &envelope.InvalidError{Index: -1, Field: "events", Reason: "nothing to append"}
 	}
@@ -398,6 +403,18 @@ func (s *Store) appendLocked(a *appendReq, now int64, g *reqScope) (AppendResult
 	version := current + n
 	if version > envelope.MaxStreamVersion {
 		return AppendResult{}, &envelope.InvalidError{Index: -1, Field: "streamversion", Reason: fmt.Sprintf("stream %q would pass %d events, the most a stream holds: start a new stream", a.stream, envelope.MaxStreamVersion)}
+	}
+	if last > envelope.MaxPosition-n {
+		// last+n would pass the highest position (and wrap around). A
+		// retry of a stored append still gets its first result.
+		res, retry, err := s.retryResult(a, current)
+		if err != nil {
+			return AppendResult{}, err
+		}
+		if retry {
+			return res, errRetried
+		}
+		return AppendResult{}, &PositionRangeError{Events: int(n), Value: last, Max: envelope.MaxPosition}
 	}
 	first := last + 1
 	if g != nil && !g.open && (!state.Row || state.Deleted != 0 || !w.SingleStatementInsert(len(a.events))) {

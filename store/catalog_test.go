@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/storetest"
 )
@@ -76,7 +77,7 @@ func TestTableExists(t *testing.T) {
 		t.Fatalf("read snapshot: rm %v, gone %v, hostile %v", view("rm"), view("gone"), view(hostile[0]))
 	}
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		if err := tx.DropTable(ctx, "rm"); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).DropTable(ctx, "rm"); err != nil {
 			return err
 		}
 		if ok, err := tx.TableExists(ctx, "rm"); err != nil || ok {

@@ -9,7 +9,7 @@ import (
 
 // Checkpoint returns the position the named projection has applied up
 // to, 0 when it has none. It reads the read pool: inside an Update
-// closure, read tx.Checkpoint.
+// closure, read Bookkeeping's Checkpoint.
 func (p *Projections) Checkpoint(ctx context.Context, name string) (int64, error) {
 	s := p.s
 	pos, err := s.ex.Checkpoint(ctx, s.rdb, name)
@@ -17,7 +17,7 @@ func (p *Projections) Checkpoint(ctx context.Context, name string) (int64, error
 }
 
 // Checkpoint reads a checkpoint inside an Update closure.
-func (tx *Tx) Checkpoint(ctx context.Context, name string) (int64, error) {
+func (tx txBook) Checkpoint(ctx context.Context, name string) (int64, error) {
 	if err := tx.check(); err != nil {
 		return 0, err
 	}
@@ -30,7 +30,7 @@ func (tx *Tx) Checkpoint(ctx context.Context, name string) (int64, error) {
 // transaction of the reader's own writes. With a lease it is fenced: it
 // fails with ErrStaleFence unless the lease is current. A nil lease writes
 // unfenced (on-demand readers that hold no lease).
-func (tx *Tx) SetCheckpoint(ctx context.Context, name string, position int64, lease *Lease) error {
+func (tx txBook) SetCheckpoint(ctx context.Context, name string, position int64, lease *Lease) error {
 	if err := tx.check(); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -29,6 +30,10 @@ func closedArg(t *testing.T, typ reflect.Type) reflect.Value {
 		return reflect.ValueOf(store.Lease{Resource: "relay", Owner: "me", Token: 1})
 	case typ == reflect.TypeFor[store.EffectRun]():
 		return reflect.ValueOf(store.EffectRun{Tenant: "default", Key: "k"})
+	case typ == reflect.TypeFor[store.EffectApproval]():
+		return reflect.ValueOf(store.EffectApproval{Tenant: "default", Key: "k", ArgsHash: "null", By: "alice"})
+	case typ == reflect.TypeFor[store.EffectRejection]():
+		return reflect.ValueOf(store.EffectRejection{Tenant: "default", Key: "k", By: "bob"})
 	}
 	v := reflect.New(typ).Elem()
 	switch typ.Kind() {
@@ -121,6 +126,9 @@ func TestClosedStore(t *testing.T) {
 	}
 	check("Store", reflect.ValueOf(s))
 	check("stale Tx", reflect.ValueOf(stale))
+	// What eventlite's packages call behind the internal boundary.
+	check("stale Tx bookkeeping", reflect.ValueOf(store.Bookkeeping(inside.Key{}, stale)))
+	check("Effects steps", reflect.ValueOf(store.EffectSteps(inside.Key{}, s.Effects())))
 	t.Logf("%d methods checked", checked)
 
 	for name, f := range map[string]func() error{

@@ -11,7 +11,7 @@ import (
 // Consumers is the external-consumer ledger, reached with Store.Consumers:
 // its reads (deferred events, version conflicts, counters). The inbox,
 // version and deferral writes run in the consumer's Update transaction
-// (tx.InboxInsert, tx.SetConsumerVersion, tx.Defer...).
+// (Bookkeeping: InboxInsert, SetConsumerVersion, Defer...).
 type Consumers struct{ s *Store }
 
 // Consumers returns the store's external-consumer ledger.
@@ -33,7 +33,7 @@ type InboxInsertParams struct {
 // InboxInsert records a message as processed by its consumer. It returns
 // false when the message was already there: a duplicate. The insert itself
 // is the decision (ON CONFLICT DO NOTHING), never a check-then-insert.
-func (tx *Tx) InboxInsert(ctx context.Context, p InboxInsertParams) (bool, error) {
+func (tx txBook) InboxInsert(ctx context.Context, p InboxInsertParams) (bool, error) {
 	if err := tx.check(); err != nil {
 		return false, err
 	}
@@ -44,7 +44,7 @@ func (tx *Tx) InboxInsert(ctx context.Context, p InboxInsertParams) (bool, error
 
 // ConsumerVersion returns the last version of an aggregate that consumer
 // applied, with that event's id; ok is false when it never saw one.
-func (tx *Tx) ConsumerVersion(ctx context.Context, tenant, consumer, subject string) (version int64, eventID string, ok bool, err error) {
+func (tx txBook) ConsumerVersion(ctx context.Context, tenant, consumer, subject string) (version int64, eventID string, ok bool, err error) {
 	if err := tx.check(); err != nil {
 		return 0, "", false, err
 	}
@@ -65,7 +65,7 @@ type SetConsumerVersionParams struct {
 
 // SetConsumerVersion records that a consumer applied a version of an
 // aggregate.
-func (tx *Tx) SetConsumerVersion(ctx context.Context, p SetConsumerVersionParams) error {
+func (tx txBook) SetConsumerVersion(ctx context.Context, p SetConsumerVersionParams) error {
 	if err := tx.check(); err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ type DeferredEvent struct {
 // Defer stores d durably. When another event already waits at that
 // version, nothing is stored and the waiting one is returned with ok
 // true: the caller records a conflict.
-func (tx *Tx) Defer(ctx context.Context, d DeferredEvent) (existing DeferredEvent, ok bool, err error) {
+func (tx txBook) Defer(ctx context.Context, d DeferredEvent) (existing DeferredEvent, ok bool, err error) {
 	if err := tx.check(); err != nil {
 		return DeferredEvent{}, false, err
 	}
@@ -116,7 +116,7 @@ func deferredEvent(r driver.DeferredRow) DeferredEvent {
 
 // TakeDeferred removes and returns the event deferred at version, if
 // any: the caller applies it in the same transaction.
-func (tx *Tx) TakeDeferred(ctx context.Context, tenant, consumer, subject string, version int64) (DeferredEvent, bool, error) {
+func (tx txBook) TakeDeferred(ctx context.Context, tenant, consumer, subject string, version int64) (DeferredEvent, bool, error) {
 	if err := tx.check(); err != nil {
 		return DeferredEvent{}, false, err
 	}
@@ -130,7 +130,7 @@ func (tx *Tx) TakeDeferred(ctx context.Context, tenant, consumer, subject string
 
 // DropStaleDeferred removes the events deferred for an aggregate at or
 // below version (they can never apply now) and returns them.
-func (tx *Tx) DropStaleDeferred(ctx context.Context, tenant, consumer, subject string, version int64) ([]DeferredEvent, error) {
+func (tx txBook) DropStaleDeferred(ctx context.Context, tenant, consumer, subject string, version int64) ([]DeferredEvent, error) {
 	if err := tx.check(); err != nil {
 		return nil, err
 	}
@@ -180,7 +180,7 @@ type VersionConflict struct {
 
 // RecordConflict records a version conflict; the read model is not
 // touched.
-func (tx *Tx) RecordConflict(ctx context.Context, c VersionConflict) error {
+func (tx txBook) RecordConflict(ctx context.Context, c VersionConflict) error {
 	if err := tx.check(); err != nil {
 		return err
 	}
@@ -209,7 +209,7 @@ func (c *Consumers) Conflicts(ctx context.Context, consumer string) ([]VersionCo
 }
 
 // CountConsumer adds to a consumer's counters.
-func (tx *Tx) CountConsumer(ctx context.Context, consumer string, applied, duplicates, stale int) error {
+func (tx txBook) CountConsumer(ctx context.Context, consumer string, applied, duplicates, stale int) error {
 	if err := tx.check(); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/storetest"
@@ -52,10 +53,10 @@ func copySource(t *testing.T) (path string, release func()) {
 		t.Fatalf("the scavenge of gone-1 removed %d events, want 2: %+v", res.Removed, res)
 	}
 	err = s.Update(ctx, func(tx *store.Tx) error {
-		if err := tx.SetCheckpoint(ctx, "orders", 5, nil); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).SetCheckpoint(ctx, "orders", 5, nil); err != nil {
 			return err
 		}
-		return tx.Quarantine(ctx, store.Quarantined{Consumer: "orders", Reason: store.ReasonHandlerError, Tenant: "default",
+		return store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{Consumer: "orders", Reason: store.ReasonHandlerError, Tenant: "default",
 			Subject: "order-1", Version: 2, Position: 2, EventID: "e-2", Error: "boom", Attempts: 1})
 	})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/storetest"
@@ -32,30 +33,30 @@ func TestCounts(t *testing.T) {
 
 	err = s.Update(ctx, func(tx *store.Tx) error {
 		for i := range 3 {
-			if err := tx.Quarantine(ctx, store.Quarantined{Consumer: "c", Reason: store.ReasonUninterpretable, EventID: fmt.Sprintf("q%d", i), Position: int64(i + 1)}); err != nil {
+			if err := store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{Consumer: "c", Reason: store.ReasonUninterpretable, EventID: fmt.Sprintf("q%d", i), Position: int64(i + 1)}); err != nil {
 				return err
 			}
-			if _, _, err := tx.Defer(ctx, store.DeferredEvent{Consumer: "c", Tenant: "default", Subject: "o-1", Version: int64(3 + i), EventID: fmt.Sprintf("e%d", i),
+			if _, _, err := store.Bookkeeping(inside.Key{}, tx).Defer(ctx, store.DeferredEvent{Consumer: "c", Tenant: "default", Subject: "o-1", Version: int64(3 + i), EventID: fmt.Sprintf("e%d", i),
 				Event: []byte(`{}`), Expected: 2, FirstSeen: time.Now(), Reason: "gap"}); err != nil {
 				return err
 			}
 		}
-		if err := tx.RecordConflict(ctx, store.VersionConflict{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 2,
+		if err := store.Bookkeeping(inside.Key{}, tx).RecordConflict(ctx, store.VersionConflict{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 2,
 			KeptEventID: "a", ConflictingID: "b", ConflictingEvent: []byte(`{}`)}); err != nil {
 			return err
 		}
 		// One quarantine entry resolved, one deferral taken.
-		if err := tx.ResolveQuarantine(ctx, "c", 1, ""); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).ResolveQuarantine(ctx, "c", 1, ""); err != nil {
 			return err
 		}
-		_, _, err := tx.TakeDeferred(ctx, "default", "c", "o-1", 3)
+		_, _, err := store.Bookkeeping(inside.Key{}, tx).TakeDeferred(ctx, "default", "c", "o-1", 3)
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, key := range []string{"a", "b"} {
-		if _, _, err := s.Effects().Reserve(ctx, "default", key); err != nil {
+		if _, _, err := store.EffectSteps(inside.Key{}, s.Effects()).Reserve(ctx, "default", key); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -14,10 +14,12 @@ import (
 // database/sql transaction (ExecContext, QueryContext, QueryRowContext,
 // database/sql types); its writes commit with the checkpoint or not at
 // all; tx.Nested undoes a scope's writes and keeps the transaction usable;
-// tx.TableExists answers from the engine's catalog. What differs, and is
-// the handler's to choose by tx.Dialect(): placeholders beyond ?,
-// functions (SQLite's scalar max is PostgreSQL's GREATEST), types and
-// upsert syntax.
+// tx.TableExists answers from the engine's catalog; ? placeholders work
+// on both (numbered $1..$n on PostgreSQL by the store), and so does an
+// upsert that names its table by an alias (INSERT INTO <table> AS t ...
+// DO UPDATE SET n = t.n + 1). What differs, and is the handler's to
+// choose by tx.Dialect(): functions (SQLite's scalar max is PostgreSQL's
+// GREATEST) and types. docs/handler-sql.md has the rules.
 type Dialect string
 
 const (

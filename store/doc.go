@@ -47,25 +47,33 @@
 //
 // Twins and transactions: the few writes a service makes have a twin for
 // use inside its own transaction, s.Append beside tx.Append (River's
-// Insert and InsertTx). Every other operation that only makes sense
-// inside a write transaction is a method of *Tx (bbolt's tx.Bucket), not
-// a Store method taking a Tx: tx.SetCheckpoint, tx.CheckFence,
-// tx.MarkPublished, tx.Quarantine, ... A Tx is valid only inside its
-// Update closure.
+// Insert and InsertTx). *Tx holds what an application's handler or
+// Update closure does in a transaction (bbolt's tx.Bucket): its SQL,
+// tx.Nested, tx.Dialect, tx.TableExists, tx.Append, tx.DeleteStream,
+// tx.TruncateStream, tx.SaveSnapshot. A Tx is valid only inside its
+// Update closure. The store's own bookkeeping in a transaction
+// (checkpoints and fences, outbox marks, the consumer inbox, quarantine
+// records, rebuild state, table swaps, the operation ledger's writes) is
+// not on *Tx: eventlite's packages reach it with Bookkeeping, whose key's
+// package (internal/inside) an application cannot import, so a handler
+// cannot rewind a checkpoint or mark an outbox row published.
 //
 // The package, file by file. *Store (store.go) keeps what a service
 // calls: Open, Close, Append, the reads, Update, View, Changed, Done,
 // Path, Diagnose, CheckInvariants; the rest sits in small handles reached
 // from it (Outbox, Effects, Consumers, Leases, Projections, Rebuilds,
-// Lifecycle, Aggregates, Inventory), and
-// operations that only make sense inside a write transaction are methods
-// of *Tx (tx.go). New features add handles, not Store methods.
+// Lifecycle, Aggregates, Inventory), what an application does inside a
+// write transaction is a method of *Tx (tx.go), and the store's
+// bookkeeping inside one is reached with Bookkeeping (bookkeeping.go).
+// New features add handles, not Store methods.
 //
 //	store.go        Open, Options, Close, Changed, Done, Path
 //	writer.go       the writer goroutine and its group commits
 //	conn.go         the read connections
 //	tx.go, view.go  Update and *Tx (tx.Nested: a scope that undoes only its
 //	                own writes), View and *ReadTx
+//	bookkeeping.go  Bookkeeping: the store's bookkeeping in a Tx, for
+//	                eventlite's own packages (b.X below is one of its calls)
 //	dialect.go      Dialect, tx.Dialect, rt.Dialect; the driver a store
 //	                runs on (its SQL is in internal/sqlitedriver, behind
 //	                the interfaces of internal/driver: this package runs
@@ -74,31 +82,32 @@
 //	trace.go        the append span, the traceparent/tracestate extension, LatencyObserver
 //	read.go         ReadStream, ReadAll, Head, StreamVersion, EventByID
 //	streaminfo.go   Streams (by prefix, after, limit) and StreamInfo
-//	checkpoint.go   Projections.Checkpoint(s), tx.Checkpoint, tx.SetCheckpoint
+//	checkpoint.go   Projections.Checkpoint(s), b.Checkpoint, b.SetCheckpoint
 //	aggregates.go   s.Aggregates(): what package aggregate keeps beside the
 //	                events; snapshots.go: LoadSnapshot, tx.SaveSnapshot;
 //	                operations.go, the operation ledger: Operation,
-//	                tx.Operation, tx.RecordOperation
-//	lifecycle.go    s.Lifecycle(): delete and truncate a stream; tx.StreamEvents
+//	                b.Operation, b.RecordOperation
+//	lifecycle.go    s.Lifecycle(): delete and truncate a stream; b.StreamEvents
 //	retention.go    retention policies by stream-id prefix (Lifecycle().SetRetention)
 //	scavenge.go     Lifecycle().Scavenge: options, result, retention applied, the plan
 //	scavenge_batch.go  the batches: what holds events back, the scrub steps
 //	scavenge_space.go  secure_delete, incremental vacuum or VACUUM, WAL checkpoint
 //	outbox.go       s.Outbox(): the relay's reads and ledger, watermark, dead letters, parked streams;
-//	                tx.MarkPublished, tx.RecordFailure, tx.DeadLetter
-//	effects.go      s.Effects(): the effect ledger (reserve, begin, complete...)
+//	                b.MarkPublished, b.RecordFailure, b.DeadLetter
+//	effects.go      s.Effects(): the effect ledger (Run, Reconcile, Compensate;
+//	                its steps reserve, begin, complete... are EffectSteps')
 //	effects_approval.go  Effects.Do with kinds, arguments and a person's
 //	                approval; Approve, Reject, ResumeApproved
 //	consumer.go     s.Consumers(): an external consumer's inbox, versions,
-//	                deferred events and version conflicts (tx.InboxInsert...)
-//	lease.go        s.Leases(): leases and fencing (tx.CheckFence)
-//	projections.go  s.Projections(): projection status (tx.SetProjectionStatus)
-//	quarantine.go   quarantined events (tx.Quarantine) and, in
+//	                deferred events and version conflicts (b.InboxInsert...)
+//	lease.go        s.Leases(): leases and fencing (b.CheckFence)
+//	projections.go  s.Projections(): projection status (b.SetProjectionStatus)
+//	quarantine.go   quarantined events (b.Quarantine) and, in
 //	quarantine_actions.go, an operator's retry and skip
-//	holes.go        holes in the position sequence (tx.RecordHole)
-//	rebuild.go      s.Rebuilds(): rebuild bookkeeping (tx.SaveRebuild...)
-//	tables.go       read-model tables: tx.TableExists, tx.DropTable,
-//	                tx.RenameTable, tx.CompareTables
+//	holes.go        holes in the position sequence (b.RecordHole)
+//	rebuild.go      s.Rebuilds(): rebuild bookkeeping (b.SaveRebuild...)
+//	tables.go       read-model tables: tx.TableExists, b.DropTable,
+//	                b.RenameTable, b.CompareTables
 //	inventory.go    s.Inventory(): what the file holds, counted, as a
 //	                dashboard and a metrics scrape read it: Stats (the
 //	                store's or a tenant's), Tenants; counts.go: Counts of

@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -269,14 +271,22 @@ func (s *Store) diagnoseConsumers(ctx context.Context, o DiagnoseOptions, now ti
 		return err
 	}
 	qf := newFinding("quarantined", SeverityProblem, o.MaxIDs)
+	refused := 0 // by the engine as text: statementError's hint
 	for _, e := range q {
 		id := e.Consumer + ":" + e.EventID
 		if e.Position > 0 {
 			id += "@" + strconv.FormatInt(e.Position, 10)
 		}
 		qf.add(id, e.CreatedAt)
+		if strings.Contains(e.Error, handlerSQLDoc) {
+			refused++
+		}
 	}
-	emit(qf, "events set aside for a person (a handler kept failing, an event nobody can interpret, a gap that never filled): fix the cause, then 'eventlite quarantine retry NAME EVENT-ID' (a stopped projection resumes at its event when restarted), or give the event up with 'eventlite quarantine skip NAME EVENT-ID'; 'eventlite quarantine list' shows them")
+	detail := "events set aside for a person (a handler kept failing, an event nobody can interpret, a gap that never filled): fix the cause, then 'eventlite quarantine retry NAME EVENT-ID' (a stopped projection resumes at its event when restarted), or give the event up with 'eventlite quarantine skip NAME EVENT-ID'; 'eventlite quarantine list' shows them"
+	if refused > 0 {
+		detail += fmt.Sprintf("; %d failed on a statement the engine refused (a syntax error, an ambiguous or unknown column: often SQL written for the other engine): see %s", refused, handlerSQLDoc)
+	}
+	emit(qf, detail)
 	conflicts, err := s.Consumers().Conflicts(ctx, "")
 	if err != nil {
 		return err
@@ -370,5 +380,34 @@ func (s *Store) diagnoseLog(ctx context.Context, o DiagnoseOptions, emit func(*f
 		return mapErr(err)
 	}
 	emit(gaps, "streams whose versions are not 1..n (but for the versions a scavenge removed before where their reads start): events were removed or changed behind eventlite's back; restore from a backup")
+	deleted, err := s.ex.DeletedStreams(ctx, s.rdb, ReservedStreamPrefix)
+	if err != nil {
+		return mapErr(err)
+	}
+	own := newFinding("own_stream_deleted", SeverityProblem, o.MaxIDs)
+	for _, d := range deleted {
+		kind := "soft"
+		if d.Mark == deletedHard {
+			kind = "hard"
+		}
+		own.add(d.Tenant+"/"+d.Stream+" ("+kind+")", time.Time{})
+	}
+	emit(own, "streams of the store's own (ids starting with "+ReservedStreamPrefix+") that a user deleted, which an older eventlite allowed; while "+
+		ForgottenStream+" was hard-deleted, every forget in its tenant failed (exit 4) and the subject's data stayed readable. "+
+		"To repair, run eventlite forget SUBJECT --tenant TENANT again for each subject whose forget failed "+
+		"(or, if none did, once more for a subject forgotten before): forget restores the stream first")
+	uses, err := s.ex.MasterKeys(ctx, s.rdb)
+	if err != nil {
+		return mapErr(err)
+	}
+	mixed := newFinding("master_keys_mixed", SeverityProblem, o.MaxIDs)
+	if len(uses) > 1 {
+		for _, u := range uses {
+			mixed.add(hex.EncodeToString(u.ID)+" wraps "+strconv.FormatInt(u.Keys, 10)+" data keys", time.Time{})
+		}
+	}
+	emit(mixed, "the data keys are wrapped by more than one master key, which an older eventlite allowed: a store uses one, "+
+		"and a relay or projection with either key stops at an event of the other. To repair, keep one master key and, for each subject "+
+		"whose key the other wraps, run eventlite forget SUBJECT (its data is then erased), or restore a backup taken before the other key was used")
 	return nil
 }

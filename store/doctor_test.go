@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
 )
@@ -33,32 +34,32 @@ func TestDiagnoseFindsPlantedDefects(t *testing.T) {
 	poison := drivertest.AppendEvents(t, s, "poison", 2)
 	relay, _ := s.Leases().Acquire(ctx, "relay", "relay-2", 200*time.Millisecond)
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		return tx.DeadLetter(ctx, relay, []store.Failure{{Position: poison.FirstPosition(), Error: "message too large"}})
+		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, relay, []store.Failure{{Position: poison.FirstPosition(), Error: "message too large"}})
 	}); err != nil {
 		t.Fatal(err)
 	}
 	// Effects: one unknown, one stuck executing.
 	_, _ = s.Effects().Run(ctx, "default", "charge:1", func(ctx context.Context) (string, error) { return "", store.ErrOutcomeUnknown })
-	_, _, _ = s.Effects().Reserve(ctx, "default", "email:1")
-	_, _ = s.Effects().Begin(ctx, "default", "email:1")
+	_, _, _ = store.EffectSteps(inside.Key{}, s.Effects()).Reserve(ctx, "default", "email:1")
+	_, _ = store.EffectSteps(inside.Key{}, s.Effects()).Begin(ctx, "default", "email:1")
 	// Consumer ledgers: an old deferral, a quarantined event, a conflict.
 	err = s.Update(ctx, func(tx *store.Tx) error {
-		if _, _, err := tx.Defer(ctx, store.DeferredEvent{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 3, EventID: "e3",
+		if _, _, err := store.Bookkeeping(inside.Key{}, tx).Defer(ctx, store.DeferredEvent{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 3, EventID: "e3",
 			Event: []byte(`{}`), Expected: 2, FirstSeen: clock.Now(), Reason: "gap"}); err != nil {
 			return err
 		}
-		if err := tx.Quarantine(ctx, store.Quarantined{Consumer: "c", Reason: store.ReasonUninterpretable, EventID: "q1"}); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{Consumer: "c", Reason: store.ReasonUninterpretable, EventID: "q1"}); err != nil {
 			return err
 		}
-		if err := tx.RecordConflict(ctx, store.VersionConflict{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 2,
+		if err := store.Bookkeeping(inside.Key{}, tx).RecordConflict(ctx, store.VersionConflict{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 2,
 			KeptEventID: "a", ConflictingID: "b", ConflictingEvent: []byte(`{}`)}); err != nil {
 			return err
 		}
 		// Projections: one stopped, one running but behind.
-		if err := tx.SetProjectionStatus(ctx, "broken", store.ProjectionStopped, "handler error"); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).SetProjectionStatus(ctx, "broken", store.ProjectionStopped, "handler error"); err != nil {
 			return err
 		}
-		return tx.SetProjectionStatus(ctx, "slow", store.ProjectionActive, "")
+		return store.Bookkeeping(inside.Key{}, tx).SetProjectionStatus(ctx, "slow", store.ProjectionActive, "")
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -183,7 +183,7 @@ func (ef *Effects) Get(ctx context.Context, tenant, key string) (Effect, bool, e
 // Reserve records the intent to perform an effect. A second reserve
 // of the same tenant and key returns the existing row (created false): no
 // second effect.
-func (ef *Effects) Reserve(ctx context.Context, tenant, key string) (Effect, bool, error) {
+func (ef effectSteps) Reserve(ctx context.Context, tenant, key string) (Effect, bool, error) {
 	s := ef.s
 	if err := validateEffect(tenant, key); err != nil {
 		return Effect{}, false, err
@@ -249,7 +249,7 @@ func (s *Store) transition(ctx context.Context, tenant, key, step string, from [
 // kinds that may run again without reconciling (derived, analytics); an
 // approval older than the effect's ApprovalValidFor is refused. Begin does
 // not run a permission effect's Check: Do does.
-func (ef *Effects) Begin(ctx context.Context, tenant, key string) (Effect, error) {
+func (ef effectSteps) Begin(ctx context.Context, tenant, key string) (Effect, error) {
 	s := ef.s
 	return s.transition(ctx, tenant, key, "begin", []EffectState{EffectReserved, EffectFailed, EffectApproved, EffectUnknown}, EffectExecuting,
 		func(tx *Tx, prev EffectState, e *Effect) error {
@@ -267,7 +267,7 @@ func (ef *Effects) Begin(ctx context.Context, tenant, key string) (Effect, error
 
 // Complete records that the effect happened, with the provider's
 // reference (EXECUTING or UNKNOWN -> COMPLETED).
-func (ef *Effects) Complete(ctx context.Context, tenant, key, providerRef string) (Effect, error) {
+func (ef effectSteps) Complete(ctx context.Context, tenant, key, providerRef string) (Effect, error) {
 	s := ef.s
 	return s.transition(ctx, tenant, key, "complete", []EffectState{EffectExecuting, EffectUnknown}, EffectCompleted, func(tx *Tx, _ EffectState, e *Effect) error {
 		e.ProviderRef = providerRef
@@ -279,7 +279,7 @@ func (ef *Effects) Complete(ctx context.Context, tenant, key, providerRef string
 // (EXECUTING or UNKNOWN -> FAILED); a retry with the same key may follow.
 // An irreversible effect goes back to AWAITING_APPROVAL instead, its
 // approval cleared: only a person's new approval lets it run again.
-func (ef *Effects) Fail(ctx context.Context, tenant, key, reason string) (Effect, error) {
+func (ef effectSteps) Fail(ctx context.Context, tenant, key, reason string) (Effect, error) {
 	s := ef.s
 	return s.transition(ctx, tenant, key, "fail", []EffectState{EffectExecuting, EffectUnknown}, EffectFailed, func(tx *Tx, _ EffectState, e *Effect) error {
 		e.LastError = reason
@@ -292,7 +292,7 @@ func (ef *Effects) Fail(ctx context.Context, tenant, key, reason string) (Effect
 
 // MarkUnknown records that the attempt may have happened
 // (EXECUTING -> UNKNOWN). It is not retried until reconciled.
-func (ef *Effects) MarkUnknown(ctx context.Context, tenant, key, reason string) (Effect, error) {
+func (ef effectSteps) MarkUnknown(ctx context.Context, tenant, key, reason string) (Effect, error) {
 	s := ef.s
 	return s.transition(ctx, tenant, key, "mark unknown", []EffectState{EffectExecuting}, EffectUnknown, func(tx *Tx, _ EffectState, e *Effect) error {
 		e.LastError = reason
@@ -357,7 +357,7 @@ func (ef *Effects) Reconcile(ctx context.Context, stuckBefore time.Time, check E
 				continue
 			}
 			// A stuck attempt may have happened: it is unknown until checked.
-			if _, err := s.Effects().MarkUnknown(ctx, e.Tenant, e.Key, "attempt started "+e.StartedAt.Format(time.RFC3339)+" never finished"); err != nil {
+			if _, err := s.Effects().steps().MarkUnknown(ctx, e.Tenant, e.Key, "attempt started "+e.StartedAt.Format(time.RFC3339)+" never finished"); err != nil {
 				return res, err
 			}
 		}
@@ -368,12 +368,12 @@ func (ef *Effects) Reconcile(ctx context.Context, stuckBefore time.Time, check E
 		}
 		switch answer {
 		case DidHappen:
-			if _, err := s.Effects().Complete(ctx, e.Tenant, e.Key, ref); err != nil {
+			if _, err := s.Effects().steps().Complete(ctx, e.Tenant, e.Key, ref); err != nil {
 				return res, err
 			}
 			res.Completed++
 		case DidNotHappen:
-			if _, err := s.Effects().Fail(ctx, e.Tenant, e.Key, "reconciled: the provider confirms it did not happen"); err != nil {
+			if _, err := s.Effects().steps().Fail(ctx, e.Tenant, e.Key, "reconciled: the provider confirms it did not happen"); err != nil {
 				return res, err
 			}
 			res.Failed++

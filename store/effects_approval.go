@@ -354,7 +354,7 @@ func (ef *Effects) attempt(ctx context.Context, e Effect, check func(context.Con
 			return e, &PermissionError{Tenant: e.Tenant, Key: e.Key, Err: err}
 		}
 	}
-	started, err := ef.Begin(ctx, e.Tenant, e.Key)
+	started, err := ef.steps().Begin(ctx, e.Tenant, e.Key)
 	if err != nil {
 		return e, err
 	}
@@ -364,15 +364,15 @@ func (ef *Effects) attempt(ctx context.Context, e Effect, check func(context.Con
 	rec := context.WithoutCancel(ctx)
 	switch {
 	case callErr == nil:
-		return ef.Complete(rec, e.Tenant, e.Key, ref)
+		return ef.steps().Complete(rec, e.Tenant, e.Key, ref)
 	case errors.Is(callErr, ErrOutcomeUnknown) || errors.Is(callErr, context.DeadlineExceeded):
-		e, err := ef.MarkUnknown(rec, e.Tenant, e.Key, callErr.Error())
+		e, err := ef.steps().MarkUnknown(rec, e.Tenant, e.Key, callErr.Error())
 		if err != nil {
 			return e, errors.Join(callErr, err)
 		}
 		return e, callErr
 	default:
-		e, err := ef.Fail(rec, e.Tenant, e.Key, callErr.Error())
+		e, err := ef.steps().Fail(rec, e.Tenant, e.Key, callErr.Error())
 		if err != nil {
 			return e, errors.Join(callErr, err)
 		}
@@ -380,10 +380,32 @@ func (ef *Effects) attempt(ctx context.Context, e Effect, check func(context.Con
 	}
 }
 
+// EffectApproval is a person's approval of one effect's exact arguments
+// (Effects.Approve).
+type EffectApproval struct {
+	// Tenant and Key name the effect.
+	Tenant, Key string
+	// ArgsHash must be the effect's ArgsHash: the hash of the arguments
+	// the person was shown ('eventlite effects list' shows it).
+	ArgsHash string
+	// By names who approves: declared, not authenticated. Required.
+	By string
+}
+
+// EffectRejection is a person's refusal of one effect (Effects.Reject).
+type EffectRejection struct {
+	// Tenant and Key name the effect.
+	Tenant, Key string
+	// Reason says why; optional.
+	Reason string
+	// By names who refuses: declared, not authenticated. Required.
+	By string
+}
+
 // Approve records a person's approval of the effect's exact arguments:
-// argsHash must be its ArgsHash (the hash 'eventlite effects list'
+// a.ArgsHash must be its ArgsHash (the hash 'eventlite effects list'
 // shows). The effect must be AWAITING_APPROVAL, or already APPROVED (then
-// nothing changes: the first approver stays). by names who approves:
+// nothing changes: the first approver stays). a.By names who approves:
 // declared, not authenticated. Approval runs nothing: the effect runs on
 // the next Do with its key, or through ResumeApproved.
 //
@@ -391,7 +413,8 @@ func (ef *Effects) attempt(ctx context.Context, e Effect, check func(context.Con
 // ErrNotFound); another state (*EffectStateError); another hash, a
 // malformed one included (*ArgsHashMismatchError). Nothing changes on an
 // error.
-func (ef *Effects) Approve(ctx context.Context, tenant, key, argsHash, by string) (Effect, error) {
+func (ef *Effects) Approve(ctx context.Context, a EffectApproval) (Effect, error) {
+	tenant, key, argsHash, by := a.Tenant, a.Key, a.ArgsHash, a.By
 	if err := envelope.ValidateText("by", by, true); err != nil {
 		return Effect{}, err
 	}
@@ -409,9 +432,10 @@ func (ef *Effects) Approve(ctx context.Context, tenant, key, argsHash, by string
 }
 
 // Reject records a person's refusal: the effect (AWAITING_APPROVAL or
-// APPROVED) becomes REJECTED, for good, with who, when and why. by is
-// declared, not authenticated; reason is optional. Errors as Approve's.
-func (ef *Effects) Reject(ctx context.Context, tenant, key, reason, by string) (Effect, error) {
+// APPROVED) becomes REJECTED, for good, with who, when and why. r.By is
+// declared, not authenticated; r.Reason is optional. Errors as Approve's.
+func (ef *Effects) Reject(ctx context.Context, r EffectRejection) (Effect, error) {
+	tenant, key, reason, by := r.Tenant, r.Key, r.Reason, r.By
 	if err := envelope.ValidateText("by", by, true); err != nil {
 		return Effect{}, err
 	}

@@ -132,7 +132,7 @@ func TestEffectCrashBetweenApprovalAndExecution(t *testing.T) {
 		t.Fatalf("request child said %q", line)
 	}
 	s := storetest.MustOpenPath(t, db, nil)
-	if _, err := s.Effects().Approve(ctx, "default", "delete:acct-1", hash, "alice"); err != nil {
+	if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "delete:acct-1", ArgsHash: hash, By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	kill9(t, asker)

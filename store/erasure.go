@@ -104,6 +104,15 @@ func (e *Erasure) Forget(ctx context.Context, tenant, subject string) (ForgetRes
 	err = s.withSecureDelete(ctx, func() error {
 		return s.Update(ctx, func(tx *Tx) error {
 			res = ForgetResult{}
+			// The store's own stream: a delete an older eventlite let a
+			// user make (a hard one refused every later forget) is undone.
+			revived, err := s.ex.UndeleteStream(ctx, tx, tenant, ForgottenStream)
+			if err != nil {
+				return fmt.Errorf("restore the stream %s: %w", ForgottenStream, mapErr(err))
+			}
+			if revived {
+				s.log.Warn("the store's own stream had been deleted; restored", "tenant", tenant, "stream", ForgottenStream)
+			}
 			found, already, err := s.ex.ForgetDataKey(ctx, tx, tenant, subject, tx.now)
 			switch {
 			case err != nil:
@@ -124,6 +133,10 @@ func (e *Erasure) Forget(ctx context.Context, tenant, subject string) (ForgetRes
 			}
 			if res.Copies, err = eraseCopies(ctx, tx, tenant, subject); err != nil {
 				return err
+			}
+			// A sink's reply recorded as a failure may have quoted the data.
+			if _, err := s.ex.EraseOutboxErrors(ctx, tx, tenant, subject); err != nil {
+				return fmt.Errorf("erase the outbox's error texts: %w", mapErr(err))
 			}
 			r, err := tx.appendPrepared(ctx, a)
 			if err != nil {

@@ -44,7 +44,16 @@ type MasterKeyError struct {
 	// Stored is the id of the master key that wrapped the data key, Given
 	// the id of the master key given (hex).
 	Stored, Given string
+	// Position is the event being read, when the error is an event's
+	// (0 otherwise).
+	Position int64
 }
+
+// Foreign reports whether the data key was wrapped by another master key
+// than the one given (rather than altered): in a store whose keys are
+// wrapped by the key given, such an event is one no process of the store
+// can open (an older eventlite let a second master key in).
+func (e *MasterKeyError) Foreign() bool { return e.Stored != e.Given }
 
 func (e *MasterKeyError) Error() string {
 	if e.Stored == e.Given {
@@ -55,6 +64,24 @@ func (e *MasterKeyError) Error() string {
 
 // Unwrap lets errors.Is(err, ErrMasterKey) match.
 func (e *MasterKeyError) Unwrap() error { return ErrMasterKey }
+
+// StoreMasterKeyError: the store's data keys are wrapped by another
+// master key than the one given. A store uses one master key: Open
+// refuses a process with another one, and an append that would create a
+// data key under another one is refused before anything is stored.
+// errors.Is(err, ErrMasterKey) holds for it.
+type StoreMasterKeyError struct {
+	Stored string // the id (hex) of the master key the store's keys are wrapped by
+	Given  string // the id (hex) of the master key given
+}
+
+func (e *StoreMasterKeyError) Error() string {
+	return fmt.Sprintf("wrong master key: the store's data keys are wrapped by master key %s and the master key given is %s; a store uses one master key: "+
+		"pass the store's master key file (--master-key-file or $EVENTLITE_MASTER_KEY_FILE)", e.Stored, e.Given)
+}
+
+// Unwrap lets errors.Is(err, ErrMasterKey) match.
+func (e *StoreMasterKeyError) Unwrap() error { return ErrMasterKey }
 
 // ReadMasterKeyFile reads a master key file: exactly 32 bytes (the raw
 // key), or 64 hexadecimal digits, optionally followed by one newline

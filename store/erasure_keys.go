@@ -5,6 +5,7 @@ import (
 	"crypto/cipher"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -138,9 +139,32 @@ func (k *keyring) unwrap(r keyRef, id, wrapped []byte) (cipher.AEAD, error) {
 	return newGCM(raw)
 }
 
+// checkStoreKey refuses a master key other than the one the store's data
+// keys are wrapped by (a store uses one): it reads one live key's master
+// key id. A store without keys takes any. Nothing to check without a
+// master key.
+func (k *keyring) checkStoreKey(ctx context.Context, q driver.ReadQuerier) error {
+	if k.master == nil {
+		return nil
+	}
+	id, ok, err := k.ex.AnyMasterKey(ctx, q)
+	if err != nil {
+		return fmt.Errorf("read the store's master key: %w", mapErr(err))
+	}
+	if !ok || string(id) == string(k.masterID) {
+		return nil
+	}
+	return &StoreMasterKeyError{Stored: hex.EncodeToString(id), Given: hex.EncodeToString(k.masterID)}
+}
+
 // create makes, wraps and inserts a new data key for r on q (a write
 // transaction), unless one exists already, and returns the key stored.
 func (k *keyring) create(ctx context.Context, tx *Tx, r keyRef, now int64) (*dataKey, error) {
+	// Checked in the transaction that inserts the key: another process
+	// may have stored keys under its master key since this one opened.
+	if err := k.checkStoreKey(ctx, tx); err != nil {
+		return nil, err
+	}
 	raw := make([]byte, MasterKeySize)
 	if _, err := rand.Read(raw); err != nil {
 		return nil, fmt.Errorf("new data key: %w", err)
@@ -187,6 +211,10 @@ func (k *keyring) openEvents(ctx context.Context, q driver.ReadQuerier, cache bo
 func (k *keyring) openEvent(ctx context.Context, q driver.ReadQuerier, cache bool, e *envelope.Event, subject string) error {
 	d, err := k.lookup(ctx, q, keyRef{e.Tenant, subject}, cache)
 	if err != nil {
+		var me *MasterKeyError
+		if errors.As(err, &me) {
+			me.Position = e.Position
+		}
 		return fmt.Errorf("event at position %d: %w", e.Position, err)
 	}
 	switch {

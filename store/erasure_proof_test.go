@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/storetest"
@@ -55,7 +56,7 @@ func applyReadModel(t *testing.T, s *store.Store) {
 		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS users (tenant TEXT, subject TEXT, email TEXT)`); err != nil {
 			return err
 		}
-		from, err := tx.Checkpoint(ctx, "users")
+		from, err := store.Bookkeeping(inside.Key{}, tx).Checkpoint(ctx, "users")
 		if err != nil {
 			return err
 		}
@@ -85,7 +86,7 @@ func applyReadModel(t *testing.T, s *store.Store) {
 					return err
 				}
 			}
-			if err := tx.SetCheckpoint(ctx, "users", e.Position, nil); err != nil {
+			if err := store.Bookkeeping(inside.Key{}, tx).SetCheckpoint(ctx, "users", e.Position, nil); err != nil {
 				return err
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/storetest"
@@ -91,17 +92,15 @@ func TestErasureWrongMasterKeyIsAnErrorNotErased(t *testing.T) {
 	if _, err := s.Append(ctx, "default", "user-1", store.Any, drivertest.Personal(t, "alice", "a@example.org")); err != nil {
 		t.Fatal(err)
 	}
-	wrong := storetest.MustOpenPath(t, path, &store.Options{MasterKey: drivertest.MasterKey(t, 4)})
-	for e, err := range wrong.ReadStream(ctx, "default", "user-1", store.ReadStreamOptions{}) {
-		var me *store.MasterKeyError
-		if !errors.As(err, &me) || !strings.Contains(err.Error(), "wrong master key") || !strings.Contains(err.Error(), me.Stored) {
-			t.Fatalf("read with the wrong master key: %+v, %v; want a *MasterKeyError naming the key", e, err)
+	// A store uses one master key: another one is refused at Open,
+	// naming both keys, before anything is read or written.
+	wrong, err := store.Open(ctx, path, &store.Options{MasterKey: drivertest.MasterKey(t, 4)})
+	var me *store.StoreMasterKeyError
+	if !errors.As(err, &me) || !errors.Is(err, store.ErrMasterKey) || !strings.Contains(err.Error(), "wrong master key") || !strings.Contains(err.Error(), me.Stored) || !strings.Contains(err.Error(), me.Given) {
+		if err == nil {
+			wrong.Close()
 		}
-		break
-	}
-	_, err := wrong.Append(ctx, "default", "user-1", store.Any, drivertest.Personal(t, "alice", "b@example.org"))
-	if !errors.Is(err, store.ErrMasterKey) {
-		t.Fatalf("append under a key the master key does not unwrap: %v, want ErrMasterKey", err)
+		t.Fatalf("open with the wrong master key: %v; want a *StoreMasterKeyError naming both keys", err)
 	}
 }
 
@@ -162,11 +161,11 @@ func TestForget(t *testing.T) {
 			if err := tx.SaveSnapshot(ctx, store.Snapshot{Tenant: tenant, Stream: "user-1", SchemaVersion: 1, Version: 2, State: []byte(`{"email":"alice@` + tenant + `"}`)}); err != nil {
 				return err
 			}
-			if err := tx.Quarantine(ctx, store.Quarantined{Consumer: "p", Reason: store.ReasonHandlerError, Tenant: tenant, EventID: res.Events[0].ID, Position: res.FirstPosition(),
+			if err := store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{Consumer: "p", Reason: store.ReasonHandlerError, Tenant: tenant, EventID: res.Events[0].ID, Position: res.FirstPosition(),
 				Event: mustJSON(t, res.Events[0])}); err != nil {
 				return err
 			}
-			_, _, err := tx.Defer(ctx, store.DeferredEvent{Tenant: tenant, Consumer: "c", Subject: "user-1", Version: 9, EventID: res.Events[0].ID, Event: mustJSON(t, res.Events[0]), Reason: "gap"})
+			_, _, err := store.Bookkeeping(inside.Key{}, tx).Defer(ctx, store.DeferredEvent{Tenant: tenant, Consumer: "c", Subject: "user-1", Version: 9, EventID: res.Events[0].ID, Event: mustJSON(t, res.Events[0]), Reason: "gap"})
 			return err
 		}); err != nil {
 			t.Fatal(err)

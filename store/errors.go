@@ -93,7 +93,7 @@ func (e *InvariantError) Error() string {
 }
 
 // Errors of Backup and Restore (and ErrNotEventlite, in readonly.go).
-// The CLI maps all of them to exit 4.
+// The CLI maps all of them to exit 4 but ErrRestoreUnverified (exit 8).
 var (
 	// ErrBackupInvalid: a file to restore from, or a copy just made,
 	// fails a backup's checks (integrity_check, the store's invariants,
@@ -106,7 +106,65 @@ var (
 	// ErrTargetNotEmpty: the database a restore would replace has
 	// events. Pass Force (--force) to replace them.
 	ErrTargetNotEmpty = errors.New("restore target has events")
+	// ErrRestoreUnverified: a restore committed (the database was
+	// replaced by the backup's content), and then its check of what
+	// writers cannot change failed or could not run. Unlike every other
+	// error of Restore, the target did change: run eventlite doctor on
+	// it before serving from it.
+	ErrRestoreUnverified = errors.New("the database was replaced by the restore, but its check after the commit failed")
 )
+
+// ErrPositionRange: a position past envelope.MaxPosition, the highest a
+// store hands out: an append the log has no positions left for (nothing
+// is stored), or a restore's MinSequence beyond it (nothing changed).
+// Permanent.
+var ErrPositionRange = errors.New("position out of range")
+
+// PositionRangeError names what would pass envelope.MaxPosition.
+// errors.Is(err, ErrPositionRange) holds for it.
+type PositionRangeError struct {
+	Field  string // the option asked beyond it ("RestoreOptions.MinSequence"); "" for an append
+	Events int    // an append's events
+	Value  int64  // the option's value, or the last position the log handed out
+	Max    int64  // envelope.MaxPosition
+}
+
+func (e *PositionRangeError) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("%v: %s %d is outside 0..%d, the positions a store hands out; nothing was changed", ErrPositionRange, e.Field, e.Value, e.Max)
+	}
+	return fmt.Sprintf("%v: an append of %d events: the log has handed out positions up to %d, and %d is the highest a store hands out; nothing was stored",
+		ErrPositionRange, e.Events, e.Value, e.Max)
+}
+
+// Unwrap lets errors.Is(err, ErrPositionRange) match.
+func (e *PositionRangeError) Unwrap() error { return ErrPositionRange }
+
+// RestoreUnverifiedError is a restore whose copy committed, followed by a
+// failed check. errors.Is(err, ErrRestoreUnverified) holds for it, and
+// errors.Is and errors.As see Err (a reading error) too.
+type RestoreUnverifiedError struct {
+	Path     string
+	Problems []string // what the check found wrong; none when Err is set
+	Err      error    // the check could not run
+}
+
+func (e *RestoreUnverifiedError) Error() string {
+	what := strings.Join(e.Problems, "; ")
+	if e.Err != nil {
+		what = e.Err.Error()
+	}
+	return fmt.Sprintf("%v: %s: %s: the database holds the backup's content now, not its old one; run eventlite doctor on it before serving from it",
+		ErrRestoreUnverified, e.Path, what)
+}
+
+// Unwrap lets errors.Is(err, ErrRestoreUnverified) match, and Err.
+func (e *RestoreUnverifiedError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrRestoreUnverified, e.Err}
+	}
+	return []error{ErrRestoreUnverified}
+}
 
 // BackupCheckError lists what a backup's checks found wrong in a file.
 // errors.Is(err, ErrBackupInvalid) holds for it.

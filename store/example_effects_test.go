@@ -41,7 +41,7 @@ func ExampleEffects_Do() {
 	fmt.Println(e.State, errors.Is(err, store.ErrAwaitingApproval))
 
 	// The person reads the arguments and their hash, and approves.
-	if _, err := s.Effects().Approve(ctx, "default", "refund:o-1", e.ArgsHash(), "alice"); err != nil {
+	if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "refund:o-1", ArgsHash: e.ArgsHash(), By: "alice"}); err != nil {
 		log.Fatal(err)
 	}
 	e, err = s.Effects().Do(ctx, run, refund)

@@ -92,7 +92,7 @@ func subtractRanges(h Hole, rs []PositionRange) []Hole {
 }
 
 // RecordHole records a hole a reader passed.
-func (tx *Tx) RecordHole(ctx context.Context, h Hole) error {
+func (tx txBook) RecordHole(ctx context.Context, h Hole) error {
 	if err := tx.check(); err != nil {
 		return err
 	}

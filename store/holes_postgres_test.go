@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/storetest"
@@ -80,13 +81,13 @@ func TestHolesPostgres(t *testing.T) {
 	// A hole recorded twice at one first position keeps the first record.
 	for _, by := range []string{"first", "second"} {
 		if err := s.Update(ctx, func(tx *store.Tx) error {
-			return tx.RecordHole(ctx, store.Hole{From: 2, To: 3, DetectedBy: by})
+			return store.Bookkeeping(inside.Key{}, tx).RecordHole(ctx, store.Hole{From: 2, To: 3, DetectedBy: by})
 		}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		return tx.RecordHole(ctx, store.Hole{From: 9, To: 9, DetectedBy: "other"})
+		return store.Bookkeeping(inside.Key{}, tx).RecordHole(ctx, store.Hole{From: 9, To: 9, DetectedBy: "other"})
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ type FileInfo struct {
 	// eventlite never opened.
 	SchemaVersion int
 	// ApplicationID is the file's PRAGMA application_id (see
-	// Tx.SetApplicationID).
+	// Bookkeeping's SetApplicationID).
 	ApplicationID int32
 }
 
@@ -45,7 +45,7 @@ func Inspect(ctx context.Context, path string) (FileInfo, error) {
 // demo marks its database with it, so that a rerun only ever replaces a
 // file the demo made). It commits with the transaction. A store on
 // PostgreSQL, which has no such header, refuses it.
-func (tx *Tx) SetApplicationID(ctx context.Context, id int32) error {
+func (tx txBook) SetApplicationID(ctx context.Context, id int32) error {
 	if err := tx.check(); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/storetest"
 )
@@ -22,7 +23,7 @@ func TestInspectChangesNothing(t *testing.T) {
 	}
 	path := filepath.Join(dir, "a.db")
 	s := storetest.MustOpenPath(t, path, nil)
-	if err := s.Update(ctx, func(tx *store.Tx) error { return tx.SetApplicationID(ctx, 0x454c4445) }); err != nil {
+	if err := s.Update(ctx, func(tx *store.Tx) error { return store.Bookkeeping(inside.Key{}, tx).SetApplicationID(ctx, 0x454c4445) }); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := store.Inspect(ctx, path)

@@ -26,8 +26,11 @@ func (s *Store) Inventory() *Inventory { return &Inventory{s: s} }
 // Stats are a store's or a tenant's sizes and recent append rate, as a
 // dashboard shows them.
 type Stats struct {
-	// Events and Streams count the tenant's (or every tenant's) events
-	// and streams.
+	// Events and Streams count the tenant's (or every tenant's) streams
+	// that Streams lists (not deleted) and their events as StreamInfo
+	// counts them: the events reads of those streams return, so that a
+	// truncated stream's older versions and a deleted stream's events
+	// are not counted, though the log keeps them.
 	Events  int64
 	Streams int64
 	// LastPosition is the position of the newest event (of the tenant),
@@ -46,8 +49,8 @@ type Stats struct {
 // newest position and counts the events recorded in the last minute, in
 // one read transaction; the file sizes come from the file system.
 //
-// The counts read the streams table (a stream's version is its number of
-// events), the newest position is found scanning back from the head, and
+// The counts read the streams table (a stream's readable events are its
+// versions from first_version on), the newest position is found scanning back from the head, and
 // the last minute is counted from the newest event back to the newest one
 // recorded before it began: the read costs about a millisecond plus the
 // time to count the last minute's events (measured: 300,000 events in
@@ -70,9 +73,9 @@ func (inv *Inventory) Stats(ctx context.Context, tenant string) (Stats, error) {
 	}
 	defer func() { _ = tx.Rollback() }()
 	cutoff := s.opts.Now().Add(-time.Minute).UnixNano()
-	// Versions are gap free from 1, so a stream's version is its number
-	// of events: the counts read one index entry per stream (its newest
-	// version), not every event. The newest position is the first match
+	// Versions are gap free, so a stream's readable events are its
+	// newest version less first_version, plus one: the counts read one
+	// index entry per stream (its newest version), not every event. The newest position is the first match
 	// scanning back from the head.
 	c, err := s.ex.InventoryStats(ctx, tx, tenant, cutoff)
 	if err != nil {

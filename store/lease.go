@@ -11,7 +11,7 @@ import (
 
 // Leases is the store's lease table, reached with Store.Leases: one
 // holder per resource at a time, fenced by a token that grows with every
-// new holder (tx.CheckFence).
+// new holder (Bookkeeping's CheckFence).
 type Leases struct{ s *Store }
 
 // Leases returns the store's leases.
@@ -118,7 +118,7 @@ func (ls *Leases) Release(ctx context.Context, l Lease) error {
 // lease on its resource. Call it first in every fenced Update: the check
 // and the writes commit together under the write lock, so a worker that
 // lost its lease cannot write.
-func (tx *Tx) CheckFence(ctx context.Context, l Lease) error {
+func (tx txBook) CheckFence(ctx context.Context, l Lease) error {
 	if err := tx.check(); err != nil {
 		return err
 	}

@@ -174,7 +174,15 @@ func (l *Lifecycle) apply(ctx context.Context, tenant, stream string, expected E
 }
 
 // prepare validates a lifecycle event's append outside any transaction.
+// The store's own streams are never deleted or truncated.
 func (l *Lifecycle) prepare(tenant, stream string, expected Expected, ev envelope.Event) (*appendReq, error) {
+	op := "truncate"
+	if ev.Type == TypeStreamDeleted {
+		op = "delete"
+	}
+	if err := userStream(op, tenant, stream); err != nil {
+		return nil, err
+	}
 	ev.Source = "eventlite"
 	switch expected.kind {
 	case expectNoStream:
@@ -248,7 +256,7 @@ func setFirstVersion(ctx context.Context, tenant, stream string, before int64) l
 // the log: a truncate or a delete does not hide them. A read model that
 // handles eventlite.stream.truncated recounts what the stream retains
 // with it. fn's error stops the reading and is returned.
-func (tx *Tx) StreamEvents(ctx context.Context, tenant, stream string, from, to int64, fn func(envelope.Event) error) error {
+func (tx txBook) StreamEvents(ctx context.Context, tenant, stream string, from, to int64, fn func(envelope.Event) error) error {
 	if err := tx.check(); err != nil {
 		return err
 	}

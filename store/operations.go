@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
@@ -14,19 +15,37 @@ import (
 // input. Permanent: send a new operation id for a new operation.
 var ErrIdempotencyMismatch = errors.New("operation id reused with a different input")
 
-// IdempotencyMismatchError names the operation whose id was reused.
-// errors.Is(err, ErrIdempotencyMismatch) and errors.Is(err,
-// ErrInvalidEvent) hold for it: it is bad input.
+// IdempotencyMismatchError names the operation whose id was reused and
+// what differs: the stream and the type with both values, else "the data
+// differs" (the ledger keeps a hash of the input, never the data, so that
+// erasing an event's data reaches every copy). errors.Is(err,
+// ErrIdempotencyMismatch) and errors.Is(err, ErrInvalidEvent) hold for
+// it: it is bad input.
 type IdempotencyMismatchError struct {
 	Tenant      string
 	OperationID string
 	StoredType  string
 	GivenType   string
+	// StoredStream and GivenStream are the streams of the first
+	// operation and of this one, when the caller knows them (an
+	// aggregate.Handler does; "" otherwise).
+	StoredStream string
+	GivenStream  string
 }
 
 func (e *IdempotencyMismatchError) Error() string {
-	return fmt.Sprintf("operation %q (tenant %s) was already done with a different input (stored %s, given %s): use a new operation id for a new operation",
-		e.OperationID, e.Tenant, e.StoredType, e.GivenType)
+	var diff []string
+	if e.StoredStream != e.GivenStream {
+		diff = append(diff, fmt.Sprintf("the stream differs (stored %q, given %q)", e.StoredStream, e.GivenStream))
+	}
+	if e.StoredType != e.GivenType {
+		diff = append(diff, fmt.Sprintf("the type differs (stored %s, given %s)", e.StoredType, e.GivenType))
+	}
+	if len(diff) == 0 {
+		diff = append(diff, "the data differs (the ledger keeps its hash, not the data)")
+	}
+	return fmt.Sprintf("operation %q (tenant %s) was already done with a different input: %s: use a new operation id for a new operation",
+		e.OperationID, e.Tenant, strings.Join(diff, "; "))
 }
 
 // Unwrap lets errors.Is match ErrIdempotencyMismatch and ErrInvalidEvent.
@@ -68,7 +87,7 @@ func operationOf(r driver.OperationRow, ok bool, err error) (Operation, bool, er
 }
 
 // Operation reads a ledger row from the read pool. It may be stale by the
-// time the caller acts: decide inside Update with tx.Operation.
+// time the caller acts: decide inside Update with Bookkeeping's Operation.
 func (a *Aggregates) Operation(ctx context.Context, tenant, id string) (Operation, bool, error) {
 	s := a.s
 	if err := validateOperation(tenant, id); err != nil {
@@ -79,7 +98,7 @@ func (a *Aggregates) Operation(ctx context.Context, tenant, id string) (Operatio
 
 // Operation reads a ledger row inside an Update closure. The writer
 // holds the write lock, so the answer holds until the closure returns.
-func (tx *Tx) Operation(ctx context.Context, tenant, id string) (Operation, bool, error) {
+func (tx txBook) Operation(ctx context.Context, tenant, id string) (Operation, bool, error) {
 	if err := tx.check(); err != nil {
 		return Operation{}, false, err
 	}
@@ -95,7 +114,7 @@ func (tx *Tx) Operation(ctx context.Context, tenant, id string) (Operation, bool
 // tenant and id returns the stored one: same input hash gives
 // (stored, nil), a different one an *IdempotencyMismatchError. Keys never
 // cross tenants.
-func (tx *Tx) RecordOperation(ctx context.Context, op Operation) (Operation, error) {
+func (tx txBook) RecordOperation(ctx context.Context, op Operation) (Operation, error) {
 	if err := tx.check(); err != nil {
 		return Operation{}, err
 	}

@@ -12,8 +12,8 @@ import (
 
 // Outbox is the store's outbox and its dead letters, reached with
 // Store.Outbox: the relay's reads, the operator's dead-letter actions and
-// the outbox's counters. The relay's writes (tx.MarkPublished,
-// tx.RecordFailure, tx.DeadLetter) run in its Update transaction.
+// the outbox's counters. The relay's writes (Bookkeeping: MarkPublished,
+// RecordFailure, DeadLetter) run in its Update transaction.
 type Outbox struct{ s *Store }
 
 // Outbox returns the store's outbox.
@@ -27,7 +27,7 @@ func (s *Store) Outbox() *Outbox { return &Outbox{s: s} }
 // an event is pending when it lies above W and has no row, or a row
 // neither published nor discarded. The relay reads pending events in
 // position order, publishes them, and settles each batch in one fenced
-// transaction (tx.MarkPublished, tx.RecordFailure, tx.DeadLetter), which
+// transaction (Bookkeeping: MarkPublished, RecordFailure, DeadLetter), which
 // moves W on over the settled positions. A dead letter parks its stream
 // until an operator retries or discards it.
 //
@@ -128,7 +128,7 @@ type Published struct {
 // Update closure: it fails with ErrStaleFence, writing nothing, unless
 // lease is current. A row already published or discarded is left as it
 // is. It returns how many rows it marked.
-func (tx *Tx) MarkPublished(ctx context.Context, lease Lease, rows []Published) (int, error) {
+func (tx txBook) MarkPublished(ctx context.Context, lease Lease, rows []Published) (int, error) {
 	if len(rows) == 0 {
 		return 0, nil
 	}
@@ -154,7 +154,7 @@ func fenceOf(l Lease) driver.Fence {
 	return driver.Fence{Resource: l.Resource, Owner: l.Owner, Token: l.Token}
 }
 
-// staleFence is tx.CheckFence's error for a lease that is not current.
+// staleFence is CheckFence's error for a lease that is not current.
 func staleFence(l Lease) error {
 	return fmt.Errorf("%w: %q token %d (owner %s)", ErrStaleFence, l.Resource, l.Token, l.Owner)
 }
@@ -173,8 +173,8 @@ type Failure struct {
 	Position int64
 	// Error says what went wrong; it is kept on the row.
 	Error string
-	// NextAttemptAt is when tx.RecordFailure lets the row (and its stream)
-	// be tried again. tx.DeadLetter ignores it.
+	// NextAttemptAt is when RecordFailure lets the row (and its stream)
+	// be tried again. DeadLetter ignores it.
 	NextAttemptAt time.Time
 }
 
@@ -182,7 +182,7 @@ type Failure struct {
 // lease (ErrStaleFence otherwise, writing nothing): attempts grow by one,
 // the error and times are kept, and the row and every later row of its
 // stream wait until NextAttemptAt. Rows no longer pending are skipped.
-func (tx *Tx) RecordFailure(ctx context.Context, lease Lease, failures []Failure) error {
+func (tx txBook) RecordFailure(ctx context.Context, lease Lease, failures []Failure) error {
 	if len(failures) == 0 {
 		return nil
 	}
@@ -203,7 +203,7 @@ func (tx *Tx) RecordFailure(ctx context.Context, lease Lease, failures []Failure
 // (ErrStaleFence otherwise, writing nothing): the error, attempts (grown
 // by one) and times are kept, and the row's stream is parked until an
 // operator retries or discards it. Rows no longer pending are skipped.
-func (tx *Tx) DeadLetter(ctx context.Context, lease Lease, failures []Failure) error {
+func (tx txBook) DeadLetter(ctx context.Context, lease Lease, failures []Failure) error {
 	if len(failures) == 0 {
 		return nil
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/storetest"
@@ -37,7 +38,7 @@ func TestRecordFailureBatch(t *testing.T) {
 	}
 	now := time.Now()
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		_, err := tx.MarkPublished(ctx, lease, []store.Published{{Position: 1}})
+		_, err := store.Bookkeeping(inside.Key{}, tx).MarkPublished(ctx, lease, []store.Published{{Position: 1}})
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -47,7 +48,7 @@ func TestRecordFailureBatch(t *testing.T) {
 		fs = append(fs, store.Failure{Position: p, Error: fmt.Sprintf("nope %d\x00é", p), NextAttemptAt: now.Add(time.Duration(p) * time.Second)})
 	}
 	fs = append(fs, store.Failure{Position: 7, Error: "again", NextAttemptAt: now.Add(time.Hour)}, store.Failure{Position: n + 10, Error: "no event"})
-	if err := s.Update(ctx, func(tx *store.Tx) error { return tx.RecordFailure(ctx, lease, fs) }); err != nil {
+	if err := s.Update(ctx, func(tx *store.Tx) error { return store.Bookkeeping(inside.Key{}, tx).RecordFailure(ctx, lease, fs) }); err != nil {
 		t.Fatal(err)
 	}
 	entries, err := s.Outbox().Entries(ctx, 0, n+100)
@@ -80,7 +81,7 @@ func TestRecordFailureBatch(t *testing.T) {
 	// A stale lease writes nothing.
 	stale := lease
 	stale.Token++
-	err = s.Update(ctx, func(tx *store.Tx) error { return tx.RecordFailure(ctx, stale, fs[:1]) })
+	err = s.Update(ctx, func(tx *store.Tx) error { return store.Bookkeeping(inside.Key{}, tx).RecordFailure(ctx, stale, fs[:1]) })
 	if !errors.Is(err, store.ErrStaleFence) {
 		t.Fatalf("stale lease: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/storetest"
 )
@@ -22,7 +23,7 @@ func TestPostgresCheckpointReadTakesNoLock(t *testing.T) {
 	// A short busy timeout: a read that waited for the row would fail
 	// Busy after it instead of hanging the test.
 	s := openAddr(t, addr, &store.Options{BusyTimeout: 2 * time.Second})
-	if err := s.Update(ctx, func(tx *store.Tx) error { return tx.SetCheckpoint(ctx, "p", 7, nil) }); err != nil {
+	if err := s.Update(ctx, func(tx *store.Tx) error { return store.Bookkeeping(inside.Key{}, tx).SetCheckpoint(ctx, "p", 7, nil) }); err != nil {
 		t.Fatal(err)
 	}
 
@@ -32,10 +33,10 @@ func TestPostgresCheckpointReadTakesNoLock(t *testing.T) {
 	}
 
 	err := s.Update(ctx, func(tx *store.Tx) error {
-		if cp, err := tx.Checkpoint(ctx, "p"); err != nil || cp != 7 {
+		if cp, err := store.Bookkeeping(inside.Key{}, tx).Checkpoint(ctx, "p"); err != nil || cp != 7 {
 			t.Errorf("tx.Checkpoint = %d, %v; want 7", cp, err)
 		}
-		if err := tx.SetCheckpoint(ctx, "p", 9, nil); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).SetCheckpoint(ctx, "p", 9, nil); err != nil {
 			return err
 		}
 		cp, err := s.Projections().Checkpoint(ctx, "p")

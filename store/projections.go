@@ -13,7 +13,7 @@ import (
 // quarantine, reached with Store.Projections: status, checkpoints,
 // quarantined events and the operator's actions on them, and holes in
 // the position sequence. Runners write through their Update transaction
-// (tx.SetProjectionStatus, tx.Quarantine, tx.RecordHole...).
+// (Bookkeeping: SetProjectionStatus, Quarantine, RecordHole...).
 type Projections struct{ s *Store }
 
 // Projections returns the store's projection status and quarantine.
@@ -48,7 +48,7 @@ const (
 
 // SetProjectionStatus records a projection's status with a detail (why
 // it stopped, say).
-func (tx *Tx) SetProjectionStatus(ctx context.Context, name string, status ProjectionStatus, detail string) error {
+func (tx txBook) SetProjectionStatus(ctx context.Context, name string, status ProjectionStatus, detail string) error {
 	if err := tx.check(); err != nil {
 		return err
 	}

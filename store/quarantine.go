@@ -55,7 +55,7 @@ type Quarantined struct {
 // Quarantine records q inside an Update closure. An open entry for the
 // same consumer, tenant, event id and position is updated (attempts and
 // error) rather than repeated.
-func (tx *Tx) Quarantine(ctx context.Context, q Quarantined) error {
+func (tx txBook) Quarantine(ctx context.Context, q Quarantined) error {
 	if err := tx.check(); err != nil {
 		return err
 	}
@@ -73,7 +73,7 @@ func (tx *Tx) Quarantine(ctx context.Context, q Quarantined) error {
 
 // ResolveQuarantine marks the open entries of consumer at position (or,
 // with position 0, for the event id) resolved.
-func (tx *Tx) ResolveQuarantine(ctx context.Context, consumer string, position int64, eventID string) error {
+func (tx txBook) ResolveQuarantine(ctx context.Context, consumer string, position int64, eventID string) error {
 	if err := tx.check(); err != nil {
 		return err
 	}

@@ -144,11 +144,12 @@ func (p *Projections) SkipQuarantined(ctx context.Context, name, eventID string)
 		if err := s.ex.SkipQuarantine(ctx, s.wconn, name, eventID, tx.now); err != nil {
 			return mapErr(err)
 		}
+		b := txBook{tx}
 		for _, q := range qs {
 			if q.Position <= 0 || q.Kind != "projection" {
 				continue
 			}
-			cp, err := tx.Checkpoint(ctx, name)
+			cp, err := b.Checkpoint(ctx, name)
 			if err != nil {
 				return err
 			}
@@ -158,7 +159,7 @@ func (p *Projections) SkipQuarantined(ctx context.Context, name, eventID string)
 			// The projection halted just before the event: move past it.
 			// A runner retrying it meanwhile finds its checkpoint moved
 			// and discards its batch.
-			if err := tx.SetCheckpoint(ctx, name, q.Position, nil); err != nil {
+			if err := b.SetCheckpoint(ctx, name, q.Position, nil); err != nil {
 				return err
 			}
 			status, err := s.ex.QuarantinedProjectionStatus(ctx, s.wconn, name)
@@ -166,7 +167,7 @@ func (p *Projections) SkipQuarantined(ctx context.Context, name, eventID string)
 				return mapErr(err)
 			}
 			if ProjectionStatus(status) == ProjectionStopped {
-				if err := tx.SetProjectionStatus(ctx, name, ProjectionActive, ""); err != nil {
+				if err := b.SetProjectionStatus(ctx, name, ProjectionActive, ""); err != nil {
 					return err
 				}
 			}
@@ -194,7 +195,7 @@ func (p *Projections) QuarantineRetries(ctx context.Context, name string) ([]Qua
 // ResolveRetry resolves the entry id with resolution ("retried", say)
 // when it is still open and marked for retry; false when it is not (an
 // operator skipped it, or another pass took it).
-func (tx *Tx) ResolveRetry(ctx context.Context, id int64, resolution string) (bool, error) {
+func (tx txBook) ResolveRetry(ctx context.Context, id int64, resolution string) (bool, error) {
 	if err := tx.check(); err != nil {
 		return false, err
 	}
@@ -207,7 +208,7 @@ func (tx *Tx) ResolveRetry(ctx context.Context, id int64, resolution string) (bo
 // with cause: one more attempt, the new error and failure time, and the
 // retry mark cleared (the entry stays open). False when the entry is no
 // longer open and marked.
-func (tx *Tx) RetryFailed(ctx context.Context, id int64, cause string) (bool, error) {
+func (tx txBook) RetryFailed(ctx context.Context, id int64, cause string) (bool, error) {
 	if err := tx.check(); err != nil {
 		return false, err
 	}

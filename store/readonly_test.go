@@ -13,6 +13,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/storetest"
 )
@@ -162,8 +163,10 @@ func TestReadOnlyStore(t *testing.T) {
 			_, err := r.Append(ctx, "default", "s", store.Any, newEvent(t))
 			return err
 		},
-		"Update":           func() error { return r.Update(ctx, func(*store.Tx) error { return nil }) },
-		"SetApplicationID": func() error { return r.Update(ctx, func(tx *store.Tx) error { return tx.SetApplicationID(ctx, 7) }) },
+		"Update": func() error { return r.Update(ctx, func(*store.Tx) error { return nil }) },
+		"SetApplicationID": func() error {
+			return r.Update(ctx, func(tx *store.Tx) error { return store.Bookkeeping(inside.Key{}, tx).SetApplicationID(ctx, 7) })
+		},
 		"Outbox.RetryDeadLetters": func() error {
 			_, err := r.Outbox().RetryDeadLetters(ctx, "default")
 			return err

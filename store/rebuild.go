@@ -11,8 +11,8 @@ import (
 
 // Rebuilds is the bookkeeping of projection rebuilds, reached with
 // Store.Rebuilds: the rebuild in progress per projection and the count of
-// events a rebuild replays. Its writes (tx.SaveRebuild,
-// tx.NewRebuildGeneration, tx.DeleteRebuild) run in the rebuilder's
+// events a rebuild replays. Its writes (Bookkeeping: SaveRebuild,
+// NewRebuildGeneration, DeleteRebuild) run in the rebuilder's
 // Update transaction.
 type Rebuilds struct{ s *Store }
 
@@ -71,7 +71,7 @@ func (s *Store) loadRebuild(ctx context.Context, q driver.ReadQuerier, projectio
 }
 
 // LoadRebuild is Rebuilds.Load inside an Update closure.
-func (tx *Tx) LoadRebuild(ctx context.Context, projection string) (rb Rebuild, ok bool, err error) {
+func (tx txBook) LoadRebuild(ctx context.Context, projection string) (rb Rebuild, ok bool, err error) {
 	if err := tx.check(); err != nil {
 		return Rebuild{}, false, err
 	}
@@ -96,7 +96,7 @@ func (r *Rebuilds) List(ctx context.Context) ([]Rebuild, error) {
 // NewRebuildGeneration hands out the projection's next rebuild
 // generation: never one handed out before, even after the rebuild row is
 // gone (a swapped-in table keeps its shadow's index names).
-func (tx *Tx) NewRebuildGeneration(ctx context.Context, projection string) (int64, error) {
+func (tx txBook) NewRebuildGeneration(ctx context.Context, projection string) (int64, error) {
 	if err := tx.check(); err != nil {
 		return 0, err
 	}
@@ -111,13 +111,13 @@ func (tx *Tx) NewRebuildGeneration(ctx context.Context, projection string) (int6
 // SaveRebuild writes the projection's rebuild row (inserting or
 // replacing it), stamping UpdatedAt with the transaction's time and
 // StartedAt with it too when zero.
-func (tx *Tx) SaveRebuild(ctx context.Context, rb Rebuild) error {
+func (tx txBook) SaveRebuild(ctx context.Context, rb Rebuild) error {
 	if err := tx.check(); err != nil {
 		return err
 	}
 	s := tx.s
 	if rb.Projection == "" || rb.Generation <= 0 {
-		return errors.New("store: tx.SaveRebuild needs a projection and a generation")
+		return errors.New("store: SaveRebuild needs a projection and a generation")
 	}
 	started := tx.now
 	if !rb.StartedAt.IsZero() {
@@ -133,7 +133,7 @@ func (tx *Tx) SaveRebuild(ctx context.Context, rb Rebuild) error {
 
 // DeleteRebuild removes the projection's rebuild row (its generation
 // stays used).
-func (tx *Tx) DeleteRebuild(ctx context.Context, projection string) error {
+func (tx txBook) DeleteRebuild(ctx context.Context, projection string) error {
 	if err := tx.check(); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/storetest"
 )
@@ -34,7 +35,7 @@ func compareTables(t *testing.T, s *store.Store, live, shadow string) store.Tabl
 	var d store.TableDiff
 	err := s.Update(context.Background(), func(tx *store.Tx) error {
 		var err error
-		d, err = tx.CompareTables(context.Background(), live, shadow)
+		d, err = store.Bookkeeping(inside.Key{}, tx).CompareTables(context.Background(), live, shadow)
 		return err
 	})
 	if err != nil {
@@ -127,7 +128,7 @@ func TestCompareTablesTxShapes(t *testing.T) {
 		t.Errorf("other columns: %+v", d)
 	}
 	err := s.Update(context.Background(), func(tx *store.Tx) error {
-		_, err := tx.CompareTables(context.Background(), "other", "nosuch")
+		_, err := store.Bookkeeping(inside.Key{}, tx).CompareTables(context.Background(), "other", "nosuch")
 		return err
 	})
 	if !errors.Is(err, store.ErrNotFound) {
@@ -144,7 +145,7 @@ func TestDropAndRenameTable(t *testing.T) {
 		`CREATE TABLE "weird ""name"" x" (id INTEGER PRIMARY KEY)`,
 		`CREATE INDEX "weird ""name"" x_by_id" ON "weird ""name"" x" (id)`,
 	)
-	err := s.Update(ctx, func(tx *store.Tx) error { return tx.RenameTable(ctx, from, to) })
+	err := s.Update(ctx, func(tx *store.Tx) error { return store.Bookkeeping(inside.Key{}, tx).RenameTable(ctx, from, to) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,10 +155,10 @@ func TestDropAndRenameTable(t *testing.T) {
 				return fmt.Errorf("table %q exists = %v (%v), want %v", name, ok, err, want)
 			}
 		}
-		if err := tx.DropTable(ctx, to); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).DropTable(ctx, to); err != nil {
 			return err
 		}
-		if err := tx.DropTable(ctx, "never existed"); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).DropTable(ctx, "never existed"); err != nil {
 			return fmt.Errorf("drop of a missing table: %w", err)
 		}
 		if ok, err := tx.TableExists(ctx, to); err != nil || ok {
@@ -170,16 +171,16 @@ func TestDropAndRenameTable(t *testing.T) {
 	}
 	// eventlite's own tables are refused, whatever the case.
 	for _, name := range []string{"events", "Outbox", "checkpoints", "rebuilds", "sqlite_sequence"} {
-		err := s.Update(ctx, func(tx *store.Tx) error { return tx.DropTable(ctx, name) })
+		err := s.Update(ctx, func(tx *store.Tx) error { return store.Bookkeeping(inside.Key{}, tx).DropTable(ctx, name) })
 		if !errors.Is(err, store.ErrReservedTable) {
 			t.Errorf("drop %s: %v, want ErrReservedTable", name, err)
 		}
-		err = s.Update(ctx, func(tx *store.Tx) error { return tx.RenameTable(ctx, name, "x") })
+		err = s.Update(ctx, func(tx *store.Tx) error { return store.Bookkeeping(inside.Key{}, tx).RenameTable(ctx, name, "x") })
 		if !errors.Is(err, store.ErrReservedTable) {
 			t.Errorf("rename %s: %v, want ErrReservedTable", name, err)
 		}
 	}
-	err = s.Update(ctx, func(tx *store.Tx) error { return tx.RenameTable(ctx, "x", "events") })
+	err = s.Update(ctx, func(tx *store.Tx) error { return store.Bookkeeping(inside.Key{}, tx).RenameTable(ctx, "x", "events") })
 	if !errors.Is(err, store.ErrReservedTable) {
 		t.Errorf("rename onto events: %v, want ErrReservedTable", err)
 	}
@@ -194,18 +195,18 @@ func TestRebuildRow(t *testing.T) {
 	var gens []int64
 	err := s.Update(ctx, func(tx *store.Tx) error {
 		for range 3 {
-			g, err := tx.NewRebuildGeneration(ctx, "p")
+			g, err := store.Bookkeeping(inside.Key{}, tx).NewRebuildGeneration(ctx, "p")
 			if err != nil {
 				return err
 			}
 			gens = append(gens, g)
 		}
-		g, err := tx.NewRebuildGeneration(ctx, "q")
+		g, err := store.Bookkeeping(inside.Key{}, tx).NewRebuildGeneration(ctx, "q")
 		gens = append(gens, g)
 		if err != nil {
 			return err
 		}
-		return tx.SaveRebuild(ctx, store.Rebuild{Projection: "p", Generation: 3, Checkpoint: 10, Watermark: 20, Applied: 7})
+		return store.Bookkeeping(inside.Key{}, tx).SaveRebuild(ctx, store.Rebuild{Projection: "p", Generation: 3, Checkpoint: 10, Watermark: 20, Applied: 7})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -219,14 +220,14 @@ func TestRebuildRow(t *testing.T) {
 	}
 	err = s.Update(ctx, func(tx *store.Tx) error {
 		rb.Checkpoint = 15
-		if err := tx.SaveRebuild(ctx, rb); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).SaveRebuild(ctx, rb); err != nil {
 			return err
 		}
-		got, ok, err := tx.LoadRebuild(ctx, "p")
+		got, ok, err := store.Bookkeeping(inside.Key{}, tx).LoadRebuild(ctx, "p")
 		if err != nil || !ok || got.Checkpoint != 15 || !got.StartedAt.Equal(rb.StartedAt) {
 			return fmt.Errorf("tx.LoadRebuild after save = %+v %v %v", got, ok, err)
 		}
-		return tx.DeleteRebuild(ctx, "p")
+		return store.Bookkeeping(inside.Key{}, tx).DeleteRebuild(ctx, "p")
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -236,7 +237,7 @@ func TestRebuildRow(t *testing.T) {
 	}
 	// The generation outlives the row.
 	err = s.Update(ctx, func(tx *store.Tx) error {
-		g, err := tx.NewRebuildGeneration(ctx, "p")
+		g, err := store.Bookkeeping(inside.Key{}, tx).NewRebuildGeneration(ctx, "p")
 		if err == nil && g != 4 {
 			err = fmt.Errorf("generation after delete = %d, want 4", g)
 		}

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"time"
 
+	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
@@ -28,7 +30,8 @@ type RestoreOptions struct {
 	// MinSequence raises the restored position sequence to at least this
 	// value (the next append gets a position above it), besides the old
 	// target's: for a target that is lost, set it to the highest position
-	// consumers have seen. Default 0.
+	// consumers have seen. Default 0; at most envelope.MaxPosition (past
+	// it, or negative: *PositionRangeError, nothing changed).
 	MinSequence int64
 }
 
@@ -56,25 +59,39 @@ func (o *RestoreOptions) withDefaults() RestoreOptions {
 // sees the restored content at its next transaction (target is never
 // renamed over, so no process is left holding a replaced file).
 //
-// It first checks src (read without changing it): an eventlite database
-// of a schema this binary knows (an older one is restored as it is, and
-// migrated by the next Open that writes), integrity_check ok, the store's
-// invariants holding. A src that fails is refused — ErrNotEventlite,
-// ErrSchemaTooNew or ErrBackupInvalid — before target is touched. The
-// checked snapshot is copied to a temporary file beside target. Then
-// Restore takes target's write lock and holds it to the end (ErrBusy when
-// another process holds it past opts.BusyTimeout; target unchanged), reads
-// what target holds under the lock, refuses a target with events unless
-// opts.Force (ErrTargetNotEmpty; unchanged), raises the copy's position
-// sequence to at least target's, so that no position target handed out is
-// ever handed out again, and copies the pages in, committing once. A
-// target that does not exist is created. A PostgreSQL address for either
-// is *FileOnlyError (ErrFileOnly).
+// Restore decides before it commits. It first checks src (read without
+// changing it): an eventlite database of a schema this binary knows (an
+// older one is restored as it is, and migrated by the next Open that
+// writes), integrity_check ok, the store's invariants holding. A src that
+// fails is refused — ErrNotEventlite, ErrSchemaTooNew or ErrBackupInvalid
+// — before target is touched. The checked snapshot is copied to a
+// temporary file beside target. Then Restore puts target in WAL mode (so
+// that it can be read while the restore holds its lock), takes target's
+// write lock and holds it until the copy commits (ErrBusy when another
+// process holds it past opts.BusyTimeout; target unchanged), reads what
+// target holds under the lock, refuses another program's database
+// (ErrNotEventlite) and a target with events unless opts.Force
+// (ErrTargetNotEmpty; unchanged), raises the copy's position sequence to
+// at least target's and opts.MinSequence (a MinSequence past
+// MaxPosition is *RangeError before anything is read), so that no
+// position target handed out is ever handed out again, and copies the
+// pages in, committing once. A target that does not exist is created.
+//
+// After the commit it checks only what writers cannot change, since
+// they may append at once: the snapshot's events are there up to its
+// head, the position sequence is at least the floor, and the positions
+// between are recorded as the restore's hole. A failure there is
+// *RestoreUnverifiedError (ErrRestoreUnverified): the database was
+// replaced. A PostgreSQL address for either is *FileOnlyError
+// (ErrFileOnly).
 func Restore(ctx context.Context, src, target string, opts *RestoreOptions) (res RestoreResult, err error) {
 	if err := fileOnly("restore", src, target); err != nil {
 		return res, err
 	}
 	o := opts.withDefaults()
+	if o.MinSequence < 0 || o.MinSequence > envelope.MaxPosition {
+		return res, &PositionRangeError{Field: "RestoreOptions.MinSequence (--min-sequence)", Value: o.MinSequence, Max: envelope.MaxPosition}
+	}
 	start := time.Now()
 	srcAbs, targetAbs, err := absPaths(src, target)
 	if err != nil {
@@ -92,18 +109,29 @@ func Restore(ctx context.Context, src, target string, opts *RestoreOptions) (res
 	}
 	defer removeDB(tmp)
 	res.Source = srcAbs
-	prev, err := restoreInto(ctx, tmp, targetAbs, snap, o)
+	prev, floor, err := restoreInto(ctx, tmp, targetAbs, snap, o)
 	if err != nil {
 		return res, err
 	}
+	// The database is replaced: whatever fails from here on says so.
 	res.PreviousEvents, res.PreviousSequence = prev.events, prev.sequence
+	if restoreHooks.afterCommit != nil {
+		restoreHooks.afterCommit(targetAbs)
+	}
 	report(o.Progress, PhaseVerify, 0, 0, 0)
-	got, err := verifyRestored(ctx, targetAbs, snap, prev, o)
-	if err != nil {
+	if err := verifyRestored(ctx, targetAbs, snap, floor, o); err != nil {
 		return res, err
 	}
-	res.BackupResult = got.result(targetAbs, start)
+	snap.sequence = floor
+	res.BackupResult = snap.result(targetAbs, start)
 	return res, nil
+}
+
+// restoreHooks are called at the points of a restore that a test makes
+// a race at: beforeLock before the restore opens the target,
+// afterCommit between the copy's commit and the check after it.
+var restoreHooks struct {
+	beforeLock, afterCommit func(target string)
 }
 
 // copySource checks src inside one read transaction and copies that
@@ -146,24 +174,23 @@ func copySource(ctx context.Context, src, target string, o RestoreOptions) (file
 
 // restoreInto copies the database file tmp into target in place,
 // holding target's write lock from before it reads target's state until
-// the copy commits. It returns what target held before.
-func restoreInto(ctx context.Context, tmp, target string, snap fileFacts, o RestoreOptions) (prev fileFacts, err error) {
+// the copy commits. It returns what target held before and the position
+// floor the copy took.
+func restoreInto(ctx context.Context, tmp, target string, snap fileFacts, o RestoreOptions) (prev fileFacts, floor int64, err error) {
+	if restoreHooks.beforeLock != nil {
+		restoreHooks.beforeLock(target)
+	}
 	_, statErr := os.Stat(target)
 	created := errors.Is(statErr, fs.ErrNotExist)
-	// Read what target holds before the lock too: the engine may not let
-	// another connection read target while the restore holds its lock
-	// (when it does, target is read again under the lock below).
-	if !created {
-		if prev, err = readTarget(ctx, target, o.BusyTimeout); err != nil {
-			return prev, err
-		}
-	}
 	db, conn, err := fileExec.OpenFile(ctx, target, driver.FileOptions{BusyTimeout: o.BusyTimeout, Durable: true})
 	if err != nil {
 		if created {
 			removeDB(target)
 		}
-		return prev, fmt.Errorf("restore into %s: %w", target, mapErr(err))
+		if driver.Classify(err) == driver.NotADatabase {
+			return prev, 0, fmt.Errorf("restore: %w", &NotEventliteError{Path: target, Reason: "is not a SQLite database"})
+		}
+		return prev, 0, fmt.Errorf("restore into %s: %w", target, mapErr(err))
 	}
 	defer db.Close()
 	defer func() {
@@ -175,17 +202,18 @@ func restoreInto(ctx context.Context, tmp, target string, snap fileFacts, o Rest
 	}()
 	defer conn.Close()
 	var lockedErr error
-	underLock := func(readable bool) error {
-		if readable {
-			if prev, lockedErr = readTarget(ctx, target, o.BusyTimeout); lockedErr != nil {
-				return lockedErr
-			}
+	// Under the lock no writer commits: what target holds now is what
+	// the restore replaces, and every refusal is decided here.
+	underLock := func() error {
+		if prev, lockedErr = readTarget(ctx, target, o.BusyTimeout); lockedErr != nil {
+			return lockedErr
 		}
 		if prev.events > 0 && !o.Force {
 			lockedErr = &TargetNotEmptyError{Path: target, Events: prev.events, HeadPosition: prev.head}
 			return lockedErr
 		}
-		if floor := max(prev.sequence, prev.head, o.MinSequence); floor > snap.sequence {
+		floor = max(snap.sequence, prev.sequence, prev.head, o.MinSequence)
+		if floor > snap.sequence {
 			// Nothing is copied yet: the copy takes this change of its
 			// source along.
 			lockedErr = raiseSequence(ctx, tmp, snap.head, floor)
@@ -209,7 +237,7 @@ func restoreInto(ctx context.Context, tmp, target string, snap fileFacts, o Rest
 	default:
 		err = fmt.Errorf("restore into %s: %w", target, mapErr(err))
 	}
-	return prev, err
+	return prev, floor, err
 }
 
 // raiseSequence raises the position sequence in the database file path
@@ -238,21 +266,67 @@ func raiseSequence(ctx context.Context, path string, head, floor int64) error {
 	return tx.Commit()
 }
 
-// verifyRestored reads the restored target back: it holds the snapshot's
-// events, and its sequence is at least the old target's.
-func verifyRestored(ctx context.Context, target string, snap, prev fileFacts, o RestoreOptions) (fileFacts, error) {
-	got, err := readTarget(ctx, target, o.BusyTimeout)
+// verifyRestored reads the restored target back, in one snapshot, after
+// the copy committed, and checks only what writers cannot change: the
+// schema is at least the snapshot's, the snapshot's events are there up
+// to its head, the position sequence is at least floor, and the
+// positions between the head and floor are a recorded restore hole.
+// Writers may have appended meanwhile: their events are above floor. Any
+// failure is *RestoreUnverifiedError.
+func verifyRestored(ctx context.Context, target string, snap fileFacts, floor int64, o RestoreOptions) error {
+	unverified := func(err error) error { return &RestoreUnverifiedError{Path: target, Err: err} }
+	db, conn, err := openSource(ctx, target, o.BusyTimeout)
 	if err != nil {
-		return got, err
+		return unverified(err)
 	}
-	want := snap
-	want.sequence = max(snap.sequence, prev.sequence, prev.head, o.MinSequence)
-	if got.version != want.version || got.events != want.events || got.head != want.head || got.sequence < want.sequence {
-		return got, &BackupCheckError{Path: target, Problems: []string{fmt.Sprintf(
-			"after the restore it holds %d events up to position %d (sequence %d, schema %d); want %d up to %d (sequence at least %d, schema %d)",
-			got.events, got.head, got.sequence, got.version, want.events, want.head, want.sequence, want.version)}}
+	defer db.Close()
+	defer conn.Close()
+	endRead, err := fileExec.BeginFileRead(ctx, conn)
+	if err != nil {
+		return unverified(mapErr(err))
 	}
-	return got, nil
+	defer endRead()
+	got, err := readSchema(ctx, conn, target)
+	if err != nil {
+		return unverified(err)
+	}
+	var problems []string
+	if got.version < snap.version {
+		problems = append(problems, fmt.Sprintf("schema %d, the backup's is %d", got.version, snap.version))
+	}
+	if got.version == 0 {
+		return &RestoreUnverifiedError{Path: target, Problems: append(problems, "it has no eventlite schema")}
+	}
+	if err := readFacts(ctx, conn, &got); err != nil {
+		return unverified(err)
+	}
+	events, head, err := fileExec.EventsUpTo(ctx, conn, snap.head)
+	if err != nil {
+		return unverified(mapErr(err))
+	}
+	if events != snap.events || head != snap.head {
+		problems = append(problems, fmt.Sprintf("it holds %d events up to position %d; the backup held %d up to %d", events, head, snap.events, snap.head))
+	}
+	if got.sequence < floor {
+		problems = append(problems, fmt.Sprintf("its position sequence is %d, below the floor %d the restore set", got.sequence, floor))
+	}
+	recordsHoles, err := fileExec.TableExists(ctx, conn, "position_holes")
+	if err != nil {
+		return unverified(mapErr(err))
+	}
+	if floor > snap.sequence && recordsHoles {
+		holes, err := fileExec.HolesDetectedBy(ctx, conn, HoleRestore)
+		if err != nil {
+			return unverified(mapErr(err))
+		}
+		if !slices.ContainsFunc(holes, func(h driver.FileHole) bool { return h.From <= snap.head+1 && h.To >= floor }) {
+			problems = append(problems, fmt.Sprintf("the positions %d-%d are not recorded as the restore's hole", snap.head+1, floor))
+		}
+	}
+	if len(problems) > 0 {
+		return &RestoreUnverifiedError{Path: target, Problems: problems}
+	}
+	return nil
 }
 
 // readTarget reads what the database at path holds, on a connection of

@@ -56,6 +56,9 @@ func (l *Lifecycle) SetRetention(ctx context.Context, p RetentionPolicy) error {
 	if err := p.validate(); err != nil {
 		return err
 	}
+	if reservedStream(p.Prefix) {
+		return &ReservedStreamError{Op: opRetention, Stream: p.Prefix}
+	}
 	return l.s.Update(ctx, func(tx *Tx) error {
 		err := tx.s.ex.SetRetention(ctx, tx, driver.RetentionPolicy{Prefix: p.Prefix, MaxAge: int64(p.MaxAge), MaxCount: p.MaxCount, UpdatedAt: tx.now})
 		if err != nil {
@@ -94,8 +97,12 @@ func (l *Lifecycle) Retention(ctx context.Context) ([]RetentionPolicy, error) {
 }
 
 // policyFor returns the policy with the longest prefix of stream, if any.
+// The store's own streams have none.
 func policyFor(policies []RetentionPolicy, stream string) (RetentionPolicy, bool) {
 	best, ok := RetentionPolicy{}, false
+	if reservedStream(stream) {
+		return best, false
+	}
 	for _, p := range policies {
 		if strings.HasPrefix(stream, p.Prefix) && (!ok || len(p.Prefix) > len(best.Prefix)) {
 			best, ok = p, true

@@ -111,15 +111,30 @@ func (s *Store) reclaim(ctx context.Context, full bool, res *ScavengeResult) err
 	}
 	return s.withWriter(ctx, func(c *sql.Conn) error {
 		busy, logFrames, done, err := s.ex.CheckpointWAL(ctx, c)
+		if scavengeHooks.checkpoint != nil {
+			busy, logFrames, done, err = scavengeHooks.checkpoint(busy, logFrames, done, err)
+		}
 		if err != nil {
 			return fmt.Errorf("scavenge: wal_checkpoint: %w", mapErr(err))
 		}
 		if res.FreePages, err = s.ex.FreePages(ctx, c); err != nil {
 			return fmt.Errorf("scavenge: freelist_count: %w", mapErr(err))
 		}
+		if busy && logFrames < 0 {
+			// SQLite answers -1 frames when the checkpoint could not
+			// start at all: another connection held the checkpoint lock.
+			return fmt.Errorf("%w: scavenge: another connection was checkpointing the WAL at the same time (a second scavenge, or a replication tool such as Litestream); "+
+				"what was removed stays removed: run the scavenge again once it is done", ErrBusy)
+		}
 		if busy {
 			return fmt.Errorf("scavenge: %d of %d WAL frames checkpointed: %w; run the scavenge again once readers are done", done, logFrames, ErrCheckpointBlocked)
 		}
 		return nil
 	})
+}
+
+// scavengeHooks inject faults into a scavenge in tests: checkpoint
+// replaces what the WAL checkpoint answered.
+var scavengeHooks struct {
+	checkpoint func(busy bool, logFrames, done int64, err error) (bool, int64, int64, error)
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/storetest"
@@ -122,7 +123,7 @@ func TestScavengeKeepsTheOperationLedger(t *testing.T) {
 		if _, err := tx.Append(ctx, "default", "cart-9", store.NoStream, drivertest.Event(t, "t", nil)); err != nil {
 			return err
 		}
-		_, err := tx.RecordOperation(ctx, op)
+		_, err := store.Bookkeeping(inside.Key{}, tx).RecordOperation(ctx, op)
 		return err
 	}); err != nil {
 		t.Fatal(err)

@@ -195,12 +195,18 @@ type Store struct {
 }
 
 // Open opens (creating if needed) the event store at path and brings its
-// schema up to date. A file written by a newer schema is refused with
-// ErrSchemaTooNew, a file that is not an eventlite database (it has other
-// tables, or is not SQLite) with ErrNotEventlite, and both are left as they
-// were; a zero-byte file or one without tables becomes an eventlite
-// database. With Options.ReadOnly it only reads an existing, up-to-date
-// eventlite database. Several processes may open one file at once.
+// schema up to date. path is a SQLite file, or a PostgreSQL address
+// (postgres://... or postgresql://..., with eventlite_schema=NAME to pick
+// the schema, default "eventlite", created when missing: see
+// Options.Schema); the same API and guarantees hold on both, and a
+// handler's SQL written with ? placeholders and aliased upserts runs on
+// both (tx.Dialect() names the engine). A database written by a newer
+// schema is refused with ErrSchemaTooNew, a file that is not an eventlite
+// database (it has other tables, or is not SQLite) with ErrNotEventlite,
+// and both are left as they were; a zero-byte file or one without tables
+// becomes an eventlite database. With Options.ReadOnly it only reads an
+// existing, up-to-date eventlite database. Several processes may open one
+// database at once.
 func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -427,6 +433,9 @@ func (s *Store) open(ctx context.Context) error {
 	if err := s.prepareReads(ctx); err != nil {
 		return err
 	}
+	if err := s.keys.checkStoreKey(ctx, s.rdb); err != nil {
+		return err
+	}
 	if s.plan == planAttach && (createdByMe(s.path+"-wal") || createdByMe(s.path+"-shm")) {
 		// The owner's process closed the file between checkAccess and
 		// here, and SQLite created -wal and -shm for this user: remove
@@ -519,7 +528,26 @@ func (s *Store) closeDBs() error {
 	if s.rdb != nil {
 		errs = append(errs, s.rdb.DB.Close())
 	}
-	return errors.Join(errs...)
+	return closeErr(s.onServer(), errs)
+}
+
+// closeErr joins the errors of closing the store's statements and
+// connections, leaving out, on a server, those that only say a session
+// had already ended (the server restarted, or an operator or a timeout
+// ended it): what Close would release is gone already, so that is not a
+// failure of Close. Any other error is.
+func closeErr(server bool, errs []error) error {
+	kept := errs[:0]
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		if server && sessionEnded(err) {
+			continue
+		}
+		kept = append(kept, err)
+	}
+	return errors.Join(kept...)
 }
 
 // Changed returns a channel that is closed at the next commit seen by this

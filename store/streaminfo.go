@@ -14,7 +14,12 @@ import (
 type StreamInfo struct {
 	Tenant  string
 	Stream  string
-	Version int64 // also its number of events: versions are gap free from 1
+	Version int64 // its newest event's version (lifecycle events included)
+	// Events counts the events a read of the stream returns: its
+	// versions from where reads start (after a truncate, the truncate's
+	// before) to Version. It is Version unless the stream was truncated,
+	// or deleted and written again.
+	Events int64
 	// FirstPosition and LastPosition are the global positions of the
 	// stream's first retained (after a truncate) and newest events.
 	FirstPosition int64
@@ -96,7 +101,7 @@ func (s *Store) streamsPage(ctx context.Context, tenant, from string, inclusive 
 	}
 	var out []StreamInfo
 	for _, r := range rows {
-		out = append(out, StreamInfo{Tenant: tenant, Stream: r.Stream, Version: r.Version,
+		out = append(out, StreamInfo{Tenant: tenant, Stream: r.Stream, Version: r.Version, Events: r.Version - r.FirstVersion + 1,
 			FirstPosition: r.FirstPosition, LastPosition: r.LastPosition,
 			CreatedAt: time.Unix(0, r.CreatedAt).UTC(), UpdatedAt: time.Unix(0, r.UpdatedAt).UTC()})
 	}

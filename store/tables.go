@@ -24,7 +24,7 @@ func (tx *Tx) TableExists(ctx context.Context, name string) (bool, error) {
 	return ok, mapErr(err)
 }
 
-// ErrReservedTable: tx.DropTable or tx.RenameTable was asked to touch one of
+// ErrReservedTable: DropTable or RenameTable was asked to touch one of
 // eventlite's own tables. Permanent.
 var ErrReservedTable = errors.New("table belongs to eventlite")
 
@@ -68,7 +68,7 @@ func checkUserTable(op, name string) error {
 
 // DropTable drops a read-model table (and its indexes) if it exists.
 // eventlite's own tables are refused with ErrReservedTable.
-func (tx *Tx) DropTable(ctx context.Context, name string) error {
+func (tx txBook) DropTable(ctx context.Context, name string) error {
 	if err := tx.check(); err != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func (tx *Tx) DropTable(ctx context.Context, name string) error {
 
 // RenameTable renames a read-model table. Its indexes keep their names.
 // eventlite's own tables are refused with ErrReservedTable.
-func (tx *Tx) RenameTable(ctx context.Context, from, to string) error {
+func (tx txBook) RenameTable(ctx context.Context, from, to string) error {
 	if err := tx.check(); err != nil {
 		return err
 	}
@@ -130,7 +130,7 @@ func (s *Store) tableShapeTx(ctx context.Context, name string) (driver.TableShap
 // every shadow row as missing. It reads both tables in full inside the
 // write transaction, so both reflect one moment; it holds the writer
 // meanwhile.
-func (tx *Tx) CompareTables(ctx context.Context, live, shadow string) (TableDiff, error) {
+func (tx txBook) CompareTables(ctx context.Context, live, shadow string) (TableDiff, error) {
 	if err := tx.check(); err != nil {
 		return TableDiff{}, err
 	}

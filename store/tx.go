@@ -12,18 +12,21 @@ import (
 // closure. A projection runs its own SQL for its own tables through it;
 // tx.Append appends events in it. It is valid only inside the closure.
 //
-// Operations that only make sense inside a write transaction are methods
-// of Tx (tx.Append, tx.SetCheckpoint, tx.CheckFence, tx.TableExists...),
-// not Store methods taking a Tx: the Tx knows its store.
+// What an application does inside a write transaction is a method of Tx
+// (tx.Append, tx.DeleteStream, tx.TruncateStream, tx.SaveSnapshot,
+// tx.TableExists), not a Store method taking a Tx: the Tx knows its store.
+// The store's own bookkeeping (checkpoints, outbox marks, the inbox,
+// quarantine, rebuilds) is not on Tx: a handler cannot reach it.
 //
 // What a projection handler may rely on, whatever engine runs the store:
 // the Tx is a database/sql transaction (ExecContext, QueryContext,
 // QueryRowContext and database/sql types), tx.Nested undoes a failed
 // scope's writes and keeps the transaction usable, tx.TableExists answers
-// from the engine's catalog. tx.Dialect() names the engine (today always
-// DialectSQLite): SQL beyond the common core (placeholders, functions,
-// types, upserts) is the handler's to choose by it. A handler runs no
-// SAVEPOINT, PRAGMA or catalog query of its own.
+// from the engine's catalog, and ? placeholders work on every engine
+// (on PostgreSQL the store numbers them $1..$n: see ExecContext).
+// tx.Dialect() names the engine (DialectSQLite or DialectPostgres): SQL
+// beyond the common core (functions, types) is the handler's to choose by
+// it. A handler runs no SAVEPOINT, PRAGMA or catalog query of its own.
 //
 // The ctx given to its methods is checked before each statement: once it has ended the statement
 // does not run and its error is returned. It never interrupts a
@@ -58,35 +61,52 @@ func (tx *Tx) check() error {
 	return tx.broken
 }
 
-// ExecContext runs a statement in the transaction.
+// ExecContext runs a statement in the transaction. Its placeholders may
+// be ? on every engine: on PostgreSQL each ? outside string constants,
+// quoted identifiers, comments and dollar quotes is sent as $1..$n in
+// order. A query that holds a $n is sent as written (so that jsonb's ?,
+// ?| and ?& operators can be used there); in a query without $n, ??
+// stands for a literal ?. QueryContext and QueryRowContext, and a View's
+// ReadTx, do the same.
+//
+// A statement the engine refuses as text (a syntax error, an ambiguous or
+// unknown column: usually SQL written for the other engine) fails with an
+// error naming the engine and the statement's first line and pointing to
+// docs/handler-sql.md; errors.As still reaches the engine's own error.
 func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	sent := tx.rebind(query)
 	var res sql.Result
 	var err error
-	if cerr := tx.callerSQL(query, func() { res, err = tx.s.wconn.ExecContext(ctx, query, args...) }); cerr != nil {
+	if cerr := tx.callerSQL(sent, func() { res, err = tx.s.wconn.ExecContext(ctx, sent, args...) }); cerr != nil {
 		return nil, cerr
 	}
-	return res, mapErr(err)
+	return res, statementError(tx.s.ex.Dialect(), query, err)
 }
 
 // QueryContext runs a query in the transaction; it sees the transaction's
 // own writes. Close the rows before the closure returns.
 func (tx *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	sent := tx.rebind(query)
 	var rows *sql.Rows
 	var err error
-	if cerr := tx.callerSQL(query, func() { rows, err = tx.s.wconn.QueryContext(ctx, query, args...) }); cerr != nil {
+	if cerr := tx.callerSQL(sent, func() { rows, err = tx.s.wconn.QueryContext(ctx, sent, args...) }); cerr != nil {
 		if rows != nil {
 			_ = rows.Close()
 		}
 		return nil, cerr
 	}
-	return rows, mapErr(err)
+	return rows, statementError(tx.s.ex.Dialect(), query, err)
 }
 
 // QueryRowContext runs a query that returns at most one row.
 func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	sent := tx.rebind(query)
 	var row *sql.Row
-	if cerr := tx.callerSQL(query, func() { row = tx.s.wconn.QueryRowContext(ctx, query, args...) }); cerr != nil {
+	if cerr := tx.callerSQL(sent, func() { row = tx.s.wconn.QueryRowContext(ctx, sent, args...) }); cerr != nil {
 		return errRow(cerr)
+	}
+	if err := row.Err(); driver.Classify(err) == driver.Statement {
+		return errRow(statementError(tx.s.ex.Dialect(), query, err))
 	}
 	return row
 }

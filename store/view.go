@@ -21,19 +21,24 @@ type ReadTx struct {
 
 var errReadTxDone = errors.New("store: ReadTx used outside its View closure")
 
-// QueryContext runs a query in the snapshot. Close the rows before the
+// QueryContext runs a query in the snapshot; its placeholders are ? on
+// every engine, as in Tx.ExecContext. Close the rows before the
 // closure returns.
 func (r *ReadTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	if r == nil || r.done {
 		return nil, errReadTxDone
 	}
-	rows, err := r.tx.QueryContext(ctx, query, args...)
-	return rows, mapErr(err)
+	rows, err := r.tx.QueryContext(ctx, r.ex.Rebind(query), args...)
+	return rows, statementError(r.ex.Dialect(), query, err)
 }
 
 // QueryRowContext runs a query that returns at most one row.
 func (r *ReadTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	return r.tx.QueryRowContext(ctx, query, args...)
+	row := r.tx.QueryRowContext(ctx, r.ex.Rebind(query), args...)
+	if err := row.Err(); driver.Classify(err) == driver.Statement {
+		return errRow(statementError(r.ex.Dialect(), query, err))
+	}
+	return row
 }
 
 // TableExists reports whether a table of that exact name exists in the

@@ -35,7 +35,14 @@ func (s *Store) prepare(ctx context.Context) error {
 // ended); database/sql then answers ErrBadConn or ErrConnDone for the
 // connection the store keeps, at every later use.
 func (s *Store) connLost(err error) bool {
-	return s.onServer() && (errors.Is(err, sqldriver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) || driver.Classify(err) == driver.ConnectionLost)
+	return s.onServer() && sessionEnded(err)
+}
+
+// sessionEnded reports whether err says a server's session is gone:
+// database/sql's ErrBadConn and ErrConnDone, or an error the engine
+// classes as ConnectionLost.
+func sessionEnded(err error) bool {
+	return errors.Is(err, sqldriver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) || driver.Classify(err) == driver.ConnectionLost
 }
 
 // reconnectWriter replaces the writer's lost connection and prepares the

@@ -58,16 +58,24 @@ this binary knows (an older one is restored as it is and migrated by the next
 command that writes), integrity_check ok, the store's invariants holding. A SRC
 that fails is refused with exit 4 and the database is not touched.
 
-The restore then takes the database's write lock (exit 7 when another process
-holds it for longer than 5s; unchanged), refuses a database that has events
-unless --force (exit 4; unchanged), and copies SRC in through SQLite's backup
-API in one transaction: processes that have the database open see the restored
-content at their next read (the file is never renamed over). A database that
+The restore decides before it commits. It switches the database to WAL mode
+(so that it can be read while the restore holds its lock), takes the
+database's write lock (exit 7 when another process holds it for longer than
+5s; unchanged), reads it under that lock, refuses a database that has events
+unless --force and another program's database always (exit 4; unchanged),
+and copies SRC in through SQLite's backup API in one transaction: processes
+that have the database open see the restored content at their next read (the
+file is never renamed over). Every exit 4 comes before that commit. After it,
+writers may append at once, so restore checks only what they cannot change:
+SRC's events up to its head, the position floor and the recorded gap. A
+failure there exits 8: the database was replaced, run eventlite doctor. A database that
 does not exist is created. Positions the old database had handed out are never
 handed out again: the next append gets a position above all of them (the gap
 is recorded; doctor reports it as information); --min-sequence N raises that
 floor to N too (for a database that is lost: the highest position its
-consumers have seen).
+consumers have seen). N is at most 9223372036854775806, the highest position
+a store hands out (beyond it: exit 4, nothing changed); an append that would
+pass it exits 4 and stores nothing.
 
 With --json, one object: {"path","source","events","streams","head_position",
 "sequence","previous_events","previous_sequence","bytes","seconds"}, positions
@@ -155,10 +163,13 @@ func (r *restoreCmd) run(ctx context.Context, c *cli, args []string) error {
 // backupError gives backup's and restore's errors their exit codes.
 func backupError(err error) error {
 	switch {
+	case errors.Is(err, store.ErrRestoreUnverified):
+		// First: the database did change, whatever the check met.
+		return &exitError{code: exitReplaced, err: err}
 	case errors.Is(err, store.ErrNotFound):
 		return &exitError{code: exitNotFound, err: err}
 	case errors.Is(err, store.ErrDestExists), errors.Is(err, store.ErrTargetNotEmpty), errors.Is(err, store.ErrNotEventlite),
-		errors.Is(err, store.ErrSchemaTooNew), errors.Is(err, store.ErrBackupInvalid):
+		errors.Is(err, store.ErrSchemaTooNew), errors.Is(err, store.ErrBackupInvalid), errors.Is(err, store.ErrPositionRange):
 		return &exitError{code: exitInvalid, err: err}
 	}
 	return err // classify: ErrBusy exits 7, an interruption 6

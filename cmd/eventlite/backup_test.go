@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -288,4 +289,59 @@ func TestCopyReporter(t *testing.T) {
 	if plain.Len() != 0 {
 		t.Errorf("not a terminal: a progress line within the first seconds: %q", plain.String())
 	}
+}
+
+// TestRestoreUnverifiedExits8: a restore whose check after the commit
+// failed exits 8, saying the database was replaced, also when the check
+// failed on an interruption or a busy file (which alone exit 6 and 7).
+func TestRestoreUnverifiedExits8(t *testing.T) {
+	t.Parallel()
+	for _, err := range []error{
+		&store.RestoreUnverifiedError{Path: "x.db", Problems: []string{"it holds 19 events up to position 20; the backup held 20 up to 20"}},
+		&store.RestoreUnverifiedError{Path: "x.db", Err: context.Canceled},
+		&store.RestoreUnverifiedError{Path: "x.db", Err: store.ErrBusy},
+	} {
+		code, msg := classify(backupError(fmt.Errorf("restore: %w", err)))
+		if code != exitReplaced || !strings.Contains(msg, "replaced") || !strings.Contains(msg, "doctor") {
+			t.Errorf("%v: exit %d %q, want %d saying the database was replaced and to run doctor", err, code, msg, exitReplaced)
+		}
+	}
+}
+
+// TestRestoreMinSequenceLimit: --min-sequence past the highest position
+// (9223372036854775806) exits 4 and creates nothing; restored up to it,
+// the next append exits 4 naming the limit and stores nothing (today it
+// was acknowledged at a negative position).
+func TestRestoreMinSequenceLimit(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	live := filepath.Join(dir, "live.db")
+	fillDB(t, live, "b", 3)
+	backup := filepath.Join(dir, "backup.db")
+	mustRun(t, "", "backup", backup, "--db", live)
+	target := newDB(t)
+	r := run(t, "", "restore", backup, "--db", target, "--min-sequence", "9223372036854775807")
+	if r.code != exitInvalid || !strings.Contains(r.stderr, "9223372036854775806") || !strings.Contains(r.stderr, "min-sequence") {
+		t.Fatalf("restore --min-sequence 2^63-1: exit %d, stderr %q; want 4 naming the flag and the highest position", r.code, r.stderr)
+	}
+	if _, err := os.Stat(target); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the refused restore created the database: %v", err)
+	}
+	mustRun(t, "", "restore", backup, "--db", target, "--min-sequence", "9223372036854775805")
+	r = mustRun(t, events(1), "append", "s", "--db", target, "--json")
+	if !strings.Contains(r.stdout, `"last_position":9223372036854775806`) && !strings.Contains(r.stdout, `"last_position":"9223372036854775806"`) {
+		t.Errorf("the last position's append: %s", r.stdout)
+	}
+	r = run(t, "", "append", "s", "--type", "t", "--db", target)
+	if r.code != exitInvalid || !strings.Contains(r.stderr, "9223372036854775806") {
+		t.Fatalf("append past the highest position: exit %d, stderr %q; want 4 naming it", r.code, r.stderr)
+	}
+	// A retry of the last append still returns its first result.
+	if r := mustRun(t, events(1), "append", "s", "--db", target, "--json"); !strings.Contains(r.stdout, "9223372036854775806") {
+		t.Errorf("a retry of the last append: %s", r.stdout)
+	}
+	if n := len(lines(mustRun(t, "", "read", "s", "--db", target).stdout)); n != 1 {
+		t.Errorf("the stream holds %d events, want 1", n)
+	}
+	checkInvariants(t, target)
 }

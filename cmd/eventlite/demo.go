@@ -18,6 +18,7 @@ import (
 
 	"github.com/eventlite/eventlite/aggregate"
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/natsjs"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/publish"
@@ -125,7 +126,9 @@ func (d *demo) run(ctx context.Context) (err error) {
 			err = cerr
 		}
 	}()
-	if err := d.s.Update(ctx, func(tx *store.Tx) error { return tx.SetApplicationID(ctx, demoApplicationID) }); err != nil {
+	if err := d.s.Update(ctx, func(tx *store.Tx) error {
+		return store.Bookkeeping(inside.Key{}, tx).SetApplicationID(ctx, demoApplicationID)
+	}); err != nil {
 		return err
 	}
 	fmt.Fprintf(d.out, "eventlite demo on %s (tenant default)\n", d.path)
@@ -392,7 +395,7 @@ func (d *demo) shippingConsumer(ctx context.Context) (*projection.Consumer, erro
 			if !ok {
 				return fmt.Errorf("%w: %s", projection.ErrUninterpretable, e.Type)
 			}
-			_, err := tx.ExecContext(ctx, `INSERT INTO demo_shipping_orders (tenant, order_id, status, version) VALUES (?, ?, ?, ?)
+			_, err := tx.ExecContext(ctx, `INSERT INTO demo_shipping_orders AS t (tenant, order_id, status, version) VALUES (?, ?, ?, ?)
 				ON CONFLICT (tenant, order_id) DO UPDATE SET status = excluded.status, version = excluded.version`, e.Tenant, e.Stream, status, e.StreamVersion)
 			return err
 		},

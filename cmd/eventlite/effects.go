@@ -136,10 +136,10 @@ func (x *effectsCmd) run(ctx context.Context, c *cli, args []string) error {
 			return err
 		}
 		if action == "approve" {
-			e, err = s.Effects().Approve(ctx, tenant, key, x.argsHash, by)
+			e, err = s.Effects().Approve(ctx, store.EffectApproval{Tenant: tenant, Key: key, ArgsHash: x.argsHash, By: by})
 			unchanged = before.State == store.EffectApproved
 		} else {
-			e, err = s.Effects().Reject(ctx, tenant, key, x.reason, by)
+			e, err = s.Effects().Reject(ctx, store.EffectRejection{Tenant: tenant, Key: key, Reason: x.reason, By: by})
 		}
 		return err
 	})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/user"
 
+	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -21,6 +22,10 @@ absent: an append with --expected any or no-stream continues after the
 tombstone's version, one with exists or a version conflicts (exit 3). With
 --hard it is never written or read again (exit 4). Its events and the
 tombstone stay in the log: tail, projections and the relay see them.
+
+--reason follows the rules of an event's string attributes: valid UTF-8,
+no control character (CR, LF and tab included), no leading or trailing
+white space, at most 1024 bytes; another exits 4 and deletes nothing.
 
 Prints the tombstone's append result, as append does. A stream that does
 not exist, or is already deleted, exits 5; a hard-deleted one exits 4.`,
@@ -38,6 +43,11 @@ func (d *deleteCmd) flags(fs *flag.FlagSet) {
 }
 
 func (d *deleteCmd) run(ctx context.Context, c *cli, args []string) error {
+	// The reason follows the rules of an event's string attributes,
+	// checked before the store is opened: refused, never rewritten.
+	if err := envelope.ValidateText("reason", d.reason, false); err != nil {
+		return fmt.Errorf("delete %s: --reason: %w", args[0], err)
+	}
 	by := ""
 	if u, err := user.Current(); err == nil {
 		by = u.Username

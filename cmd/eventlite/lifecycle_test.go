@@ -90,3 +90,24 @@ func TestDeleteAndTruncate(t *testing.T) {
 	}
 	checkInvariants(t, db)
 }
+
+// TestDeleteReasonRule: delete --reason follows the attribute rule: a
+// control character (CR, LF and tab included), invalid UTF-8 or edge
+// white space exits 4 naming --reason, and the stream stays as it was;
+// the reason is never rewritten (U+FFFD) nor kept with its line breaks.
+func TestDeleteReasonRule(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	mustRun(t, "", "append", "a", "--type", "t", "--db", db)
+	before := mustRun(t, "", "tail", "--db", db).stdout
+	for _, reason := range []string{"line\nbreak", "carriage\rreturn", "tab\there", "bad \xff utf-8", "nul\x00", " edge", "c1 \u0085"} {
+		r := run(t, "", "delete", "a", "--reason", reason, "--db", db)
+		if r.code != exitInvalid || !strings.Contains(r.stderr, "--reason") {
+			t.Errorf("delete --reason %q: exit %d, want 4 naming --reason; stderr:\n%s", reason, r.code, r.stderr)
+		}
+	}
+	if after := mustRun(t, "", "tail", "--db", db).stdout; after != before {
+		t.Fatalf("refused deletes changed the log:\nbefore %s\nafter %s", before, after)
+	}
+	mustRun(t, "", "delete", "a", "--reason", "gdpr: ticket 12 (Zoë)", "--db", db)
+}

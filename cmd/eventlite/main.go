@@ -82,6 +82,7 @@ const (
 	exitNotFound   = 5
 	exitIncomplete = 6
 	exitBusy       = 7
+	exitReplaced   = 8
 )
 
 var exitCodes = []struct {
@@ -92,10 +93,11 @@ var exitCodes = []struct {
 	{exitInternal, "internal error"},
 	{exitUsage, "usage: unknown command or flag, malformed flag value, wrong arguments; relay, serve,\n     replay, catalog or copy without --master-key-file while the database holds encrypted events;\n     a command that works on a file (backup, restore, scavenge --vacuum, demo --db) on PostgreSQL;\n     copy: a source or target engine it does not take, or data the target cannot hold exactly"},
 	{exitConflict, "version conflict: the stream is not at the --expected version"},
-	{exitInvalid, "invalid input: a malformed event, data or stream id, or a reused event id; a hard-deleted\n     stream; truncate beyond the stream's version; an append carrying erasurekey without a\n     master key, a malformed master key file or a wrong master key; or a database file\n     eventlite will not use as it is: not an eventlite database, a newer schema, an older schema\n     for a command that only reads (run 'eventlite migrate'), another user's file it would lock out;\n     backup: DEST exists (without --force); restore: the database has events (without --force),\n     or SRC is not an eventlite database or fails its checks; copy: the target schema is not empty;\n     effects approve/reject: the effect's state does not allow it, or --args-hash is not the hash of its arguments"},
+	{exitInvalid, "invalid input: a malformed event, data or stream id, or a reused event id; a hard-deleted\n     stream; truncate beyond the stream's version; an append, delete, truncate or retention\n     policy of the store's own streams (ids starting with eventlite-); a position past\n     the highest a store hands out (9223372036854775806): an append the log has no positions left\n     for, restore --min-sequence beyond it; an append carrying erasurekey without a\n     master key, a malformed master key file or a wrong master key; or a database file\n     eventlite will not use as it is: not an eventlite database, a newer schema, an older schema\n     for a command that only reads (run 'eventlite migrate'), another user's file it would lock out;\n     backup: DEST exists (without --force); restore: the database has events (without --force),\n     or SRC is not an eventlite database or fails its checks; copy: the target schema is not empty;\n     effects approve/reject: the effect's state does not allow it, or --args-hash is not the hash of its arguments"},
 	{exitNotFound, "not found: the stream, or a deleted one (or the JetStream stream, the dead letter, the quarantined event or its projection or consumer, the effect, the retention policy, the subject key to forget, or the database file) does not exist"},
 	{exitIncomplete, "work remains or needs a person: the job was interrupted before it finished; scavenge: a reader kept\n     the WAL checkpoint from finishing (run it again once readers are done)"},
 	{exitBusy, "busy: the database stayed locked past the timeout; copy: a lease in the source is held; retry"},
+	{exitReplaced, "restore: the database was replaced by SRC, but the check after the commit failed; it holds SRC's\n     content, not its old one: run eventlite doctor on it before serving from it"},
 }
 
 // command is one subcommand: its help and a constructor for its runner.
@@ -374,7 +376,7 @@ func classify(err error) (code int, msg string) {
 		return exitConflict, fmt.Sprintf("%v: read the stream and decide again, then append with --expected %s", ce, next)
 	case errors.Is(err, store.ErrStreamDeleted):
 		return exitInvalid, err.Error() + ": a hard-deleted stream is never written or read again; use another stream id"
-	case errors.Is(err, store.ErrInvalidEvent), errors.Is(err, store.ErrTooLarge), errors.Is(err, store.ErrDuplicate),
+	case errors.Is(err, store.ErrInvalidEvent), errors.Is(err, store.ErrTooLarge), errors.Is(err, store.ErrDuplicate), errors.Is(err, store.ErrPositionRange),
 		errors.Is(err, store.ErrIdempotencyMismatch):
 		return exitInvalid, err.Error()
 	case fileRefused(err):

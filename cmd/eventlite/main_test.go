@@ -299,7 +299,7 @@ func TestExitCodesAreDistinct(t *testing.T) {
 	for _, e := range exitCodes {
 		got = append(got, e.code)
 	}
-	if diff := cmp.Diff([]int{0, 1, 2, 3, 4, 5, 6, 7}, got); diff != "" {
+	if diff := cmp.Diff([]int{0, 1, 2, 3, 4, 5, 6, 7, 8}, got); diff != "" {
 		t.Errorf("exit code table (-want +got):\n%s", diff)
 	}
 }

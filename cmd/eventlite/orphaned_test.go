@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/storetest"
@@ -31,7 +32,7 @@ func TestProjectionsShowOrphaned(t *testing.T) {
 	host, _ := os.Hostname()
 	owner := fmt.Sprintf("%s:%d:DEADBEEF", host, gone.Process.Pid)
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		return tx.SetProjectionStatus(ctx, "ledger", store.ProjectionActive, "")
+		return store.Bookkeeping(inside.Key{}, tx).SetProjectionStatus(ctx, "ledger", store.ProjectionActive, "")
 	}); err != nil {
 		t.Fatal(err)
 	}

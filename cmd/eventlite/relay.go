@@ -37,6 +37,12 @@ stream in order, to one destination:
                      --create-stream creates a missing stream (file storage,
                      subjects: the template's fixed prefix + '>', a 10 minute
                      duplicate window); without it a missing stream exits 5.
+                     A server that does not answer at start does not stop
+                     the relay: it logs a warning with the URL and the
+                     cause and retries with backoff until the server
+                     answers (doctor's outbox_stale shows what waits). A
+                     Go program catches a wrong URL at start with
+                     natsjs.NATSOptions.RequireConnect.
   http(s)://URL      a CloudEvents HTTP sink, binary mode (or --mode
                      structured); 2xx is success.
   stdout             JSON Lines, one structured CloudEvent per line; logs go to

@@ -33,7 +33,12 @@ Progress goes to stderr: a progress bar on a terminal, a line every few
 seconds otherwise. With --json, stdout has one object per line instead,
 {"phase","done","total","rate"}, and last a summary object (a dry run's:
 "drift", "missing", "extra", "different"). Exit 7: another replay of NAME
-is running.`,
+is running.
+
+This binary knows only the catalog (another NAME: exit 5). An
+application's projections are replayed by the application's own binary,
+which mounts this command with replay/replaycmd and its projections: see
+docs/handler-sql.md, "Replaying an application's projections".`,
 	new: func() runner { return &replayCmd{} },
 }
 

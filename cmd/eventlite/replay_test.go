@@ -125,7 +125,7 @@ func TestReplayCommandErrors(t *testing.T) {
 		{"no name", t.Context(), []string{"replay"}, exitUsage, "replay takes 1 argument(s) (NAME)"},
 		{"two names", t.Context(), []string{"replay", "a", "b"}, exitUsage, "replay takes 1 argument(s) (NAME)"},
 		{"unknown flag", t.Context(), []string{"replay", "catalog", "--nope"}, exitUsage, "-nope"},
-		{"unknown projection", t.Context(), []string{"replay", "nosuch"}, exitNotFound, `no such projection "nosuch" (there are: catalog)`},
+		{"unknown projection", t.Context(), []string{"replay", "nosuch"}, exitNotFound, `no such projection "nosuch" (there are: catalog): a binary replays only the projections it declares; replay an application's projections with the application's own binary, mounting replay/replaycmd with them in Config.Projections (docs/handler-sql.md, "Replaying an application's projections")`},
 		{"interrupted", ctx, []string{"replay", "catalog"}, exitIncomplete, "canceled"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

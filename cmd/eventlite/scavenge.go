@@ -48,7 +48,10 @@ the truncations retention would make, and changes nothing.
 
 Exits 6 when a reader kept the WAL checkpoint from finishing (what was
 removed stays removed; run it again once readers are done), or when
-interrupted (run it again: it goes on where it stopped). --vacuum rewrites a
+interrupted (run it again: it goes on where it stopped). Exits 7 (busy) when
+another connection was checkpointing the WAL at the same time, such as a
+second scavenge (what was removed stays removed; run it again once that one
+is done). --vacuum rewrites a
 SQLite file: with a PostgreSQL --db it exits 2, "not supported on PostgreSQL"
 (the server's autovacuum gives the space back).`,
 	new: func() runner { return &scavengeCmd{} },

@@ -61,7 +61,9 @@ the bound IP): any other address exits 2, asking for a token. With tokens
 comments), every path but /healthz, /openapi.json and the web page's own
 (/, /ui/...) needs "Authorization: Bearer SECRET" (or the page's session
 cookie); TENANT * means every tenant (and the store-wide paths /metrics,
-/v1/consumers, /v1/doctor, /v1/stats), :ro read-only.
+/v1/consumers, /v1/doctor, /v1/stats), :ro read-only. Every token needs a
+secret of its own: two tokens with one secret exit 2, naming both by place
+(the --token flags, then the file's lines) and tenant, never the secret.
 Tokens are compared in constant time and never logged.
 
 CORS is off unless --cors-origin names an allowed origin (repeatable, * for
@@ -131,6 +133,9 @@ func (s *serveCmd) run(ctx context.Context, c *cli, _ []string) error {
 			return &usageError{cmd: serveCommand, err: fmt.Errorf("--tokens-file %s: %w", s.tokensFile, err)}
 		}
 		tokens = append(tokens, ts...)
+	}
+	if err := serve.ValidateTokens(tokens); err != nil {
+		return &usageError{cmd: serveCommand, err: fmt.Errorf("%w (tokens are numbered in the order given: the --token flags, then the lines of --tokens-file)", err)}
 	}
 	ln, err := net.Listen("tcp", s.addr)
 	if err != nil {

@@ -290,3 +290,25 @@ func TestServeAccessLogAndHosts(t *testing.T) {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
 	}
 }
+
+// Two tokens with one secret, from --token and --tokens-file, exit 2
+// naming both by place and tenant (never the secret), before the
+// database is touched.
+func TestServeRefusesDuplicateTokenSecrets(t *testing.T) {
+	db := newDB(t)
+	file := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(file, []byte("# ops\ns3cret=*\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A cancelled context: a serve that accepted the tokens stops at once
+	// (exit 0) instead of serving until the test times out.
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	r := runWith(t, ctx, nil, "", "serve", "--db", db, "--addr", "127.0.0.1:0", "--token", "s3cret=acme:ro", "--tokens-file", file)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "token 2") || !strings.Contains(r.stderr, "token 1") || strings.Contains(r.stderr, "s3cret") || r.stdout != "" {
+		t.Fatalf("exit %d, stdout %q, stderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(db); err == nil {
+		t.Error("the database was created")
+	}
+}

@@ -4,6 +4,10 @@
 //	go run ./examples/bank                          # the demo, on a database in a temp dir
 //	go run ./examples/bank --db bank.db             # the demo, on bank.db (kept)
 //	go run ./examples/bank --db bank.db replay balances   # rebuild the read model
+//	go run ./examples/bank --db 'postgres://...&eventlite_schema=bank'   # the same on PostgreSQL
+//
+// Its handler SQL (? placeholders, an upsert with a table alias) runs
+// unchanged on both engines: docs/handler-sql.md.
 //
 // An account aggregate whose commands carry an operation id (a retry
 // returns the first result, appends nothing) and, when a form showed the
@@ -120,10 +124,15 @@ func decide(a Account, cmd aggregate.Command) ([]any, error) {
 
 // balances is the read model: one row per account. It is typed: one
 // handler per event's Go type, each receiving the decoded data and the
-// event's metadata; the event types it reads come from the registry.
+// event's metadata; the event types it reads come from the registry. Its
+// SQL writes ? placeholders and an aliased upsert, and runs on SQLite and
+// PostgreSQL alike (scenario_test.go runs it on both).
 func balances(reg *envelope.Registry) projection.Projection {
-	const upsert = ` (tenant, account, owner, balance) VALUES (?, ?, ?, ?)
-		ON CONFLICT (tenant, account) DO UPDATE SET balance = balance + excluded.balance`
+	// The upsert names the table by an alias (AS t): an unqualified
+	// column on the right of SET is ambiguous on PostgreSQL, and the
+	// table's own name is a shadow table's during a rebuild.
+	const upsert = ` AS t (tenant, account, owner, balance) VALUES (?, ?, ?, ?)
+		ON CONFLICT (tenant, account) DO UPDATE SET balance = t.balance + excluded.balance`
 	h := projection.NewHandlers(reg)
 	projection.On(h, func(ctx context.Context, tx *projection.Tx, e projection.Event[AccountOpened]) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO `+tx.Table("balances")+upsert, e.Tenant, e.Stream, e.Data.Owner, 0)
@@ -143,7 +152,7 @@ func balances(reg *envelope.Registry) projection.Projection {
 		Name:     "balances",
 		Handlers: h,
 		Tables: []projection.Table{{Name: "balances", Schema: `CREATE TABLE {table} (
-			tenant TEXT NOT NULL, account TEXT NOT NULL, owner TEXT NOT NULL, balance INTEGER NOT NULL,
+			tenant TEXT NOT NULL, account TEXT NOT NULL, owner TEXT NOT NULL, balance BIGINT NOT NULL,
 			PRIMARY KEY (tenant, account))`}},
 	}
 }
@@ -275,7 +284,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bank", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	db := fs.String("db", "", "the database file (default: one in a new temp dir, removed at exit)")
+	db := fs.String("db", "", "the database file, or a postgres:// address (default: a file in a new temp dir, removed at exit)")
 	verbose := fs.Bool("v", false, "debug logs on stderr")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: bank [--db PATH] [-v]\t\trun the demo\n       bank --db PATH %s\n\n", replaycmd.Usage("replay"))

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/storetest"
 )
 
 // readBalances reads the whole balances table.
@@ -47,10 +48,23 @@ func readBalances(t *testing.T, path string) map[string]int64 {
 }
 
 // The demo runs, prints what each command did and the published events,
-// and "replay balances" rebuilds the same balances.
+// and "replay balances" rebuilds the same balances: on a SQLite file and,
+// with EVENTLITE_TEST_POSTGRES, on a PostgreSQL schema, with the same
+// handler SQL (? placeholders, an aliased upsert).
 func TestDemoAndReplay(t *testing.T) {
+	for _, eng := range []struct {
+		name string
+		path func(t *testing.T) string
+	}{
+		{"sqlite", func(t *testing.T) string { return filepath.Join(t.TempDir(), "bank.db") }},
+		{"postgres", func(t *testing.T) string { return storetest.PostgresSchema(t, storetest.PostgresBase(t)) }},
+	} {
+		t.Run(eng.name, func(t *testing.T) { testDemoAndReplay(t, eng.path(t)) })
+	}
+}
+
+func testDemoAndReplay(t *testing.T, path string) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "bank.db")
 	var out, errOut bytes.Buffer
 	if code := run(ctx, []string{"--db", path}, &out, &errOut); code != 0 {
 		t.Fatalf("demo: exit %d\nstdout:\n%s\nstderr:\n%s", code, &out, &errOut)

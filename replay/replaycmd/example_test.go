@@ -37,8 +37,8 @@ func ExampleRun() {
 		Types:  []string{"order.placed"},
 		Tables: []projection.Table{{Name: "order_count", Schema: `CREATE TABLE {table} (tenant TEXT PRIMARY KEY, orders INTEGER NOT NULL)`}},
 		Apply: func(ctx context.Context, tx *projection.Tx, e envelope.Event) error {
-			_, err := tx.ExecContext(ctx, `INSERT INTO `+tx.Table("order_count")+` (tenant, orders) VALUES (?, 1)
-				ON CONFLICT (tenant) DO UPDATE SET orders = orders + 1`, e.Tenant)
+			_, err := tx.ExecContext(ctx, `INSERT INTO `+tx.Table("order_count")+` AS t (tenant, orders) VALUES (?, 1)
+				ON CONFLICT (tenant) DO UPDATE SET orders = t.orders + 1`, e.Tenant)
 			return err
 		},
 	}

@@ -143,6 +143,11 @@ func (c Config) withDefaults() Config {
 // ErrUnknownProjection: NAME is none of the configured projections.
 var ErrUnknownProjection = errors.New("no such projection")
 
+// mountAdvice ends the unknown projection's message: the eventlite
+// binary knows only its catalog, and a service's projections are replayed
+// by the service's binary.
+const mountAdvice = "a binary replays only the projections it declares; replay an application's projections with the application's own binary, mounting replay/replaycmd with them in Config.Projections (docs/handler-sql.md, \"Replaying an application's projections\")"
+
 // ErrDrift: a dry run found the live read model differs from its rebuild.
 var ErrDrift = errors.New("the read model drifted")
 
@@ -173,7 +178,7 @@ func Replay(ctx context.Context, name string, f Flags, cfg Config) (err error) {
 		for i, p := range cfg.Projections {
 			names[i] = p.Name
 		}
-		return fmt.Errorf("%w %q (there are: %s)", ErrUnknownProjection, name, strings.Join(names, ", "))
+		return fmt.Errorf("%w %q (there are: %s): %s", ErrUnknownProjection, name, strings.Join(names, ", "), mountAdvice)
 	}
 	p := cfg.Projections[i]
 	s := cfg.Store

@@ -97,7 +97,7 @@ func TestUsageAndNotFound(t *testing.T) {
 		{[]string{"totals", "catalog"}, replaycmd.ExitUsage, "want one projection NAME"},
 		{[]string{"totals", "--frobnicate"}, replaycmd.ExitUsage, "flag provided but not defined"},
 		{[]string{"--dry-run=maybe", "totals"}, replaycmd.ExitUsage, "invalid boolean"},
-		{[]string{"nosuch"}, replaycmd.ExitNotFound, `no such projection "nosuch" (there are: totals, catalog)`},
+		{[]string{"nosuch"}, replaycmd.ExitNotFound, `no such projection "nosuch" (there are: totals, catalog): a binary replays only the projections it declares; replay an application's projections with the application's own binary, mounting replay/replaycmd with them in Config.Projections (docs/handler-sql.md, "Replaying an application's projections")`},
 	} {
 		o := run(ctx, s, replaycmd.Config{}, c.args...)
 		if o.code != c.code || !strings.Contains(o.stderr, c.want) {

@@ -374,7 +374,7 @@ async function viewStream(main, stream, q) {
   const type = q.get("type") || "";
   const at = (params) => href("stream", stream, null, new URLSearchParams(Object.entries(params).filter(([, v]) => v !== "" && v !== undefined && v !== null)));
   main.append(el("h1", {}, "Stream ", el("span", { class: "mono" }, stream)));
-  const info = el("p", { class: "muted" });
+  const info = el("p", { class: "muted", id: "stream-info" });
   const status = el("span", { class: "badge", id: "stream-status" }, newest ? "" : "connecting…");
   const pause = el("button", { type: "button", id: "pause" }, "Pause");
   const marker = el("a", { id: "new-marker", class: "badge warn", hidden: true, href: at({ order: newest ? "newest" : "", type }) });
@@ -403,11 +403,13 @@ async function viewStream(main, stream, q) {
     if (where === "new") row.classList.add("new");
     if (where === "top") tbody.prepend(row); else tbody.append(row);
   };
-  let version = 0, updated = "";
+  // events counts what a read of the stream returns, as the API's events
+  // field does: after a truncate, fewer than its version.
+  let version = 0, events = 0, updated = "";
   try {
     const r = await api("GET", base() + "/streams/" + seg(stream));
     if (!alive()) return;
-    if (r.status === 200) { version = r.json.version; updated = r.json.updated; } else if (r.status !== 404) throw new Error((r.json && r.json.detail) || r.status);
+    if (r.status === 200) { version = r.json.version; events = r.json.events; updated = r.json.updated; } else if (r.status !== 404) throw new Error((r.json && r.json.detail) || r.status);
   } catch (err) { info.textContent = problemText(err); return; }
   if (version === 0) info.textContent = "The stream does not exist yet: its first event will appear here.";
   let first = 0, last = 0, count = 0;
@@ -424,7 +426,7 @@ async function viewStream(main, stream, q) {
     if (evs.length) {
       first = evs[0].streamversion; last = evs[evs.length - 1].streamversion;
       const lo = Math.min(first, last), hi = Math.max(first, last);
-      info.replaceChildren(version + " events, updated ", when(updated), " · showing versions " + lo + "–" + hi);
+      info.replaceChildren(events + " events (version " + version + "), updated ", when(updated), " · showing versions " + lo + "–" + hi);
       const older = lo > 1, newer = hi < version;
       const prevFrom = newest ? hi + PAGE : Math.max(1, lo - PAGE), nextFrom = newest ? lo - 1 : hi + 1;
       pager.append(
@@ -432,7 +434,7 @@ async function viewStream(main, stream, q) {
           : (older ? el("a", { id: "page-older", href: at({ from: prevFrom, type }) }, "← Older") : null),
         newest ? (older ? el("a", { id: "page-older", href: at({ order: "newest", from: nextFrom, type }) }, "Older →") : null)
           : (newer ? el("a", { id: "page-newer", href: at({ from: nextFrom, type }) }, "Newer →") : null));
-    } else info.textContent = version + " events; none at version " + (fromQ || 1) + " or later.";
+    } else info.textContent = events + " events (version " + version + "); none at version " + (fromQ || 1) + " or later.";
     count = evs.length;
   }
   if (type) info.append(" · only type " + type);
@@ -445,6 +447,8 @@ async function viewStream(main, stream, q) {
     close = live(base() + "/streams/" + seg(stream) + "/events?from=" + (seen + 1), newest ? el("span") : status, (e) => {
       if (!alive()) return;
       seen = e.streamversion;
+      if (seen > version) { events += seen - version; version = seen; }
+      if (e.type === "eventlite.stream.truncated" && e.data && e.data.before > 0) events = version - e.data.before + 1;
       fresh++;
       marker.hidden = false;
       if (newest) { marker.textContent = fresh + " new event" + (fresh > 1 ? "s" : "") + ": show the newest"; return; }
@@ -452,7 +456,7 @@ async function viewStream(main, stream, q) {
       marker.removeAttribute("href");
       count++;
       show(e, "new");
-      info.textContent = seen + " events, the newest appended ";
+      info.textContent = events + " events (version " + version + "), the newest appended ";
       info.append(when(e.time));
     });
   };

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -22,10 +23,10 @@ func testCheckpointsCommitWithTheirTransaction(t *testing.T, h Harness) {
 	}
 	set := func(name string, pos int64, fail error) error {
 		return s.Update(ctx, func(tx *store.Tx) error {
-			if err := tx.SetCheckpoint(ctx, name, pos, nil); err != nil {
+			if err := store.Bookkeeping(inside.Key{}, tx).SetCheckpoint(ctx, name, pos, nil); err != nil {
 				return err
 			}
-			if got, err := tx.Checkpoint(ctx, name); err != nil || got != pos {
+			if got, err := store.Bookkeeping(inside.Key{}, tx).Checkpoint(ctx, name); err != nil || got != pos {
 				t.Errorf("the transaction reads %d, %v after setting %d", got, err, pos)
 			}
 			return fail

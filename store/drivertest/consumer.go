@@ -42,8 +42,8 @@ func OrderView(t testing.TB, s *store.Store, opts projection.ConsumerOptions) *p
 		default:
 			return fmt.Errorf("%w: type %q", projection.ErrUninterpretable, e.Type)
 		}
-		_, err := tx.ExecContext(ctx, bind(tx.Dialect(), `INSERT INTO order_view (tenant, id, status, version) VALUES (?, ?, ?, ?)
-			ON CONFLICT (tenant, id) DO UPDATE SET status = excluded.status, version = excluded.version`), e.Tenant, e.Stream, status, e.StreamVersion)
+		_, err := tx.ExecContext(ctx, `INSERT INTO order_view (tenant, id, status, version) VALUES (?, ?, ?, ?)
+			ON CONFLICT (tenant, id) DO UPDATE SET status = excluded.status, version = excluded.version`, e.Tenant, e.Stream, status, e.StreamVersion)
 		return err
 	}
 	c, err := projection.NewConsumer(s, opts)
@@ -60,7 +60,7 @@ func ViewOf(t testing.TB, s *store.Store, id string) (string, int64) {
 	var status string
 	var version int64
 	err := s.Update(context.Background(), func(tx *store.Tx) error {
-		return tx.QueryRowContext(context.Background(), bind(tx.Dialect(), `SELECT status, version FROM order_view WHERE tenant = 'default' AND id = ?`), id).Scan(&status, &version)
+		return tx.QueryRowContext(context.Background(), `SELECT status, version FROM order_view WHERE tenant = 'default' AND id = ?`, id).Scan(&status, &version)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", 0

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -91,7 +92,10 @@ func testDiagnoseCleanLargeStore(t *testing.T, h Harness) {
 		for i, r := range rows {
 			pub[i] = store.Published{Position: r.Event.Position}
 		}
-		if err := s.Update(ctx, func(tx *store.Tx) error { _, err := tx.MarkPublished(ctx, l, pub); return err }); err != nil {
+		if err := s.Update(ctx, func(tx *store.Tx) error {
+			_, err := store.Bookkeeping(inside.Key{}, tx).MarkPublished(ctx, l, pub)
+			return err
+		}); err != nil {
 			t.Fatal(err)
 		}
 	}

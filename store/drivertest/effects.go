@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -46,7 +47,7 @@ func testEffectAtMostOnce(t *testing.T, h Harness) {
 		t.Errorf("other tenant: %v, calls %d", err, calls.Load())
 	}
 	// A second reserve returns the existing row.
-	e, created, err := s.Effects().Reserve(ctx, "default", "welcome-email:user-1")
+	e, created, err := store.EffectSteps(inside.Key{}, s.Effects()).Reserve(ctx, "default", "welcome-email:user-1")
 	if err != nil || created || e.State != store.EffectCompleted || e.Attempts != 1 {
 		t.Errorf("second reserve: %+v created=%v %v", e, created, err)
 	}
@@ -70,7 +71,7 @@ func testEffectUnknownIsReconciledNotRetried(t *testing.T, h Harness) {
 	if !errors.As(err, &se) || se.State != store.EffectUnknown || calls.Load() != 1 {
 		t.Fatalf("retry of an unknown effect: %v (calls %d)", err, calls.Load())
 	}
-	if _, err := s.Effects().Begin(ctx, "default", "charge:order-9"); !errors.Is(err, store.ErrEffectState) {
+	if _, err := store.EffectSteps(inside.Key{}, s.Effects()).Begin(ctx, "default", "charge:order-9"); !errors.Is(err, store.ErrEffectState) {
 		t.Fatalf("begin on unknown: %v", err)
 	}
 	// The provider is not sure yet: stays unknown.
@@ -105,10 +106,10 @@ func testEffectUnknownIsReconciledNotRetried(t *testing.T, h Harness) {
 func testEffectReconcileStuckExecuting(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
-	if _, _, err := s.Effects().Reserve(ctx, "default", "call-partner"); err != nil {
+	if _, _, err := store.EffectSteps(inside.Key{}, s.Effects()).Reserve(ctx, "default", "call-partner"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Effects().Begin(ctx, "default", "call-partner"); err != nil {
+	if _, err := store.EffectSteps(inside.Key{}, s.Effects()).Begin(ctx, "default", "call-partner"); err != nil {
 		t.Fatal(err)
 	}
 	// The worker died mid-call. A recent attempt is left alone...

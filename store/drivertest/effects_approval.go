@@ -96,7 +96,7 @@ func testEffectApproveExactArguments(t *testing.T, h Harness) {
 
 	// A wrong or malformed hash changes nothing.
 	for _, h := range []string{strings.Repeat("0", 64), "not-a-hash", strings.ToUpper(e.ArgsHash()), ""} {
-		_, err := s.Effects().Approve(ctx, "default", "refund:o-1", h, "alice")
+		_, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "refund:o-1", ArgsHash: h, By: "alice"})
 		var he *store.ArgsHashMismatchError
 		if !errors.As(err, &he) || !errors.Is(err, store.ErrArgsHashMismatch) || he.Recorded != e.ArgsHash() {
 			t.Errorf("approve with hash %q: %v", h, err)
@@ -109,12 +109,12 @@ func testEffectApproveExactArguments(t *testing.T, h Harness) {
 		t.Fatalf("the external call ran %d times before approval", n)
 	}
 
-	a, err := s.Effects().Approve(ctx, "default", "refund:o-1", e.ArgsHash(), "alice")
+	a, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "refund:o-1", ArgsHash: e.ArgsHash(), By: "alice"})
 	if err != nil || a.State != store.EffectApproved || a.DecidedBy != "alice" || a.DecidedAt.IsZero() {
 		t.Fatalf("approve: %+v %v", a, err)
 	}
 	// Approving again keeps the first approver.
-	b, err := s.Effects().Approve(ctx, "default", "refund:o-1", e.ArgsHash(), "bob")
+	b, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "refund:o-1", ArgsHash: e.ArgsHash(), By: "bob"})
 	if err != nil || b.DecidedBy != "alice" || !b.DecidedAt.Equal(a.DecidedAt) {
 		t.Errorf("second approval: %+v %v", b, err)
 	}
@@ -136,7 +136,7 @@ func testEffectApproveExactArguments(t *testing.T, h Harness) {
 	}
 	// A decision on a completed effect names its state.
 	var se *store.EffectStateError
-	if _, err := s.Effects().Approve(ctx, "default", "refund:o-1", e.ArgsHash(), "bob"); !errors.As(err, &se) || se.State != store.EffectCompleted {
+	if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "refund:o-1", ArgsHash: e.ArgsHash(), By: "bob"}); !errors.As(err, &se) || se.State != store.EffectCompleted {
 		t.Errorf("approve a completed effect: %v", err)
 	}
 }
@@ -149,7 +149,7 @@ func testEffectChangedArgumentsRefused(t *testing.T, h Harness) {
 	ext := &recorder{}
 	run := refundRun("refund:o-2", refund{Order: "o-2", Amount: 1250})
 	e, _ := s.Effects().Do(ctx, run, ext.call)
-	if _, err := s.Effects().Approve(ctx, "default", "refund:o-2", e.ArgsHash(), "alice"); err != nil {
+	if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "refund:o-2", ArgsHash: e.ArgsHash(), By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	before := MustGetEffect(t, s, "default", "refund:o-2")
@@ -193,7 +193,7 @@ func testEffectConcurrentApprovals(t *testing.T, h Harness) {
 	for i, name := range names {
 		wg.Go(func() {
 			<-start
-			a, err := s.Effects().Approve(ctx, "default", "refund:o-3", e.ArgsHash(), name)
+			a, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "refund:o-3", ArgsHash: e.ArgsHash(), By: name})
 			if err != nil {
 				t.Errorf("%s: %v", name, err)
 			}
@@ -221,11 +221,11 @@ func testEffectRejectThenRun(t *testing.T, h Harness) {
 	ext := &recorder{}
 	run := refundRun("refund:o-4", refund{Order: "o-4", Amount: 5})
 	e, _ := s.Effects().Do(ctx, run, ext.call)
-	if _, err := s.Effects().Approve(ctx, "default", "refund:o-4", e.ArgsHash(), "alice"); err != nil {
+	if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "refund:o-4", ArgsHash: e.ArgsHash(), By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	// Reject works from APPROVED too (a second look).
-	r, err := s.Effects().Reject(ctx, "default", "refund:o-4", "customer already refunded by bank transfer", "bob")
+	r, err := s.Effects().Reject(ctx, store.EffectRejection{Tenant: "default", Key: "refund:o-4", Reason: "customer already refunded by bank transfer", By: "bob"})
 	if err != nil || r.State != store.EffectRejected || r.DecidedBy != "bob" || r.Reason != "customer already refunded by bank transfer" {
 		t.Fatalf("reject: %+v %v", r, err)
 	}
@@ -238,10 +238,10 @@ func testEffectRejectThenRun(t *testing.T, h Harness) {
 		t.Errorf("resume: %+v %v", res, err)
 	}
 	var se *store.EffectStateError
-	if _, err := s.Effects().Approve(ctx, "default", "refund:o-4", e.ArgsHash(), "carol"); !errors.As(err, &se) || se.State != store.EffectRejected {
+	if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "refund:o-4", ArgsHash: e.ArgsHash(), By: "carol"}); !errors.As(err, &se) || se.State != store.EffectRejected {
 		t.Errorf("approve a rejected effect: %v", err)
 	}
-	if _, err := s.Effects().Reject(ctx, "default", "refund:o-4", "", "carol"); !errors.As(err, &se) || se.State != store.EffectRejected {
+	if _, err := s.Effects().Reject(ctx, store.EffectRejection{Tenant: "default", Key: "refund:o-4", Reason: "", By: "carol"}); !errors.As(err, &se) || se.State != store.EffectRejected {
 		t.Errorf("reject a rejected effect: %v", err)
 	}
 	if n := len(ext.calls()); n != 0 {
@@ -260,16 +260,16 @@ func testEffectOtherTenantNotFound(t *testing.T, h Harness) {
 	ext := &recorder{}
 	e, _ := s.Effects().Do(ctx, refundRun("refund:o-5", refund{Order: "o-5"}), ext.call)
 	var nf *store.EffectNotFoundError
-	if _, err := s.Effects().Approve(ctx, "acme", "refund:o-5", e.ArgsHash(), "mallory"); !errors.As(err, &nf) || !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "acme", Key: "refund:o-5", ArgsHash: e.ArgsHash(), By: "mallory"}); !errors.As(err, &nf) || !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("approve from another tenant: %v", err)
 	}
-	if _, err := s.Effects().Reject(ctx, "acme", "refund:o-5", "", "mallory"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Effects().Reject(ctx, store.EffectRejection{Tenant: "acme", Key: "refund:o-5", Reason: "", By: "mallory"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("reject from another tenant: %v", err)
 	}
-	if _, err := s.Effects().Approve(ctx, "default", e.ArgsHash(), e.ArgsHash(), "alice"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: e.ArgsHash(), ArgsHash: e.ArgsHash(), By: "alice"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("approve an unknown key: %v", err)
 	}
-	if _, err := s.Effects().Approve(ctx, "default", "refund:o-5", e.ArgsHash(), "alice"); err != nil {
+	if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "refund:o-5", ArgsHash: e.ArgsHash(), By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := s.Effects().ResumeApproved(ctx, "acme", func(ctx context.Context, e store.Effect, args json.RawMessage) (string, error) {
@@ -414,7 +414,7 @@ func testEffectKinds(t *testing.T, h Harness) {
 		e, _ := s.Effects().Do(ctx, run, ext.call)
 		approve := func(by string) {
 			t.Helper()
-			if _, err := s.Effects().Approve(ctx, "default", "delete:acct-9", e.ArgsHash(), by); err != nil {
+			if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "delete:acct-9", ArgsHash: e.ArgsHash(), By: by}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -459,7 +459,7 @@ func testEffectApprovalExpires(t *testing.T, h Harness) {
 	if e.ApprovalValidFor != time.Hour {
 		t.Errorf("validity %v", e.ApprovalValidFor)
 	}
-	if _, err := s.Effects().Approve(ctx, "default", "refund:o-6", e.ArgsHash(), "alice"); err != nil {
+	if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "refund:o-6", ArgsHash: e.ArgsHash(), By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Hour + time.Second)
@@ -469,7 +469,7 @@ func testEffectApprovalExpires(t *testing.T, h Harness) {
 		t.Fatalf("expired approval: %+v %v (%d calls)", back, err, len(ext.calls()))
 	}
 	// ResumeApproved does not run an expired approval either.
-	if _, err := s.Effects().Approve(ctx, "default", "refund:o-6", e.ArgsHash(), "bob"); err != nil {
+	if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "refund:o-6", ArgsHash: e.ArgsHash(), By: "bob"}); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(2 * time.Hour)
@@ -479,7 +479,7 @@ func testEffectApprovalExpires(t *testing.T, h Harness) {
 	if err != nil || len(res) != 1 || res[0].State != store.EffectAwaitingApproval || len(ext.calls()) != 0 {
 		t.Fatalf("resume of an expired approval: %+v %v", res, err)
 	}
-	if _, err := s.Effects().Approve(ctx, "default", "refund:o-6", e.ArgsHash(), "carol"); err != nil {
+	if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "refund:o-6", ArgsHash: e.ArgsHash(), By: "carol"}); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(59 * time.Minute)
@@ -498,7 +498,7 @@ func testEffectResumeApprovedAfterCrash(t *testing.T, h Harness) {
 	keys := []string{"refund:a", "refund:b"}
 	for i, key := range keys {
 		e, _ := first.Effects().Do(ctx, refundRun(key, refund{Order: key, Amount: i + 1}), ext.call)
-		if _, err := first.Effects().Approve(ctx, "default", key, e.ArgsHash(), "alice"); err != nil {
+		if _, err := first.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: key, ArgsHash: e.ArgsHash(), By: "alice"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -510,13 +510,13 @@ func testEffectResumeApprovedAfterCrash(t *testing.T, h Harness) {
 	perm := refundRun("grant:p", map[string]int{"n": 1})
 	perm.Kind, perm.Check = store.EffectPermission, func(context.Context, store.Effect) error { return nil }
 	p, _ := first.Effects().Do(ctx, perm, ext.call)
-	if _, err := first.Effects().Approve(ctx, "default", "grant:p", p.ArgsHash(), "alice"); err != nil {
+	if _, err := first.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "grant:p", ArgsHash: p.ArgsHash(), By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	other := refundRun("refund:a", refund{Order: "x"})
 	other.Tenant = "acme"
 	o, _ := first.Effects().Do(ctx, other, ext.call)
-	if _, err := first.Effects().Approve(ctx, "acme", "refund:a", o.ArgsHash(), "zed"); err != nil {
+	if _, err := first.Effects().Approve(ctx, store.EffectApproval{Tenant: "acme", Key: "refund:a", ArgsHash: o.ArgsHash(), By: "zed"}); err != nil {
 		t.Fatal(err)
 	}
 	// The crash: the process goes away between approval and execution.
@@ -598,13 +598,22 @@ func testEffectInputRefused(t *testing.T, h Harness) {
 	}
 	e, _ := s.Effects().Do(ctx, ok, (&recorder{}).call)
 	for name, decide := range map[string]func() error{
-		"approve without name": func() error { _, err := s.Effects().Approve(ctx, "default", "k", e.ArgsHash(), ""); return err },
-		"approve control name": func() error {
-			_, err := s.Effects().Approve(ctx, "default", "k", e.ArgsHash(), "al\x00ice")
+		"approve without name": func() error {
+			_, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "k", ArgsHash: e.ArgsHash(), By: ""})
 			return err
 		},
-		"reject newline reason": func() error { _, err := s.Effects().Reject(ctx, "default", "k", "no\nway", "bob"); return err },
-		"reject invalid UTF-8":  func() error { _, err := s.Effects().Reject(ctx, "default", "k", "\xc3", "bob"); return err },
+		"approve control name": func() error {
+			_, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "k", ArgsHash: e.ArgsHash(), By: "al\x00ice"})
+			return err
+		},
+		"reject newline reason": func() error {
+			_, err := s.Effects().Reject(ctx, store.EffectRejection{Tenant: "default", Key: "k", Reason: "no\nway", By: "bob"})
+			return err
+		},
+		"reject invalid UTF-8": func() error {
+			_, err := s.Effects().Reject(ctx, store.EffectRejection{Tenant: "default", Key: "k", Reason: "\xc3", By: "bob"})
+			return err
+		},
 	} {
 		if err := decide(); !errors.Is(err, store.ErrInvalidEvent) {
 			t.Errorf("%s: %v", name, err)
@@ -631,14 +640,14 @@ func testEffectDoctorFindings(t *testing.T, h Harness) {
 	ask("default", "refund:old")
 	ask("acme", "refund:older")
 	oldApproved := ask("default", "refund:approved-old")
-	if _, err := s.Effects().Approve(ctx, "default", "refund:approved-old", oldApproved.ArgsHash(), "alice"); err != nil {
+	if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "refund:approved-old", ArgsHash: oldApproved.ArgsHash(), By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(23 * time.Hour)
 	ask("default", "refund:young")
 	young := ask("default", "refund:approved-young")
 	clock.Advance(2 * time.Hour)
-	if _, err := s.Effects().Approve(ctx, "default", "refund:approved-young", young.ArgsHash(), "alice"); err != nil {
+	if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "refund:approved-young", ArgsHash: young.ArgsHash(), By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(30 * time.Minute)
@@ -664,7 +673,7 @@ func testEffectDoctorFindings(t *testing.T, h Harness) {
 	if got["effects_awaiting_approval"].Count != 3 || got["effects_approved_not_run"].Count != 2 {
 		t.Errorf("tight bounds: %+v %+v", got["effects_awaiting_approval"], got["effects_approved_not_run"])
 	}
-	if _, err := s.Effects().Reject(ctx, "default", "refund:old", "duplicate", "bob"); err != nil {
+	if _, err := s.Effects().Reject(ctx, store.EffectRejection{Tenant: "default", Key: "refund:old", Reason: "duplicate", By: "bob"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Effects().ResumeApproved(ctx, "default", func(ctx context.Context, e store.Effect, args json.RawMessage) (string, error) {
@@ -687,7 +696,7 @@ func testEffectApprovedRunsOnceUnderConcurrency(t *testing.T, h Harness) {
 	ext := &recorder{}
 	run := refundRun("refund:o-9", refund{Order: "o-9", Amount: 3})
 	e, _ := s.Effects().Do(ctx, run, ext.call)
-	if _, err := s.Effects().Approve(ctx, "default", "refund:o-9", e.ArgsHash(), "alice"); err != nil {
+	if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "refund:o-9", ArgsHash: e.ArgsHash(), By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup

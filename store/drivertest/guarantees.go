@@ -85,6 +85,7 @@ var guarantees = []guarantee{
 		{"TestSoftDeleteThenAny", testSoftDeleteThenAny},
 		{"TestHardDelete", testHardDelete},
 		{"TestTruncate", testTruncate},
+		{"TestEventCounts", testEventCounts},
 		{"TestLifecycleBadInputChangesNothing", testLifecycleBadInputChangesNothing},
 		{"TestStreamsListsNoDeletedStream", testStreamsListsNoDeletedStream},
 	}},
@@ -105,5 +106,8 @@ var guarantees = []guarantee{
 		{"TestErasureDataLimitIsOnPlaintext", testErasureDataLimitIsOnPlaintext},
 		{"TestErasureRefusesStoreExtensions", testErasureRefusesStoreExtensions},
 		{"TestForgetNeedsNoMasterKeyAndIsSeenByAnotherStore", testForgetNeedsNoMasterKeyAndIsSeenByAnotherStore},
+		{"TestOwnStreamsAreTheStores", testOwnStreamsAreTheStores},
+		{"TestForgetErasesErrorTexts", testForgetErasesErrorTexts},
+		{"TestOneMasterKeyPerStore", testOneMasterKeyPerStore},
 	}},
 }

@@ -2,8 +2,6 @@ package drivertest
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -69,26 +67,6 @@ func readErr(s *store.Store, stream string) ([]envelope.Event, error) {
 		out = append(out, e)
 	}
 	return out, nil
-}
-
-// bind rewrites a statement written with ? placeholders for the
-// dialect that runs it: the suite's read models are plain SQL that
-// every engine runs but for the placeholders.
-func bind(d store.Dialect, q string) string {
-	if d != store.DialectPostgres {
-		return q
-	}
-	var b strings.Builder
-	n := 0
-	for _, r := range q {
-		if r == '?' {
-			n++
-			fmt.Fprintf(&b, "$%d", n)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 // FakeClock is a clock the test moves, for store.Options.Clock.

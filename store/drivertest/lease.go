@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -38,7 +39,7 @@ func testLeaseFencing(t *testing.T, h Harness) {
 		t.Fatalf("second owner while held: %v", err)
 	}
 	// The holder may write, and renew.
-	if err := s.Update(ctx, func(tx *store.Tx) error { return tx.SetCheckpoint(ctx, "p", 5, &a) }); err != nil {
+	if err := s.Update(ctx, func(tx *store.Tx) error { return store.Bookkeeping(inside.Key{}, tx).SetCheckpoint(ctx, "p", 5, &a) }); err != nil {
 		t.Fatalf("fenced write by the holder: %v", err)
 	}
 	if a, err = s.Leases().Renew(ctx, a); err != nil || a.Token != 1 {
@@ -50,7 +51,7 @@ func testLeaseFencing(t *testing.T, h Harness) {
 		t.Errorf("takeover token %d, want 2", b.Token)
 	}
 	// a lost it: its fenced writes and renewals are refused.
-	err = s.Update(ctx, func(tx *store.Tx) error { return tx.SetCheckpoint(ctx, "p", 99, &a) })
+	err = s.Update(ctx, func(tx *store.Tx) error { return store.Bookkeeping(inside.Key{}, tx).SetCheckpoint(ctx, "p", 99, &a) })
 	if !errors.Is(err, store.ErrStaleFence) {
 		t.Fatalf("stale holder wrote: %v", err)
 	}
@@ -74,7 +75,7 @@ func testLeaseFencing(t *testing.T, h Harness) {
 	if err != nil || c.Token != 3 {
 		t.Fatalf("after release: %+v %v", c, err)
 	}
-	if err := s.Update(ctx, func(tx *store.Tx) error { return tx.SetCheckpoint(ctx, "p", 7, &b) }); !errors.Is(err, store.ErrStaleFence) {
+	if err := s.Update(ctx, func(tx *store.Tx) error { return store.Bookkeeping(inside.Key{}, tx).SetCheckpoint(ctx, "p", 7, &b) }); !errors.Is(err, store.ErrStaleFence) {
 		t.Fatalf("released holder wrote: %v", err)
 	}
 	leases, err := s.Leases().List(ctx)

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/storetest"
 )
@@ -129,7 +131,9 @@ func testScavengeHoldsBackUnpublishedAndUnpassed(t *testing.T, h Harness) {
 	}
 	storetest.PublishAll(t, s)
 	// A projection that has passed position 3 only.
-	if err := s.Update(ctx, func(tx *store.Tx) error { return tx.SetCheckpoint(ctx, "slow", 3, nil) }); err != nil {
+	if err := s.Update(ctx, func(tx *store.Tx) error {
+		return store.Bookkeeping(inside.Key{}, tx).SetCheckpoint(ctx, "slow", 3, nil)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	res = Scavenge(t, s, store.ScavengeOptions{})
@@ -146,7 +150,9 @@ func testScavengeHoldsBackUnpublishedAndUnpassed(t *testing.T, h Harness) {
 		t.Fatalf("held back: %+v, want projection slow at 3 holding 7", res.HeldBack)
 	}
 	head, _ := s.Head(ctx)
-	if err := s.Update(ctx, func(tx *store.Tx) error { return tx.SetCheckpoint(ctx, "slow", head, nil) }); err != nil {
+	if err := s.Update(ctx, func(tx *store.Tx) error {
+		return store.Bookkeeping(inside.Key{}, tx).SetCheckpoint(ctx, "slow", head, nil)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if res := Scavenge(t, s, store.ScavengeOptions{}); res.Removed != 7 {
@@ -517,6 +523,43 @@ func testTruncate(t *testing.T, h Harness) {
 	}
 	if err := s.CheckInvariants(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A count of events is the events reads return: a truncated stream's
+// StreamInfo.Events is its versions from the truncate's before on, not
+// its version; Stats counts the streams Streams lists (a deleted one
+// not) and sums their Events.
+func testEventCounts(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := h.Open(t, nil)
+	FillStream(t, s, "a", 5)
+	if _, err := s.Lifecycle().Truncate(ctx, "default", "a", 4, store.Any); err != nil {
+		t.Fatal(err)
+	}
+	FillStream(t, s, "b", 2)
+	if _, err := s.Lifecycle().Delete(ctx, "default", "b", store.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	FillStream(t, s, "c", 1)
+	got := map[string][2]int64{}
+	for si, err := range s.Streams(ctx, "default") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[si.Stream] = [2]int64{si.Version, si.Events}
+	}
+	if want := map[string][2]int64{"a": {6, 3}, "c": {1, 1}}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("streams' [version events]: %v, want %v", got, want)
+	}
+	if read, err := readErr(s, "a"); err != nil || int64(len(read)) != got["a"][1] {
+		t.Errorf("a read returns %d events (%v), its Events says %d", len(read), err, got["a"][1])
+	}
+	for _, tenant := range []string{"default", ""} {
+		st, err := s.Inventory().Stats(ctx, tenant)
+		if err != nil || st.Events != 4 || st.Streams != 2 {
+			t.Errorf("Stats(%q): %d events in %d streams (%v), want 4 in 2", tenant, st.Events, st.Streams, err)
+		}
 	}
 }
 

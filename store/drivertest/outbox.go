@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 	"github.com/google/go-cmp/cmp"
 )
@@ -46,13 +47,13 @@ func Settle(t *testing.T, s *store.Store, l store.Lease, pub []store.Published, 
 	t.Helper()
 	return s.Update(context.Background(), func(tx *store.Tx) error {
 		ctx := context.Background()
-		if _, err := tx.MarkPublished(ctx, l, pub); err != nil {
+		if _, err := store.Bookkeeping(inside.Key{}, tx).MarkPublished(ctx, l, pub); err != nil {
 			return err
 		}
-		if err := tx.RecordFailure(ctx, l, fail); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).RecordFailure(ctx, l, fail); err != nil {
 			return err
 		}
-		return tx.DeadLetter(ctx, l, dead)
+		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, l, dead)
 	})
 }
 
@@ -297,7 +298,7 @@ func testOutboxInTheAppendsTransaction(t *testing.T, h Harness) {
 		if _, err := tx.Append(ctx, "default", "a", store.NoStream, Event(t, "t", 1), Event(t, "t", 2)); err != nil {
 			return err
 		}
-		if err := tx.SetCheckpoint(ctx, "p", 2, nil); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).SetCheckpoint(ctx, "p", 2, nil); err != nil {
 			return err
 		}
 		return errBoom

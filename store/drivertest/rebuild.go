@@ -19,8 +19,8 @@ func totals() projection.Projection {
 		Name:   "totals",
 		Tables: []projection.Table{{Name: "totals", Schema: `CREATE TABLE {table} (stream TEXT PRIMARY KEY, n INTEGER NOT NULL, last INTEGER NOT NULL)`}},
 		Apply: func(ctx context.Context, tx *projection.Tx, e envelope.Event) error {
-			_, err := tx.ExecContext(ctx, bind(tx.Dialect(), `INSERT INTO `+tx.Table("totals")+` (stream, n, last) VALUES (?, 1, ?)
-				ON CONFLICT (stream) DO UPDATE SET n = `+tx.Table("totals")+`.n + 1, last = excluded.last`), e.Stream, e.Position)
+			_, err := tx.ExecContext(ctx, `INSERT INTO `+tx.Table("totals")+` AS t (stream, n, last) VALUES (?, 1, ?)
+				ON CONFLICT (stream) DO UPDATE SET n = t.n + 1, last = excluded.last`, e.Stream, e.Position)
 			return err
 		},
 	}

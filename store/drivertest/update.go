@@ -43,7 +43,7 @@ func testConcurrentUpdatesIsolated(t *testing.T, h Harness) {
 					return
 				}
 				results[i] = s.Update(ctx, func(tx *store.Tx) error {
-					if _, err := tx.ExecContext(ctx, bind(tx.Dialect(), `INSERT INTO kv (k, v) VALUES (?, ?)`), key, i); err != nil {
+					if _, err := tx.ExecContext(ctx, `INSERT INTO kv (k, v) VALUES (?, ?)`, key, i); err != nil {
 						return err
 					}
 					switch i % 8 {
@@ -61,7 +61,7 @@ func testConcurrentUpdatesIsolated(t *testing.T, h Harness) {
 			key := fmt.Sprintf("r%d-%d", round, i)
 			var n int
 			if err := s.Update(ctx, func(tx *store.Tx) error {
-				return tx.QueryRowContext(ctx, bind(tx.Dialect(), `SELECT count(*) FROM kv WHERE k = ?`), key).Scan(&n)
+				return tx.QueryRowContext(ctx, `SELECT count(*) FROM kv WHERE k = ?`, key).Scan(&n)
 			}); err != nil {
 				t.Fatal(err)
 			}
@@ -101,7 +101,7 @@ func KVTable(t *testing.T, s *store.Store) {
 
 // KVPut inserts key k into the table KVTable made.
 func KVPut(ctx context.Context, tx *store.Tx, k string) error {
-	_, err := tx.ExecContext(ctx, bind(tx.Dialect(), `INSERT INTO kv (k) VALUES (?)`), k)
+	_, err := tx.ExecContext(ctx, `INSERT INTO kv (k) VALUES (?)`, k)
 	return err
 }
 

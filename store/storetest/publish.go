@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -34,7 +35,7 @@ func PublishAll(tb testing.TB, s *store.Store) {
 			pub[i] = store.Published{Position: r.Event.Position}
 		}
 		if err := s.Update(ctx, func(tx *store.Tx) error {
-			_, err := tx.MarkPublished(ctx, lease, pub)
+			_, err := store.Bookkeeping(inside.Key{}, tx).MarkPublished(ctx, lease, pub)
 			return err
 		}); err != nil {
 			tb.Error(err)

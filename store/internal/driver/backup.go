@@ -46,19 +46,23 @@ type Backup interface {
 	SealFile(ctx context.Context, conn *sql.Conn) error
 	// CopyInto replaces the database of conn with the database file
 	// src, in place: every connection that has it open sees the new
-	// content at its next transaction. It first refuses a target whose
-	// page size differs from srcPageSize and cannot change in place
-	// (*PageSizeError). Then it takes the target's write lock before it
-	// copies anything, failing with *LockedError when another connection
-	// holds it past the busy timeout, and calls locked under the lock:
-	// locked may read the target on a connection of its own only when
-	// readable is true (else it relies on what it read before), and may
-	// write to src. An error of locked ends the copy with the target
-	// unchanged and comes back as it is, and so does ctx's. The copy
-	// commits once; progress (in pages of srcPageSize) is called after
-	// every step.
+	// content at its next transaction. It first puts the target in a
+	// journal mode in which other connections read it while a writer
+	// holds its lock (an empty new file takes srcPageSize first), and
+	// refuses a target whose page size differs from srcPageSize and
+	// cannot change in place (*PageSizeError). Then it takes the
+	// target's write lock before it copies anything, failing with
+	// *LockedError when another connection holds it past the busy
+	// timeout, and calls locked under the lock: locked reads the target
+	// on a connection of its own, as it is under the lock, and may write
+	// to src. An error of locked ends the copy with the target unchanged
+	// and comes back as it is, and so does ctx's. The copy commits once;
+	// progress (in pages of srcPageSize) is called after every step.
 	CopyInto(ctx context.Context, conn *sql.Conn, src string, srcPageSize int64, pagesPerStep int,
-		locked func(readable bool) error, progress CopyProgress) error
+		locked func() error, progress CopyProgress) error
+	// EventsUpTo counts the events at positions up to position and
+	// reads the highest of them (0 for none), in one snapshot.
+	EventsUpTo(ctx context.Context, q ReadQuerier, position int64) (count, highest int64, err error)
 	// RaiseSequence raises the log's position sequence to at least
 	// floor, so that the next append is given a position above it (in a
 	// file of an old schema, wherever that schema keeps the sequence).

@@ -5,8 +5,8 @@
 // event store: input validation, the group commit, idempotent retries,
 // leases and their fences, the outbox and its ledgers, rebuild bookkeeping
 // and every error a caller sees. Below it, a driver holds every statement,
-// pragma, catalog query and migration of one engine: today SQLite
-// (sqlitedriver), next PostgreSQL.
+// pragma, catalog query and migration of one engine: SQLite
+// (sqlitedriver) and PostgreSQL (pgdriver).
 //
 // A Driver is an engine's lifecycle: opening the writer's and the read
 // pools, preparing and migrating a database, the commit counter the
@@ -69,6 +69,11 @@ type ReadQuerier interface {
 type Executor interface {
 	// Dialect is the engine the executor speaks.
 	Dialect() Dialect
+	// Rebind returns a caller's query (an Update closure's, a handler's,
+	// a View's) as the engine takes it: SQLite as given; PostgreSQL with
+	// its ? placeholders numbered $1..$n (pgdriver's Rebind says which
+	// ? are placeholders). It must not allocate for a query without ?.
+	Rebind(query string) string
 	Catalog
 	Scavenge
 	Space

@@ -27,6 +27,12 @@ const (
 	// network failed, or a timeout of the session's ended it). The
 	// connection is unusable; a new one may succeed.
 	ConnectionLost
+	// Statement: the engine refused a statement's text: a syntax error,
+	// an ambiguous column or one that does not exist (PostgreSQL 42601,
+	// 42702, 42703; SQLite's "syntax error", "ambiguous column name",
+	// "no such column"). The usual causes are SQL written for the other
+	// engine: the store adds a hint to a caller's statement failing so.
+	Statement
 )
 
 // A Classifier tells the Class of one engine's errors, and Other for an

@@ -34,8 +34,20 @@ type Keys interface {
 	DropSubjectSnapshots(ctx context.Context, q Querier, tenant, stream string) error
 	// EraseCopies removes the data (marking dataerased: true) from the
 	// copies of subject's events that kind keeps, and returns how many
-	// copies it changed.
+	// copies it changed. A quarantined copy's error text, which may have
+	// quoted the data, becomes ErasedError.
 	EraseCopies(ctx context.Context, q Querier, kind CopyKind, tenant, subject string) (int64, error)
+	// AnyMasterKey reads the id of the master key that wraps one key
+	// not forgotten (any one: a store uses one master key); ok is false
+	// when there is none. One index step, not a scan.
+	AnyMasterKey(ctx context.Context, q ReadQuerier) (id []byte, ok bool, err error)
+	// MasterKeys lists the ids of the master keys that wrap the keys not
+	// forgotten, with how many each wraps, most first.
+	MasterKeys(ctx context.Context, q ReadQuerier) ([]MasterKeyUse, error)
+	// EraseOutboxErrors sets the last error recorded for the outbox rows
+	// of subject's events of tenant (a sink's reply may have quoted the
+	// data) to ErasedError, and returns how many rows it changed.
+	EraseOutboxErrors(ctx context.Context, q Querier, tenant, subject string) (int64, error)
 	// ScrubErased removes the ciphertext of the events of forgotten
 	// subjects and returns how many events lost it.
 	ScrubErased(ctx context.Context, q Querier) (int64, error)
@@ -60,3 +72,12 @@ const (
 
 // EventCopyKinds are every CopyKind, in the order Forget erases them.
 var EventCopyKinds = []CopyKind{CopiesQuarantine, CopiesDeferred, CopiesVersionConflicts}
+
+// ErasedError replaces an error text that Forget erased.
+const ErasedError = "erased with the data of a forgotten subject (the error text may have quoted it)"
+
+// MasterKeyUse is a master key's id and the number of data keys it wraps.
+type MasterKeyUse struct {
+	ID   []byte
+	Keys int64
+}

@@ -24,6 +24,18 @@ type Lifecycle interface {
 	// TruncateStream truncates a stream: after apply appended the
 	// truncation event, it makes the stream's reads start at before.
 	TruncateStream(ctx context.Context, q Querier, tenant, stream string, before int64, apply LifecycleApply) error
+	// UndeleteStream clears a stream's deleted mark, leaving where its
+	// reads start; it reports whether the stream had a mark.
+	UndeleteStream(ctx context.Context, q Querier, tenant, stream string) (bool, error)
+	// DeletedStreams lists the streams whose id starts with prefix that
+	// carry a deleted mark, in tenant and stream order.
+	DeletedStreams(ctx context.Context, q ReadQuerier, prefix string) ([]DeletedStream, error)
+}
+
+// DeletedStream is a stream with its deleted mark (1 soft, 2 hard).
+type DeletedStream struct {
+	Tenant, Stream string
+	Mark           int64
 }
 
 // LifecycleApply is the store's part of a delete or truncate: it checks

@@ -72,6 +72,7 @@ type StreamVersion struct {
 type StreamRow struct {
 	Stream                      string
 	Version                     int64
+	FirstVersion                int64 // where reads start (streams.first_version)
 	CreatedAt, UpdatedAt        int64
 	FirstPosition, LastPosition int64
 }

@@ -38,7 +38,7 @@ func (Exec) SealFile(context.Context, *sql.Conn) error {
 }
 
 // CopyInto answers driver.ErrUnsupported (see OpenFile).
-func (Exec) CopyInto(context.Context, *sql.Conn, string, int64, int, func(bool) error, driver.CopyProgress) error {
+func (Exec) CopyInto(context.Context, *sql.Conn, string, int64, int, func() error, driver.CopyProgress) error {
 	return driver.ErrUnsupported
 }
 
@@ -75,4 +75,10 @@ func (Exec) HolesDetectedBy(ctx context.Context, q driver.ReadQuerier, detectedB
 		out = append(out, h)
 	}
 	return out, rows.Err()
+}
+
+// EventsUpTo counts the events at positions up to position.
+func (Exec) EventsUpTo(ctx context.Context, q driver.ReadQuerier, position int64) (count, highest int64, err error) {
+	err = q.QueryRowContext(ctx, `SELECT count(*), COALESCE(max(position), 0) FROM events WHERE position <= $1`, position).Scan(&count, &highest)
+	return count, highest, err
 }

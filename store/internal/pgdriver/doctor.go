@@ -88,16 +88,16 @@ func (Exec) EachVersionGap(ctx context.Context, q driver.ReadQuerier, fn func(te
 	return rows.Err()
 }
 
-// InventoryStats counts in one statement: a stream's version is its
-// number of events (versions are gap free from 1), so the counts read
-// one index entry per stream; the newest position is the first match
-// scanning back from the head.
+// InventoryStats counts in one statement: a live stream's readable
+// events are its versions from first_version to its newest (versions
+// are gap free), so the counts read one index entry per stream; the
+// newest position is the first match scanning back from the head.
 func (Exec) InventoryStats(ctx context.Context, q driver.ReadQuerier, tenant string, cutoff int64) (driver.InventoryStats, error) {
 	var st driver.InventoryStats
 	err := q.QueryRowContext(ctx, `SELECT
-		(SELECT COALESCE(SUM((SELECT MAX(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id)), 0)::bigint
-			FROM streams s WHERE $1 = '' OR s.tenant = $1),
-		(SELECT count(*) FROM streams WHERE $1 = '' OR tenant = $1),
+		(SELECT COALESCE(SUM((SELECT max(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id) - s.first_version + 1), 0)::bigint
+			FROM streams s WHERE ($1 = '' OR s.tenant = $1) AND s.deleted = 0),
+		(SELECT count(*) FROM streams WHERE ($1 = '' OR tenant = $1) AND deleted = 0),
 		COALESCE((SELECT position FROM events WHERE $1 = '' OR tenant = $1 ORDER BY position DESC LIMIT 1), 0),
 		(SELECT count(*) FROM events WHERE ($1 = '' OR tenant = $1) AND position > COALESCE(
 			(SELECT position FROM events WHERE recorded_at < $2 ORDER BY position DESC LIMIT 1), 0))`,

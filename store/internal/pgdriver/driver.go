@@ -177,8 +177,9 @@ func classifyPG(err error) driver.Class {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
 		// database/sql answers ErrConnDone for a transaction or
-		// connection whose session pgx had already found closed.
-		if errors.Is(err, sqldriver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) || pgconn.SafeToRetry(err) {
+		// connection whose session pgx had already found closed; pgx
+		// answers ErrConnClosed for a statement on it.
+		if errors.Is(err, sqldriver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) || errors.Is(err, pgconn.ErrConnClosed) || pgconn.SafeToRetry(err) {
 			return driver.ConnectionLost
 		}
 		return driver.Other
@@ -190,6 +191,8 @@ func classifyPG(err error) driver.Class {
 		return driver.Constraint
 	case pe.Code == codeIdleInTx, strings.HasPrefix(pe.Code, "08"), strings.HasPrefix(pe.Code, "57P0"):
 		return driver.ConnectionLost
+	case pe.Code == "42601", pe.Code == "42702", pe.Code == "42703": // syntax_error, ambiguous_column, undefined_column
+		return driver.Statement
 	}
 	return driver.Other
 }

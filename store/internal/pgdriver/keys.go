@@ -142,12 +142,32 @@ func (Exec) EraseCopies(ctx context.Context, q driver.Querier, kind driver.CopyK
 	if err := rows.Err(); err != nil {
 		return 0, err
 	}
+	set := ``
+	if kind == driver.CopiesQuarantine {
+		// The error text may have quoted the data.
+		set = `, error = CASE WHEN error = '' THEN error ELSE $3 END`
+	}
 	for _, c := range changes {
-		if _, err := q.ExecContext(ctx, `UPDATE `+table+` SET `+col+` = $1 WHERE ctid = $2::tid`, c.copy, c.ctid); err != nil {
+		args := []any{c.copy, c.ctid}
+		if set != "" {
+			args = append(args, driver.ErasedError)
+		}
+		if _, err := q.ExecContext(ctx, `UPDATE `+table+` SET `+col+` = $1`+set+` WHERE ctid = $2::tid`, args...); err != nil {
 			return 0, err
 		}
 	}
 	return int64(len(changes)), nil
+}
+
+// EraseOutboxErrors finds the subject's events by their erasurekey.
+func (Exec) EraseOutboxErrors(ctx context.Context, q driver.Querier, tenant, subject string) (int64, error) {
+	res, err := q.ExecContext(ctx, `UPDATE outbox SET last_error = $3
+		WHERE last_error IS NOT NULL AND last_error <> '' AND last_error <> $3 AND position IN (SELECT e.position FROM events e
+			WHERE e.tenant = $1 AND e.extensions IS NOT NULL AND `+erasureKeyOf+` = $2)`, tenant, subject, driver.ErasedError)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 // eraseCopy returns the structured-JSON event copy b without its data
@@ -237,4 +257,33 @@ func (Exec) ScrubErased(ctx context.Context, q driver.Querier) (int64, error) {
 		return 0, err
 	}
 	return r.RowsAffected()
+}
+
+// MasterKeys groups the keys not forgotten by master key.
+func (Exec) MasterKeys(ctx context.Context, q driver.ReadQuerier) ([]driver.MasterKeyUse, error) {
+	rows, err := q.QueryContext(ctx, `SELECT master_key_id, count(*) FROM erasure_keys WHERE master_key_id IS NOT NULL
+		GROUP BY master_key_id ORDER BY count(*) DESC, master_key_id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.MasterKeyUse
+	for rows.Next() {
+		var u driver.MasterKeyUse
+		if err := rows.Scan(&u.ID, &u.Keys); err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, rows.Err()
+}
+
+// AnyMasterKey reads the first key not forgotten.
+func (Exec) AnyMasterKey(ctx context.Context, q driver.ReadQuerier) ([]byte, bool, error) {
+	var id []byte
+	err := q.QueryRowContext(ctx, `SELECT master_key_id FROM erasure_keys WHERE master_key_id IS NOT NULL LIMIT 1`).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, nil
+	}
+	return id, err == nil, err
 }

@@ -225,7 +225,7 @@ func (Exec) StreamEvents(ctx context.Context, q driver.ReadQuerier, tenant, stre
 // StreamsPageSQL lists a page of a tenant's streams from the stream id $2
 // on (op: > or >=), in the streams' primary key order.
 func StreamsPageSQL(op string) string {
-	return `SELECT s.stream_id, COALESCE(n.version, 0), s.created_at, COALESCE(n.recorded_at, s.created_at),
+	return `SELECT s.stream_id, COALESCE(n.version, 0), s.first_version, s.created_at, COALESCE(n.recorded_at, s.created_at),
 		COALESCE((SELECT position FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id AND e.version = s.first_version), 0),
 		COALESCE(n.position, 0)
 		FROM streams s LEFT JOIN events n ON n.tenant = s.tenant AND n.stream_id = s.stream_id
@@ -252,7 +252,7 @@ func (Exec) StreamsPage(ctx context.Context, q driver.ReadQuerier, tenant, from 
 	var out []driver.StreamRow
 	for rows.Next() {
 		var r driver.StreamRow
-		if err := rows.Scan(&r.Stream, &r.Version, &r.CreatedAt, &r.UpdatedAt, &r.FirstPosition, &r.LastPosition); err != nil {
+		if err := rows.Scan(&r.Stream, &r.Version, &r.FirstVersion, &r.CreatedAt, &r.UpdatedAt, &r.FirstPosition, &r.LastPosition); err != nil {
 			return nil, err
 		}
 		out = append(out, r)

@@ -129,21 +129,48 @@ func (Exec) SealFile(ctx context.Context, conn *sql.Conn) error {
 
 // CopyInto restores with the backup API run backwards (NewRestore): the
 // pages of src are written into conn's database in one write
-// transaction. SQLite cannot change the page size of a database in WAL
-// mode, and a database in rollback-journal mode cannot be read by another
-// connection while the copy holds its write lock.
+// transaction. The backup API takes an exclusive lock on a target in
+// rollback-journal mode, so that no other connection could read it
+// under the lock: the target is switched to WAL first (where readers go
+// on while the copy holds the write lock, and the copy keeps the mode).
+// SQLite cannot change the page size of a database in WAL mode: an empty
+// new file takes the source's before the switch.
 func (Exec) CopyInto(ctx context.Context, conn *sql.Conn, src string, srcPageSize int64, step int,
-	locked func(readable bool) error, progress driver.CopyProgress) error {
+	locked func() error, progress driver.CopyProgress) error {
 	var mode string
-	var pageSize int64
+	var pageSize, pages int64
 	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return err
+	}
+	if err := conn.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
 		return err
 	}
 	if err := conn.QueryRowContext(ctx, "PRAGMA page_size").Scan(&pageSize); err != nil {
 		return err
 	}
-	wal := strings.EqualFold(mode, "wal")
-	if wal && pageSize != srcPageSize {
+	if pages > 0 && pageSize != srcPageSize {
+		return &driver.PageSizeError{Target: pageSize, Source: srcPageSize}
+	}
+	if !strings.EqualFold(mode, "wal") {
+		if pages == 0 {
+			if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA page_size = %d", srcPageSize)); err != nil {
+				return err
+			}
+		}
+		if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode); err != nil {
+			if Classify(err) == driver.Busy {
+				return &driver.LockedError{Err: err}
+			}
+			return err
+		}
+		if !strings.EqualFold(mode, "wal") {
+			return fmt.Errorf("switch the target to WAL: journal mode is %q", mode)
+		}
+	}
+	if err := conn.QueryRowContext(ctx, "PRAGMA page_size").Scan(&pageSize); err != nil {
+		return err
+	}
+	if pageSize != srcPageSize {
 		return &driver.PageSizeError{Target: pageSize, Source: srcPageSize}
 	}
 	return conn.Raw(func(dc any) error {
@@ -166,7 +193,7 @@ func (Exec) CopyInto(ctx context.Context, conn *sql.Conn, src string, srcPageSiz
 		}
 		// Nothing is copied yet; the backup starts over at its next step
 		// when its source changed, so it copies what locked wrote too.
-		if err := locked(wal); err != nil {
+		if err := locked(); err != nil {
 			_ = b.Finish()
 			return err
 		}
@@ -265,4 +292,10 @@ func fileURI(path string, params ...string) string {
 		return "file:" + p
 	}
 	return "file:" + p + "?" + strings.Join(params, "&")
+}
+
+// EventsUpTo counts the events at positions up to position.
+func (Exec) EventsUpTo(ctx context.Context, q driver.ReadQuerier, position int64) (count, highest int64, err error) {
+	err = q.QueryRowContext(ctx, `SELECT count(*), COALESCE(max(position), 0) FROM events WHERE position <= ?`, position).Scan(&count, &highest)
+	return count, highest, err
 }

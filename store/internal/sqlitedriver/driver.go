@@ -5,6 +5,7 @@ package sqlitedriver
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/eventlite/eventlite/store/internal/driver"
 	"modernc.org/sqlite"
@@ -20,10 +21,14 @@ var _ driver.Executor = Exec{}
 // Dialect reports SQLite.
 func (Exec) Dialect() driver.Dialect { return driver.SQLite }
 
+// Rebind returns query unchanged: SQLite takes ? placeholders itself.
+func (Exec) Rebind(query string) string { return query }
+
 func init() { driver.RegisterClassifier(Classify) }
 
 // Classify tells SQLITE_BUSY and SQLITE_LOCKED (Busy), SQLITE_CONSTRAINT
-// (Constraint), SQLITE_NOTADB (NotADatabase) and SQLITE_CORRUPT (Corrupt)
+// (Constraint), SQLITE_NOTADB (NotADatabase), SQLITE_CORRUPT (Corrupt)
+// and a statement's syntax error, ambiguous or unknown column (Statement)
 // from other errors.
 func Classify(err error) driver.Class {
 	var re *RemovedIDError
@@ -43,6 +48,13 @@ func Classify(err error) driver.Class {
 		return driver.NotADatabase
 	case sqlite3.SQLITE_CORRUPT:
 		return driver.Corrupt
+	case sqlite3.SQLITE_ERROR:
+		// SQLite gives these one generic code: only the message tells
+		// them apart.
+		msg := se.Error()
+		if strings.Contains(msg, "syntax error") || strings.Contains(msg, "ambiguous column name") || strings.Contains(msg, "no such column") {
+			return driver.Statement
+		}
 	}
 	return driver.Other
 }

@@ -110,12 +110,31 @@ func (Exec) EraseCopies(ctx context.Context, q driver.Querier, kind driver.CopyK
 	if !ok {
 		return 0, fmt.Errorf("no copies of events kept as %q", kind)
 	}
+	if kind == driver.CopiesQuarantine {
+		// Before the copy loses its data: the match reads the copy.
+		if _, err := q.ExecContext(ctx, `UPDATE quarantine SET error = ?3
+			WHERE tenant = ?1 AND error <> '' AND error <> ?3 AND event IS NOT NULL AND json_valid(CAST(event AS TEXT))
+			AND json_extract(CAST(event AS TEXT), '$.erasurekey') = ?2`, tenant, subject, driver.ErasedError); err != nil {
+			return 0, err
+		}
+	}
 	res, err := q.ExecContext(ctx, fmt.Sprintf(eraseCopyQuery, kind, col), tenant, subject)
 	if err != nil {
 		return 0, err
 	}
 	n, _ := res.RowsAffected()
 	return n, nil
+}
+
+// EraseOutboxErrors finds the subject's events by their erasurekey.
+func (Exec) EraseOutboxErrors(ctx context.Context, q driver.Querier, tenant, subject string) (int64, error) {
+	res, err := q.ExecContext(ctx, `UPDATE outbox SET last_error = ?3
+		WHERE last_error IS NOT NULL AND last_error <> '' AND last_error <> ?3 AND position IN (SELECT position FROM events
+			WHERE tenant = ?1 AND attrs IS NOT NULL AND json_extract(`+ExtensionsSQL+`, '$.erasurekey') = ?2)`, tenant, subject, driver.ErasedError)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 // ScrubErased sets data to NULL where the event's key is forgotten.
@@ -129,4 +148,33 @@ func (Exec) ScrubErased(ctx context.Context, q driver.Querier) (int64, error) {
 	}
 	n, _ := r.RowsAffected()
 	return n, nil
+}
+
+// MasterKeys groups the keys not forgotten by master key.
+func (Exec) MasterKeys(ctx context.Context, q driver.ReadQuerier) ([]driver.MasterKeyUse, error) {
+	rows, err := q.QueryContext(ctx, `SELECT master_key_id, count(*) FROM erasure_keys WHERE master_key_id IS NOT NULL
+		GROUP BY master_key_id ORDER BY count(*) DESC, master_key_id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.MasterKeyUse
+	for rows.Next() {
+		var u driver.MasterKeyUse
+		if err := rows.Scan(&u.ID, &u.Keys); err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, rows.Err()
+}
+
+// AnyMasterKey reads the first key not forgotten.
+func (Exec) AnyMasterKey(ctx context.Context, q driver.ReadQuerier) ([]byte, bool, error) {
+	var id []byte
+	err := q.QueryRowContext(ctx, `SELECT master_key_id FROM erasure_keys WHERE master_key_id IS NOT NULL LIMIT 1`).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, nil
+	}
+	return id, err == nil, err
 }

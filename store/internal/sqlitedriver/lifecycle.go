@@ -55,3 +55,31 @@ func (Exec) TruncateStream(ctx context.Context, q driver.Querier, tenant, stream
 			WHERE tenant = ?1 AND stream_id = ?2`, tenant, stream, before)
 	return err
 }
+
+// UndeleteStream clears the deleted mark.
+func (Exec) UndeleteStream(ctx context.Context, q driver.Querier, tenant, stream string) (bool, error) {
+	r, err := q.ExecContext(ctx, `UPDATE streams SET deleted = 0 WHERE tenant = ? AND stream_id = ? AND deleted <> 0`, tenant, stream)
+	if err != nil {
+		return false, err
+	}
+	n, err := r.RowsAffected()
+	return n > 0, err
+}
+
+// DeletedStreams lists the marked streams of a prefix.
+func (Exec) DeletedStreams(ctx context.Context, q driver.ReadQuerier, prefix string) ([]driver.DeletedStream, error) {
+	rows, err := q.QueryContext(ctx, `SELECT tenant, stream_id, deleted FROM streams WHERE substr(stream_id, 1, length(?1)) = ?1 AND deleted <> 0 ORDER BY tenant, stream_id`, prefix)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.DeletedStream
+	for rows.Next() {
+		var d driver.DeletedStream
+		if err := rows.Scan(&d.Tenant, &d.Stream, &d.Mark); err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
