@@ -271,7 +271,8 @@ async function viewOverview(main) {
   // nodes are no longer in the page, and alive() says so before writing.
   const tenant = state.tenant, alive = aliveCheck();
   const set = (id, v) => { const n = main.querySelector("#" + id); if (n && alive()) n.textContent = v; };
-  every(5000, async () => {
+  // The problems run doctor and list every queue: every 30 s, not 5.
+  every(30000, async () => {
     try {
       const ps = await problemsOf(tenant);
       if (!alive()) return;
@@ -279,6 +280,8 @@ async function viewOverview(main) {
         el("span", { class: "count" }, p.count), " ", el("a", { href: p.link }, p.text))))
         : el("p", { class: "ok", id: "no-problems" }, "Nothing wrong found."));
     } catch (err) { if (alive()) problems.replaceChildren(el("p", { class: "error" }, problemText(err))); }
+  });
+  every(5000, async () => {
     try {
       const t = (await get("/v1/tenants/" + seg(tenant) + "/stats")).json;
       if (!alive()) return;
