@@ -297,6 +297,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS("#ap-type"), "com.shop.order.shipped"),
 		chromedp.SetValue(chromedp.CSS("#ap-data"), `{"carrier":"ups"}`),
 		chromedp.SetValue(chromedp.CSS("#ap-expected"), "version"),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('ap-expected').dispatchEvent(new Event('change'))`),
 		chromedp.SendKeys(chromedp.CSS("#ap-version"), "2"),
 		chromedp.SendKeys(chromedp.CSS("#ap-key"), "ship-order-1"),
 		chromedp.Click(chromedp.CSS("#ap-submit")))
@@ -370,7 +371,7 @@ func TestBrowser(t *testing.T) {
 	tail.wait("a live event through the filter", rows("#tail-events")+` === 2 && `+textOf("#tail-events tbody tr")+`.includes("invoiced-2")`)
 
 	// One event, its correlation and its cause.
-	stream.do(chromedp.Click(chromedp.CSS(`#stream-events tr[data-id="paid-1"] td a[href^="#/event/"]`)))
+	stream.do(chromedp.Click(chromedp.CSS(`#stream-events tr[data-id="paid-1"] td a[href*="/event/"]`)))
 	stream.wait("the event view", textOf("#event-attrs")+`.includes("causationid")`)
 	if d := evalJS[string](stream, textOf("#event-data")); d != "{\n  \"order\": 1,\n  \"amount\": \"12.50\"\n}" {
 		t.Fatalf("data not pretty-printed: %q", d)
@@ -441,7 +442,8 @@ fetch(%q, {method: "POST", mode: "no-cors", credentials: "include"}).finally(() 
 		t.Fatal("the dead letter's error is not shown as text")
 	}
 	b.screenshot("consumers")
-	b.do(chromedp.Click(chromedp.CSS("#dead-letters button")))
+	b.do(chromedp.Click(chromedp.CSS(`#dead-letters button[data-action="retry"]`)))
+	b.do(chromedp.Click(chromedp.CSS("#dead-letters button.confirm")))
 	if c := <-retries; !c.cookie || c.site != "same-origin" || c.status != 204 {
 		t.Fatalf("the page's retry: %+v", c)
 	}

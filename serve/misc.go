@@ -2,7 +2,6 @@ package serve
 
 import (
 	_ "embed"
-	"errors"
 	"net/http"
 	"runtime/debug"
 	"sync"
@@ -175,20 +174,4 @@ func (h *Handler) openAPI(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", ctJSON)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(openAPIDoc)
-}
-
-// retryDeadLetter answers POST .../dead-letters/{event-id}/retry.
-func (h *Handler) retryDeadLetter(w http.ResponseWriter, r *http.Request, tenant, eventID string) {
-	_, err := h.s.Outbox().RetryDeadLetter(r.Context(), tenant, eventID)
-	var nf *store.DeadLetterNotFoundError
-	switch {
-	case errors.As(err, &nf):
-		p := problemf("dead-letter-not-found", "%v", err)
-		p.Tenant = tenant
-		writeProblem(w, p)
-	case err != nil:
-		writeProblem(w, problemFor(err, tenant, "", nil))
-	default:
-		w.WriteHeader(http.StatusNoContent)
-	}
 }

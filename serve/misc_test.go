@@ -55,6 +55,10 @@ func TestOpenAPI(t *testing.T) {
 		"/v1/stats": {"get"}, "/v1/tenants": {"get"}, "/v1/tenants/{tenant}/stats": {"get"},
 		"/v1/tenants/{tenant}/events/{eventId}": {"get"}, "/v1/tenants/{tenant}/dead-letters": {"get"},
 		"/ui/session": {"post", "delete"},
+		// The operator's actions.
+		"/v1/tenants/{tenant}/dead-letters/{eventId}/discard": {"post"},
+		"/v1/quarantine": {"get"}, "/v1/tenants/{tenant}/quarantine": {"get"},
+		"/v1/quarantine/{name}/{eventId}/retry": {"post"}, "/v1/quarantine/{name}/{eventId}/skip": {"post"},
 	}
 	for p, ms := range routes {
 		for _, m := range ms {

@@ -39,6 +39,7 @@ var problemKinds = map[string]struct {
 	"event-not-found":           {404, "The event does not exist"},
 	"dead-letter-not-found":     {404, "The dead letter does not exist"},
 	"effect-not-found":          {404, "The effect does not exist"},
+	"quarantine-not-found":      {404, "No such projection, consumer or open quarantine entry"},
 	"method-not-allowed":        {405, "The method is not allowed here"},
 	"request-timeout":           {408, "The request body arrived too slowly"},
 	"stream-deleted":            {410, "The stream was hard-deleted"},

@@ -211,6 +211,7 @@ type route struct {
 	version string
 	eventID string
 	effect  string // an effect's key
+	name    string // a projection's or consumer's name
 }
 
 // parseRoute splits the escaped path into segments and decodes each, so
@@ -235,6 +236,10 @@ func parseRoute(escaped string) (route, bool) {
 		return route{kind: "metrics"}, true
 	case n == 2 && raw[0] == "v1" && (raw[1] == "info" || raw[1] == "consumers" || raw[1] == "doctor" || raw[1] == "stats" || raw[1] == "tenants"):
 		return route{kind: raw[1]}, true
+	case n == 2 && raw[0] == "v1" && raw[1] == "quarantine":
+		return route{kind: "quarantine"}, true
+	case n == 5 && raw[0] == "v1" && raw[1] == "quarantine" && (raw[4] == "retry" || raw[4] == "skip"):
+		return route{kind: "quarantine-" + raw[4], name: seg[2], eventID: seg[3]}, true
 	case n < 4 || raw[0] != "v1" || raw[1] != "tenants":
 		return route{}, false
 	}
@@ -260,6 +265,10 @@ func parseRoute(escaped string) (route, bool) {
 		rt.kind, rt.stream, rt.version = "event", seg[4], seg[6]
 	case n == 6 && raw[3] == "dead-letters" && raw[5] == "retry":
 		rt.kind, rt.eventID = "dead-letter-retry", seg[4]
+	case n == 6 && raw[3] == "dead-letters" && raw[5] == "discard":
+		rt.kind, rt.eventID = "dead-letter-discard", seg[4]
+	case n == 4 && raw[3] == "quarantine":
+		rt.kind = "tenant-quarantine"
 	case n == 4 && raw[3] == "effects":
 		rt.kind = "effects"
 	case n == 6 && raw[3] == "effects" && (raw[5] == "approve" || raw[5] == "reject"):
@@ -272,27 +281,32 @@ func parseRoute(escaped string) (route, bool) {
 
 // methods lists each route's methods; the first decides what a write is.
 var methods = map[string][]string{
-	"healthz":           {"GET", "HEAD"},
-	"openapi":           {"GET", "HEAD"},
-	"metrics":           {"GET", "HEAD"},
-	"info":              {"GET", "HEAD"},
-	"consumers":         {"GET", "HEAD"},
-	"doctor":            {"GET", "HEAD"},
-	"streams":           {"GET", "HEAD"},
-	"log":               {"GET", "HEAD", "POST"},
-	"stream":            {"GET", "HEAD", "DELETE"},
-	"stream-truncate":   {"POST"},
-	"stream-events":     {"GET", "HEAD", "POST"},
-	"event":             {"GET", "HEAD"},
-	"dead-letter-retry": {"POST"},
-	"effects":           {"GET", "HEAD"},
-	"effect-approve":    {"POST"},
-	"effect-reject":     {"POST"},
-	"stats":             {"GET", "HEAD"},
-	"tenants":           {"GET", "HEAD"},
-	"tenant-stats":      {"GET", "HEAD"},
-	"event-by-id":       {"GET", "HEAD"},
-	"dead-letters":      {"GET", "HEAD"},
+	"healthz":             {"GET", "HEAD"},
+	"openapi":             {"GET", "HEAD"},
+	"metrics":             {"GET", "HEAD"},
+	"info":                {"GET", "HEAD"},
+	"consumers":           {"GET", "HEAD"},
+	"doctor":              {"GET", "HEAD"},
+	"streams":             {"GET", "HEAD"},
+	"log":                 {"GET", "HEAD", "POST"},
+	"stream":              {"GET", "HEAD", "DELETE"},
+	"stream-truncate":     {"POST"},
+	"stream-events":       {"GET", "HEAD", "POST"},
+	"event":               {"GET", "HEAD"},
+	"dead-letter-retry":   {"POST"},
+	"dead-letter-discard": {"POST"},
+	"quarantine":          {"GET", "HEAD"},
+	"tenant-quarantine":   {"GET", "HEAD"},
+	"quarantine-retry":    {"POST"},
+	"quarantine-skip":     {"POST"},
+	"effects":             {"GET", "HEAD"},
+	"effect-approve":      {"POST"},
+	"effect-reject":       {"POST"},
+	"stats":               {"GET", "HEAD"},
+	"tenants":             {"GET", "HEAD"},
+	"tenant-stats":        {"GET", "HEAD"},
+	"event-by-id":         {"GET", "HEAD"},
+	"dead-letters":        {"GET", "HEAD"},
 }
 
 // route answers one request that passed the Host rule. The order of
@@ -337,8 +351,8 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 			writeProblem(w, h.authorize(r, "", false))
 			return
 		}
-	case "metrics", "consumers", "doctor", "stats":
-		if p := h.authorize(r, "", false); p != nil {
+	case "metrics", "consumers", "doctor", "stats", "quarantine", "quarantine-retry", "quarantine-skip":
+		if p := h.authorize(r, "", write); p != nil {
 			writeProblem(w, p)
 			return
 		}
@@ -351,7 +365,7 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if rt.tenant != "" || strings.HasPrefix(rt.kind, "stream") || rt.kind == "log" || rt.kind == "event" || rt.kind == "dead-letter-retry" ||
+	if rt.tenant != "" || strings.HasPrefix(rt.kind, "stream") || rt.kind == "log" || rt.kind == "event" || strings.HasPrefix(rt.kind, "dead-letter") || rt.kind == "tenant-quarantine" ||
 		strings.HasPrefix(rt.kind, "effect") || rt.kind == "event-by-id" || rt.kind == "tenant-stats" || rt.kind == "dead-letters" {
 		if err := envelope.ValidateTenant(rt.tenant); err != nil {
 			p := problemf("invalid-tenant", "%v", err)
@@ -415,12 +429,18 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 		h.readEvent(w, r, rt.tenant, rt.stream, rt.version)
 	case "dead-letter-retry":
 		h.retryDeadLetter(w, r, rt.tenant, rt.eventID)
+	case "dead-letter-discard":
+		h.discardDeadLetter(w, r, rt.tenant, rt.eventID)
+	case "quarantine", "tenant-quarantine":
+		h.listQuarantine(w, r, rt.tenant)
+	case "quarantine-retry", "quarantine-skip":
+		h.quarantineAction(w, r, rt.name, rt.eventID, strings.TrimPrefix(rt.kind, "quarantine-"))
 	case "effects":
 		h.listEffects(w, r, rt.tenant)
 	case "effect-approve":
-		h.decideEffect(w, r, rt.tenant, rt.effect, "approve")
+		h.decideEffectOnce(w, r, rt.tenant, rt.effect, "approve")
 	case "effect-reject":
-		h.decideEffect(w, r, rt.tenant, rt.effect, "reject")
+		h.decideEffectOnce(w, r, rt.tenant, rt.effect, "reject")
 	case "stats", "tenant-stats":
 		h.stats(w, r, rt.tenant)
 	case "tenants":
