@@ -82,3 +82,13 @@ func (Exec) EventsUpTo(ctx context.Context, q driver.ReadQuerier, position int64
 	err = q.QueryRowContext(ctx, `SELECT count(*), COALESCE(max(position), 0) FROM events WHERE position <= $1`, position).Scan(&count, &highest)
 	return count, highest, err
 }
+
+// RolledBackStreams answers driver.ErrUnsupported: a restore is a file's.
+func (Exec) RolledBackStreams(context.Context, *sql.Conn, string) ([]driver.RolledBackStream, error) {
+	return nil, driver.ErrUnsupported
+}
+
+// RecordVersionGap answers driver.ErrUnsupported (see RolledBackStreams).
+func (Exec) RecordVersionGap(context.Context, driver.Querier, driver.RolledBackStream, driver.RestoredEvent, string, int64) error {
+	return driver.ErrUnsupported
+}
