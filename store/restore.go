@@ -141,8 +141,13 @@ func Restore(ctx context.Context, src, target string, opts *RestoreOptions) (res
 	}
 	defer removeDB(tmp)
 	res.Source = srcAbs
+	release, err := takeLeases(ctx, targetAbs, o)
+	if err != nil {
+		return res, err
+	}
 	prev, floor, rolledBack, err := restoreInto(ctx, tmp, targetAbs, snap, o)
 	if err != nil {
+		release()
 		return res, err
 	}
 	// The database is replaced: whatever fails from here on says so.
@@ -164,8 +169,71 @@ func Restore(ctx context.Context, src, target string, opts *RestoreOptions) (res
 // a race at: beforeLock before the restore opens the target,
 // afterCommit between the copy's commit and the check after it.
 var restoreHooks struct {
-	beforeLock, afterCommit func(target string)
+	beforeLock, afterCommit, leasesTaken func(target string)
 }
+
+// restoreLeaseOwner is the owner of the leases a restore takes.
+const restoreLeaseOwner = "eventlite-restore"
+
+// takeLeases takes, before a restore with Force copies anything, every
+// lease a holder has in target (the relay's, projection runners'), so
+// that their renewals fail, and waits until the latest of them was to
+// expire: a holder renews before its lease expires, so by then each
+// live holder has found its lease taken and stopped (the relay cancels
+// the sends it has not started). The restore's commit replaces the
+// leases with the copy's, fenced (markCopy); release frees them when the
+// restore fails before its commit. A restore without Force takes none:
+// a target with events is refused, and must stay unchanged.
+func takeLeases(ctx context.Context, target string, o RestoreOptions) (release func(), err error) {
+	release = func() {}
+	if !o.Force {
+		return release, nil
+	}
+	if _, err := os.Stat(target); err != nil {
+		return release, nil
+	}
+	db, conn, err := fileExec.OpenFile(ctx, target, driver.FileOptions{BusyTimeout: o.BusyTimeout})
+	if err != nil {
+		return release, nil // restoreInto says what is wrong with target
+	}
+	defer db.Close()
+	defer conn.Close()
+	heldUntil, now, err := fileExec.TakeLeases(ctx, conn, restoreLeaseOwner, (restoreLeaseWait + o.BusyTimeout).Milliseconds())
+	switch {
+	case driver.Classify(err) == driver.Busy:
+		return release, fmt.Errorf("%w: restore into %s: another process holds its write lock; it was left unchanged: stop the process that writes to it, or retry", ErrBusy, target)
+	case err != nil || heldUntil == 0:
+		// Not a database, or none of eventlite's: restoreInto decides.
+		return release, nil
+	}
+	release = func() {
+		db, conn, err := fileExec.OpenFile(context.Background(), target, driver.FileOptions{BusyTimeout: o.BusyTimeout})
+		if err != nil {
+			return
+		}
+		defer db.Close()
+		defer conn.Close()
+		_ = fileExec.ReleaseLeases(context.Background(), conn, restoreLeaseOwner)
+	}
+	if restoreHooks.leasesTaken != nil {
+		restoreHooks.leasesTaken(target)
+	}
+	wait := time.Duration(heldUntil-now) * time.Millisecond
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		release()
+		return func() {}, ctx.Err()
+	case <-t.C:
+	}
+	return release, nil
+}
+
+// restoreLeaseWait is how long the leases a restore takes last beyond
+// its busy timeout, should the restore die before its commit replaces
+// them: the holders stand by until then.
+const restoreLeaseWait = time.Minute
 
 // copySource checks src inside one read transaction and copies that
 // snapshot to a temporary file beside target, verified, in
@@ -290,6 +358,9 @@ func markCopy(ctx context.Context, path, target string, snap fileFacts, floor in
 	}
 	defer db.Close()
 	defer conn.Close()
+	if err := fileExec.FenceLeases(ctx, conn, target); err != nil {
+		return nil, fmt.Errorf("restore: fence the leases: %w", mapErr(err))
+	}
 	rolled, err := fileExec.RolledBackStreams(ctx, conn, target)
 	if err != nil {
 		return nil, fmt.Errorf("restore: compare the streams' versions with the target's: %w", mapErr(err))

@@ -92,6 +92,24 @@ type Backup interface {
 	// when r.Exists is false, its reads starting at ev's version. A
 	// server engine answers ErrUnsupported.
 	RecordVersionGap(ctx context.Context, q Querier, r RolledBackStream, ev RestoredEvent, detectedBy string, now int64) error
+	// TakeLeases takes every lease of the database of conn that a
+	// holder has now for owner, for ttlMs, in one write transaction,
+	// each with a new token (so that the holders' renewals and fenced
+	// writes fail from then on), and returns the latest instant (unix
+	// milliseconds, the engine's clock) at which a lease taken was to
+	// expire, with the engine's clock now; 0, 0 when none was held. A
+	// file without leases takes none. A server engine answers
+	// ErrUnsupported.
+	TakeLeases(ctx context.Context, conn *sql.Conn, owner string, ttlMs int64) (heldUntil, now int64, err error)
+	// ReleaseLeases frees the leases of conn's database that owner holds.
+	ReleaseLeases(ctx context.Context, conn *sql.Conn, owner string) error
+	// FenceLeases sets, in the database of conn (a copy a restore is
+	// about to copy in), every lease free with a token above both its
+	// own and the database file replaced's, so that no holder of a
+	// replaced lease writes under it after the restore and no token is
+	// handed out twice. Outside a transaction on conn, as
+	// RolledBackStreams. A server engine answers ErrUnsupported.
+	FenceLeases(ctx context.Context, conn *sql.Conn, replaced string) error
 }
 
 // StreamRestoredType is the type of the event a restore appends to a

@@ -92,3 +92,18 @@ func (Exec) RolledBackStreams(context.Context, *sql.Conn, string) ([]driver.Roll
 func (Exec) RecordVersionGap(context.Context, driver.Querier, driver.RolledBackStream, driver.RestoredEvent, string, int64) error {
 	return driver.ErrUnsupported
 }
+
+// TakeLeases answers driver.ErrUnsupported (see RolledBackStreams).
+func (Exec) TakeLeases(context.Context, *sql.Conn, string, int64) (int64, int64, error) {
+	return 0, 0, driver.ErrUnsupported
+}
+
+// ReleaseLeases answers driver.ErrUnsupported (see RolledBackStreams).
+func (Exec) ReleaseLeases(context.Context, *sql.Conn, string) error {
+	return driver.ErrUnsupported
+}
+
+// FenceLeases answers driver.ErrUnsupported (see RolledBackStreams).
+func (Exec) FenceLeases(context.Context, *sql.Conn, string) error {
+	return driver.ErrUnsupported
+}

@@ -370,3 +370,79 @@ func (Exec) RecordVersionGap(ctx context.Context, q driver.Querier, r driver.Rol
 		ev.Position, r.Tenant, r.Stream, r.Had+1, ev.ID, ev.Type, ev.Source, timecol.Value(ev.Time), ev.ContentType, now, ev.Data)
 	return err
 }
+
+// TakeLeases runs BEGIN IMMEDIATE on conn, reads the held leases'
+// latest expiry and gives them to owner with the next token.
+func (x Exec) TakeLeases(ctx context.Context, conn *sql.Conn, owner string, ttlMs int64) (heldUntil, now int64, err error) {
+	has, err := x.TableExists(ctx, conn, "leases")
+	if err != nil || !has {
+		return 0, 0, err
+	}
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		return 0, 0, err
+	}
+	defer func() {
+		if err != nil {
+			_, _ = conn.ExecContext(context.Background(), `ROLLBACK`)
+		}
+	}()
+	var until sql.NullInt64
+	if err := conn.QueryRowContext(ctx, `SELECT MAX(expires_at), `+nowMillis+` FROM leases WHERE owner <> '' AND expires_at > `+nowMillis).Scan(&until, &now); err != nil {
+		return 0, 0, err
+	}
+	if !until.Valid {
+		_, err = conn.ExecContext(ctx, `ROLLBACK`)
+		return 0, 0, err
+	}
+	if _, err := conn.ExecContext(ctx, `UPDATE leases SET owner = ?1, token = token + 1, expires_at = ?2 + ?3, acquired_at = ?2
+		WHERE owner <> '' AND expires_at > ?2`, owner, now, ttlMs); err != nil {
+		return 0, 0, err
+	}
+	if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
+		return 0, 0, err
+	}
+	return until.Int64, now, nil
+}
+
+// ReleaseLeases frees owner's leases.
+func (x Exec) ReleaseLeases(ctx context.Context, conn *sql.Conn, owner string) error {
+	has, err := x.TableExists(ctx, conn, "leases")
+	if err != nil || !has {
+		return err
+	}
+	_, err = conn.ExecContext(ctx, `UPDATE leases SET owner = '', expires_at = 0 WHERE owner = ?`, owner)
+	return err
+}
+
+// FenceLeases attaches replaced and raises the copy's lease tokens above
+// both files', every lease free; a lease only replaced has is copied,
+// free, with its next token.
+func (x Exec) FenceLeases(ctx context.Context, conn *sql.Conn, replaced string) (err error) {
+	has, err := x.TableExists(ctx, conn, "leases")
+	if err != nil || !has {
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, `ATTACH DATABASE ? AS replaced`, fileURI(replaced)); err != nil {
+		return err
+	}
+	defer func() {
+		if _, derr := conn.ExecContext(context.Background(), `DETACH DATABASE replaced`); err == nil {
+			err = derr
+		}
+	}()
+	var old int
+	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM replaced.sqlite_schema WHERE type = 'table' AND name = 'leases'`).Scan(&old); err != nil {
+		return err
+	}
+	replacedMax := `0`
+	if old > 0 {
+		replacedMax = `COALESCE((SELECT r.token FROM replaced.leases r WHERE r.resource = main.leases.resource), 0)`
+		if _, err := conn.ExecContext(ctx, `INSERT INTO main.leases (resource, owner, token, expires_at, acquired_at)
+			SELECT r.resource, '', r.token + 1, 0, 0 FROM replaced.leases r
+			WHERE NOT EXISTS (SELECT 1 FROM main.leases m WHERE m.resource = r.resource)`); err != nil {
+			return err
+		}
+	}
+	_, err = conn.ExecContext(ctx, `UPDATE main.leases SET owner = '', expires_at = 0, token = max(token, `+replacedMax+`) + 1`)
+	return err
+}
