@@ -157,7 +157,7 @@ func Restore(ctx context.Context, src, target string, opts *RestoreOptions) (res
 		restoreHooks.afterCommit(targetAbs)
 	}
 	report(o.Progress, PhaseVerify, 0, 0, 0)
-	if err := verifyRestored(ctx, targetAbs, snap, floor, o); err != nil {
+	if err := verifyRestored(ctx, targetAbs, snap, floor, rolledBack, o); err != nil {
 		return res, err
 	}
 	snap.sequence = floor
@@ -411,11 +411,12 @@ func markCopy(ctx context.Context, path, target string, snap fileFacts, floor in
 // verifyRestored reads the restored target back, in one snapshot, after
 // the copy committed, and checks only what writers cannot change: the
 // schema is at least the snapshot's, the snapshot's events are there up
-// to its head, the position sequence is at least floor, and the
-// positions between the head and floor are a recorded restore hole.
+// to its head, the position sequence is at least floor, the positions
+// between the head and floor are a recorded restore hole, and the
+// streams taken back have their version gaps recorded.
 // Writers may have appended meanwhile: their events are above floor. Any
 // failure is *RestoreUnverifiedError.
-func verifyRestored(ctx context.Context, target string, snap fileFacts, floor int64, o RestoreOptions) error {
+func verifyRestored(ctx context.Context, target string, snap fileFacts, floor int64, rolledBack []RolledBackStream, o RestoreOptions) error {
 	unverified := func(err error) error { return &RestoreUnverifiedError{Path: target, Err: err} }
 	db, conn, err := openSource(ctx, target, o.BusyTimeout)
 	if err != nil {
@@ -463,6 +464,19 @@ func verifyRestored(ctx context.Context, target string, snap fileFacts, floor in
 		}
 		if !slices.ContainsFunc(holes, func(h driver.FileHole) bool { return h.From <= snap.head+1 && h.To >= floor }) {
 			problems = append(problems, fmt.Sprintf("the positions %d-%d are not recorded as the restore's hole", snap.head+1, floor))
+		}
+	}
+	if len(rolledBack) > 0 {
+		gaps, err := fileExec.VersionGapsDetectedBy(ctx, conn, HoleRestore)
+		if err != nil {
+			return unverified(mapErr(err))
+		}
+		for _, r := range rolledBack {
+			if !slices.ContainsFunc(gaps, func(g driver.RolledBackStream) bool {
+				return g.Tenant == r.Tenant && g.Stream == r.Stream && g.Have == r.Kept && g.Had == r.Had
+			}) {
+				problems = append(problems, fmt.Sprintf("the versions %d-%d of stream %q (tenant %q) are not recorded as the restore's gap", r.Kept+1, r.Had, r.Stream, r.Tenant))
+			}
 		}
 	}
 	if len(problems) > 0 {

@@ -92,6 +92,10 @@ type Backup interface {
 	// when r.Exists is false, its reads starting at ev's version. A
 	// server engine answers ErrUnsupported.
 	RecordVersionGap(ctx context.Context, q Querier, r RolledBackStream, ev RestoredEvent, detectedBy string, now int64) error
+	// VersionGapsDetectedBy lists the recorded version gaps that
+	// detectedBy left (Have+1..Had each); none in a file that records
+	// none.
+	VersionGapsDetectedBy(ctx context.Context, q ReadQuerier, detectedBy string) ([]RolledBackStream, error)
 	// TakeLeases takes every lease of the database of conn that a
 	// holder has now for owner, for ttlMs, in one write transaction,
 	// each with a new token (so that the holders' renewals and fenced

@@ -107,3 +107,21 @@ func (Exec) ReleaseLeases(context.Context, *sql.Conn, string) error {
 func (Exec) FenceLeases(context.Context, *sql.Conn, string) error {
 	return driver.ErrUnsupported
 }
+
+// VersionGapsDetectedBy reads version_gaps (migration 0002).
+func (Exec) VersionGapsDetectedBy(ctx context.Context, q driver.ReadQuerier, detectedBy string) ([]driver.RolledBackStream, error) {
+	rows, err := q.QueryContext(ctx, `SELECT tenant, stream_id, from_version - 1, to_version FROM version_gaps WHERE detected_by = $1 ORDER BY tenant, stream_id, from_version`, detectedBy)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.RolledBackStream
+	for rows.Next() {
+		var r driver.RolledBackStream
+		if err := rows.Scan(&r.Tenant, &r.Stream, &r.Have, &r.Had); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}

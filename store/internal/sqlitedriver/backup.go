@@ -446,3 +446,25 @@ func (x Exec) FenceLeases(ctx context.Context, conn *sql.Conn, replaced string) 
 	_, err = conn.ExecContext(ctx, `UPDATE main.leases SET owner = '', expires_at = 0, token = max(token, `+replacedMax+`) + 1`)
 	return err
 }
+
+// VersionGapsDetectedBy reads version_gaps (migration 0017).
+func (x Exec) VersionGapsDetectedBy(ctx context.Context, q driver.ReadQuerier, detectedBy string) ([]driver.RolledBackStream, error) {
+	has, err := x.TableExists(ctx, q, "version_gaps")
+	if err != nil || !has {
+		return nil, err
+	}
+	rows, err := q.QueryContext(ctx, `SELECT tenant, stream_id, from_version - 1, to_version FROM version_gaps WHERE detected_by = ? ORDER BY tenant, stream_id, from_version`, detectedBy)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.RolledBackStream
+	for rows.Next() {
+		var r driver.RolledBackStream
+		if err := rows.Scan(&r.Tenant, &r.Stream, &r.Have, &r.Had); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
