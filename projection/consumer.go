@@ -141,7 +141,36 @@ func (c *Consumer) handle(ctx context.Context, e envelope.Event) (HandleResult, 
 		if !seen && c.opts.StartAtFirstSeen {
 			cur = e.StreamVersion - 1
 		}
+		gap, restored := restoredGap(e)
 		switch v := e.StreamVersion; {
+		case restored && cur+1 >= gap.From && cur < v:
+			// A restore removed the versions up to v-1 that this
+			// consumer has not applied: none will ever come.
+			if err := c.skipRestoredTx(ctx, tx, e, gap); err != nil {
+				return err
+			}
+			res.Outcome = Applied
+			res.Drained, err = c.drainTx(ctx, tx, tenant, e.Stream, v)
+			return err
+		case restored && v > cur+1:
+			// Events before the restored range are missing: it waits
+			// in the deferral buffer at the first version it stands
+			// for, which the event before it drains.
+			b, _ := e.MarshalJSON()
+			existing, clash, err := store.Bookkeeping(inside.Key{}, tx).Defer(ctx, store.DeferredEvent{
+				Consumer: c.opts.Name, Tenant: tenant, Subject: e.Stream, Version: gap.From, EventID: e.ID, Event: b,
+				Expected: cur + 1, FirstSeen: c.opts.Now(),
+				Reason: fmt.Sprintf("version gap: expected %d, got a restore's announcement that versions %d-%d are gone", cur+1, gap.From, gap.To),
+			})
+			if err != nil {
+				return err
+			}
+			if clash && existing.EventID != e.ID {
+				res.Outcome = Conflict
+				return c.conflictTx(ctx, tx, e, existing.EventID)
+			}
+			res.Outcome = Deferred
+			return nil
 		case v == cur+1:
 			res.Outcome, err = c.applyTx(ctx, tx, e)
 			if err != nil || res.Outcome != Applied {
@@ -246,6 +275,15 @@ func (c *Consumer) drainTx(ctx context.Context, tx *store.Tx, tenant, subject st
 		if err != nil {
 			return n, fmt.Errorf("deferred event %s does not decode: %w", d.EventID, err)
 		}
+		if gap, ok := restoredGap(e); ok {
+			if err := c.skipRestoredTx(ctx, tx, e, gap); err != nil {
+				return n, err
+			}
+			n++
+			version = e.StreamVersion
+			spanReleased(ctx, e)
+			continue
+		}
 		out, err := c.applyTx(ctx, tx, e)
 		if err != nil {
 			return n, err
@@ -257,6 +295,28 @@ func (c *Consumer) drainTx(ctx context.Context, tx *store.Tx, tenant, subject st
 		version++
 		spanReleased(ctx, e)
 	}
+}
+
+// restoredGap reads the versions an eventlite.stream.restored event
+// announces as gone (store.StreamRestored); ok is false for any other
+// event, and for one whose range is not below the event's own version.
+func restoredGap(e envelope.Event) (store.StreamRestored, bool) {
+	var r store.StreamRestored
+	if e.Type != store.TypeStreamRestored || e.Stream == "" || json.Unmarshal(e.Data, &r) != nil {
+		return r, false
+	}
+	return r, r.From >= 1 && r.From <= r.To && r.To < e.StreamVersion
+}
+
+// skipRestoredTx moves the aggregate's version to the restored event's:
+// the versions it announces as gone are skipped, and Apply is not
+// called (the event is the store's, not the domain's).
+func (c *Consumer) skipRestoredTx(ctx context.Context, tx *store.Tx, e envelope.Event, gap store.StreamRestored) error {
+	tracing.Logger(ctx, c.log).Info("skipping the versions a restore removed", "stream", e.Stream, "from", gap.From, "to", gap.To, "version", e.StreamVersion)
+	if err := store.Bookkeeping(inside.Key{}, tx).SetConsumerVersion(ctx, store.SetConsumerVersionParams{Tenant: tenantOf(e), Consumer: c.opts.Name, Subject: e.Stream, Version: e.StreamVersion, EventID: e.ID}); err != nil {
+		return err
+	}
+	return store.Bookkeeping(inside.Key{}, tx).CountConsumer(ctx, c.opts.Name, 1, 0, 0)
 }
 
 func (c *Consumer) conflictTx(ctx context.Context, tx *store.Tx, e envelope.Event, keptID string) error {

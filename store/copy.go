@@ -36,7 +36,7 @@ var ErrCopyMismatch = errors.New("the copy does not match its source")
 var copyTables = []string{
 	"streams", "events", "outbox", "outbox_counters", "outbox_watermark",
 	"operations", "snapshots", "leases", "checkpoints", "projections",
-	"quarantine", "position_holes", "inbox", "consumer_versions", "deferred",
+	"quarantine", "position_holes", "version_gaps", "inbox", "consumer_versions", "deferred",
 	"version_conflicts", "consumer_stats", "rebuilds", "rebuild_generations",
 	"effects", "retention_policies", "removed_ranges", "removed_event_ids",
 	"erasure_keys",

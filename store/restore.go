@@ -43,6 +43,38 @@ type RestoreResult struct {
 	// not exist or had no eventlite schema).
 	PreviousEvents   int64
 	PreviousSequence int64
+	// RolledBack lists, in (tenant, stream) order, the streams whose
+	// versions the restore took back: the target had handed out
+	// versions above the backup's. Each got an eventlite.stream.restored
+	// event (TypeStreamRestored) above every version it had, so that no
+	// version is handed out twice. Empty when the target had no events,
+	// or the backup's schema records no version gaps (older than this
+	// binary's): see docs/backup.md.
+	RolledBack []RolledBackStream
+}
+
+// RolledBackStream is a stream a restore took back: the backup had its
+// versions up to Kept (0: none of its events), the replaced database up
+// to Had. Versions Kept+1..Had are a recorded gap, and the
+// eventlite.stream.restored event is version Had+1.
+type RolledBackStream struct {
+	Tenant, Stream string
+	Kept, Had      int64
+}
+
+// TypeStreamRestored is the type of the event a restore appends to each
+// stream whose versions it took back, above every version the stream
+// had; its data is StreamRestored. A consumer of the store's events
+// skips the versions From..To instead of waiting for them
+// (projection.Consumer does).
+const TypeStreamRestored = driver.StreamRestoredType
+
+// StreamRestored is the data of an eventlite.stream.restored event: the
+// versions From..To were handed out before a restore removed them, and
+// no event will ever have them again.
+type StreamRestored struct {
+	From int64 `json:"from"`
+	To   int64 `json:"to"`
 }
 
 func (o *RestoreOptions) withDefaults() RestoreOptions {
@@ -109,17 +141,23 @@ func Restore(ctx context.Context, src, target string, opts *RestoreOptions) (res
 	}
 	defer removeDB(tmp)
 	res.Source = srcAbs
-	prev, floor, err := restoreInto(ctx, tmp, targetAbs, snap, o)
+	release, err := takeLeases(ctx, targetAbs, o)
 	if err != nil {
+		return res, err
+	}
+	prev, floor, rolledBack, err := restoreInto(ctx, tmp, targetAbs, snap, o)
+	if err != nil {
+		release()
 		return res, err
 	}
 	// The database is replaced: whatever fails from here on says so.
 	res.PreviousEvents, res.PreviousSequence = prev.events, prev.sequence
+	res.RolledBack = rolledBack
 	if restoreHooks.afterCommit != nil {
 		restoreHooks.afterCommit(targetAbs)
 	}
 	report(o.Progress, PhaseVerify, 0, 0, 0)
-	if err := verifyRestored(ctx, targetAbs, snap, floor, o); err != nil {
+	if err := verifyRestored(ctx, targetAbs, snap, floor, rolledBack, o); err != nil {
 		return res, err
 	}
 	snap.sequence = floor
@@ -131,8 +169,71 @@ func Restore(ctx context.Context, src, target string, opts *RestoreOptions) (res
 // a race at: beforeLock before the restore opens the target,
 // afterCommit between the copy's commit and the check after it.
 var restoreHooks struct {
-	beforeLock, afterCommit func(target string)
+	beforeLock, afterCommit, leasesTaken func(target string)
 }
+
+// restoreLeaseOwner is the owner of the leases a restore takes.
+const restoreLeaseOwner = "eventlite-restore"
+
+// takeLeases takes, before a restore with Force copies anything, every
+// lease a holder has in target (the relay's, projection runners'), so
+// that their renewals fail, and waits until the latest of them was to
+// expire: a holder renews before its lease expires, so by then each
+// live holder has found its lease taken and stopped (the relay cancels
+// the sends it has not started). The restore's commit replaces the
+// leases with the copy's, fenced (markCopy); release frees them when the
+// restore fails before its commit. A restore without Force takes none:
+// a target with events is refused, and must stay unchanged.
+func takeLeases(ctx context.Context, target string, o RestoreOptions) (release func(), err error) {
+	release = func() {}
+	if !o.Force {
+		return release, nil
+	}
+	if _, err := os.Stat(target); err != nil {
+		return release, nil
+	}
+	db, conn, err := fileExec.OpenFile(ctx, target, driver.FileOptions{BusyTimeout: o.BusyTimeout})
+	if err != nil {
+		return release, nil // restoreInto says what is wrong with target
+	}
+	defer db.Close()
+	defer conn.Close()
+	heldUntil, now, err := fileExec.TakeLeases(ctx, conn, restoreLeaseOwner, (restoreLeaseWait + o.BusyTimeout).Milliseconds())
+	switch {
+	case driver.Classify(err) == driver.Busy:
+		return release, fmt.Errorf("%w: restore into %s: another process holds its write lock; it was left unchanged: stop the process that writes to it, or retry", ErrBusy, target)
+	case err != nil || heldUntil == 0:
+		// Not a database, or none of eventlite's: restoreInto decides.
+		return release, nil
+	}
+	release = func() {
+		db, conn, err := fileExec.OpenFile(context.Background(), target, driver.FileOptions{BusyTimeout: o.BusyTimeout})
+		if err != nil {
+			return
+		}
+		defer db.Close()
+		defer conn.Close()
+		_ = fileExec.ReleaseLeases(context.Background(), conn, restoreLeaseOwner)
+	}
+	if restoreHooks.leasesTaken != nil {
+		restoreHooks.leasesTaken(target)
+	}
+	wait := time.Duration(heldUntil-now) * time.Millisecond
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		release()
+		return func() {}, ctx.Err()
+	case <-t.C:
+	}
+	return release, nil
+}
+
+// restoreLeaseWait is how long the leases a restore takes last beyond
+// its busy timeout, should the restore die before its commit replaces
+// them: the holders stand by until then.
+const restoreLeaseWait = time.Minute
 
 // copySource checks src inside one read transaction and copies that
 // snapshot to a temporary file beside target, verified, in
@@ -176,7 +277,7 @@ func copySource(ctx context.Context, src, target string, o RestoreOptions) (file
 // holding target's write lock from before it reads target's state until
 // the copy commits. It returns what target held before and the position
 // floor the copy took.
-func restoreInto(ctx context.Context, tmp, target string, snap fileFacts, o RestoreOptions) (prev fileFacts, floor int64, err error) {
+func restoreInto(ctx context.Context, tmp, target string, snap fileFacts, o RestoreOptions) (prev fileFacts, floor int64, rolledBack []RolledBackStream, err error) {
 	if restoreHooks.beforeLock != nil {
 		restoreHooks.beforeLock(target)
 	}
@@ -188,9 +289,9 @@ func restoreInto(ctx context.Context, tmp, target string, snap fileFacts, o Rest
 			removeDB(target)
 		}
 		if driver.Classify(err) == driver.NotADatabase {
-			return prev, 0, fmt.Errorf("restore: %w", &NotEventliteError{Path: target, Reason: "is not a SQLite database"})
+			return prev, 0, nil, fmt.Errorf("restore: %w", &NotEventliteError{Path: target, Reason: "is not a SQLite database"})
 		}
-		return prev, 0, fmt.Errorf("restore into %s: %w", target, mapErr(err))
+		return prev, 0, nil, fmt.Errorf("restore into %s: %w", target, mapErr(err))
 	}
 	defer db.Close()
 	defer func() {
@@ -213,11 +314,9 @@ func restoreInto(ctx context.Context, tmp, target string, snap fileFacts, o Rest
 			return lockedErr
 		}
 		floor = max(snap.sequence, prev.sequence, prev.head, o.MinSequence)
-		if floor > snap.sequence {
-			// Nothing is copied yet: the copy takes this change of its
-			// source along.
-			lockedErr = raiseSequence(ctx, tmp, snap.head, floor)
-		}
+		// Nothing is copied yet: the copy takes this change of its
+		// source along.
+		rolledBack, lockedErr = markCopy(ctx, tmp, target, snap, floor)
 		return lockedErr
 	}
 	err = fileExec.CopyInto(ctx, conn, tmp, snap.pageSize, o.PagesPerStep, underLock, func(done, total, pageSize int64) {
@@ -237,43 +336,87 @@ func restoreInto(ctx context.Context, tmp, target string, snap fileFacts, o Rest
 	default:
 		err = fmt.Errorf("restore into %s: %w", target, mapErr(err))
 	}
-	return prev, floor, err
+	if err != nil {
+		rolledBack = nil
+	}
+	return prev, floor, rolledBack, err
 }
 
-// raiseSequence raises the position sequence in the database file path
-// to floor, so that no position up to floor is handed out again, and
-// records the positions above head up to floor as a hole left by a
-// restore (in a file that records holes), so that readers pass it and
-// doctor knows it.
-func raiseSequence(ctx context.Context, path string, head, floor int64) error {
+// markCopy prepares the copy at path, under the target's lock, so that
+// nothing the target handed out is handed out again: it raises the
+// position sequence to floor and records the positions above the
+// snapshot's head up to floor as a hole left by a restore (in a file
+// that records holes), so that readers pass it and doctor knows it; and
+// for every stream whose newest version in target is above the copy's,
+// it records the versions between as a restore's gap and appends an
+// eventlite.stream.restored event above them, at the positions after
+// floor.
+func markCopy(ctx context.Context, path, target string, snap fileFacts, floor int64) ([]RolledBackStream, error) {
 	db, conn, err := fileExec.OpenFile(ctx, path, driver.FileOptions{})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer db.Close()
 	defer conn.Close()
+	if err := fileExec.FenceLeases(ctx, conn, target); err != nil {
+		return nil, fmt.Errorf("restore: fence the leases: %w", mapErr(err))
+	}
+	rolled, err := fileExec.RolledBackStreams(ctx, conn, target)
+	if err != nil {
+		return nil, fmt.Errorf("restore: compare the streams' versions with the target's: %w", mapErr(err))
+	}
+	if floor == snap.sequence && len(rolled) == 0 {
+		return nil, nil
+	}
+	if floor > envelope.MaxPosition-int64(len(rolled)) {
+		return nil, &PositionRangeError{Field: "the restore's stream events (one per stream it takes back, above the position floor)", Value: floor, Max: envelope.MaxPosition - int64(len(rolled))}
+	}
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer func() { _ = tx.Rollback() }()
-	if err := fileExec.RaiseSequence(ctx, tx, floor); err != nil {
-		return fmt.Errorf("restore: keep the position sequence at %d: %w", floor, err)
+	now := time.Now()
+	if floor > snap.sequence {
+		if err := fileExec.RaiseSequence(ctx, tx, floor); err != nil {
+			return nil, fmt.Errorf("restore: keep the position sequence at %d: %w", floor, err)
+		}
+		if err := fileExec.RecordRestoreHole(ctx, tx, snap.head+1, floor, HoleRestore, now.UnixNano()); err != nil {
+			return nil, fmt.Errorf("restore: record the positions %d-%d as a restore's hole: %w", snap.head+1, floor, err)
+		}
 	}
-	if err := fileExec.RecordRestoreHole(ctx, tx, head+1, floor, HoleRestore, time.Now().UnixNano()); err != nil {
-		return fmt.Errorf("restore: record the positions %d-%d as a restore's hole: %w", head+1, floor, err)
+	out := make([]RolledBackStream, 0, len(rolled))
+	for i, r := range rolled {
+		ev, err := envelope.New(TypeStreamRestored, StreamRestored{From: r.Have + 1, To: r.Had})
+		if err != nil {
+			return nil, err
+		}
+		ev.Source = "eventlite"
+		if err := ev.Prepare(now, 0); err != nil {
+			return nil, err
+		}
+		row := driver.RestoredEvent{Position: floor + 1 + int64(i), ID: ev.ID, Type: ev.Type, Source: ev.Source,
+			Time: ev.Time, ContentType: ev.DataContentType, Data: ev.Data}
+		if err := fileExec.RecordVersionGap(ctx, tx, r, row, HoleRestore, now.UnixNano()); err != nil {
+			return nil, fmt.Errorf("restore: record the versions %d-%d of stream %q (tenant %q) as a restore's gap: %w", r.Have+1, r.Had, r.Stream, r.Tenant, mapErr(err))
+		}
+		out = append(out, RolledBackStream{Tenant: r.Tenant, Stream: r.Stream, Kept: r.Have, Had: r.Had})
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // verifyRestored reads the restored target back, in one snapshot, after
 // the copy committed, and checks only what writers cannot change: the
 // schema is at least the snapshot's, the snapshot's events are there up
-// to its head, the position sequence is at least floor, and the
-// positions between the head and floor are a recorded restore hole.
+// to its head, the position sequence is at least floor, the positions
+// between the head and floor are a recorded restore hole, and the
+// streams taken back have their version gaps recorded.
 // Writers may have appended meanwhile: their events are above floor. Any
 // failure is *RestoreUnverifiedError.
-func verifyRestored(ctx context.Context, target string, snap fileFacts, floor int64, o RestoreOptions) error {
+func verifyRestored(ctx context.Context, target string, snap fileFacts, floor int64, rolledBack []RolledBackStream, o RestoreOptions) error {
 	unverified := func(err error) error { return &RestoreUnverifiedError{Path: target, Err: err} }
 	db, conn, err := openSource(ctx, target, o.BusyTimeout)
 	if err != nil {
@@ -321,6 +464,19 @@ func verifyRestored(ctx context.Context, target string, snap fileFacts, floor in
 		}
 		if !slices.ContainsFunc(holes, func(h driver.FileHole) bool { return h.From <= snap.head+1 && h.To >= floor }) {
 			problems = append(problems, fmt.Sprintf("the positions %d-%d are not recorded as the restore's hole", snap.head+1, floor))
+		}
+	}
+	if len(rolledBack) > 0 {
+		gaps, err := fileExec.VersionGapsDetectedBy(ctx, conn, HoleRestore)
+		if err != nil {
+			return unverified(mapErr(err))
+		}
+		for _, r := range rolledBack {
+			if !slices.ContainsFunc(gaps, func(g driver.RolledBackStream) bool {
+				return g.Tenant == r.Tenant && g.Stream == r.Stream && g.Have == r.Kept && g.Had == r.Had
+			}) {
+				problems = append(problems, fmt.Sprintf("the versions %d-%d of stream %q (tenant %q) are not recorded as the restore's gap", r.Kept+1, r.Had, r.Stream, r.Tenant))
+			}
 		}
 	}
 	if len(problems) > 0 {

@@ -51,7 +51,7 @@ func TestRestoreAppendRightAfterCommit(t *testing.T) {
 	if appended <= 30 {
 		t.Errorf("the racing append got position %d, want one above the old file's 30", appended)
 	}
-	got := readLog(t, target)
+	got := withoutRestored(t, readLog(t, target), res)
 	if len(got) != 21 || got["default/"+"b-0"].Position != 1 {
 		t.Errorf("after the restore and the racing append the log holds %d events (%v), want the backup's 20 and the append", len(got), got["default/b-0"])
 	}

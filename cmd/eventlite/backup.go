@@ -77,6 +77,19 @@ consumers have seen). N is at most 9223372036854775806, the highest position
 a store hands out (beyond it: exit 4, nothing changed); an append that would
 pass it exits 4 and stores nothing.
 
+Stream versions are not handed out twice either: for every stream whose newest
+version in the old database was above SRC's, the versions between are
+recorded as a restore's gap and an eventlite.stream.restored event
+({"from":F,"to":T}) is appended at version T+1, so the stream's next append
+continues above every version it had. This needs the old database readable
+(restoring into a new file, nothing is known of its versions) and SRC of this
+binary's schema. With --force the restore first takes the database's leases
+(the relay's, projection runners') and waits until they were to expire (at
+most the relay's lease TTL, 15s by default), so that the relay starts no send
+of a position the restore removes after it commits; the relay then takes its
+lease back and publishes again from the restored watermark. docs/backup.md
+says what an operator sees after a restore.
+
 With --json, one object: {"path","source","events","streams","head_position",
 "sequence","previous_events","previous_sequence","bytes","seconds"}, positions
 as decimal strings.
@@ -157,6 +170,10 @@ func (r *restoreCmd) run(ctx context.Context, c *cli, args []string) error {
 	}
 	_, err = fmt.Fprintf(c.stdout, "restore %s from %s: %d events in %d streams, head position %d, in %s; the next append gets a position above %d (the database held %d events before)\n",
 		res.Path, res.Source, res.Events, res.Streams, res.HeadPosition, res.Elapsed.Round(time.Millisecond), res.Sequence, res.PreviousEvents)
+	if err == nil && len(res.RolledBack) > 0 {
+		_, err = fmt.Fprintf(c.stdout, "%d streams taken back: each got an %s event above the versions it had, which are never handed out again\n",
+			len(res.RolledBack), store.TypeStreamRestored)
+	}
 	return err
 }
 

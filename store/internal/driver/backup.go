@@ -75,6 +75,69 @@ type Backup interface {
 	// HolesDetectedBy lists the recorded holes that detectedBy left;
 	// none for none.
 	HolesDetectedBy(ctx context.Context, q ReadQuerier, detectedBy string) ([]FileHole, error)
+	// RolledBackStreams compares the database of conn (a copy a restore
+	// is about to copy in) with the database file replaced (the target,
+	// read as it is under the restore's lock) and lists, in (tenant,
+	// stream) order, every stream whose newest version in replaced is
+	// above its newest in conn, but for the streams conn holds as
+	// hard-deleted (never written again). A copy whose schema records no
+	// version gaps lists none. It runs outside a transaction on conn (a
+	// file engine attaches replaced); a server engine answers
+	// ErrUnsupported.
+	RolledBackStreams(ctx context.Context, conn *sql.Conn, replaced string) ([]RolledBackStream, error)
+	// RecordVersionGap records, in the copy a restore writes (q, a
+	// transaction on it), the versions r.Have+1..r.Had as a gap left by
+	// detectedBy at now (unix nanoseconds), and inserts ev at version
+	// r.Had+1 and position ev.Position: the stream's row is created
+	// when r.Exists is false, its reads starting at ev's version. A
+	// server engine answers ErrUnsupported.
+	RecordVersionGap(ctx context.Context, q Querier, r RolledBackStream, ev RestoredEvent, detectedBy string, now int64) error
+	// VersionGapsDetectedBy lists the recorded version gaps that
+	// detectedBy left (Have+1..Had each); none in a file that records
+	// none.
+	VersionGapsDetectedBy(ctx context.Context, q ReadQuerier, detectedBy string) ([]RolledBackStream, error)
+	// TakeLeases takes every lease of the database of conn that a
+	// holder has now for owner, for ttlMs, in one write transaction,
+	// each with a new token (so that the holders' renewals and fenced
+	// writes fail from then on), and returns the latest instant (unix
+	// milliseconds, the engine's clock) at which a lease taken was to
+	// expire, with the engine's clock now; 0, 0 when none was held. A
+	// file without leases takes none. A server engine answers
+	// ErrUnsupported.
+	TakeLeases(ctx context.Context, conn *sql.Conn, owner string, ttlMs int64) (heldUntil, now int64, err error)
+	// ReleaseLeases frees the leases of conn's database that owner holds.
+	ReleaseLeases(ctx context.Context, conn *sql.Conn, owner string) error
+	// FenceLeases sets, in the database of conn (a copy a restore is
+	// about to copy in), every lease free with a token above both its
+	// own and the database file replaced's, so that no holder of a
+	// replaced lease writes under it after the restore and no token is
+	// handed out twice. Outside a transaction on conn, as
+	// RolledBackStreams. A server engine answers ErrUnsupported.
+	FenceLeases(ctx context.Context, conn *sql.Conn, replaced string) error
+}
+
+// StreamRestoredType is the type of the event a restore appends to a
+// stream it took back (the store's TypeStreamRestored): the newest event
+// of a deleted stream is its tombstone but for these.
+const StreamRestoredType = "eventlite.stream.restored"
+
+// RolledBackStream is a stream a restore takes back: Had is the newest
+// version the replaced database had handed out, Have the copy's (0: the
+// copy has no events of it), Exists whether the copy has its row.
+type RolledBackStream struct {
+	Tenant, Stream string
+	Have, Had      int64
+	Exists         bool
+}
+
+// RestoredEvent is the event a restore appends to a stream it took back,
+// prepared by the store (id, type, source, time, content type, data).
+type RestoredEvent struct {
+	Position         int64
+	ID, Type, Source string
+	Time             time.Time
+	ContentType      string
+	Data             []byte
 }
 
 // FileOptions tell OpenFile how to open a file.

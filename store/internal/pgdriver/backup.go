@@ -82,3 +82,46 @@ func (Exec) EventsUpTo(ctx context.Context, q driver.ReadQuerier, position int64
 	err = q.QueryRowContext(ctx, `SELECT count(*), COALESCE(max(position), 0) FROM events WHERE position <= $1`, position).Scan(&count, &highest)
 	return count, highest, err
 }
+
+// RolledBackStreams answers driver.ErrUnsupported: a restore is a file's.
+func (Exec) RolledBackStreams(context.Context, *sql.Conn, string) ([]driver.RolledBackStream, error) {
+	return nil, driver.ErrUnsupported
+}
+
+// RecordVersionGap answers driver.ErrUnsupported (see RolledBackStreams).
+func (Exec) RecordVersionGap(context.Context, driver.Querier, driver.RolledBackStream, driver.RestoredEvent, string, int64) error {
+	return driver.ErrUnsupported
+}
+
+// TakeLeases answers driver.ErrUnsupported (see RolledBackStreams).
+func (Exec) TakeLeases(context.Context, *sql.Conn, string, int64) (int64, int64, error) {
+	return 0, 0, driver.ErrUnsupported
+}
+
+// ReleaseLeases answers driver.ErrUnsupported (see RolledBackStreams).
+func (Exec) ReleaseLeases(context.Context, *sql.Conn, string) error {
+	return driver.ErrUnsupported
+}
+
+// FenceLeases answers driver.ErrUnsupported (see RolledBackStreams).
+func (Exec) FenceLeases(context.Context, *sql.Conn, string) error {
+	return driver.ErrUnsupported
+}
+
+// VersionGapsDetectedBy reads version_gaps (migration 0003).
+func (Exec) VersionGapsDetectedBy(ctx context.Context, q driver.ReadQuerier, detectedBy string) ([]driver.RolledBackStream, error) {
+	rows, err := q.QueryContext(ctx, `SELECT tenant, stream_id, from_version - 1, to_version FROM version_gaps WHERE detected_by = $1 ORDER BY tenant, stream_id, from_version`, detectedBy)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.RolledBackStream
+	for rows.Next() {
+		var r driver.RolledBackStream
+		if err := rows.Scan(&r.Tenant, &r.Stream, &r.Have, &r.Had); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}

@@ -66,9 +66,7 @@ func (Exec) FirstRecordedAfter(ctx context.Context, q driver.ReadQuerier, pos in
 // EachVersionGap groups the events by stream; the streams come in byte
 // order, as SQLite's UNION gives them.
 func (Exec) EachVersionGap(ctx context.Context, q driver.ReadQuerier, fn func(tenant, stream string) error) error {
-	rows, err := q.QueryContext(ctx, `SELECT e.tenant, e.stream_id FROM events e JOIN streams s ON s.tenant = e.tenant AND s.stream_id = e.stream_id
-		GROUP BY e.tenant, e.stream_id
-		HAVING MAX(e.version) - MIN(e.version) + 1 <> count(*) OR (MIN(e.version) <> 1 AND MIN(e.version) > LEAST(MAX(s.first_version), MAX(e.version)))
+	rows, err := q.QueryContext(ctx, `SELECT v.tenant, v.stream_id FROM (`+streamVersionSpans+`) v WHERE `+streamVersionGap+`
 		UNION SELECT s.tenant, s.stream_id FROM streams s
 		WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id)
 		ORDER BY 1, 2`)

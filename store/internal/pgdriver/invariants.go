@@ -21,15 +21,26 @@ const (
 	invFailingRow = `f.published_at IS NULL AND f.discarded_at IS NULL AND f.attempts > 0`
 )
 
+// streamVersionSpans reads, per stream with events, its lowest and
+// newest version, how many events it has and where its reads start;
+// streamVersionGap is the condition under which they are not
+// first..newest without a gap but for a scavenge's removed versions
+// (below where reads start) and the gaps a restore recorded on SQLite
+// (version_gaps, kept by a copy).
+const (
+	streamVersionSpans = `SELECT e.tenant, e.stream_id, min(e.version) AS lo, max(e.version) AS hi, count(*) AS n, max(s.first_version) AS fv
+	FROM events e JOIN streams s ON s.tenant = e.tenant AND s.stream_id = e.stream_id GROUP BY e.tenant, e.stream_id`
+	streamVersionGap = `v.hi - v.lo + 1 <> v.n + (SELECT COALESCE(sum(g.to_version - g.from_version + 1), 0) FROM version_gaps g
+		WHERE g.tenant = v.tenant AND g.stream_id = v.stream_id AND g.from_version > v.lo AND g.to_version < v.hi)
+	OR (v.lo <> 1 AND v.lo > LEAST(v.fv, v.hi))`
+)
+
 // invariantChecks are the log's invariants. A PostgreSQL schema is always
 // the newest (it has one version so far), so every check applies. The
 // position floor is log_head.position: one row by its primary key and
 // CHECK, and the sequence the next append continues from.
 var invariantChecks = []invariantCheck{
-	{driver.VersionsGapFree, `SELECT count(*) FROM (SELECT e.tenant, e.stream_id FROM events e
-		JOIN streams s ON s.tenant = e.tenant AND s.stream_id = e.stream_id
-		GROUP BY e.tenant, e.stream_id
-		HAVING max(e.version) - min(e.version) + 1 <> count(*) OR (min(e.version) <> 1 AND min(e.version) > LEAST(max(s.first_version), max(e.version)))) v`},
+	{driver.VersionsGapFree, `SELECT count(*) FROM (` + streamVersionSpans + `) v WHERE ` + streamVersionGap},
 	{driver.StreamsHaveEvents, `SELECT count(*) FROM streams s
 		WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id)`},
 	{driver.EventsHaveStream, `SELECT count(*) FROM events e
@@ -46,7 +57,8 @@ var invariantChecks = []invariantCheck{
 		AND NOT EXISTS (SELECT 1 FROM removed_ranges r WHERE r.to_position = a.position - 1)`},
 	{driver.TombstonesLast, `SELECT count(*) FROM streams s
 		WHERE s.deleted <> 0 AND NOT EXISTS (SELECT 1 FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id
-			AND e.version = (SELECT max(version) FROM events n WHERE n.tenant = s.tenant AND n.stream_id = s.stream_id) AND e.type = $1)`},
+			AND e.version = (SELECT max(version) FROM events n WHERE n.tenant = s.tenant AND n.stream_id = s.stream_id
+				AND n.type <> '` + driver.StreamRestoredType + `') AND e.type = $1)`},
 	{driver.FirstVersionsInRange, `SELECT count(*) FROM streams s
 		WHERE s.first_version < 1
 			OR s.first_version > COALESCE((SELECT max(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id), 0) + 1`},

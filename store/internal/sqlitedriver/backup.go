@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/eventlite/eventlite/internal/timecol"
 	"github.com/eventlite/eventlite/store/internal/driver"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -298,4 +299,172 @@ func fileURI(path string, params ...string) string {
 func (Exec) EventsUpTo(ctx context.Context, q driver.ReadQuerier, position int64) (count, highest int64, err error) {
 	err = q.QueryRowContext(ctx, `SELECT count(*), COALESCE(max(position), 0) FROM events WHERE position <= ?`, position).Scan(&count, &highest)
 	return count, highest, err
+}
+
+// RolledBackStreams attaches replaced to conn and compares each stream's
+// newest version there with the copy's. Only a copy with the
+// version_gaps table (migration 0018) records gaps: an older one lists
+// none.
+func (x Exec) RolledBackStreams(ctx context.Context, conn *sql.Conn, replaced string) (out []driver.RolledBackStream, err error) {
+	gaps, err := x.TableExists(ctx, conn, "version_gaps")
+	if err != nil || !gaps {
+		return nil, err
+	}
+	if _, err := conn.ExecContext(ctx, `ATTACH DATABASE ? AS replaced`, fileURI(replaced)); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if _, derr := conn.ExecContext(context.Background(), `DETACH DATABASE replaced`); err == nil {
+			err = derr
+		}
+	}()
+	var hasEvents int
+	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM replaced.sqlite_schema WHERE type = 'table' AND name = 'events'`).Scan(&hasEvents); err != nil || hasEvents == 0 {
+		return nil, err
+	}
+	// The replaced file's newest version per stream comes from its
+	// (tenant, stream_id, version) index; the copy's is one index
+	// lookup per stream.
+	rows, err := conn.QueryContext(ctx, `SELECT o.tenant, o.stream_id, o.had,
+		COALESCE((SELECT MAX(e.version) FROM main.events e WHERE e.tenant = o.tenant AND e.stream_id = o.stream_id), 0),
+		s.deleted
+		FROM (SELECT tenant, stream_id, MAX(version) AS had FROM replaced.events GROUP BY tenant, stream_id) o
+		LEFT JOIN main.streams s ON s.tenant = o.tenant AND s.stream_id = o.stream_id
+		WHERE o.had > COALESCE((SELECT MAX(e.version) FROM main.events e WHERE e.tenant = o.tenant AND e.stream_id = o.stream_id), 0)
+		ORDER BY o.tenant, o.stream_id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r driver.RolledBackStream
+		var deleted sql.NullInt64
+		if err := rows.Scan(&r.Tenant, &r.Stream, &r.Had, &r.Have, &deleted); err != nil {
+			return nil, err
+		}
+		if deleted.Valid && deleted.Int64 == 2 {
+			continue // hard-deleted in the copy: never written again
+		}
+		r.Exists = deleted.Valid
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// RecordVersionGap writes the gap, the stream's row when the copy has
+// none (its reads start at the restored event), and the event, in the
+// events layout of migration 0016 (attrs NULL: the event has none).
+func (Exec) RecordVersionGap(ctx context.Context, q driver.Querier, r driver.RolledBackStream, ev driver.RestoredEvent, detectedBy string, now int64) error {
+	if _, err := q.ExecContext(ctx, `INSERT INTO version_gaps (tenant, stream_id, from_version, to_version, detected_by, recorded_at)
+		VALUES (?, ?, ?, ?, ?, ?)`, r.Tenant, r.Stream, r.Have+1, r.Had, detectedBy, now); err != nil {
+		return err
+	}
+	if !r.Exists {
+		if _, err := q.ExecContext(ctx, `INSERT INTO streams (tenant, stream_id, created_at, first_version) VALUES (?, ?, ?, ?)`,
+			r.Tenant, r.Stream, now, r.Had+1); err != nil {
+			return err
+		}
+	}
+	_, err := q.ExecContext(ctx, `INSERT INTO events (position, tenant, stream_id, version, event_id, type, source, time, content_type, attrs, recorded_at, data)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)`,
+		ev.Position, r.Tenant, r.Stream, r.Had+1, ev.ID, ev.Type, ev.Source, timecol.Value(ev.Time), ev.ContentType, now, ev.Data)
+	return err
+}
+
+// TakeLeases runs BEGIN IMMEDIATE on conn, reads the held leases'
+// latest expiry and gives them to owner with the next token.
+func (x Exec) TakeLeases(ctx context.Context, conn *sql.Conn, owner string, ttlMs int64) (heldUntil, now int64, err error) {
+	has, err := x.TableExists(ctx, conn, "leases")
+	if err != nil || !has {
+		return 0, 0, err
+	}
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		return 0, 0, err
+	}
+	defer func() {
+		if err != nil {
+			_, _ = conn.ExecContext(context.Background(), `ROLLBACK`)
+		}
+	}()
+	var until sql.NullInt64
+	if err := conn.QueryRowContext(ctx, `SELECT MAX(expires_at), `+nowMillis+` FROM leases WHERE owner <> '' AND expires_at > `+nowMillis).Scan(&until, &now); err != nil {
+		return 0, 0, err
+	}
+	if !until.Valid {
+		_, err = conn.ExecContext(ctx, `ROLLBACK`)
+		return 0, 0, err
+	}
+	if _, err := conn.ExecContext(ctx, `UPDATE leases SET owner = ?1, token = token + 1, expires_at = ?2 + ?3, acquired_at = ?2
+		WHERE owner <> '' AND expires_at > ?2`, owner, now, ttlMs); err != nil {
+		return 0, 0, err
+	}
+	if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
+		return 0, 0, err
+	}
+	return until.Int64, now, nil
+}
+
+// ReleaseLeases frees owner's leases.
+func (x Exec) ReleaseLeases(ctx context.Context, conn *sql.Conn, owner string) error {
+	has, err := x.TableExists(ctx, conn, "leases")
+	if err != nil || !has {
+		return err
+	}
+	_, err = conn.ExecContext(ctx, `UPDATE leases SET owner = '', expires_at = 0 WHERE owner = ?`, owner)
+	return err
+}
+
+// FenceLeases attaches replaced and raises the copy's lease tokens above
+// both files', every lease free; a lease only replaced has is copied,
+// free, with its next token.
+func (x Exec) FenceLeases(ctx context.Context, conn *sql.Conn, replaced string) (err error) {
+	has, err := x.TableExists(ctx, conn, "leases")
+	if err != nil || !has {
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, `ATTACH DATABASE ? AS replaced`, fileURI(replaced)); err != nil {
+		return err
+	}
+	defer func() {
+		if _, derr := conn.ExecContext(context.Background(), `DETACH DATABASE replaced`); err == nil {
+			err = derr
+		}
+	}()
+	var old int
+	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM replaced.sqlite_schema WHERE type = 'table' AND name = 'leases'`).Scan(&old); err != nil {
+		return err
+	}
+	replacedMax := `0`
+	if old > 0 {
+		replacedMax = `COALESCE((SELECT r.token FROM replaced.leases r WHERE r.resource = main.leases.resource), 0)`
+		if _, err := conn.ExecContext(ctx, `INSERT INTO main.leases (resource, owner, token, expires_at, acquired_at)
+			SELECT r.resource, '', r.token + 1, 0, 0 FROM replaced.leases r
+			WHERE NOT EXISTS (SELECT 1 FROM main.leases m WHERE m.resource = r.resource)`); err != nil {
+			return err
+		}
+	}
+	_, err = conn.ExecContext(ctx, `UPDATE main.leases SET owner = '', expires_at = 0, token = max(token, `+replacedMax+`) + 1`)
+	return err
+}
+
+// VersionGapsDetectedBy reads version_gaps (migration 0018).
+func (x Exec) VersionGapsDetectedBy(ctx context.Context, q driver.ReadQuerier, detectedBy string) ([]driver.RolledBackStream, error) {
+	has, err := x.TableExists(ctx, q, "version_gaps")
+	if err != nil || !has {
+		return nil, err
+	}
+	rows, err := q.QueryContext(ctx, `SELECT tenant, stream_id, from_version - 1, to_version FROM version_gaps WHERE detected_by = ? ORDER BY tenant, stream_id, from_version`, detectedBy)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.RolledBackStream
+	for rows.Next() {
+		var r driver.RolledBackStream
+		if err := rows.Scan(&r.Tenant, &r.Stream, &r.Have, &r.Had); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
 }

@@ -41,8 +41,17 @@ func (x Exec) CheckLog(ctx context.Context, q driver.ReadQuerier, tombstoneType 
 	if err != nil {
 		return nil, err
 	}
-	if removedTable {
+	gapsTable, err := x.TableExists(ctx, q, "version_gaps")
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case gapsTable:
+		checks[0].query = invariantRestoredVersions
+	case removedTable:
 		checks[0].query = invariantScavengedVersions
+	}
+	if removedTable {
 		checks[len(checks)-1].query += invariantRemovedRange
 		checks = append(checks, invariantLifecycleChecks...)
 	}
@@ -162,6 +171,24 @@ const invariantScavengedVersions = `SELECT COUNT(*) FROM (SELECT e.tenant, e.str
 	GROUP BY e.tenant, e.stream_id
 	HAVING MAX(e.version) - MIN(e.version) + 1 != COUNT(*) OR (MIN(e.version) != 1 AND MIN(e.version) > MIN(MAX(s.first_version), MAX(e.version))))`
 
+// invariantRestoredVersions is invariantScavengedVersions that also
+// accepts the versions a restore took back (version_gaps, migration
+// 0018): they lie between the stream's lowest and newest event.
+const invariantRestoredVersions = `SELECT COUNT(*) FROM (` + StreamVersionSpans + `) v WHERE ` + StreamVersionGap
+
+// StreamVersionSpans reads, per stream with events, its lowest and
+// newest version, how many events it has and where its reads start;
+// StreamVersionGap is the condition under which they are not
+// first..newest without a gap but for a scavenge's removed versions
+// (below where reads start) and a restore's recorded gaps.
+const (
+	StreamVersionSpans = `SELECT e.tenant, e.stream_id, MIN(e.version) AS lo, MAX(e.version) AS hi, COUNT(*) AS n, MAX(s.first_version) AS fv
+	FROM events e JOIN streams s ON s.tenant = e.tenant AND s.stream_id = e.stream_id GROUP BY e.tenant, e.stream_id`
+	StreamVersionGap = `v.hi - v.lo + 1 != v.n + (SELECT COALESCE(SUM(g.to_version - g.from_version + 1), 0) FROM version_gaps g
+		WHERE g.tenant = v.tenant AND g.stream_id = v.stream_id AND g.from_version > v.lo AND g.to_version < v.hi)
+	OR (v.lo != 1 AND v.lo > MIN(v.fv, v.hi))`
+)
+
 // invariantFloorChecks check the position floor (migration 0014): one row, and no
 // removed position at or above the next position handed out, which would
 // hand it out again.
@@ -181,7 +208,8 @@ const invariantRemovedRange = `
 var invariantLifecycleChecks = []invariantCheck{
 	{driver.TombstonesLast, `SELECT COUNT(*) FROM streams s
 		WHERE s.deleted != 0 AND NOT EXISTS (SELECT 1 FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id
-			AND e.version = (SELECT MAX(version) FROM events n WHERE n.tenant = s.tenant AND n.stream_id = s.stream_id) AND e.type = ?)`},
+			AND e.version = (SELECT MAX(version) FROM events n WHERE n.tenant = s.tenant AND n.stream_id = s.stream_id
+				AND n.type <> '` + driver.StreamRestoredType + `') AND e.type = ?)`},
 	{driver.FirstVersionsInRange, `SELECT COUNT(*) FROM streams s
 		WHERE s.first_version < 1
 			OR s.first_version > COALESCE((SELECT MAX(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id), 0) + 1`},
