@@ -1176,8 +1176,10 @@ type pgFloor struct {
 	versions map[string]int64
 }
 
-func openPGFloor(ctx context.Context, addr string, conns int, warm []rawEvent) (*pgFloor, error) {
-	f := &pgFloor{versions: map[string]int64{}}
+// openPGFloor opens the floor on versions: each stream's newest version,
+// kept from one chunk of a benchmark to the next.
+func openPGFloor(ctx context.Context, addr string, conns int, versions map[string]int64, warm []rawEvent) (*pgFloor, error) {
+	f := &pgFloor{versions: versions}
 	var err error
 	f.pool, err = pgRawPool(ctx, addr, conns, func(c *pgx.Conn) error {
 		ids, types, data := pgCols(warm)
@@ -1210,6 +1212,7 @@ func (f *pgFloor) append(ctx context.Context, stream string, evs []rawEvent, _ [
 // pgBoundSide is a side of BenchmarkPostgresCeiling.
 func pgBoundSide(name, addr string, conc, perTx int, seed uint64) *pgSide {
 	l := &pgLocal{side: name, addr: addr, conc: conc, perTx: perTx, g: newBenchGen(seed)}
+	versions := map[string]int64{}
 	open := func(k int) error {
 		if name == "store" {
 			return l.open(k)
@@ -1224,7 +1227,7 @@ func pgBoundSide(name, addr string, conc, perTx int, seed uint64) *pgSide {
 		if name == "ceiling" {
 			l.a, err = openPGCeiling(ctx, addr, l.g.raw(l.perTx))
 		} else {
-			l.a, err = openPGFloor(ctx, addr, conc, l.g.raw(l.perTx))
+			l.a, err = openPGFloor(ctx, addr, conc, versions, l.g.raw(l.perTx))
 		}
 		return err
 	}
