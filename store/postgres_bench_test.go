@@ -168,11 +168,13 @@ var pgSeqColTypes = []string{"text", "text", "bigint", "text", "text", "text", "
 const pgSeqStreamStateSQL = `SELECT (SELECT deleted FROM streams WHERE tenant = $1 AND stream_id = $2),
 	COALESCE((SELECT max(version) FROM events_seq WHERE tenant = $1 AND stream_id = $2), 0)`
 
-// pgInsertSQL holds, for k = 1..InsertChunk events, the head side's
-// insert (the driver's) and the seq side's.
-var pgInsertSQL = func() (q [2][pgdriver.InsertChunk]string) {
-	for k := 1; k <= pgdriver.InsertChunk; k++ {
-		q[0][k-1] = pgdriver.InsertEventsSQL(k)
+// pgSeqChunk is the most events one INSERT of the seq side writes.
+const pgSeqChunk = 32
+
+// pgSeqInsertSQL holds, for k = 1..pgSeqChunk events, the seq side's
+// insert (a VALUES list: the driver's insert before it took arrays).
+var pgSeqInsertSQL = func() (q [pgSeqChunk]string) {
+	for k := 1; k <= pgSeqChunk; k++ {
 		var sb strings.Builder
 		sb.WriteString("INSERT INTO events_seq (" + pgSeqCols + ")\n\tSELECT v.* FROM (VALUES ")
 		n := 1
@@ -193,7 +195,7 @@ var pgInsertSQL = func() (q [2][pgdriver.InsertChunk]string) {
 		sb.WriteString(") AS v (" + pgSeqCols + `)
 	WHERE NOT EXISTS (SELECT 1 FROM removed_event_ids r WHERE r.tenant = v.tenant AND r.event_id = v.event_id)
 	ON CONFLICT DO NOTHING`)
-		q[1][k-1] = sb.String()
+		q[k-1] = sb.String()
 	}
 	return q
 }()
@@ -269,23 +271,34 @@ func (r *pgRaw) appendOn(ctx context.Context, c *pgx.Conn, stream string, evs []
 		return err
 	}
 	now := time.Now().UnixNano()
-	var args []any
-	for start := 0; start < len(evs); start += pgdriver.InsertChunk {
-		chunk := evs[start:min(start+pgdriver.InsertChunk, len(evs))]
-		args = args[:0]
-		q := pgInsertSQL[1][len(chunk)-1]
-		if r.head {
-			q = pgInsertSQL[0][len(chunk)-1]
-			args = append(args, pos+int64(start+len(chunk)))
+	if r.head {
+		// The driver's insert: every event in one statement.
+		n := len(evs)
+		versions, times := make([]int64, n), make([]int64, n)
+		ids, types, data := pgCols(evs)
+		sources, cts, empty := make([]string, n), make([]string, n), make([]string, n)
+		exts := make([]*string, n)
+		for i := range evs {
+			versions[i], times[i], sources[i], cts[i] = version+int64(i+1), now, rawSource, rawContentType
 		}
+		tag, err := c.Exec(ctx, pgdriver.InsertEventsSQL, pos+1, pgTenant, stream, now, pos+int64(n),
+			versions, ids, types, sources, times, cts, empty, data, empty, empty, exts)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() != int64(n) {
+			return fmt.Errorf("raw insert: %d of %d events stored", tag.RowsAffected(), n)
+		}
+	}
+	var args []any
+	for start := 0; start < len(evs) && !r.head; start += pgSeqChunk {
+		chunk := evs[start:min(start+pgSeqChunk, len(evs))]
+		args = args[:0]
 		for i, e := range chunk {
-			if r.head {
-				args = append(args, pos+int64(start+i+1))
-			}
 			args = append(args, pgTenant, stream, version+int64(start+i+1), e.ID, e.Type, rawSource,
 				now, rawContentType, "", e.Data, "", "", nil, now)
 		}
-		tag, err := c.Exec(ctx, q, args...)
+		tag, err := c.Exec(ctx, pgSeqInsertSQL[len(chunk)-1], args...)
 		if err != nil {
 			return err
 		}
