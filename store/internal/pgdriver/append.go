@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/timecol"
@@ -173,6 +175,11 @@ type writer struct {
 	// SAVEPOINT, or the COMMIT (a ROLLBACK makes it moot). The store's
 	// writer sends nothing else between them (runGroup).
 	released bool
+	// opened: a request's savepoint was opened (Savepoint) and the
+	// SAVEPOINT not sent yet (see pending).
+	opened bool
+	// trackErr is the error of the flush Track(false) made.
+	trackErr error
 }
 
 // PrepareWriter prepares the append path on conn.
@@ -224,7 +231,7 @@ func (w *writer) Close() error {
 // round trip. When a statement of it fails (the head row's lock waited
 // past lock_timeout) the transaction is open and aborted: roll it back.
 func (w *writer) Begin(ctx context.Context) error {
-	w.released = false
+	w.released, w.opened, w.trackErr = false, false, nil
 	if _, err := w.conn.ExecContext(ctx, w.begin); err != nil {
 		_, _ = w.conn.ExecContext(context.Background(), "ROLLBACK")
 		return err
@@ -236,25 +243,60 @@ func (w *writer) Begin(ctx context.Context) error {
 // failed with ROLLBACK and no error; pgx's stdlib adapter reports it as
 // an error, so a failed transaction never reads as committed.
 //
-// A pending release (Release) goes first, in the same round trip.
+// A pending release goes first, in the same round trip; a request's
+// savepoint never sent (its request wrote nothing) is dropped.
 func (w *writer) Commit(ctx context.Context) error {
+	w.opened = false
 	_, err := w.conn.ExecContext(ctx, w.pending()+"COMMIT")
 	return err
 }
 
-// pending returns the RELEASE that Release deferred, if any, to send
-// before the next statement, and forgets it.
+// The savepoint of a request (driver.RequestScope) is sent as late as
+// the store's writer allows, in the round trip of the writer's next
+// statement: its SAVEPOINT with the request's first statement (the
+// stream state read: StreamState, or the closure's first statement,
+// flushed by Track(false)), its RELEASE with the next request's
+// SAVEPOINT or the COMMIT. Until then nothing was written in it, so
+// nothing depends on it: a request that ends before its first statement
+// needs no savepoint at all. Between the store's Savepoint, Release and
+// RollbackTo calls of a request scope and the writer's other methods,
+// the store sends nothing else on the connection (runGroup), and an
+// Update closure's own statements follow Track(false).
+//
+// An append's savepoint in an Update closure (driver.AppendScope) is sent
+// at once: the closure's own statements follow its release.
+
+// pending returns the transaction control deferred so far (a release,
+// then a savepoint), to send before the next statement, and forgets it.
 func (w *writer) pending() string {
-	if !w.released {
-		return ""
+	var q string
+	if w.released {
+		q = "RELEASE SAVEPOINT " + scopeName(driver.RequestScope) + "; "
 	}
-	w.released = false
-	return "RELEASE SAVEPOINT " + scopeName(driver.RequestScope) + "; "
+	if w.opened {
+		q += "SAVEPOINT " + scopeName(driver.RequestScope) + "; "
+	}
+	w.released, w.opened = false, false
+	return q
+}
+
+// flush sends the deferred transaction control, if any, alone.
+func (w *writer) flush(ctx context.Context) error {
+	if err := w.trackErr; err != nil {
+		w.trackErr = nil
+		return err
+	}
+	if q := w.pending(); q != "" {
+		if _, err := w.conn.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Rollback runs ROLLBACK.
 func (w *writer) Rollback(ctx context.Context) error {
-	w.released = false
+	w.released, w.opened, w.trackErr = false, false, nil
 	_, err := w.conn.ExecContext(ctx, "ROLLBACK")
 	return err
 }
@@ -266,50 +308,103 @@ func scopeName(sp driver.Scope) string {
 	return "append_tx"
 }
 
-// Savepoint opens the savepoint a (a request) or append_tx (an append in
-// an Update closure), after a pending release, in one round trip.
+// Savepoint opens the savepoint a (a request: deferred, see above) or
+// append_tx (an append in an Update closure).
 func (w *writer) Savepoint(ctx context.Context, sp driver.Scope) error {
+	if sp == driver.RequestScope && !w.opened {
+		w.opened = true
+		return nil
+	}
 	_, err := w.conn.ExecContext(ctx, w.pending()+"SAVEPOINT "+scopeName(sp))
 	return err
 }
 
-// RollbackTo rolls back to the savepoint; it stays open.
+// RollbackTo rolls back to the savepoint; it stays open. A request's
+// savepoint not sent yet has nothing to undo, and stays deferred.
 func (w *writer) RollbackTo(ctx context.Context, sp driver.Scope) error {
+	if sp == driver.RequestScope && w.opened {
+		return nil
+	}
 	_, err := w.conn.ExecContext(ctx, w.pending()+"ROLLBACK TO SAVEPOINT "+scopeName(sp))
 	return err
 }
 
-// Release releases the savepoint. A request's (driver.RequestScope)
-// release waits for the writer's next SAVEPOINT or COMMIT and goes in its
-// round trip: between two requests of a group, and between the last and
-// the commit, the store's writer sends nothing else on the connection,
-// and until then the open savepoint changes nothing the transaction
-// reads or writes. An append's (driver.AppendScope), inside an Update
-// closure whose own statements follow, is sent at once.
+// Release releases the savepoint: a request's waits for the writer's
+// next statement of transaction control (see above), or is dropped when
+// its SAVEPOINT was never sent.
 func (w *writer) Release(ctx context.Context, sp driver.Scope) error {
-	if sp == driver.RequestScope && !w.released {
-		w.released = true
-		return nil
+	if sp == driver.RequestScope {
+		if w.opened {
+			w.opened = false
+			return nil
+		}
+		if !w.released {
+			w.released = true
+			return nil
+		}
 	}
 	_, err := w.conn.ExecContext(ctx, w.pending()+"RELEASE SAVEPOINT "+scopeName(sp))
 	return err
 }
 
 // StreamState runs StreamStateSQL (StreamVersionStateSQL without head)
-// under the head row lock.
+// under the head row lock, after the deferred transaction control in the
+// same round trip (one pipelined batch).
 func (w *writer) StreamState(ctx context.Context, tenant, stream string, head bool) (driver.StreamState, error) {
 	var (
 		st      driver.StreamState
 		deleted sql.NullInt64
 		err     error
 	)
-	if head {
-		err = w.streamState.QueryRowContext(ctx, tenant, stream).Scan(&deleted, &st.Version, &st.LastPosition)
-	} else {
-		err = w.streamVer.QueryRowContext(ctx, tenant, stream).Scan(&deleted, &st.Version)
+	if err := w.flushErr(); err != nil {
+		return st, err
+	}
+	dest := []any{&deleted, &st.Version, &st.LastPosition}
+	if !head {
+		dest = dest[:2]
+	}
+	switch {
+	case w.released || w.opened:
+		q := StreamStateSQL
+		if !head {
+			q = StreamVersionStateSQL
+		}
+		var b pgx.Batch
+		if w.released {
+			b.Queue("RELEASE SAVEPOINT " + scopeName(driver.RequestScope))
+		}
+		if w.opened {
+			b.Queue("SAVEPOINT " + scopeName(driver.RequestScope))
+		}
+		w.released, w.opened = false, false
+		b.Queue(q, tenant, stream)
+		err = w.conn.Raw(func(dc any) error {
+			br := dc.(*stdlib.Conn).Conn().SendBatch(ctx, &b)
+			var err error
+			for range b.Len() - 1 {
+				if _, err = br.Exec(); err != nil {
+					break
+				}
+			}
+			if err == nil {
+				err = br.QueryRow().Scan(dest...)
+			}
+			return errors.Join(err, br.Close())
+		})
+	case head:
+		err = w.streamState.QueryRowContext(ctx, tenant, stream).Scan(dest...)
+	default:
+		err = w.streamVer.QueryRowContext(ctx, tenant, stream).Scan(dest...)
 	}
 	st.Row, st.Deleted = deleted.Valid, deleted.Int64
 	return st, err
+}
+
+// flushErr returns the error of a flush Track(false) made, once.
+func (w *writer) flushErr() error {
+	err := w.trackErr
+	w.trackErr = nil
+	return err
 }
 
 // InTransaction: true. A failed statement leaves the transaction open
@@ -321,8 +416,18 @@ func (w *writer) InTransaction(context.Context) (bool, error) { return true, nil
 // see driver.Writer.
 func (w *writer) CallerSQL(query string) string { return txControl(query) }
 
-// Track: PostgreSQL reads the stream's state every time.
-func (w *writer) Track(bool) {}
+// Track: PostgreSQL reads the stream's state every time. Track(false)
+// comes before an Update closure's own statements, which the writer does
+// not see: the deferred transaction control is sent first. A failure is
+// the next writer call's error; the transaction is then aborted, and the
+// closure's statements fail too.
+func (w *writer) Track(on bool) {
+	if !on {
+		if err := w.flush(context.Background()); err != nil {
+			w.trackErr = err
+		}
+	}
+}
 
 // CallerSQLDone: CallerSQL decided already.
 func (w *writer) CallerSQLDone() string { return "" }
@@ -335,6 +440,9 @@ func (w *writer) SingleStatementInsert(int) bool { return false }
 // InsertEvents inserts the batch with one statement (InsertEventsSQL),
 // which moves the head row to its last position.
 func (w *writer) InsertEvents(ctx context.Context, b driver.EventBatch) error {
+	if err := w.flush(ctx); err != nil {
+		return err
+	}
 	c := &w.cols
 	if err := c.fill(b); err != nil {
 		return err
@@ -358,12 +466,18 @@ func (w *writer) InsertEvents(ctx context.Context, b driver.EventBatch) error {
 
 // CreateStream inserts the streams row.
 func (w *writer) CreateStream(ctx context.Context, tenant, stream string, now int64) error {
+	if err := w.flush(ctx); err != nil {
+		return err
+	}
 	_, err := w.createStream.ExecContext(ctx, tenant, stream, now)
 	return err
 }
 
 // ReviveStream clears the soft delete.
 func (w *writer) ReviveStream(ctx context.Context, tenant, stream string) error {
+	if err := w.flush(ctx); err != nil {
+		return err
+	}
 	_, err := w.reviveStream.ExecContext(ctx, tenant, stream)
 	return err
 }
@@ -372,6 +486,9 @@ func (w *writer) ReviveStream(ctx context.Context, tenant, stream string) error 
 func (w *writer) EventByID(ctx context.Context, tenant, id string) (driver.StoredID, bool, error) {
 	var ev driver.StoredID
 	var ext sql.NullString
+	if err := w.flush(ctx); err != nil {
+		return ev, false, err
+	}
 	err := w.eventByID.QueryRowContext(ctx, tenant, id).Scan(&ev.Stream, &ev.Version, &ev.Type, &ev.Data, &ext)
 	if errors.Is(err, sql.ErrNoRows) {
 		return driver.StoredID{}, false, nil

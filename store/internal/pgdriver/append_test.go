@@ -36,6 +36,24 @@ func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.Tra
 
 func (r *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
+// A batch is one round trip: its queries are sent together, then read.
+func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
+	r.n.Add(1)
+	var qs []string
+	for _, q := range d.Batch.QueuedQueries {
+		qs = append(qs, strings.Join(strings.Fields(q.SQL), " "))
+	}
+	q := "batch: " + strings.Join(qs, "; ")
+	if len(q) > 100 {
+		q = q[:100] + "..."
+	}
+	r.log = append(r.log, q)
+	return ctx
+}
+
+func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
 // tracedWriter opens a migrated fresh schema and the writer on one
 // connection of it, whose statements rt counts.
 func tracedWriter(t *testing.T, rt *roundTrips) (*sql.Conn, driver.Writer) {
@@ -99,14 +117,25 @@ func TestWriterGroupRoundTrips(t *testing.T) {
 	rt := &roundTrips{}
 	c, w := tracedWriter(t, rt)
 	ctx := context.Background()
-	rt.n.Store(0)
-	rt.log = nil
 	must := func(what string, err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
+	// A transaction rolled back first, as the store warms its writer:
+	// the statements are prepared before the count starts.
+	must("warm begin", w.Begin(ctx))
+	must("warm savepoint", w.Savepoint(ctx, driver.RequestScope))
+	_, err := w.StreamState(ctx, "acme", "a", true)
+	must("warm state", err)
+	must("warm release", w.Release(ctx, driver.RequestScope))
+	must("warm savepoint 2", w.Savepoint(ctx, driver.RequestScope))
+	_, err = w.StreamState(ctx, "acme", "a", false)
+	must("warm state 2", err)
+	must("warm rollback", w.Rollback(ctx))
+	rt.n.Store(0)
+	rt.log = nil
 	must("begin", w.Begin(ctx))
 	// Request 1: a new stream.
 	must("savepoint 1", w.Savepoint(ctx, driver.RequestScope))
@@ -140,10 +169,11 @@ func TestWriterGroupRoundTrips(t *testing.T) {
 	must("rollback to 3", w.RollbackTo(ctx, driver.RequestScope))
 	must("release 3", w.Release(ctx, driver.RequestScope))
 	must("commit", w.Commit(ctx))
-	// begin, then per request savepoint, state, insert (request 1: and
-	// its streams row; request 3: the undo of its refused insert, and
-	// the rollback to its savepoint), and the commit.
-	if got, want := rt.n.Load(), int64(1+4+3+5+1); got != want {
+	// begin, then per request its savepoint (and the previous one's
+	// release) with its state read, its insert (request 1: and its
+	// streams row; request 3: the undo of its refused insert, and the
+	// rollback to its savepoint), and the last release with the commit.
+	if got, want := rt.n.Load(), int64(1+3+2+4+1); got != want {
 		t.Errorf("%d round trips, want %d:\n%s", got, want, strings.Join(rt.log, "\n"))
 	}
 	type row struct {
@@ -220,5 +250,46 @@ func TestWriterInsertColumns(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("rows (-want +got):\n%s", diff)
+	}
+}
+
+// TestWriterDeferredSavepointBeforeCallerSQL: a request's savepoint,
+// deferred until its first statement, is sent before an Update closure's
+// own statements (Track(false)), so rolling back to it undoes them; the
+// request before it keeps its writes.
+func TestWriterDeferredSavepointBeforeCallerSQL(t *testing.T) {
+	c, w := tracedWriter(t, &roundTrips{})
+	ctx := context.Background()
+	must := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	_, err := c.ExecContext(ctx, `CREATE TABLE caller (n int)`)
+	must("create", err)
+	must("begin", w.Begin(ctx))
+	// Request 1: an append.
+	must("savepoint 1", w.Savepoint(ctx, driver.RequestScope))
+	_, err = w.StreamState(ctx, "acme", "a", true)
+	must("state", err)
+	must("insert", w.InsertEvents(ctx, testBatch("a", 1, 0, 2)))
+	must("release 1", w.Release(ctx, driver.RequestScope))
+	// Request 2: a closure that writes, then fails.
+	must("savepoint 2", w.Savepoint(ctx, driver.RequestScope))
+	w.Track(false)
+	_, err = c.ExecContext(ctx, `INSERT INTO caller VALUES (1)`)
+	must("caller insert", err)
+	must("rollback to 2", w.RollbackTo(ctx, driver.RequestScope))
+	must("release 2", w.Release(ctx, driver.RequestScope))
+	// Request 3: a closure that fails before any statement.
+	must("savepoint 3", w.Savepoint(ctx, driver.RequestScope))
+	must("rollback to 3", w.RollbackTo(ctx, driver.RequestScope))
+	must("release 3", w.Release(ctx, driver.RequestScope))
+	must("commit", w.Commit(ctx))
+	var events, callers int
+	must("count", c.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM caller)`).Scan(&events, &callers))
+	if events != 2 || callers != 0 {
+		t.Errorf("%d events and %d caller rows committed, want 2 and 0", events, callers)
 	}
 }
