@@ -1086,6 +1086,8 @@ type pgCeiling struct {
 	channel string
 	queue   chan *pgCeilReq
 	done    chan struct{}
+	// txs and appends count the transactions and the appends in them.
+	txs, appends *atomic.Int64
 }
 
 type pgCeilReq struct {
@@ -1095,7 +1097,7 @@ type pgCeilReq struct {
 	done   chan struct{}
 }
 
-func openPGCeiling(ctx context.Context, addr string, warm []rawEvent) (*pgCeiling, error) {
+func openPGCeiling(ctx context.Context, addr string, warm []rawEvent, txs, appends *atomic.Int64) (*pgCeiling, error) {
 	_, schema, err := pgSchemaOf(addr)
 	if err != nil {
 		return nil, err
@@ -1110,6 +1112,7 @@ func openPGCeiling(ctx context.Context, addr string, warm []rawEvent) (*pgCeilin
 		_ = c.Close()
 		return nil, err
 	}
+	c.txs, c.appends = txs, appends
 	return c, nil
 }
 
@@ -1150,6 +1153,10 @@ func (c *pgCeiling) run() {
 			}
 		}
 		err := c.commit(ctx, group)
+		if c.txs != nil {
+			c.txs.Add(1)
+			c.appends.Add(int64(len(group)))
+		}
 		for _, r := range group {
 			r.err = err
 			close(r.done)
@@ -1223,7 +1230,7 @@ func (f *pgFloor) append(ctx context.Context, stream string, evs []rawEvent, _ [
 }
 
 // pgBoundSide is a side of BenchmarkPostgresCeiling.
-func pgBoundSide(name, addr string, conc, perTx int, seed uint64) *pgSide {
+func pgBoundSide(name, addr string, conc, perTx int, seed uint64, txs, appends *atomic.Int64) *pgSide {
 	l := &pgLocal{side: name, addr: addr, conc: conc, perTx: perTx, g: newBenchGen(seed)}
 	versions := map[string]int64{}
 	open := func(k int) error {
@@ -1238,7 +1245,7 @@ func pgBoundSide(name, addr string, conc, perTx int, seed uint64) *pgSide {
 		var err error
 		ctx := context.Background()
 		if name == "ceiling" {
-			l.a, err = openPGCeiling(ctx, addr, l.g.raw(l.perTx))
+			l.a, err = openPGCeiling(ctx, addr, l.g.raw(l.perTx), txs, appends)
 		} else {
 			l.a, err = openPGFloor(ctx, addr, conc, versions, l.g.raw(l.perTx))
 		}
@@ -1261,7 +1268,10 @@ func BenchmarkPostgresCeiling(b *testing.B) {
 		{100, 16, 4 * 16},
 	} {
 		b.Run(fmt.Sprintf("events=%d/appenders=%d", c.perTx, c.conc), func(b *testing.B) {
-			var sides []*pgSide
+			var (
+				sides        []*pgSide
+				txs, appends atomic.Int64
+			)
 			for _, name := range []string{"ceiling", "floor", "store"} {
 				addr := pgSideSchema(b, base, "store")
 				if name == "floor" {
@@ -1275,7 +1285,7 @@ func BenchmarkPostgresCeiling(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				sides = append(sides, pgBoundSide(name, addr, c.conc, c.perTx, 7))
+				sides = append(sides, pgBoundSide(name, addr, c.conc, c.perTx, 7, &txs, &appends))
 			}
 			runPGPaired(b, c.chunk, sides...)
 			ceiling, floor, st := sides[0], sides[1], sides[2]
@@ -1292,6 +1302,9 @@ func BenchmarkPostgresCeiling(b *testing.B) {
 			}
 			if st.ops > 0 {
 				b.ReportMetric(float64(st.dur.Nanoseconds())/float64(st.ops), "ns/op")
+			}
+			if n := txs.Load(); n > 0 {
+				b.ReportMetric(float64(appends.Load())/float64(n), "ceiling_appends/tx")
 			}
 			reportLatency(b, "store_", st.lat)
 		})
