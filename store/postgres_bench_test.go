@@ -168,11 +168,13 @@ var pgSeqColTypes = []string{"text", "text", "bigint", "text", "text", "text", "
 const pgSeqStreamStateSQL = `SELECT (SELECT deleted FROM streams WHERE tenant = $1 AND stream_id = $2),
 	COALESCE((SELECT max(version) FROM events_seq WHERE tenant = $1 AND stream_id = $2), 0)`
 
-// pgInsertSQL holds, for k = 1..InsertChunk events, the head side's
-// insert (the driver's) and the seq side's.
-var pgInsertSQL = func() (q [2][pgdriver.InsertChunk]string) {
-	for k := 1; k <= pgdriver.InsertChunk; k++ {
-		q[0][k-1] = pgdriver.InsertEventsSQL(k)
+// pgSeqChunk is the most events one INSERT of the seq side writes.
+const pgSeqChunk = 32
+
+// pgSeqInsertSQL holds, for k = 1..pgSeqChunk events, the seq side's
+// insert (a VALUES list: the driver's insert before it took arrays).
+var pgSeqInsertSQL = func() (q [pgSeqChunk]string) {
+	for k := 1; k <= pgSeqChunk; k++ {
 		var sb strings.Builder
 		sb.WriteString("INSERT INTO events_seq (" + pgSeqCols + ")\n\tSELECT v.* FROM (VALUES ")
 		n := 1
@@ -193,7 +195,7 @@ var pgInsertSQL = func() (q [2][pgdriver.InsertChunk]string) {
 		sb.WriteString(") AS v (" + pgSeqCols + `)
 	WHERE NOT EXISTS (SELECT 1 FROM removed_event_ids r WHERE r.tenant = v.tenant AND r.event_id = v.event_id)
 	ON CONFLICT DO NOTHING`)
-		q[1][k-1] = sb.String()
+		q[k-1] = sb.String()
 	}
 	return q
 }()
@@ -269,23 +271,34 @@ func (r *pgRaw) appendOn(ctx context.Context, c *pgx.Conn, stream string, evs []
 		return err
 	}
 	now := time.Now().UnixNano()
-	var args []any
-	for start := 0; start < len(evs); start += pgdriver.InsertChunk {
-		chunk := evs[start:min(start+pgdriver.InsertChunk, len(evs))]
-		args = args[:0]
-		q := pgInsertSQL[1][len(chunk)-1]
-		if r.head {
-			q = pgInsertSQL[0][len(chunk)-1]
-			args = append(args, pos+int64(start+len(chunk)))
+	if r.head {
+		// The driver's insert: every event in one statement.
+		n := len(evs)
+		versions, times := make([]int64, n), make([]int64, n)
+		ids, types, data := pgCols(evs)
+		sources, cts, empty := make([]string, n), make([]string, n), make([]string, n)
+		exts := make([]*string, n)
+		for i := range evs {
+			versions[i], times[i], sources[i], cts[i] = version+int64(i+1), now, rawSource, rawContentType
 		}
+		tag, err := c.Exec(ctx, pgdriver.InsertEventsSQL, pos+1, pgTenant, stream, now, pos+int64(n),
+			versions, ids, types, sources, times, cts, empty, data, empty, empty, exts)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() != int64(n) {
+			return fmt.Errorf("raw insert: %d of %d events stored", tag.RowsAffected(), n)
+		}
+	}
+	var args []any
+	for start := 0; start < len(evs) && !r.head; start += pgSeqChunk {
+		chunk := evs[start:min(start+pgSeqChunk, len(evs))]
+		args = args[:0]
 		for i, e := range chunk {
-			if r.head {
-				args = append(args, pos+int64(start+i+1))
-			}
 			args = append(args, pgTenant, stream, version+int64(start+i+1), e.ID, e.Type, rawSource,
 				now, rawContentType, "", e.Data, "", "", nil, now)
 		}
-		tag, err := c.Exec(ctx, q, args...)
+		tag, err := c.Exec(ctx, pgSeqInsertSQL[len(chunk)-1], args...)
 		if err != nil {
 			return err
 		}
@@ -993,5 +1006,307 @@ func benchPGCatchUp(b *testing.B, addr string) {
 	runPGAlternate(b, pgReadEvents, raw, run)
 	if r := raw.rate(pgReadEvents); r > 0 {
 		b.ReportMetric(run.rate(pgReadEvents)/r, "x_raw")
+	}
+}
+
+// ---------------------------------------------------------------------
+// The ordered ceiling and the BIGSERIAL floor.
+//
+// BenchmarkPostgresCeiling puts the store between two plain pgx programs
+// writing the same events, in the same run, on schemas of their own:
+//
+//   - ceiling: what an ordered store could do at best. It keeps commit
+//     order with the store's head-row lock (the commit counter moved and
+//     the channel notified, BeginWriteSQL) and writes the same rows (the
+//     events at the next positions and versions, the head row's move, a
+//     new stream's streams row), with the cheapest statements known: one
+//     statement per append (pgCeilingAppendSQL: the head row's move, the
+//     stream's version, its streams row and its events from unnest
+//     arrays, as writable CTEs), and one pipelined round trip per
+//     transaction (BEGIN, the lock, the appends, COMMIT). Its appenders
+//     share transactions as the store's do: a writer goroutine takes
+//     every append waiting (at most rawMaxBatch) into one. It checks no
+//     expected version and no reused id: the store does both.
+//   - floor: what no ordered store can reach. One table with a BIGSERIAL
+//     key and a unique (tenant, stream_id, version) index, one multi-row
+//     INSERT (unnest arrays) per append in a transaction of its own, a
+//     connection per appender: no head row, no commit order, no id check.
+//     A follower reading it by key skips events.
+//   - store: store.Append.
+//
+// x_ceiling = store / ceiling, x_floor = store / floor, ceiling_floor =
+// ceiling / floor.
+//
+// Beside BenchmarkPostgresAppend's sides: head is the driver's own
+// statements with one transaction per append and no group commit, so it
+// is below the ceiling wherever several appenders could share a commit;
+// seq is head without the head row (an identity column), a floor with
+// the driver's statements, which the BIGSERIAL floor undercuts with one
+// statement per append and no state read.
+
+// pgCeilingAppendSQL is the ceiling's append: one statement, under the
+// head-row lock its transaction took first.
+const pgCeilingAppendSQL = `WITH h AS (UPDATE log_head SET position = position + $1 RETURNING position - $1 AS base),
+	v AS (SELECT COALESCE(max(version), 0) AS cur FROM events WHERE tenant = $2 AND stream_id = $3),
+	s AS (INSERT INTO streams (tenant, stream_id, created_at) VALUES ($2, $3, $4) ON CONFLICT DO NOTHING)
+	INSERT INTO events (position, tenant, stream_id, version, event_id, type, source, time,
+		content_type, data_schema, data, correlation_id, causation_id, recorded_at)
+	SELECT h.base + u.i, $2, $3, v.cur + u.i, u.id, u.type, $5, $4, $6, '', u.data, '', '', $4
+	FROM h, v, unnest($7::text[], $8::text[], $9::bytea[]) WITH ORDINALITY AS u (id, type, data, i)`
+
+// pgFloorSQL makes the floor's table, and pgFloorInsertSQL is its
+// append.
+const (
+	pgFloorSQL = `CREATE TABLE floor_events (
+	id BIGSERIAL PRIMARY KEY, tenant TEXT NOT NULL, stream_id TEXT NOT NULL, version BIGINT NOT NULL,
+	event_id TEXT NOT NULL, type TEXT NOT NULL, source TEXT NOT NULL, time BIGINT NOT NULL,
+	content_type TEXT NOT NULL, data_schema TEXT NOT NULL, data BYTEA, correlation_id TEXT NOT NULL,
+	causation_id TEXT NOT NULL, extensions TEXT, recorded_at BIGINT NOT NULL,
+	UNIQUE (tenant, stream_id, version))`
+	pgFloorInsertSQL = `INSERT INTO floor_events (tenant, stream_id, version, event_id, type, source, time,
+		content_type, data_schema, data, correlation_id, causation_id, recorded_at)
+	SELECT $1, $2, $3 + u.i, u.id, u.type, $5, $4, $6, '', u.data, '', '', $4
+	FROM unnest($7::text[], $8::text[], $9::bytea[]) WITH ORDINALITY AS u (id, type, data, i)`
+)
+
+// pgCols splits events into the unnest arrays.
+func pgCols(evs []rawEvent) (ids, types []string, data [][]byte) {
+	ids, types, data = make([]string, len(evs)), make([]string, len(evs)), make([][]byte, len(evs))
+	for i, e := range evs {
+		ids[i], types[i], data[i] = e.ID, e.Type, e.Data
+	}
+	return ids, types, data
+}
+
+// pgCeiling is the ordered ceiling: appends queue to one writer
+// goroutine on one connection, which runs each group of them as one
+// pipelined transaction.
+type pgCeiling struct {
+	pool    *pgxpool.Pool
+	channel string
+	queue   chan *pgCeilReq
+	done    chan struct{}
+	// txs and appends count the transactions and the appends in them.
+	txs, appends *atomic.Int64
+}
+
+type pgCeilReq struct {
+	stream string
+	evs    []rawEvent
+	err    error
+	done   chan struct{}
+}
+
+func openPGCeiling(ctx context.Context, addr string, warm []rawEvent, txs, appends *atomic.Int64) (*pgCeiling, error) {
+	_, schema, err := pgSchemaOf(addr)
+	if err != nil {
+		return nil, err
+	}
+	c := &pgCeiling{channel: "eventlite_" + schema, queue: make(chan *pgCeilReq, rawMaxBatch), done: make(chan struct{})}
+	c.pool, err = pgRawPool(ctx, addr, 1, nil)
+	if err != nil {
+		return nil, err
+	}
+	go c.run()
+	if err := c.append(ctx, "warmup", warm, nil); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	c.txs, c.appends = txs, appends
+	return c, nil
+}
+
+func (c *pgCeiling) Close() error {
+	close(c.queue)
+	<-c.done
+	c.pool.Close()
+	return nil
+}
+
+func (c *pgCeiling) append(ctx context.Context, stream string, evs []rawEvent, _ []envelope.Event) error {
+	r := &pgCeilReq{stream: stream, evs: evs, done: make(chan struct{})}
+	c.queue <- r
+	<-r.done
+	return r.err
+}
+
+func (c *pgCeiling) run() {
+	defer close(c.done)
+	ctx := context.Background()
+	group := make([]*pgCeilReq, 0, rawMaxBatch)
+	for {
+		r, ok := <-c.queue
+		if !ok {
+			return
+		}
+		group = append(group[:0], r)
+	gather:
+		for len(group) < rawMaxBatch {
+			select {
+			case r, ok := <-c.queue:
+				if !ok {
+					break gather
+				}
+				group = append(group, r)
+			default:
+				break gather
+			}
+		}
+		err := c.commit(ctx, group)
+		if c.txs != nil {
+			c.txs.Add(1)
+			c.appends.Add(int64(len(group)))
+		}
+		for _, r := range group {
+			r.err = err
+			close(r.done)
+		}
+	}
+}
+
+// commit runs group as one transaction in one round trip.
+func (c *pgCeiling) commit(ctx context.Context, group []*pgCeilReq) error {
+	now := time.Now().UnixNano()
+	var b pgx.Batch
+	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
+	b.Queue(pgdriver.BeginWriteSQL, c.channel)
+	for _, r := range group {
+		ids, types, data := pgCols(r.evs)
+		b.Queue(pgCeilingAppendSQL, int64(len(r.evs)), pgTenant, r.stream, now, rawSource, rawContentType, ids, types, data)
+	}
+	b.Queue("COMMIT")
+	conn, err := c.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	err = conn.SendBatch(ctx, &b).Close()
+	if err != nil {
+		_, _ = conn.Exec(ctx, "ROLLBACK")
+	}
+	return err
+}
+
+// pgFloor is the BIGSERIAL floor: one INSERT per append on a pool of a
+// connection per appender. It keeps each stream's version itself (each
+// stream has one appender).
+type pgFloor struct {
+	pool     *pgxpool.Pool
+	mu       sync.Mutex
+	versions map[string]int64
+}
+
+// openPGFloor opens the floor on versions: each stream's newest version,
+// kept from one chunk of a benchmark to the next.
+func openPGFloor(ctx context.Context, addr string, conns int, versions map[string]int64, warm []rawEvent) (*pgFloor, error) {
+	f := &pgFloor{versions: versions}
+	var err error
+	f.pool, err = pgRawPool(ctx, addr, conns, func(c *pgx.Conn) error {
+		ids, types, data := pgCols(warm)
+		tx, err := c.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback(ctx) }()
+		_, err = tx.Exec(ctx, pgFloorInsertSQL, pgTenant, "warmup", int64(0), time.Now().UnixNano(), rawSource, rawContentType, ids, types, data)
+		return err
+	})
+	return f, err
+}
+
+func (f *pgFloor) Close() error {
+	f.pool.Close()
+	return nil
+}
+
+func (f *pgFloor) append(ctx context.Context, stream string, evs []rawEvent, _ []envelope.Event) error {
+	f.mu.Lock()
+	v := f.versions[stream]
+	f.versions[stream] = v + int64(len(evs))
+	f.mu.Unlock()
+	ids, types, data := pgCols(evs)
+	_, err := f.pool.Exec(ctx, pgFloorInsertSQL, pgTenant, stream, v, time.Now().UnixNano(), rawSource, rawContentType, ids, types, data)
+	return err
+}
+
+// pgBoundSide is a side of BenchmarkPostgresCeiling.
+func pgBoundSide(name, addr string, conc, perTx int, seed uint64, txs, appends *atomic.Int64) *pgSide {
+	l := &pgLocal{side: name, addr: addr, conc: conc, perTx: perTx, g: newBenchGen(seed)}
+	versions := map[string]int64{}
+	open := func(k int) error {
+		if name == "store" {
+			return l.open(k)
+		}
+		l.raw, l.evs = l.raw[:0], l.evs[:0]
+		for range k {
+			l.raw = append(l.raw, l.g.raw(l.perTx))
+			l.evs = append(l.evs, nil)
+		}
+		var err error
+		ctx := context.Background()
+		if name == "ceiling" {
+			l.a, err = openPGCeiling(ctx, addr, l.g.raw(l.perTx), txs, appends)
+		} else {
+			l.a, err = openPGFloor(ctx, addr, conc, versions, l.g.raw(l.perTx))
+		}
+		return err
+	}
+	return &pgSide{name: name, open: open, run: l.run, close: l.close}
+}
+
+// BenchmarkPostgresCeiling appends 1 or 100 events per append from 1 or
+// 16 goroutines (one goroutine: 100 streams in turn; 16: a stream each):
+// ceiling, floor and store (see above), in turns.
+func BenchmarkPostgresCeiling(b *testing.B) {
+	base := storetest.PostgresBase(b)
+	for _, c := range []struct {
+		perTx, conc, chunk int
+	}{
+		{1, 1, 200},
+		{100, 1, 20},
+		{1, 16, 20 * 16},
+		{100, 16, 4 * 16},
+	} {
+		b.Run(fmt.Sprintf("events=%d/appenders=%d", c.perTx, c.conc), func(b *testing.B) {
+			var (
+				sides        []*pgSide
+				txs, appends atomic.Int64
+			)
+			for _, name := range []string{"ceiling", "floor", "store"} {
+				addr := pgSideSchema(b, base, "store")
+				if name == "floor" {
+					pool, err := pgRawPool(context.Background(), addr, 1, nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					_, err = pool.Exec(context.Background(), pgFloorSQL)
+					pool.Close()
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				sides = append(sides, pgBoundSide(name, addr, c.conc, c.perTx, 7, &txs, &appends))
+			}
+			runPGPaired(b, c.chunk, sides...)
+			ceiling, floor, st := sides[0], sides[1], sides[2]
+			per := float64(c.perTx)
+			for _, s := range sides {
+				b.ReportMetric(s.rate(per), s.name+"_ev/s")
+			}
+			if r := ceiling.rate(per); r > 0 {
+				b.ReportMetric(st.rate(per)/r, "x_ceiling")
+			}
+			if r := floor.rate(per); r > 0 {
+				b.ReportMetric(st.rate(per)/r, "x_floor")
+				b.ReportMetric(ceiling.rate(per)/r, "ceiling_floor")
+			}
+			if st.ops > 0 {
+				b.ReportMetric(float64(st.dur.Nanoseconds())/float64(st.ops), "ns/op")
+			}
+			if n := txs.Load(); n > 0 {
+				b.ReportMetric(float64(appends.Load())/float64(n), "ceiling_appends/tx")
+			}
+			reportLatency(b, "store_", st.lat)
+		})
 	}
 }

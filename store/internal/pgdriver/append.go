@@ -6,21 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/timecol"
 	"github.com/eventlite/eventlite/store/internal/driver"
-)
-
-// InsertChunk is the most events one INSERT statement writes. EventCols is
-// the number of values each event binds.
-const (
-	InsertChunk = 32
-	EventCols   = 15
 )
 
 // The append path's statements. StreamStateSQL reads, under the head row
@@ -76,14 +70,12 @@ func quoteLiteral(s string) string {
 	return q
 }
 
-// eventColTypes are the types of an event row's values, in
-// InsertEventsSQL's column order: a VALUES list read by a SELECT needs
-// them spelt out.
-var eventColTypes = [EventCols]string{"bigint", "text", "text", "bigint", "text", "text", "text", "bigint",
-	"text", "text", "bytea", "text", "text", "text", "bigint"}
-
-// InsertEventsSQL is the INSERT of k events, positions given, which also
-// moves the head row to the last of them ($1): one round trip.
+// InsertEventsSQL inserts a batch's events, positions given, in one
+// statement whatever their number, and moves the head row to the last of
+// them ($5): one round trip and one prepared statement. The events come
+// as arrays, one per column ($6..$16, unnest), the values every event of
+// the batch shares as scalars: the first position ($1; the others follow
+// it), the tenant ($2), the stream ($3) and the recording time ($4).
 //
 // It never fails on an event id already stored or removed: PostgreSQL
 // aborts the whole transaction at a failed statement, and the append
@@ -92,35 +84,67 @@ var eventColTypes = [EventCols]string{"bigint", "text", "text", "bigint", "text"
 // rows (ON CONFLICT DO NOTHING, and no row whose id a scavenge removed,
 // which the events_removed_id trigger would refuse), and InsertEvents
 // tells a short count as the refusal it is.
-func InsertEventsSQL(k int) string {
-	var b strings.Builder
-	b.WriteString(`WITH head AS (UPDATE log_head SET position = $1 WHERE position < $1)
+const InsertEventsSQL = `WITH head AS (UPDATE log_head SET position = $5 WHERE position < $5)
 	INSERT INTO events (position, tenant, stream_id, version, event_id, type, source, time,
 		content_type, data_schema, data, correlation_id, causation_id, extensions, recorded_at)
-	SELECT v.* FROM (VALUES `)
-	n := 2
-	for i := range k {
-		if i > 0 {
-			b.WriteString(", ")
+	SELECT $1::bigint + u.i - 1, $2::text, $3::text, u.version, u.event_id, u.type, u.source, u.time,
+		u.content_type, u.data_schema, u.data, u.correlation_id, u.causation_id, u.extensions, $4::bigint
+	FROM unnest($6::bigint[], $7::text[], $8::text[], $9::text[], $10::bigint[], $11::text[], $12::text[],
+		$13::bytea[], $14::text[], $15::text[], $16::text[]) WITH ORDINALITY
+		AS u (version, event_id, type, source, time, content_type, data_schema, data, correlation_id, causation_id, extensions, i)
+	WHERE NOT EXISTS (SELECT 1 FROM removed_event_ids r WHERE r.tenant = $2::text AND r.event_id = u.event_id)
+	ON CONFLICT DO NOTHING`
+
+// eventCols are a batch's columns, the arrays InsertEventsSQL unnests,
+// kept by the writer from one batch to the next.
+type eventCols struct {
+	versions, times                                           []int64
+	ids, types, sources, contentTypes, schemas, corrs, causes []string
+	data                                                      [][]byte
+	exts                                                      []*string
+	extBuf                                                    []string
+}
+
+// fill sets the columns to b's events.
+func (c *eventCols) fill(b driver.EventBatch) error {
+	n := len(b.Events)
+	c.versions, c.times = c.versions[:0], c.times[:0]
+	c.ids, c.types, c.sources, c.contentTypes = c.ids[:0], c.types[:0], c.sources[:0], c.contentTypes[:0]
+	c.schemas, c.corrs, c.causes = c.schemas[:0], c.corrs[:0], c.causes[:0]
+	clear(c.data)
+	c.data, c.exts = c.data[:0], c.exts[:0]
+	c.extBuf = append(c.extBuf[:0], make([]string, n)...)
+	for i := range b.Events {
+		e := &b.Events[i]
+		if !timecol.Nanos(e.Time) {
+			return &envelope.InvalidError{Index: i, Field: "time", Reason: "outside the years 1678-2262, which this store's time column holds"}
 		}
-		b.WriteByte('(')
-		for c := range EventCols {
-			if c > 0 {
-				b.WriteString(", ")
+		var ext *string
+		if len(e.Extensions) > 0 {
+			x, err := json.Marshal(e.Extensions)
+			if err != nil {
+				return &envelope.InvalidError{Index: i, Field: "extensions", Reason: err.Error()}
 			}
-			b.WriteByte('$')
-			b.WriteString(strconv.Itoa(n))
-			b.WriteString("::")
-			b.WriteString(eventColTypes[c])
-			n++
+			c.extBuf[i] = string(x)
+			ext = &c.extBuf[i]
 		}
-		b.WriteByte(')')
+		data := e.Data
+		if b.Sealed != nil && b.Sealed[i] != nil {
+			data = b.Sealed[i]
+		}
+		c.versions = append(c.versions, e.StreamVersion)
+		c.times = append(c.times, e.Time.UnixNano())
+		c.ids = append(c.ids, e.ID)
+		c.types = append(c.types, e.Type)
+		c.sources = append(c.sources, e.Source)
+		c.contentTypes = append(c.contentTypes, e.DataContentType)
+		c.schemas = append(c.schemas, e.DataSchema)
+		c.data = append(c.data, data)
+		c.corrs = append(c.corrs, e.CorrelationID)
+		c.causes = append(c.causes, e.CausationID)
+		c.exts = append(c.exts, ext)
 	}
-	b.WriteString(`) AS v (position, tenant, stream_id, version, event_id, type, source, time,
-		content_type, data_schema, data, correlation_id, causation_id, extensions, recorded_at)
-	WHERE NOT EXISTS (SELECT 1 FROM removed_event_ids r WHERE r.tenant = v.tenant AND r.event_id = v.event_id)
-	ON CONFLICT DO NOTHING`)
-	return b.String()
+	return nil
 }
 
 // UndoInsertSQL takes back a refused batch: the events at and above its
@@ -143,8 +167,19 @@ type writer struct {
 	createStream *sql.Stmt
 	reviveStream *sql.Stmt
 	eventByID    *sql.Stmt
-	insertEvents [InsertChunk]*sql.Stmt
-	args         []any
+	insertEvents *sql.Stmt
+	cols         eventCols
+	// released: a request's savepoint was released (Release) and the
+	// RELEASE not sent yet. It goes with the writer's next statement of
+	// transaction control, in the same round trip: the next request's
+	// SAVEPOINT, or the COMMIT (a ROLLBACK makes it moot). The store's
+	// writer sends nothing else between them (runGroup).
+	released bool
+	// opened: a request's savepoint was opened (Savepoint) and the
+	// SAVEPOINT not sent yet (see pending).
+	opened bool
+	// trackErr is the error of the flush Track(false) made.
+	trackErr error
 }
 
 // PrepareWriter prepares the append path on conn.
@@ -172,9 +207,7 @@ func (Exec) PrepareWriter(ctx context.Context, conn *sql.Conn) (driver.Writer, e
 	w.createStream = prep(CreateStreamSQL)
 	w.reviveStream = prep(ReviveStreamSQL)
 	w.eventByID = prep(EventByIDSQL)
-	if err == nil {
-		_, err = w.insertStmt(ctx, 1)
-	}
+	w.insertEvents = prep(InsertEventsSQL)
 	if err != nil {
 		_ = w.Close()
 		return nil, err
@@ -182,22 +215,10 @@ func (Exec) PrepareWriter(ctx context.Context, conn *sql.Conn) (driver.Writer, e
 	return w, nil
 }
 
-func (w *writer) insertStmt(ctx context.Context, k int) (*sql.Stmt, error) {
-	if st := w.insertEvents[k-1]; st != nil {
-		return st, nil
-	}
-	st, err := w.conn.PrepareContext(ctx, InsertEventsSQL(k))
-	if err != nil {
-		return nil, &driver.OpError{Op: fmt.Sprintf("prepare insert of %d events", k), Err: err}
-	}
-	w.insertEvents[k-1] = st
-	return st, nil
-}
-
 // Close closes every statement.
 func (w *writer) Close() error {
 	var errs []error
-	for _, st := range append([]*sql.Stmt{w.streamState, w.streamVer, w.createStream, w.reviveStream, w.eventByID}, w.insertEvents[:]...) {
+	for _, st := range []*sql.Stmt{w.streamState, w.streamVer, w.createStream, w.reviveStream, w.eventByID, w.insertEvents} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -210,6 +231,7 @@ func (w *writer) Close() error {
 // round trip. When a statement of it fails (the head row's lock waited
 // past lock_timeout) the transaction is open and aborted: roll it back.
 func (w *writer) Begin(ctx context.Context) error {
+	w.released, w.opened, w.trackErr = false, false, nil
 	if _, err := w.conn.ExecContext(ctx, w.begin); err != nil {
 		_, _ = w.conn.ExecContext(context.Background(), "ROLLBACK")
 		return err
@@ -220,13 +242,61 @@ func (w *writer) Begin(ctx context.Context) error {
 // Commit runs COMMIT. PostgreSQL answers a COMMIT of a transaction that
 // failed with ROLLBACK and no error; pgx's stdlib adapter reports it as
 // an error, so a failed transaction never reads as committed.
+//
+// A pending release goes first, in the same round trip; a request's
+// savepoint never sent (its request wrote nothing) is dropped.
 func (w *writer) Commit(ctx context.Context) error {
-	_, err := w.conn.ExecContext(ctx, "COMMIT")
+	w.opened = false
+	_, err := w.conn.ExecContext(ctx, w.pending()+"COMMIT")
 	return err
+}
+
+// The savepoint of a request (driver.RequestScope) is sent as late as
+// the store's writer allows, in the round trip of the writer's next
+// statement: its SAVEPOINT with the request's first statement (the
+// stream state read: StreamState, or the closure's first statement,
+// flushed by Track(false)), its RELEASE with the next request's
+// SAVEPOINT or the COMMIT. Until then nothing was written in it, so
+// nothing depends on it: a request that ends before its first statement
+// needs no savepoint at all. Between the store's Savepoint, Release and
+// RollbackTo calls of a request scope and the writer's other methods,
+// the store sends nothing else on the connection (runGroup), and an
+// Update closure's own statements follow Track(false).
+//
+// An append's savepoint in an Update closure (driver.AppendScope) is sent
+// at once: the closure's own statements follow its release.
+
+// pending returns the transaction control deferred so far (a release,
+// then a savepoint), to send before the next statement, and forgets it.
+func (w *writer) pending() string {
+	var q string
+	if w.released {
+		q = "RELEASE SAVEPOINT " + scopeName(driver.RequestScope) + "; "
+	}
+	if w.opened {
+		q += "SAVEPOINT " + scopeName(driver.RequestScope) + "; "
+	}
+	w.released, w.opened = false, false
+	return q
+}
+
+// flush sends the deferred transaction control, if any, alone.
+func (w *writer) flush(ctx context.Context) error {
+	if err := w.trackErr; err != nil {
+		w.trackErr = nil
+		return err
+	}
+	if q := w.pending(); q != "" {
+		if _, err := w.conn.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Rollback runs ROLLBACK.
 func (w *writer) Rollback(ctx context.Context) error {
+	w.released, w.opened, w.trackErr = false, false, nil
 	_, err := w.conn.ExecContext(ctx, "ROLLBACK")
 	return err
 }
@@ -238,40 +308,103 @@ func scopeName(sp driver.Scope) string {
 	return "append_tx"
 }
 
-// Savepoint opens the savepoint a (a request) or append_tx (an append in
-// an Update closure).
+// Savepoint opens the savepoint a (a request: deferred, see above) or
+// append_tx (an append in an Update closure).
 func (w *writer) Savepoint(ctx context.Context, sp driver.Scope) error {
-	_, err := w.conn.ExecContext(ctx, "SAVEPOINT "+scopeName(sp))
+	if sp == driver.RequestScope && !w.opened {
+		w.opened = true
+		return nil
+	}
+	_, err := w.conn.ExecContext(ctx, w.pending()+"SAVEPOINT "+scopeName(sp))
 	return err
 }
 
-// RollbackTo rolls back to the savepoint; it stays open.
+// RollbackTo rolls back to the savepoint; it stays open. A request's
+// savepoint not sent yet has nothing to undo, and stays deferred.
 func (w *writer) RollbackTo(ctx context.Context, sp driver.Scope) error {
-	_, err := w.conn.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+scopeName(sp))
+	if sp == driver.RequestScope && w.opened {
+		return nil
+	}
+	_, err := w.conn.ExecContext(ctx, w.pending()+"ROLLBACK TO SAVEPOINT "+scopeName(sp))
 	return err
 }
 
-// Release releases the savepoint.
+// Release releases the savepoint: a request's waits for the writer's
+// next statement of transaction control (see above), or is dropped when
+// its SAVEPOINT was never sent.
 func (w *writer) Release(ctx context.Context, sp driver.Scope) error {
-	_, err := w.conn.ExecContext(ctx, "RELEASE SAVEPOINT "+scopeName(sp))
+	if sp == driver.RequestScope {
+		if w.opened {
+			w.opened = false
+			return nil
+		}
+		if !w.released {
+			w.released = true
+			return nil
+		}
+	}
+	_, err := w.conn.ExecContext(ctx, w.pending()+"RELEASE SAVEPOINT "+scopeName(sp))
 	return err
 }
 
 // StreamState runs StreamStateSQL (StreamVersionStateSQL without head)
-// under the head row lock.
+// under the head row lock, after the deferred transaction control in the
+// same round trip (one pipelined batch).
 func (w *writer) StreamState(ctx context.Context, tenant, stream string, head bool) (driver.StreamState, error) {
 	var (
 		st      driver.StreamState
 		deleted sql.NullInt64
 		err     error
 	)
-	if head {
-		err = w.streamState.QueryRowContext(ctx, tenant, stream).Scan(&deleted, &st.Version, &st.LastPosition)
-	} else {
-		err = w.streamVer.QueryRowContext(ctx, tenant, stream).Scan(&deleted, &st.Version)
+	if err := w.flushErr(); err != nil {
+		return st, err
+	}
+	dest := []any{&deleted, &st.Version, &st.LastPosition}
+	if !head {
+		dest = dest[:2]
+	}
+	switch {
+	case w.released || w.opened:
+		q := StreamStateSQL
+		if !head {
+			q = StreamVersionStateSQL
+		}
+		var b pgx.Batch
+		if w.released {
+			b.Queue("RELEASE SAVEPOINT " + scopeName(driver.RequestScope))
+		}
+		if w.opened {
+			b.Queue("SAVEPOINT " + scopeName(driver.RequestScope))
+		}
+		w.released, w.opened = false, false
+		b.Queue(q, tenant, stream)
+		err = w.conn.Raw(func(dc any) error {
+			br := dc.(*stdlib.Conn).Conn().SendBatch(ctx, &b)
+			var err error
+			for range b.Len() - 1 {
+				if _, err = br.Exec(); err != nil {
+					break
+				}
+			}
+			if err == nil {
+				err = br.QueryRow().Scan(dest...)
+			}
+			return errors.Join(err, br.Close())
+		})
+	case head:
+		err = w.streamState.QueryRowContext(ctx, tenant, stream).Scan(dest...)
+	default:
+		err = w.streamVer.QueryRowContext(ctx, tenant, stream).Scan(dest...)
 	}
 	st.Row, st.Deleted = deleted.Valid, deleted.Int64
 	return st, err
+}
+
+// flushErr returns the error of a flush Track(false) made, once.
+func (w *writer) flushErr() error {
+	err := w.trackErr
+	w.trackErr = nil
+	return err
 }
 
 // InTransaction: true. A failed statement leaves the transaction open
@@ -283,8 +416,18 @@ func (w *writer) InTransaction(context.Context) (bool, error) { return true, nil
 // see driver.Writer.
 func (w *writer) CallerSQL(query string) string { return txControl(query) }
 
-// Track: PostgreSQL reads the stream's state every time.
-func (w *writer) Track(bool) {}
+// Track: PostgreSQL reads the stream's state every time. Track(false)
+// comes before an Update closure's own statements, which the writer does
+// not see: the deferred transaction control is sent first. A failure is
+// the next writer call's error; the transaction is then aborted, and the
+// closure's statements fail too.
+func (w *writer) Track(on bool) {
+	if !on {
+		if err := w.flush(context.Background()); err != nil {
+			w.trackErr = err
+		}
+	}
+}
 
 // CallerSQLDone: CallerSQL decided already.
 func (w *writer) CallerSQLDone() string { return "" }
@@ -294,64 +437,47 @@ func (w *writer) CallerSQLDone() string { return "" }
 // before its first statement.
 func (w *writer) SingleStatementInsert(int) bool { return false }
 
-// InsertEvents inserts up to InsertChunk events per statement, each
-// statement moving the head row to its last position.
+// InsertEvents inserts the batch with one statement (InsertEventsSQL),
+// which moves the head row to its last position.
 func (w *writer) InsertEvents(ctx context.Context, b driver.EventBatch) error {
-	args := w.args[:0]
-	defer func() {
-		clear(args)
-		w.args = args[:0]
-	}()
-	for start := 0; start < len(b.Events); start += InsertChunk {
-		chunk := b.Events[start:min(start+InsertChunk, len(b.Events))]
-		args = append(args[:0], b.FirstPosition+int64(start+len(chunk)-1))
-		for i := range chunk {
-			e := &chunk[i]
-			var ext any
-			if len(e.Extensions) > 0 {
-				x, err := json.Marshal(e.Extensions)
-				if err != nil {
-					return &envelope.InvalidError{Index: start + i, Field: "extensions", Reason: err.Error()}
-				}
-				ext = string(x)
-			}
-			var data any
-			if e.Data != nil {
-				data = e.Data
-			}
-			if b.Sealed != nil && b.Sealed[start+i] != nil {
-				data = b.Sealed[start+i]
-			}
-			args = append(args, b.FirstPosition+int64(start+i), b.Tenant, b.Stream, e.StreamVersion, e.ID, e.Type, e.Source,
-				timecol.Value(e.Time), e.DataContentType, e.DataSchema, data, e.CorrelationID, e.CausationID, ext, b.RecordedAt)
+	if err := w.flush(ctx); err != nil {
+		return err
+	}
+	c := &w.cols
+	if err := c.fill(b); err != nil {
+		return err
+	}
+	n := len(b.Events)
+	op := fmt.Sprintf("insert events 0..%d", n-1)
+	res, err := w.insertEvents.ExecContext(ctx, b.FirstPosition, b.Tenant, b.Stream, b.RecordedAt, b.FirstPosition+int64(n-1),
+		c.versions, c.ids, c.types, c.sources, c.times, c.contentTypes, c.schemas, c.data, c.corrs, c.causes, c.exts)
+	clear(c.data)
+	if err != nil {
+		return &driver.OpError{Op: op, Err: err}
+	}
+	if got, err := res.RowsAffected(); err != nil || got != int64(n) {
+		if _, uerr := w.conn.ExecContext(ctx, UndoInsertSQL, b.FirstPosition); uerr != nil {
+			return &driver.OpError{Op: op, Err: errors.Join(errIDTaken, uerr)}
 		}
-		st, err := w.insertStmt(ctx, len(chunk))
-		if err != nil {
-			return err
-		}
-		op := fmt.Sprintf("insert events %d..%d", start, start+len(chunk)-1)
-		res, err := st.ExecContext(ctx, args...)
-		if err != nil {
-			return &driver.OpError{Op: op, Err: err}
-		}
-		if n, err := res.RowsAffected(); err != nil || n != int64(len(chunk)) {
-			if _, uerr := w.conn.ExecContext(ctx, UndoInsertSQL, b.FirstPosition); uerr != nil {
-				return &driver.OpError{Op: op, Err: errors.Join(errIDTaken, uerr)}
-			}
-			return &driver.OpError{Op: op, Err: errIDTaken}
-		}
+		return &driver.OpError{Op: op, Err: errIDTaken}
 	}
 	return nil
 }
 
 // CreateStream inserts the streams row.
 func (w *writer) CreateStream(ctx context.Context, tenant, stream string, now int64) error {
+	if err := w.flush(ctx); err != nil {
+		return err
+	}
 	_, err := w.createStream.ExecContext(ctx, tenant, stream, now)
 	return err
 }
 
 // ReviveStream clears the soft delete.
 func (w *writer) ReviveStream(ctx context.Context, tenant, stream string) error {
+	if err := w.flush(ctx); err != nil {
+		return err
+	}
 	_, err := w.reviveStream.ExecContext(ctx, tenant, stream)
 	return err
 }
@@ -360,6 +486,9 @@ func (w *writer) ReviveStream(ctx context.Context, tenant, stream string) error 
 func (w *writer) EventByID(ctx context.Context, tenant, id string) (driver.StoredID, bool, error) {
 	var ev driver.StoredID
 	var ext sql.NullString
+	if err := w.flush(ctx); err != nil {
+		return ev, false, err
+	}
 	err := w.eventByID.QueryRowContext(ctx, tenant, id).Scan(&ev.Stream, &ev.Version, &ev.Type, &ev.Data, &ext)
 	if errors.Is(err, sql.ErrNoRows) {
 		return driver.StoredID{}, false, nil

@@ -18,6 +18,10 @@
 // default "eventlite". Every session's search_path is that schema, so
 // statements name tables unqualified, and every write transaction sets it
 // again with SET LOCAL, which holds behind a pooler in transaction mode.
+// Such a pooler is not supported all the same: the writer and the readers
+// prepare statements once per session and use them in later
+// transactions, the session settings are startup parameters, and LISTEN
+// needs its own session (docs/design.md, "Poolers").
 // Passwords never appear in this package's errors: addresses are shown
 // through Redact. The package does not log.
 //
