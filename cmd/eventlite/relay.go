@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/eventlite/eventlite/metrics"
 	"github.com/eventlite/eventlite/natsjs"
 	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/store"
@@ -194,7 +195,7 @@ func (r *relayCmd) run(ctx context.Context, c *cli, _ []string) error {
 			return err
 		}
 		if r.metrics != "" {
-			reg, err := metricsRegistry(s, rl)
+			reg, err := metrics.NewRegistry(s, &metrics.Options{Relay: rl}) // with the relay's counters
 			if err != nil {
 				return err
 			}
