@@ -35,7 +35,7 @@ const suiteMaxPayload = 64 << 10
 func openNATS(t *testing.T) (publish.Publisher, publishtest.Sink) {
 	srv := natstest.RunJetStream(t, &natstest.ServerOptions{MaxPayload: suiteMaxPayload})
 	proxy := natstest.NewProxy(t, strings.TrimPrefix(srv.URL(), "nats://"))
-	p, err := natsjs.NewNATS(context.Background(), natsjs.NATSOptions{URL: proxy.URL(), CreateStream: true, AckTimeout: 500 * time.Millisecond})
+	p, err := natsjs.NewPublisher(context.Background(), natsjs.Options{URL: proxy.URL(), CreateStream: true, AckTimeout: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func TestRelayTracesToNATS(t *testing.T) {
 	defer tp.Shutdown(context.Background())
 	s := storetest.MustOpen(t, &store.Options{TracerProvider: tp})
 	srv := natstest.RunJetStream(t, nil)
-	p := newNATS(t, srv.URL(), natsjs.NATSOptions{})
+	p := newNATS(t, srv.URL(), natsjs.Options{})
 
 	traced := newEvent(t, "order.placed", map[string]int{"n": 1})
 	const odd = "00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01" // stored, not W3C
@@ -113,7 +113,7 @@ func TestRelayTracesToNATS(t *testing.T) {
 func TestHopHeadersCountTowardMaxPayload(t *testing.T) {
 	const limit = 1024
 	srv := natstest.RunJetStream(t, &natstest.ServerOptions{MaxPayload: limit})
-	p := newNATS(t, srv.URL(), natsjs.NATSOptions{})
+	p := newNATS(t, srv.URL(), natsjs.Options{})
 	event := func(n int) envelope.Event {
 		return envelope.Event{ID: "1", Source: "/s", Type: "t", Tenant: "default", Stream: "s", StreamVersion: 1, Data: []byte(strings.Repeat("x", n)), DataContentType: "text/plain"}
 	}

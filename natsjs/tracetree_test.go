@@ -107,7 +107,7 @@ func TestTraceTreeAcrossServices(t *testing.T) {
 		t.Fatal(err)
 	}
 	caller.End()
-	pub := newNATS(t, srv.URL(), natsjs.NATSOptions{})
+	pub := newNATS(t, srv.URL(), natsjs.Options{})
 	relay := newRelay(t, publish.Options{Store: sa, Publisher: pub, Once: true, TracerProvider: a.tp, Propagator: prop})
 	if err := relay.Run(ctx); err != nil {
 		t.Fatal(err)

@@ -82,7 +82,7 @@
 //
 // # Publishers
 //
-// natsjs.NATS publishes CloudEvents binary mode (ce- headers written through
+// natsjs.Publisher publishes CloudEvents binary mode (ce- headers written through
 // sdk-go's binding) to a subject from a template, "eventlite.{tenant}.{type}"
 // by default, each value escaped ("a.b" becomes "a_2Eb") so that two tenants,
 // streams or types never share a subject; HTTP posts with sdk-go's CloudEvents HTTP client, binary mode

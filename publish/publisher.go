@@ -8,7 +8,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 )
 
-// Publisher sends events to one destination. natsjs.NATS, HTTP and Stdout
+// Publisher sends events to one destination. natsjs.Publisher, HTTP and Stdout
 // implement it; every implementation passes one shared test suite
 // (publishtest.RunPublisherSuite).
 type Publisher interface {

@@ -165,7 +165,7 @@ func TestUnencodableStoredEventIsDeadLetteredAtFirstAttempt(t *testing.T) {
 				switch dest {
 				case "nats":
 					stream := strings.ToUpper(strings.NewReplacer(" ", "", "-", "").Replace(tc.column + dest + bad.ID))
-					pub = newNATS(t, srv.URL(), natsjs.NATSOptions{Stream: stream, Subject: "e" + strings.ToLower(bad.ID) + ".{tenant}"})
+					pub = newNATS(t, srv.URL(), natsjs.Options{Stream: stream, Subject: "e" + strings.ToLower(bad.ID) + ".{tenant}"})
 					value = func(id string) (string, bool) {
 						for _, m := range srv.Messages(t, stream) {
 							if m.Headers().Get("ce-id") == id {

@@ -65,7 +65,7 @@ func TestRelayCountsUnreachableEventWhenOthersSucceed(t *testing.T) {
 	s := storetest.MustOpen(t, nil)
 	bad := appendEvents(t, s, "default", "bad", 1)[0]
 	fillOthers(t, s, 6, 4)
-	pub := &unreachableFor{Publisher: newNATS(t, srv.URL(), natsjs.NATSOptions{}), id: bad.ID}
+	pub := &unreachableFor{Publisher: newNATS(t, srv.URL(), natsjs.Options{}), id: bad.ID}
 	bs := newBatches()
 	const maxAttempts = 3
 	r := newRelay(t, publish.Options{Store: s, Publisher: pub, Once: true, BatchSize: 5, MaxAttempts: maxAttempts,
@@ -98,7 +98,7 @@ func TestRelayCountsNothingWhenDestinationWentDown(t *testing.T) {
 	s := storetest.MustOpen(t, nil)
 	bad := appendEvents(t, s, "default", "bad", 1)[0]
 	fillOthers(t, s, 2, 2)
-	pub := &unreachableFor{Publisher: newNATS(t, srv.URL(), natsjs.NATSOptions{}), id: bad.ID}
+	pub := &unreachableFor{Publisher: newNATS(t, srv.URL(), natsjs.Options{}), id: bad.ID}
 	pub.pingDown.Store(true)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
