@@ -350,8 +350,8 @@ func mustRegister(tb testing.TB, reg prometheus.Registerer, s *store.Store, opts
 // downPublisher is a destination that is down.
 type downPublisher struct{ publish.Publisher }
 
-func (downPublisher) Publish(_ context.Context, evs []envelope.Event) []publish.Result {
-	res := make([]publish.Result, len(evs))
+func (downPublisher) Publish(_ context.Context, msgs []publish.Message) []publish.Result {
+	res := make([]publish.Result, len(msgs))
 	for i := range res {
 		res[i].Err = &publish.Error{Class: publish.Unreachable, Err: errors.New("dial: injected")}
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/natsjs"
 	"github.com/eventlite/eventlite/publish"
 )
@@ -44,7 +43,7 @@ func TestNewNATSUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatalf("default: %v, want a publisher that retries", err)
 	}
-	res := p.Publish(ctx, []envelope.Event{newEvent(t, "order.placed", map[string]int{"n": 1})})
+	res := p.Publish(ctx, publish.Messages(newEvent(t, "order.placed", map[string]int{"n": 1})))
 	if publish.ClassOf(res[0].Err) != publish.Unreachable {
 		t.Errorf("publish while unreachable: %v, want Unreachable", res[0].Err)
 	}

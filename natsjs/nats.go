@@ -293,9 +293,11 @@ func (p *Publisher) checkStream(ctx context.Context) error {
 // sending it encodes every event: one that cannot be encoded, that is
 // larger than the server's max_payload, or whose subject makes a publish
 // line longer than MaxControlLine, fails Permanent, and its stream's
-// later events in the call are not sent.
-func (p *Publisher) Publish(ctx context.Context, events []envelope.Event) []publish.Result {
-	res := make([]publish.Result, len(events))
+// later events in the call are not sent. Each message's Headers (the
+// per-hop trace context) are NATS headers beside the event's ce-
+// headers, counted toward max_payload.
+func (p *Publisher) Publish(ctx context.Context, msgs []publish.Message) []publish.Result {
+	res := make([]publish.Result, len(msgs))
 	fail := func(from int, err error) []publish.Result {
 		for i := from; i < len(res); i++ {
 			if res[i].Err == nil {
@@ -312,18 +314,18 @@ func (p *Publisher) Publish(ctx context.Context, events []envelope.Event) []publ
 	}
 	maxPayload := p.nc.MaxPayload()
 	var failed map[streamKey]bool
-	futures := make([]jetstream.PubAckFuture, len(events))
+	futures := make([]jetstream.PubAckFuture, len(msgs))
 	stall := jetstream.WithStallWait(p.opts.AckTimeout)
 	expect := jetstream.WithExpectStream(p.opts.Stream)
 send:
-	for i := range events {
-		e := &events[i]
+	for i := range msgs {
+		e := &msgs[i].Event
 		k := keyOf(e)
 		if failed[k] {
 			res[i].Err = publish.ErrNotAttempted
 			continue
 		}
-		msg, err := p.message(e, publish.HopHeaders(ctx, i), maxPayload)
+		msg, err := p.message(e, msgs[i].Headers, maxPayload)
 		if err == nil {
 			futures[i], err = p.js.PublishMsgAsync(msg, jetstream.WithMsgID(MessageID(e)), expect, stall)
 			err = p.classify(err)

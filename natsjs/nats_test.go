@@ -63,7 +63,7 @@ func TestSubjectTemplates(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", tt.template, err)
 		}
-		if r := p.Publish(context.Background(), []envelope.Event{e}); r[0].Err != nil {
+		if r := p.Publish(context.Background(), publish.Messages(e)); r[0].Err != nil {
 			t.Fatalf("%q: %v", tt.template, r[0].Err)
 		}
 		p.Close()
@@ -110,12 +110,12 @@ func TestNATSMissingStream(t *testing.T) {
 	}
 	defer p.Close()
 	e := envelope.Event{ID: "1", Source: "/s", Type: "t", Tenant: "default", Stream: "s"}
-	if r := p.Publish(context.Background(), []envelope.Event{e}); publish.ClassOf(r[0].Err) != publish.Unreachable {
+	if r := p.Publish(context.Background(), publish.Messages(e)); publish.ClassOf(r[0].Err) != publish.Unreachable {
 		t.Fatalf("while down: %v", r[0].Err)
 	}
 	srv.Start()
 	eventually(t, "the missing stream to be reported", 20*time.Second, func() bool {
-		r := p.Publish(context.Background(), []envelope.Event{e})
+		r := p.Publish(context.Background(), publish.Messages(e))
 		return publish.ClassOf(r[0].Err) == publish.Fatal && strings.Contains(r[0].Err.Error(), "--create-stream")
 	})
 }
@@ -128,7 +128,7 @@ func TestNATSUnencodableEvent(t *testing.T) {
 	good := envelope.Event{ID: "1", Source: "/s", Type: "t", Tenant: "default", Stream: "s", StreamVersion: 1}
 	bad := good
 	bad.ID, bad.Stream, bad.Extensions = "2", "other", map[string]any{"note": "line one\nline two"}
-	res := p.Publish(context.Background(), []envelope.Event{bad, good})
+	res := p.Publish(context.Background(), publish.Messages(bad, good))
 	if publish.ClassOf(res[0].Err) != publish.Permanent || !strings.Contains(res[0].Err.Error(), "cannot be encoded") {
 		t.Errorf("unencodable: %v", res[0].Err)
 	}

@@ -43,10 +43,14 @@ func openNATS(t *testing.T) (publish.Publisher, publishtest.Sink) {
 	return p, &natsSink{srv: srv, proxy: proxy}
 }
 
-func (s *natsSink) Received(t *testing.T) []envelope.Event {
-	var out []envelope.Event
+func (s *natsSink) Received(t *testing.T) []publishtest.Delivery {
+	var out []publishtest.Delivery
 	for _, m := range s.srv.Messages(t, natsjs.DefaultStream) {
-		out = append(out, decodeNATS(t, m))
+		h := map[string]string{}
+		for k, v := range m.Headers() {
+			h[k] = v[0]
+		}
+		out = append(out, publishtest.Delivery{Event: decodeNATS(t, m), Headers: h})
 	}
 	return out
 }

@@ -129,7 +129,7 @@ func TestTenantsNeverShareASubject(t *testing.T) {
 			}
 		}
 	}
-	for i, r := range p.Publish(context.Background(), evs) {
+	for i, r := range p.Publish(context.Background(), publish.Messages(evs...)) {
 		if r.Err != nil {
 			t.Fatalf("event %d (%q %q %q): %v", i, evs[i].Tenant, evs[i].Stream, evs[i].Type, r.Err)
 		}
@@ -237,7 +237,7 @@ func TestSubjectLengthLimitIsTheServers(t *testing.T) {
 	for n := 1000; n <= 1024; n++ { // 4 x n + 5 bytes: across the 4,096-byte line
 		evs = append(evs, envelope.Event{ID: strconv.Itoa(n), Source: "/s", Type: strings.Repeat("a", n), Tenant: "default", Stream: strconv.Itoa(n), StreamVersion: 1})
 	}
-	res := p.Publish(context.Background(), evs)
+	res := p.Publish(context.Background(), publish.Messages(evs...))
 	sent, refused := 0, 0
 	for i, r := range res {
 		var tl *natsjs.SubjectTooLongError

@@ -117,18 +117,18 @@ func TestHopHeadersCountTowardMaxPayload(t *testing.T) {
 	event := func(n int) envelope.Event {
 		return envelope.Event{ID: "1", Source: "/s", Type: "t", Tenant: "default", Stream: "s", StreamVersion: 1, Data: []byte(strings.Repeat("x", n)), DataContentType: "text/plain"}
 	}
-	res := p.Publish(context.Background(), []envelope.Event{event(2 * limit)})
+	res := p.Publish(context.Background(), publish.Messages(event(2*limit)))
 	var tl *natsjs.TooLargeError
 	if !errors.As(res[0].Err, &tl) {
 		t.Fatalf("measuring: %v", res[0].Err)
 	}
 	fits := event(2*limit - int(tl.Size-limit) - 40) // 40 bytes under the limit
-	hop := []map[string]string{{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}
-	res = p.Publish(publish.WithHopHeaders(context.Background(), hop), []envelope.Event{fits})
+	hop := map[string]string{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+	res = p.Publish(context.Background(), []publish.Message{{Event: fits, Headers: hop}})
 	if !errors.As(res[0].Err, &tl) {
 		t.Errorf("with per-hop headers: %v, want a *TooLargeError", res[0].Err)
 	}
-	if res = p.Publish(context.Background(), []envelope.Event{fits}); res[0].Err != nil {
+	if res = p.Publish(context.Background(), publish.Messages(fits)); res[0].Err != nil {
 		t.Errorf("without per-hop headers: %v", res[0].Err)
 	}
 }

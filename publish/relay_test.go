@@ -374,7 +374,7 @@ func TestRelayTransientFailuresDeadLetterAfterBound(t *testing.T) {
 	}
 	// f's second event never went out; g did.
 	got := sink.Received(t)
-	if len(got) != 1 || got[0].Stream != "g" {
+	if len(got) != 1 || got[0].Event.Stream != "g" {
 		t.Errorf("sink got %+v", got)
 	}
 }
@@ -387,12 +387,13 @@ type failingTypes struct {
 	transient string
 }
 
-func (f *failingTypes) Publish(ctx context.Context, evs []envelope.Event) []publish.Result {
-	var pass []envelope.Event
+func (f *failingTypes) Publish(ctx context.Context, msgs []publish.Message) []publish.Result {
+	var pass []publish.Message
 	var idx []int
-	res := make([]publish.Result, len(evs))
+	res := make([]publish.Result, len(msgs))
 	stopped := map[string]bool{}
-	for i, e := range evs {
+	for i, m := range msgs {
+		e := m.Event
 		k := e.Tenant + "/" + e.Stream
 		switch {
 		case stopped[k]:
@@ -401,7 +402,7 @@ func (f *failingTypes) Publish(ctx context.Context, evs []envelope.Event) []publ
 			res[i].Err = &publish.Error{Class: publish.Transient, Err: errors.New("HTTP 503: injected")}
 			stopped[k] = true
 		default:
-			pass = append(pass, e)
+			pass = append(pass, m)
 			idx = append(idx, i)
 		}
 	}

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/natsjs"
 	"github.com/eventlite/eventlite/natsjs/natstest"
 	"github.com/eventlite/eventlite/publish"
@@ -239,7 +238,7 @@ func TestEncodeErrorIsPermanent(t *testing.T) {
 	s := storetest.MustOpen(t, nil)
 	e := appendEvents(t, s, "default", "s", 1)[0]
 	e.Extensions = map[string]any{"note": "a\x00b"}
-	res := p.Publish(context.Background(), []envelope.Event{e})
+	res := p.Publish(context.Background(), publish.Messages(e))
 	var ee *publish.EncodeError
 	if !errors.As(res[0].Err, &ee) || ee.Attribute != "note" || publish.ClassOf(res[0].Err) != publish.Permanent {
 		t.Fatalf("got %v (class %v), want a Permanent *EncodeError naming note", res[0].Err, publish.ClassOf(res[0].Err))

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/natsjs"
 	"github.com/eventlite/eventlite/natsjs/natstest"
 	"github.com/eventlite/eventlite/publish"
@@ -24,12 +23,13 @@ type unreachableFor struct {
 	pingDown atomic.Bool
 }
 
-func (u *unreachableFor) Publish(ctx context.Context, evs []envelope.Event) []publish.Result {
-	var pass []envelope.Event
+func (u *unreachableFor) Publish(ctx context.Context, msgs []publish.Message) []publish.Result {
+	var pass []publish.Message
 	var idx []int
-	res := make([]publish.Result, len(evs))
+	res := make([]publish.Result, len(msgs))
 	stopped := map[string]bool{}
-	for i, e := range evs {
+	for i, m := range msgs {
+		e := m.Event
 		k := e.Tenant + "/" + e.Stream
 		switch {
 		case stopped[k]:
@@ -38,7 +38,7 @@ func (u *unreachableFor) Publish(ctx context.Context, evs []envelope.Event) []pu
 			res[i].Err = &publish.Error{Class: publish.Unreachable, Err: errors.New("connection closed: injected")}
 			stopped[k] = true
 		default:
-			pass = append(pass, e)
+			pass = append(pass, m)
 			idx = append(idx, i)
 		}
 	}
