@@ -43,10 +43,10 @@ func On[S, T any](e *Evolvers[S], fn func(state S, ev EventOf[T]) S) {
 	}
 	switch {
 	case fn == nil:
-		e.errs = append(e.errs, fmt.Errorf("On[%v]: nil evolver", t))
+		e.errs = append(e.errs, fmt.Errorf("aggregate.On[%v]: nil evolver", t))
 		return
 	case e.byGo[t] != nil:
-		e.errs = append(e.errs, fmt.Errorf("On[%v]: a second evolver for %v", t, t))
+		e.errs = append(e.errs, fmt.Errorf("aggregate.On[%v]: a second evolver for %v", t, t))
 		return
 	}
 	e.byGo[t] = func(s S, ev Event) S {
@@ -77,10 +77,10 @@ func OnCommand[S, C, E any](d *Deciders[S], fn func(state S, cmd CommandOf[C]) (
 	}
 	switch {
 	case fn == nil:
-		d.errs = append(d.errs, fmt.Errorf("OnCommand[%v]: nil decider", c))
+		d.errs = append(d.errs, fmt.Errorf("aggregate.OnCommand[%v]: nil decider", c))
 		return
 	case d.byGo[c] != nil:
-		d.errs = append(d.errs, fmt.Errorf("OnCommand[%v]: a second decider for %v", c, c))
+		d.errs = append(d.errs, fmt.Errorf("aggregate.OnCommand[%v]: a second decider for %v", c, c))
 		return
 	}
 	d.out[c] = reflect.TypeFor[E]()
