@@ -9,7 +9,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/oklog/ulid/v2"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventlite/eventlite/envelope"
@@ -32,9 +31,13 @@ type Definition[S any] struct {
 	// the zero S.
 	Initial func() S
 	// Evolve folds one event into the state and returns the new state.
-	// Required. It must be deterministic and must not fail: validation
-	// belongs in Decide.
+	// It must be deterministic and must not fail: validation belongs in
+	// Decide. Required, unless Evolvers is set instead.
 	Evolve func(state S, ev Event) S
+	// Evolvers are Evolve written per Go event type (see On): each
+	// receives its event's data as its own type. New refuses a registry
+	// event type with no evolver. Set Evolve or Evolvers, not both.
+	Evolvers *Evolvers[S]
 	// Erased folds an erased event: one whose subject was forgotten (see
 	// store.Erasure), read with its attributes and no data
 	// (envelope.Erased). Evolve never receives one. Default: the state is
@@ -43,10 +46,15 @@ type Definition[S any] struct {
 	// events, erased ones through this hook.
 	Erased func(state S, ev envelope.Event) S
 	// Decide turns a command into new events: values of registered Go
-	// types, appended in order. Required. An error is a business rule
-	// violation: Handle returns it unchanged and appends nothing. No
-	// events and no error is a command with nothing to do.
+	// types, appended in order. An error is a business rule violation:
+	// Handle returns it unchanged and appends nothing. No events and no
+	// error is a command with nothing to do. Required, unless Deciders is
+	// set instead.
 	Decide func(state S, cmd Command) ([]any, error)
+	// Deciders are Decide written per Go command type (see OnCommand):
+	// each receives its command's payload as its own type and returns
+	// typed events. Set Decide or Deciders, not both.
+	Deciders *Deciders[S]
 	// Source is the CloudEvents source of the events produced. Default
 	// the Registry's (envelope.Registry.SetSource), else
 	// "/eventlite/<Name>".
@@ -114,9 +122,6 @@ type Options struct {
 	// TracerProvider starts the command and attempt spans. Default:
 	// otel's global provider, looked up at each command.
 	TracerProvider trace.TracerProvider
-	// Propagator is kept for symmetry with the other components; a
-	// command crosses no transport. Default: otel's global propagator.
-	Propagator propagation.TextMapPropagator
 }
 
 // Result is the outcome of a handled command.
@@ -148,11 +153,13 @@ func (r Result) LastPosition() int64 {
 // Handler loads aggregates, runs Decide and appends, for one aggregate
 // type. It is safe for concurrent use.
 type Handler[S any] struct {
-	store *store.Store
-	def   Definition[S]
-	opts  Options
-	log   hclog.Logger
-	trace tracing.Config
+	store  *store.Store
+	def    Definition[S]
+	evolve func(S, Event) S
+	decide func(S, Command) ([]any, error)
+	opts   Options
+	log    hclog.Logger
+	trace  tracing.Config
 }
 
 // New returns a handler for def on s. It checks def up front.
@@ -164,10 +171,25 @@ func New[S any](s *store.Store, def Definition[S], opts *Options) (*Handler[S], 
 		return nil, errors.New("aggregate: Definition.Name is required")
 	case def.Registry == nil:
 		return nil, fmt.Errorf("aggregate %s: Definition.Registry is required", def.Name)
-	case def.Evolve == nil || def.Decide == nil:
-		return nil, fmt.Errorf("aggregate %s: Definition.Evolve and Decide are required", def.Name)
+	case (def.Evolve == nil) == (def.Evolvers == nil):
+		return nil, &DefinitionError{def.Name, "Evolve", "set exactly one of Evolve and Evolvers"}
+	case (def.Decide == nil) == (def.Deciders == nil):
+		return nil, &DefinitionError{def.Name, "Decide", "set exactly one of Decide and Deciders"}
 	case def.SnapshotEvery < 0 || def.SnapshotSchema < 0:
 		return nil, fmt.Errorf("aggregate %s: SnapshotEvery and SnapshotSchema must not be negative", def.Name)
+	}
+	evolve, decide := def.Evolve, def.Decide
+	if def.Evolvers != nil {
+		var err error
+		if evolve, err = typedEvolve(def.Name, def.Evolvers, def.Registry); err != nil {
+			return nil, err
+		}
+	}
+	if def.Deciders != nil {
+		var err error
+		if decide, err = typedDecide(def.Name, def.Deciders, def.Registry); err != nil {
+			return nil, err
+		}
 	}
 	if def.Source == "" {
 		def.Source = def.Registry.Source()
@@ -191,8 +213,8 @@ func New[S any](s *store.Store, def Definition[S], opts *Options) (*Handler[S], 
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
-	return &Handler[S]{store: s, def: def, opts: o, log: o.Logger.Named("aggregate." + def.Name),
-		trace: tracing.Config{TP: o.TracerProvider, Prop: o.Propagator}}, nil
+	return &Handler[S]{store: s, def: def, evolve: evolve, decide: decide, opts: o, log: o.Logger.Named("aggregate." + def.Name),
+		trace: tracing.Config{TP: o.TracerProvider}}, nil
 }
 
 func (h *Handler[S]) initial() S {
@@ -244,7 +266,7 @@ func (h *Handler[S]) Load(ctx context.Context, tenant, stream string) (S, int64,
 		if err != nil {
 			return state, 0, fmt.Errorf("load %s %q: event %d (%s): %w", h.def.Name, stream, e.StreamVersion, e.ID, err)
 		}
-		state = h.def.Evolve(state, Event{Event: e, Payload: p})
+		state = h.evolve(state, Event{Event: e, Payload: p})
 		version = e.StreamVersion
 	}
 	return state, version, nil
@@ -327,7 +349,7 @@ func (h *Handler[S]) attempt(ctx context.Context, cmd Command, op *store.Operati
 		}
 		return Result{}, &staleCommand{&store.ConflictError{Tenant: cmd.Tenant, Stream: cmd.Stream, Expected: cmd.Expected, Actual: version}}
 	}
-	payloads, err := h.def.Decide(state, cmd)
+	payloads, err := h.decide(state, cmd)
 	if err != nil {
 		return Result{}, err
 	}
@@ -406,7 +428,7 @@ func (h *Handler[S]) maybeSnapshot(ctx context.Context, tx *store.Tx, cmd Comman
 		return nil
 	}
 	for i, e := range stored {
-		state = h.def.Evolve(state, Event{Event: e, Payload: payloads[i]})
+		state = h.evolve(state, Event{Event: e, Payload: payloads[i]})
 	}
 	b, err := json.Marshal(state)
 	if err != nil {

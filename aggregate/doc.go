@@ -9,6 +9,18 @@
 //	res, err := h.Handle(ctx, aggregate.Command{Stream: "order-1", OperationID: "req-42", Payload: PlaceOrder{Total: 42}})
 //	projection.WaitFor(ctx, s, "order_totals", res.LastPosition()) // 0: nothing appended, nothing to wait for
 //
+// Evolve and Decide may be written per Go type instead, as projections'
+// On[T] are: On registers the evolver of one event type, OnCommand the
+// decider of one command type (typed payload in, typed events out):
+//
+//	var ev aggregate.Evolvers[Order]
+//	aggregate.On(&ev, func(o Order, e aggregate.EventOf[OrderPlaced]) Order { o.Total = e.Payload.Total; return o })
+//	var dc aggregate.Deciders[Order]
+//	aggregate.OnCommand(&dc, func(o Order, c aggregate.CommandOf[PlaceOrder]) ([]OrderPlaced, error) {
+//		return []OrderPlaced{{Total: c.Payload.Total}}, nil
+//	})
+//	h, err := aggregate.New(s, aggregate.Definition[Order]{Name: "order", Registry: reg, Evolvers: &ev, Deciders: &dc}, nil)
+//
 // Guarantees:
 //   - A decision is appended with the loaded version as the expected one;
 //     on a conflict the handler reloads and decides again (up to
@@ -28,4 +40,7 @@
 //     written with; loading from it equals folding every event.
 //   - Old event shapes are upcast as they are read (envelope.Registry);
 //     stored events never change.
+//   - A typed definition whose registry has an event type with no
+//     evolver is refused by New (a *DefinitionError), never found at
+//     load; a command with no decider appends nothing.
 package aggregate

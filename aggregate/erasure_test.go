@@ -24,6 +24,21 @@ type (
 	}
 )
 
+// typedProfileDef is profileDef with a typed evolver and decider.
+func typedProfileDef() aggregate.Definition[profile] {
+	def := profileDef()
+	def.Evolve, def.Decide = nil, nil
+	def.Evolvers, def.Deciders = &aggregate.Evolvers[profile]{}, &aggregate.Deciders[profile]{}
+	aggregate.On(def.Evolvers, func(s profile, e aggregate.EventOf[Registered]) profile {
+		s.Emails = append(s.Emails, e.Payload.Email)
+		return s
+	})
+	aggregate.OnCommand(def.Deciders, func(_ profile, c aggregate.CommandOf[Register]) ([]Registered, error) {
+		return []Registered{{Email: c.Payload.Email}}, nil
+	})
+	return def
+}
+
 func profileDef() aggregate.Definition[profile] {
 	var reg envelope.Registry
 	envelope.Register[Registered](&reg, "profile.registered")
@@ -48,8 +63,14 @@ func profileDef() aggregate.Definition[profile] {
 // TestAggregateFoldsErasedEvents: a command's ErasureKey encrypts its
 // events; after the subject is forgotten, Load folds them through the
 // Erased hook (never Evolve), from the events, the snapshot holding the
-// plaintext having been dropped.
+// plaintext having been dropped. The typed form (aggregate.On) folds them
+// through the same hook.
 func TestAggregateFoldsErasedEvents(t *testing.T) {
+	t.Run("untyped", func(t *testing.T) { testFoldsErased(t, profileDef) })
+	t.Run("typed", func(t *testing.T) { testFoldsErased(t, typedProfileDef) })
+}
+
+func testFoldsErased(t *testing.T, profileDef func() aggregate.Definition[profile]) {
 	ctx := context.Background()
 	key := make([]byte, store.MasterKeySize)
 	for i := range key {

@@ -234,3 +234,51 @@ func ExampleCommand_expected() {
 	// Output:
 	// refused: the form showed version 1, the order is at version 2
 }
+
+// Evolve and Decide written per Go type: each evolver receives its event's
+// data as its own type, each decider its command's payload, and returns
+// typed events. New refuses a registered event type with no evolver.
+func ExampleOn() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "eventlite-example")
+	defer os.RemoveAll(dir)
+	s, err := store.Open(ctx, filepath.Join(dir, "orders.db"), nil)
+	if err != nil {
+		panic(err)
+	}
+	defer s.Close()
+	var reg envelope.Registry
+	envelope.Register[OrderPlaced](&reg, "order.placed")
+	envelope.Register[OrderPaid](&reg, "order.paid")
+
+	var ev aggregate.Evolvers[Order]
+	aggregate.On(&ev, func(o Order, e aggregate.EventOf[OrderPlaced]) Order {
+		o.Status, o.Total = "placed", e.Payload.Total
+		return o
+	})
+	var dc aggregate.Deciders[Order]
+	aggregate.OnCommand(&dc, func(o Order, c aggregate.CommandOf[PlaceOrder]) ([]OrderPlaced, error) {
+		return []OrderPlaced{{Total: c.Payload.Total}}, nil
+	})
+	def := aggregate.Definition[Order]{Name: "order", Registry: &reg, Evolvers: &ev, Deciders: &dc}
+	if _, err := aggregate.New(s, def, nil); err != nil {
+		fmt.Println(err)
+	}
+
+	aggregate.On(&ev, func(o Order, e aggregate.EventOf[OrderPaid]) Order {
+		o.Status, o.Paid = "paid", o.Paid+e.Payload.Amount
+		return o
+	})
+	orders, err := aggregate.New(s, def, nil)
+	if err != nil {
+		panic(err)
+	}
+	if _, err := orders.Handle(ctx, aggregate.Command{Stream: "order-1", Payload: PlaceOrder{Total: 42}}); err != nil {
+		panic(err)
+	}
+	o, v, _ := orders.Load(ctx, "default", "order-1")
+	fmt.Printf("order-1 is %s (%d) at version %d\n", o.Status, o.Total, v)
+	// Output:
+	// aggregate order: Definition.Evolvers: event type "order.paid" (Go type aggregate_test.OrderPaid) has no evolver: add aggregate.On for aggregate_test.OrderPaid
+	// order-1 is placed (42) at version 1
+}

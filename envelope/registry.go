@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"sync"
 )
@@ -161,6 +162,39 @@ func (r *Registry) TypeOf(v any) (string, bool) {
 		return "", false
 	}
 	return g.eventType, true
+}
+
+// Decoded returns the Go types Decode can return for registered event
+// types: the type of each registered schema version that no upcaster
+// reads on from, once each, ordered by event type and version. A
+// component that needs a handler per Go type (aggregate.On) checks it
+// has one for each.
+func (r *Registry) Decoded() []reflect.Type {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	names := make([]string, 0, len(r.types))
+	for name := range r.types {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var out []reflect.Type
+	for _, name := range names {
+		ent := r.types[name]
+		versions := make([]int, 0, len(ent.versions))
+		for v := range ent.versions {
+			versions = append(versions, v)
+		}
+		slices.Sort(versions)
+		for _, v := range versions {
+			if _, upcast := r.upcasters[schemaKey{name, v}]; upcast {
+				continue
+			}
+			if t := ent.versions[v]; !slices.Contains(out, t) {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
 }
 
 // SetSource sets the source Encode gives the events it builds (Event.Source,

@@ -122,3 +122,24 @@ func TestTypeOf(t *testing.T) {
 		t.Error("TypeOf(nil)")
 	}
 }
+
+// TestDecoded: Decoded lists the Go types Decode can return, and leaves
+// out a version an upcaster reads on from.
+func TestDecoded(t *testing.T) {
+	r := upcastRegistry()
+	envelope.Register[placedV1](r, "order.placed") // version 1, upcast to 2: never decoded as such
+	type shipped struct{}
+	envelope.Register[shipped](r, "order.shipped")
+	var got []string
+	for _, typ := range r.Decoded() {
+		got = append(got, typ.String())
+	}
+	want := []string{"envelope_test.placedV2", "envelope_test.shipped"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Decoded (-want +got):\n%s", diff)
+	}
+	var empty envelope.Registry
+	if n := len(empty.Decoded()); n != 0 {
+		t.Errorf("an empty registry decodes %d types", n)
+	}
+}

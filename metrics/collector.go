@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/publish"
@@ -60,14 +61,27 @@ func NewCollector(s *store.Store, opts *Options) (*Collector, error) {
 	return c, nil
 }
 
-// Register registers a collector of s's figures on reg. It fails when reg
-// already holds one (prometheus.AlreadyRegisteredError).
-func Register(reg prometheus.Registerer, s *store.Store, opts *Options) error {
+// NewRegistry returns a registry holding a collector of s's figures
+// (NewCollector with opts) beside the Go runtime's and the process's
+// collectors: what the CLI's --metrics and serve's /metrics serve. A
+// service that has a registry of its own registers NewCollector on it
+// instead.
+func NewRegistry(s *store.Store, opts *Options) (*prometheus.Registry, error) {
 	c, err := NewCollector(s, opts)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return reg.Register(c)
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(collectors.NewGoCollector()); err != nil {
+		return nil, err
+	}
+	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+		return nil, err
+	}
+	if err := reg.Register(c); err != nil {
+		return nil, err
+	}
+	return reg, nil
 }
 
 var (

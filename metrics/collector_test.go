@@ -214,9 +214,7 @@ func TestMetricsEffectsAwaitingApproval(t *testing.T) {
 	}
 	scrapeAll := func() map[string]float64 {
 		reg := prometheus.NewRegistry()
-		if err := metrics.Register(reg, s, nil); err != nil {
-			t.Fatal(err)
-		}
+		mustRegister(t, reg, s, nil)
 		srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}))
 		defer srv.Close()
 		return scrape(t, srv.URL+"/metrics")
@@ -267,40 +265,93 @@ func TestMetricsCollectorStoreOnly(t *testing.T) {
 	}
 	s2.Close()
 	reg := prometheus.NewRegistry()
-	if err := metrics.Register(reg, s2, nil); err != nil {
-		t.Fatal(err)
-	}
+	mustRegister(t, reg, s2, nil)
 	if _, err := reg.Gather(); err == nil {
 		t.Errorf("a scrape of a closed store succeeded")
 	}
 }
 
-// Register puts one collector on the registry: a second is refused, and
-// bad options are refused before anything is registered.
-func TestRegister(t *testing.T) {
+// NewCollector refuses bad options; one collector per registry (a
+// second is prometheus.AlreadyRegisteredError).
+func TestNewCollectorChecked(t *testing.T) {
 	t.Parallel()
 	s := storetest.MustOpen(t, nil)
 	reg := prometheus.NewRegistry()
-	if err := metrics.Register(reg, s, &metrics.Options{Timeout: time.Second}); err != nil {
+	mustRegister(t, reg, s, &metrics.Options{Timeout: time.Second})
+	c, err := metrics.NewCollector(s, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
 	var are prometheus.AlreadyRegisteredError
-	if err := metrics.Register(reg, s, nil); !errors.As(err, &are) {
-		t.Errorf("second Register: %v, want prometheus.AlreadyRegisteredError", err)
+	if err := reg.Register(c); !errors.As(err, &are) {
+		t.Errorf("second collector: %v, want prometheus.AlreadyRegisteredError", err)
 	}
-	if err := metrics.Register(prometheus.NewRegistry(), s, &metrics.Options{Timeout: -time.Second}); err == nil {
+	if _, err := metrics.NewCollector(s, &metrics.Options{Timeout: -time.Second}); err == nil {
 		t.Errorf("a negative timeout was accepted")
 	}
-	if err := metrics.Register(prometheus.NewRegistry(), nil, nil); err == nil {
+	if _, err := metrics.NewCollector(nil, nil); err == nil {
 		t.Errorf("a nil store was accepted")
+	}
+	if _, err := metrics.NewRegistry(nil, nil); err == nil {
+		t.Errorf("NewRegistry accepted a nil store")
+	}
+}
+
+// NewRegistry holds eventlite's collector beside the Go runtime's and the
+// process's, and the relay's counters when Options.Relay is set.
+func TestNewRegistry(t *testing.T) {
+	t.Parallel()
+	s := storetest.MustOpen(t, nil)
+	gathered := func(opts *metrics.Options) map[string]bool {
+		reg, err := metrics.NewRegistry(s, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]bool{}
+		for _, mf := range mfs {
+			got[mf.GetName()] = true
+		}
+		return got
+	}
+	got := gathered(nil)
+	for _, name := range []string{"eventlite_log_head_position", "go_goroutines", "process_start_time_seconds"} {
+		if !got[name] {
+			t.Errorf("no %s among the gathered metrics", name)
+		}
+	}
+	if got["eventlite_relay_published_total"] {
+		t.Errorf("relay metrics without a relay")
+	}
+	rl, err := publish.New(publish.Options{Store: s, Publisher: publish.NewStdout(io.Discard), Once: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !gathered(&metrics.Options{Relay: rl})["eventlite_relay_published_total"] {
+		t.Errorf("no relay metrics with Options.Relay")
+	}
+}
+
+// mustRegister registers a collector of s's figures on reg.
+func mustRegister(tb testing.TB, reg prometheus.Registerer, s *store.Store, opts *metrics.Options) {
+	tb.Helper()
+	c, err := metrics.NewCollector(s, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := reg.Register(c); err != nil {
+		tb.Fatal(err)
 	}
 }
 
 // downPublisher is a destination that is down.
 type downPublisher struct{ publish.Publisher }
 
-func (downPublisher) Publish(_ context.Context, evs []envelope.Event) []publish.Result {
-	res := make([]publish.Result, len(evs))
+func (downPublisher) Publish(_ context.Context, msgs []publish.Message) []publish.Result {
+	res := make([]publish.Result, len(msgs))
 	for i := range res {
 		res[i].Err = &publish.Error{Class: publish.Unreachable, Err: errors.New("dial: injected")}
 	}

@@ -1,18 +1,25 @@
-// Package metrics is eventlite's Prometheus collector: one call registers
-// it on the registry a service passes in, and every value is read from the
-// store (and a running relay) when Prometheus scrapes; nothing polls in
-// between. A scrape whose reads fail fails, naming the read, so
-// Prometheus's own "up" turns 0.
+// Package metrics is eventlite's Prometheus collector: every value is
+// read from the store (and a running relay) when Prometheus scrapes;
+// nothing polls in between. A scrape whose reads fail fails, naming the
+// read, so Prometheus's own "up" turns 0.
 //
-//	reg := prometheus.NewRegistry()
-//	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-//	if err := metrics.Register(reg, s, &metrics.Options{Relay: relay}); err != nil {
+// NewRegistry returns a registry with the collector beside the Go
+// runtime's and the process's collectors (what the CLI and serve serve):
+//
+//	reg, err := metrics.NewRegistry(s, &metrics.Options{Relay: relay})
+//	if err != nil {
 //		return err
 //	}
 //	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 //
+// A service with a registry of its own registers the collector on it:
+//
+//	c, err := metrics.NewCollector(s, &metrics.Options{Relay: relay})
+//	...
+//	reg.MustRegister(c)
+//
 // The collector adds only eventlite's own metrics: the Go runtime's and
-// the process's are the service's to register (the CLI registers both).
+// the process's are the registry's (NewRegistry registers both).
 // A scrape runs a fixed number of counting queries (the store's
 // Inventory().Counts and Outbox().Stats, projection.AllStats): it lists
 // no dead letter, quarantined or deferred event, conflict or effect, so

@@ -11,7 +11,6 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/inside"
-	"github.com/eventlite/eventlite/metrics"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/storetest"
 )
@@ -90,9 +89,7 @@ func fill(tb testing.TB, s *store.Store, n int) {
 func scrapeRegistry(tb testing.TB, s *store.Store) *prometheus.Registry {
 	tb.Helper()
 	reg := prometheus.NewRegistry()
-	if err := metrics.Register(reg, s, nil); err != nil {
-		tb.Fatal(err)
-	}
+	mustRegister(tb, reg, s, nil)
 	return reg
 }
 

@@ -9,7 +9,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/natsjs"
 	"github.com/eventlite/eventlite/publish"
 )
@@ -29,7 +28,7 @@ func closedURL(t *testing.T) string {
 }
 
 // TestNewNATSUnreachable: a server that does not answer is logged at warn
-// level with the URL and the cause; by default NewNATS still returns a
+// level with the URL and the cause; by default NewPublisher still returns a
 // publisher that retries (Publish: Unreachable); with RequireConnect it
 // fails at once, Unreachable, naming the URL and what to check.
 func TestNewNATSUnreachable(t *testing.T) {
@@ -40,11 +39,11 @@ func TestNewNATSUnreachable(t *testing.T) {
 	}
 
 	var logs bytes.Buffer
-	p, err := natsjs.NewNATS(ctx, natsjs.NATSOptions{URL: url, Logger: logger(&logs)})
+	p, err := natsjs.NewPublisher(ctx, natsjs.Options{URL: url, Logger: logger(&logs)})
 	if err != nil {
 		t.Fatalf("default: %v, want a publisher that retries", err)
 	}
-	res := p.Publish(ctx, []envelope.Event{newEvent(t, "order.placed", map[string]int{"n": 1})})
+	res := p.Publish(ctx, publish.Messages(newEvent(t, "order.placed", map[string]int{"n": 1})))
 	if publish.ClassOf(res[0].Err) != publish.Unreachable {
 		t.Errorf("publish while unreachable: %v, want Unreachable", res[0].Err)
 	}
@@ -57,13 +56,13 @@ func TestNewNATSUnreachable(t *testing.T) {
 	}
 
 	logs.Reset()
-	p, err = natsjs.NewNATS(ctx, natsjs.NATSOptions{URL: url, RequireConnect: true, Logger: logger(&logs)})
+	p, err = natsjs.NewPublisher(ctx, natsjs.Options{URL: url, RequireConnect: true, Logger: logger(&logs)})
 	if err == nil {
 		_ = p.Close()
 		t.Fatal("RequireConnect: no error")
 	}
 	prefix := "connect to NATS at " + url + ": "
-	suffix := ": check the URL and that the server runs (NATSOptions.RequireConnect)"
+	suffix := ": check the URL and that the server runs (natsjs.Options.RequireConnect)"
 	if msg := err.Error(); !strings.HasPrefix(msg, prefix) || !strings.HasSuffix(msg, suffix) || !strings.Contains(msg, "connection refused") {
 		t.Errorf("RequireConnect: %q, want %q...connection refused...%q", msg, prefix, suffix)
 	}

@@ -1,5 +1,5 @@
 // Package natsjs is eventlite's NATS JetStream edge: the relay's
-// publisher (NATS, a publish.Publisher) with its subject templates, and
+// publisher (Publisher, a publish.Publisher) with its subject templates, and
 // the loop that feeds a projection.Consumer from a durable JetStream pull
 // consumer (RunJetStream, DecodeMessage). It is the only eventlite package
 // that imports nats.go; store, projection, publish and replay do not, so a
@@ -7,7 +7,7 @@
 // in-process JetStream server for tests is in natsjs/natstest, so that
 // linking the publisher does not link nats-server.
 //
-//	pub, err := natsjs.NewNATS(ctx, natsjs.NATSOptions{URL: "nats://127.0.0.1:4222", CreateStream: true, Logger: log})
+//	pub, err := natsjs.NewPublisher(ctx, natsjs.Options{URL: "nats://127.0.0.1:4222", CreateStream: true, Logger: log})
 //	if err != nil { ... }
 //	defer pub.Close()
 //	r, err := publish.New(publish.Options{Store: s, Publisher: pub, Logger: log})
@@ -26,7 +26,7 @@
 //     mode (ce- headers, the same bytes as sdk-go's binding) and
 //     Nats-Msg-Id = "<tenant>:<event id>" (MessageID), unique across
 //     tenants, so JetStream stores one copy per event within the stream's
-//     duplicate window (DuplicateWindow for a stream NewNATS creates); an
+//     duplicate window (DuplicateWindow for a stream NewPublisher creates); an
 //     ack that says duplicate counts as delivered. Events go pipelined, in
 //     order, on one connection; an event that cannot be encoded, is larger
 //     than the server's max_payload or makes a publish line longer than

@@ -38,11 +38,11 @@ func seed(t testing.TB) uint64 {
 	return s
 }
 
-func newNATS(t testing.TB, url string, o natsjs.NATSOptions) *natsjs.NATS {
+func newNATS(t testing.TB, url string, o natsjs.Options) *natsjs.Publisher {
 	t.Helper()
 	o.URL = url
 	o.CreateStream = true
-	p, err := natsjs.NewNATS(context.Background(), o)
+	p, err := natsjs.NewPublisher(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ import (
 // DefaultStream is the default JetStream stream name.
 const DefaultStream = "EVENTLITE"
 
-// ErrNoStream: the JetStream stream does not exist, and NATSOptions did
+// ErrNoStream: the JetStream stream does not exist, and Options did
 // not say to create it. The error is Fatal.
 var ErrNoStream = errors.New("JetStream stream not found")
 
@@ -34,13 +34,13 @@ var ErrNoStream = errors.New("JetStream stream not found")
 const DefaultMaxControlLine = 4096
 
 // DuplicateWindow is the dedupe window of a stream that NATS creates
-// (NATSOptions.CreateStream). JetStream dedupes by message id only within
+// (Options.CreateStream). JetStream dedupes by message id only within
 // its stream's window.
 const DuplicateWindow = 10 * time.Minute
 
-// NATSOptions configures NewNATS. Zero fields take the documented
+// Options configures NewPublisher. Zero fields take the documented
 // defaults.
-type NATSOptions struct {
+type Options struct {
 	// URL is the NATS server, nats://HOST:PORT. Required unless Conn is
 	// set.
 	URL string
@@ -74,9 +74,9 @@ type NATSOptions struct {
 	// (a server that read it would close the connection). Default
 	// DefaultMaxControlLine, nats-server's default.
 	MaxControlLine int
-	// RequireConnect makes NewNATS fail when the server at URL does not
+	// RequireConnect makes NewPublisher fail when the server at URL does not
 	// answer its first connection attempt, so that a wrong URL is caught
-	// at start. Default false: NewNATS logs a warning naming the URL and
+	// at start. Default false: NewPublisher logs a warning naming the URL and
 	// the cause and returns a publisher that keeps retrying (Publish
 	// reports Unreachable until the server answers). Ignored with Conn.
 	RequireConnect bool
@@ -84,44 +84,44 @@ type NATSOptions struct {
 	Logger hclog.Logger
 }
 
-// ParseNATSURL reads the CLI's destination form
+// ParseURL reads the CLI's destination form
 // nats://HOST:PORT[?stream=NAME&subject=TEMPLATE] into options (URL,
 // Stream, Subject; the rest zero). It checks the port and the subject
 // template, so that a program can refuse a malformed destination before
 // it opens anything.
-func ParseNATSURL(s string) (NATSOptions, error) {
+func ParseURL(s string) (Options, error) {
 	u, err := url.Parse(s)
 	if err != nil {
-		return NATSOptions{}, fmt.Errorf("NATS destination %q: %w", s, err)
+		return Options{}, fmt.Errorf("NATS destination %q: %w", s, err)
 	}
 	if u.Scheme != "nats" && u.Scheme != "tls" {
-		return NATSOptions{}, fmt.Errorf("NATS destination %q: want nats://HOST:PORT", s)
+		return Options{}, fmt.Errorf("NATS destination %q: want nats://HOST:PORT", s)
 	}
 	if u.Host == "" || u.Hostname() == "" {
-		return NATSOptions{}, fmt.Errorf("NATS destination %q: no host", s)
+		return Options{}, fmt.Errorf("NATS destination %q: no host", s)
 	}
 	if err := checkPort(u); err != nil {
-		return NATSOptions{}, fmt.Errorf("NATS destination %q: %w", s, err)
+		return Options{}, fmt.Errorf("NATS destination %q: %w", s, err)
 	}
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
-		return NATSOptions{}, fmt.Errorf("NATS destination %q: %w", s, err)
+		return Options{}, fmt.Errorf("NATS destination %q: %w", s, err)
 	}
-	o := NATSOptions{Stream: q.Get("stream"), Subject: q.Get("subject")}
+	o := Options{Stream: q.Get("stream"), Subject: q.Get("subject")}
 	for k := range q {
 		if k != "stream" && k != "subject" {
-			return NATSOptions{}, fmt.Errorf("NATS destination %q: unknown parameter %q (want stream and subject)", s, k)
+			return Options{}, fmt.Errorf("NATS destination %q: unknown parameter %q (want stream and subject)", s, k)
 		}
 	}
 	if q.Has("stream") && o.Stream == "" || q.Has("subject") && o.Subject == "" {
-		return NATSOptions{}, fmt.Errorf("NATS destination %q: empty stream or subject", s)
+		return Options{}, fmt.Errorf("NATS destination %q: empty stream or subject", s)
 	}
 	if strings.ContainsAny(o.Stream, ".*>/\\ \t\r\n") {
-		return NATSOptions{}, fmt.Errorf("NATS destination %q: stream name %q holds '.', '*', '>', a slash or white space, which JetStream refuses", s, o.Stream)
+		return Options{}, fmt.Errorf("NATS destination %q: stream name %q holds '.', '*', '>', a slash or white space, which JetStream refuses", s, o.Stream)
 	}
 	if o.Subject != "" {
 		if _, err := parseSubject(o.Subject); err != nil {
-			return NATSOptions{}, fmt.Errorf("NATS destination %q: %w", s, err)
+			return Options{}, fmt.Errorf("NATS destination %q: %w", s, err)
 		}
 	}
 	u.RawQuery, u.Fragment = "", ""
@@ -137,8 +137,8 @@ func ParseNATSURL(s string) (NATSOptions, error) {
 // so that JetStream stores one copy of an event however often it is
 // published within the stream's duplicate window. An ack that says
 // duplicate counts as delivered; the ack's stream sequence is returned.
-type NATS struct {
-	opts    NATSOptions
+type Publisher struct {
+	opts    Options
 	nc      *nats.Conn
 	ownConn bool
 	js      jetstream.JetStream
@@ -156,15 +156,15 @@ type NATS struct {
 	closed  chan struct{} // closed by the connection's last callback
 }
 
-var _ publish.Publisher = (*NATS)(nil)
+var _ publish.Publisher = (*Publisher)(nil)
 
-// NewNATS connects to the server (or takes opts.Conn) and checks the
+// NewPublisher connects to the server (or takes opts.Conn) and checks the
 // stream, creating it when opts.CreateStream says so. A server that cannot
 // be reached is logged at warn level with the cause, and, unless
-// opts.RequireConnect is set (then NewNATS fails, Unreachable), does not
+// opts.RequireConnect is set (then NewPublisher fails, Unreachable), does not
 // fail it: the connection keeps retrying and Publish reports Unreachable
 // until it is up, then checks the stream.
-func NewNATS(ctx context.Context, opts NATSOptions) (*NATS, error) {
+func NewPublisher(ctx context.Context, opts Options) (*Publisher, error) {
 	if opts.Stream == "" {
 		opts.Stream = DefaultStream
 	}
@@ -181,7 +181,7 @@ func NewNATS(ctx context.Context, opts NATSOptions) (*NATS, error) {
 		opts.MaxControlLine = DefaultMaxControlLine
 	}
 	if opts.AckTimeout < 0 || opts.MaxInFlight < 0 || opts.MaxControlLine < 0 {
-		return nil, errors.New("natsjs: NATSOptions fields must not be negative")
+		return nil, errors.New("natsjs: Options fields must not be negative")
 	}
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
@@ -195,12 +195,12 @@ func NewNATS(ctx context.Context, opts NATSOptions) (*NATS, error) {
 			return nil, err
 		}
 	}
-	p := &NATS{opts: opts, subject: tmpl, log: opts.Logger.Named("nats"), closed: make(chan struct{})}
+	p := &Publisher{opts: opts, subject: tmpl, log: opts.Logger.Named("nats"), closed: make(chan struct{})}
 	if opts.Conn != nil {
 		p.nc = opts.Conn
 	} else {
 		if opts.URL == "" {
-			return nil, errors.New("natsjs: NATSOptions needs a URL or a Conn")
+			return nil, errors.New("natsjs: Options needs a URL or a Conn")
 		}
 		p.ownConn = true
 		p.nc, err = nats.Connect(opts.URL,
@@ -247,14 +247,14 @@ func NewNATS(ctx context.Context, opts NATSOptions) (*NATS, error) {
 	if opts.RequireConnect {
 		p.log.Warn("NATS does not answer", "url", opts.URL, "error", cause)
 		p.Close()
-		return nil, classed(publish.Unreachable, fmt.Errorf("connect to NATS at %s: %s: check the URL and that the server runs (NATSOptions.RequireConnect)", opts.URL, cause))
+		return nil, classed(publish.Unreachable, fmt.Errorf("connect to NATS at %s: %s: check the URL and that the server runs (natsjs.Options.RequireConnect)", opts.URL, cause))
 	}
 	p.log.Warn("NATS does not answer yet; retrying in the background (publishes fail Unreachable until it does)", "url", opts.URL, "error", cause)
 	return p, nil
 }
 
 // checkStream finds the stream, or creates it when told to, once.
-func (p *NATS) checkStream(ctx context.Context) error {
+func (p *Publisher) checkStream(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.checked {
@@ -293,9 +293,11 @@ func (p *NATS) checkStream(ctx context.Context) error {
 // sending it encodes every event: one that cannot be encoded, that is
 // larger than the server's max_payload, or whose subject makes a publish
 // line longer than MaxControlLine, fails Permanent, and its stream's
-// later events in the call are not sent.
-func (p *NATS) Publish(ctx context.Context, events []envelope.Event) []publish.Result {
-	res := make([]publish.Result, len(events))
+// later events in the call are not sent. Each message's Headers (the
+// per-hop trace context) are NATS headers beside the event's ce-
+// headers, counted toward max_payload.
+func (p *Publisher) Publish(ctx context.Context, msgs []publish.Message) []publish.Result {
+	res := make([]publish.Result, len(msgs))
 	fail := func(from int, err error) []publish.Result {
 		for i := from; i < len(res); i++ {
 			if res[i].Err == nil {
@@ -312,18 +314,18 @@ func (p *NATS) Publish(ctx context.Context, events []envelope.Event) []publish.R
 	}
 	maxPayload := p.nc.MaxPayload()
 	var failed map[streamKey]bool
-	futures := make([]jetstream.PubAckFuture, len(events))
+	futures := make([]jetstream.PubAckFuture, len(msgs))
 	stall := jetstream.WithStallWait(p.opts.AckTimeout)
 	expect := jetstream.WithExpectStream(p.opts.Stream)
 send:
-	for i := range events {
-		e := &events[i]
+	for i := range msgs {
+		e := &msgs[i].Event
 		k := keyOf(e)
 		if failed[k] {
 			res[i].Err = publish.ErrNotAttempted
 			continue
 		}
-		msg, err := p.message(e, publish.HopHeaders(ctx, i), maxPayload)
+		msg, err := p.message(e, msgs[i].Headers, maxPayload)
 		if err == nil {
 			futures[i], err = p.js.PublishMsgAsync(msg, jetstream.WithMsgID(MessageID(e)), expect, stall)
 			err = p.classify(err)
@@ -385,7 +387,7 @@ func MessageID(e *envelope.Event) string { return e.Tenant + ":" + e.ID }
 // that the publish adds. hop holds the per-hop trace headers (lowercase
 // keys, as set: NATS headers are case-sensitive); none replaces a ce-
 // header.
-func (p *NATS) message(e *envelope.Event, hop map[string]string, maxPayload int64) (*nats.Msg, error) {
+func (p *Publisher) message(e *envelope.Event, hop map[string]string, maxPayload int64) (*nats.Msg, error) {
 	h, err := binaryHeaders(e)
 	if err != nil {
 		return nil, classed(publish.Permanent, fmt.Errorf("event %s cannot be encoded for NATS: %w", e.ID, err))
@@ -429,11 +431,11 @@ type SubjectTooLongError struct {
 	EventID string
 	Subject string // the rendered subject
 	Line    int    // the publish line's length, bytes
-	Limit   int    // NATSOptions.MaxControlLine
+	Limit   int    // Options.MaxControlLine
 }
 
 func (e *SubjectTooLongError) Error() string {
-	return fmt.Sprintf("event %s: its NATS subject is %d bytes (%q), which makes a publish line of %d bytes, over the server's max_control_line of %d: use a subject template with fewer or shorter placeholders (every escaped byte takes three), or raise max_control_line on the server and NATSOptions.MaxControlLine to match; then eventlite dlq retry %s",
+	return fmt.Sprintf("event %s: its NATS subject is %d bytes (%q), which makes a publish line of %d bytes, over the server's max_control_line of %d: use a subject template with fewer or shorter placeholders (every escaped byte takes three), or raise max_control_line on the server and natsjs.Options.MaxControlLine to match; then eventlite dlq retry %s",
 		e.EventID, len(e.Subject), truncate(e.Subject), e.Line, e.Limit, e.EventID)
 }
 
@@ -455,7 +457,7 @@ func (e *TooLargeError) Error() string {
 func (e *TooLargeError) Unwrap() error { return store.ErrTooLarge }
 
 // classify gives a NATS or JetStream error its class.
-func (p *NATS) classify(err error) error {
+func (p *Publisher) classify(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -485,7 +487,7 @@ func (p *NATS) classify(err error) error {
 }
 
 // Ping checks that the server answers JetStream requests.
-func (p *NATS) Ping(ctx context.Context) error {
+func (p *Publisher) Ping(ctx context.Context) error {
 	if !p.nc.IsConnected() {
 		return classed(publish.Unreachable, fmt.Errorf("NATS at %s: not connected (%s)", p.opts.URL, p.nc.Status()))
 	}
@@ -497,9 +499,9 @@ func (p *NATS) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close closes the connection NewNATS opened (not one passed in Conn)
+// Close closes the connection NewPublisher opened (not one passed in Conn)
 // and waits for its callbacks, which log, to finish.
-func (p *NATS) Close() error {
+func (p *Publisher) Close() error {
 	if !p.ownConn || p.nc == nil || p.closing.Swap(true) {
 		return nil
 	}
@@ -512,7 +514,7 @@ func (p *NATS) Close() error {
 }
 
 // Conn returns the NATS connection.
-func (p *NATS) Conn() *nats.Conn { return p.nc }
+func (p *Publisher) Conn() *nats.Conn { return p.nc }
 
 // binaryHeaders encodes an event's attributes as NATS headers in
 // CloudEvents binary mode, as sdk-go's NATS JetStream binding writes them:

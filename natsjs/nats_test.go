@@ -19,19 +19,19 @@ import (
 func TestParseNATSURL(t *testing.T) {
 	tests := []struct {
 		in      string
-		want    natsjs.NATSOptions
+		want    natsjs.Options
 		wantErr bool
 	}{
-		{in: "nats://127.0.0.1:4222", want: natsjs.NATSOptions{URL: "nats://127.0.0.1:4222"}},
-		{in: "nats://h:1?stream=ORDERS&subject=orders.{tenant}.{stream}", want: natsjs.NATSOptions{URL: "nats://h:1", Stream: "ORDERS", Subject: "orders.{tenant}.{stream}"}},
-		{in: "nats://h:1?subject=a.%7Btype%7D", want: natsjs.NATSOptions{URL: "nats://h:1", Subject: "a.{type}"}},
+		{in: "nats://127.0.0.1:4222", want: natsjs.Options{URL: "nats://127.0.0.1:4222"}},
+		{in: "nats://h:1?stream=ORDERS&subject=orders.{tenant}.{stream}", want: natsjs.Options{URL: "nats://h:1", Stream: "ORDERS", Subject: "orders.{tenant}.{stream}"}},
+		{in: "nats://h:1?subject=a.%7Btype%7D", want: natsjs.Options{URL: "nats://h:1", Subject: "a.{type}"}},
 		{in: "nats://h:1?bogus=1", wantErr: true},
 		{in: "nats://h:1?stream=", wantErr: true},
 		{in: "http://h:1", wantErr: true},
 		{in: "nats://", wantErr: true},
 	}
 	for _, tt := range tests {
-		got, err := natsjs.ParseNATSURL(tt.in)
+		got, err := natsjs.ParseURL(tt.in)
 		if (err != nil) != tt.wantErr {
 			t.Errorf("%s: error %v, want error %v", tt.in, err, tt.wantErr)
 			continue
@@ -59,11 +59,11 @@ func TestSubjectTemplates(t *testing.T) {
 	}
 	for i, tt := range tests {
 		stream := "S" + string(rune('A'+i))
-		p, err := natsjs.NewNATS(context.Background(), natsjs.NATSOptions{URL: srv.URL(), Stream: stream, Subject: tt.template, CreateStream: true})
+		p, err := natsjs.NewPublisher(context.Background(), natsjs.Options{URL: srv.URL(), Stream: stream, Subject: tt.template, CreateStream: true})
 		if err != nil {
 			t.Fatalf("%q: %v", tt.template, err)
 		}
-		if r := p.Publish(context.Background(), []envelope.Event{e}); r[0].Err != nil {
+		if r := p.Publish(context.Background(), publish.Messages(e)); r[0].Err != nil {
 			t.Fatalf("%q: %v", tt.template, r[0].Err)
 		}
 		p.Close()
@@ -82,13 +82,13 @@ func TestSubjectTemplates(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"a..b", "a.*", "a.>", "a.{nope}", "a.{type", ".a", "a b.{type}", "x.y.{type}-{tenant}", "x.{tenant}{stream}"} {
-		if _, err := natsjs.NewNATS(context.Background(), natsjs.NATSOptions{URL: srv.URL(), Subject: bad, CreateStream: true}); err == nil {
+		if _, err := natsjs.NewPublisher(context.Background(), natsjs.Options{URL: srv.URL(), Subject: bad, CreateStream: true}); err == nil {
 			t.Errorf("template %q accepted", bad)
 		}
 	}
 	// A stream for a template that starts with a placeholder would take
 	// every subject: refused.
-	if _, err := natsjs.NewNATS(context.Background(), natsjs.NATSOptions{URL: srv.URL(), Subject: "{tenant}.x", CreateStream: true}); err == nil {
+	if _, err := natsjs.NewPublisher(context.Background(), natsjs.Options{URL: srv.URL(), Subject: "{tenant}.x", CreateStream: true}); err == nil {
 		t.Errorf("--create-stream for a template without a fixed prefix accepted")
 	}
 	if got := natsjs.SanitizeToken("a.b*c>d\te f\x01_"); got != "a_2Eb_2Ac_3Ed_09e_20f_01_5F" {
@@ -98,24 +98,24 @@ func TestSubjectTemplates(t *testing.T) {
 
 func TestNATSMissingStream(t *testing.T) {
 	srv := natstest.RunJetStream(t, nil)
-	_, err := natsjs.NewNATS(context.Background(), natsjs.NATSOptions{URL: srv.URL()})
+	_, err := natsjs.NewPublisher(context.Background(), natsjs.Options{URL: srv.URL()})
 	if err == nil || !strings.Contains(err.Error(), "--create-stream") || publish.ClassOf(err) != publish.Fatal {
 		t.Fatalf("missing stream: %v", err)
 	}
 	// Found missing only once the broker is reachable: then Publish says so.
 	srv.Shutdown()
-	p, err := natsjs.NewNATS(context.Background(), natsjs.NATSOptions{URL: srv.URL()})
+	p, err := natsjs.NewPublisher(context.Background(), natsjs.Options{URL: srv.URL()})
 	if err != nil {
 		t.Fatalf("with the broker down: %v", err)
 	}
 	defer p.Close()
 	e := envelope.Event{ID: "1", Source: "/s", Type: "t", Tenant: "default", Stream: "s"}
-	if r := p.Publish(context.Background(), []envelope.Event{e}); publish.ClassOf(r[0].Err) != publish.Unreachable {
+	if r := p.Publish(context.Background(), publish.Messages(e)); publish.ClassOf(r[0].Err) != publish.Unreachable {
 		t.Fatalf("while down: %v", r[0].Err)
 	}
 	srv.Start()
 	eventually(t, "the missing stream to be reported", 20*time.Second, func() bool {
-		r := p.Publish(context.Background(), []envelope.Event{e})
+		r := p.Publish(context.Background(), publish.Messages(e))
 		return publish.ClassOf(r[0].Err) == publish.Fatal && strings.Contains(r[0].Err.Error(), "--create-stream")
 	})
 }
@@ -124,11 +124,11 @@ func TestNATSMissingStream(t *testing.T) {
 // one that cannot be encoded: permanent.
 func TestNATSUnencodableEvent(t *testing.T) {
 	srv := natstest.RunJetStream(t, nil)
-	p := newNATS(t, srv.URL(), natsjs.NATSOptions{})
+	p := newNATS(t, srv.URL(), natsjs.Options{})
 	good := envelope.Event{ID: "1", Source: "/s", Type: "t", Tenant: "default", Stream: "s", StreamVersion: 1}
 	bad := good
 	bad.ID, bad.Stream, bad.Extensions = "2", "other", map[string]any{"note": "line one\nline two"}
-	res := p.Publish(context.Background(), []envelope.Event{bad, good})
+	res := p.Publish(context.Background(), publish.Messages(bad, good))
 	if publish.ClassOf(res[0].Err) != publish.Permanent || !strings.Contains(res[0].Err.Error(), "cannot be encoded") {
 		t.Errorf("unencodable: %v", res[0].Err)
 	}

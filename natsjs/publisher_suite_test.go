@@ -35,7 +35,7 @@ const suiteMaxPayload = 64 << 10
 func openNATS(t *testing.T) (publish.Publisher, publishtest.Sink) {
 	srv := natstest.RunJetStream(t, &natstest.ServerOptions{MaxPayload: suiteMaxPayload})
 	proxy := natstest.NewProxy(t, strings.TrimPrefix(srv.URL(), "nats://"))
-	p, err := natsjs.NewNATS(context.Background(), natsjs.NATSOptions{URL: proxy.URL(), CreateStream: true, AckTimeout: 500 * time.Millisecond})
+	p, err := natsjs.NewPublisher(context.Background(), natsjs.Options{URL: proxy.URL(), CreateStream: true, AckTimeout: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,10 +43,14 @@ func openNATS(t *testing.T) (publish.Publisher, publishtest.Sink) {
 	return p, &natsSink{srv: srv, proxy: proxy}
 }
 
-func (s *natsSink) Received(t *testing.T) []envelope.Event {
-	var out []envelope.Event
+func (s *natsSink) Received(t *testing.T) []publishtest.Delivery {
+	var out []publishtest.Delivery
 	for _, m := range s.srv.Messages(t, natsjs.DefaultStream) {
-		out = append(out, decodeNATS(t, m))
+		h := map[string]string{}
+		for k, v := range m.Headers() {
+			h[k] = v[0]
+		}
+		out = append(out, publishtest.Delivery{Event: decodeNATS(t, m), Headers: h})
 	}
 	return out
 }

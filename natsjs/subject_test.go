@@ -114,7 +114,7 @@ func TestSanitizeTokenIsInjective(t *testing.T) {
 // tenant sees only that tenant's events.
 func TestTenantsNeverShareASubject(t *testing.T) {
 	srv := natstest.RunJetStream(t, nil)
-	p := newNATS(t, srv.URL(), natsjs.NATSOptions{Subject: "eventlite.{tenant}.{stream}.{type}"})
+	p := newNATS(t, srv.URL(), natsjs.Options{Subject: "eventlite.{tenant}.{stream}.{type}"})
 	tenants := []string{"a.b", "a_b", "a-b"}
 	values := []string{"a.b", "a_b", "a*b", "a>b", "a b", "_", ""}
 	type key struct{ tenant, stream, typ string }
@@ -129,7 +129,7 @@ func TestTenantsNeverShareASubject(t *testing.T) {
 			}
 		}
 	}
-	for i, r := range p.Publish(context.Background(), evs) {
+	for i, r := range p.Publish(context.Background(), publish.Messages(evs...)) {
 		if r.Err != nil {
 			t.Fatalf("event %d (%q %q %q): %v", i, evs[i].Tenant, evs[i].Stream, evs[i].Type, r.Err)
 		}
@@ -197,7 +197,7 @@ func TestSubjectTooLongIsDeadLettered(t *testing.T) {
 	appendEvents(t, s, "default", "long", 1) // waits behind the dead letter
 	others := append(appendEvents(t, s, "default", "other", 3), appendEvents(t, s, "acme", "other", 2)...)
 	// Each {type} token of the long event is 1,000 bytes: 5,000 in all.
-	p := newNATS(t, srv.URL(), natsjs.NATSOptions{Subject: "t.{type}.{type}.{type}.{type}.{type}"})
+	p := newNATS(t, srv.URL(), natsjs.Options{Subject: "t.{type}.{type}.{type}.{type}.{type}"})
 	bs := newBatches()
 	r := newRelay(t, publish.Options{Store: s, Publisher: p, Once: true, MaxAttempts: 5, OnBatch: bs.add})
 	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
@@ -232,12 +232,12 @@ func TestSubjectTooLongIsDeadLettered(t *testing.T) {
 // refused before sending, with the connection still up.
 func TestSubjectLengthLimitIsTheServers(t *testing.T) {
 	srv := natstest.RunJetStream(t, nil)
-	p := newNATS(t, srv.URL(), natsjs.NATSOptions{Subject: "t.{type}.{type}.{type}.{type}"})
+	p := newNATS(t, srv.URL(), natsjs.Options{Subject: "t.{type}.{type}.{type}.{type}"})
 	var evs []envelope.Event
 	for n := 1000; n <= 1024; n++ { // 4 x n + 5 bytes: across the 4,096-byte line
 		evs = append(evs, envelope.Event{ID: strconv.Itoa(n), Source: "/s", Type: strings.Repeat("a", n), Tenant: "default", Stream: strconv.Itoa(n), StreamVersion: 1})
 	}
-	res := p.Publish(context.Background(), evs)
+	res := p.Publish(context.Background(), publish.Messages(evs...))
 	sent, refused := 0, 0
 	for i, r := range res {
 		var tl *natsjs.SubjectTooLongError

@@ -34,7 +34,7 @@ func TestRelayTracesToNATS(t *testing.T) {
 	defer tp.Shutdown(context.Background())
 	s := storetest.MustOpen(t, &store.Options{TracerProvider: tp})
 	srv := natstest.RunJetStream(t, nil)
-	p := newNATS(t, srv.URL(), natsjs.NATSOptions{})
+	p := newNATS(t, srv.URL(), natsjs.Options{})
 
 	traced := newEvent(t, "order.placed", map[string]int{"n": 1})
 	const odd = "00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01" // stored, not W3C
@@ -113,22 +113,22 @@ func TestRelayTracesToNATS(t *testing.T) {
 func TestHopHeadersCountTowardMaxPayload(t *testing.T) {
 	const limit = 1024
 	srv := natstest.RunJetStream(t, &natstest.ServerOptions{MaxPayload: limit})
-	p := newNATS(t, srv.URL(), natsjs.NATSOptions{})
+	p := newNATS(t, srv.URL(), natsjs.Options{})
 	event := func(n int) envelope.Event {
 		return envelope.Event{ID: "1", Source: "/s", Type: "t", Tenant: "default", Stream: "s", StreamVersion: 1, Data: []byte(strings.Repeat("x", n)), DataContentType: "text/plain"}
 	}
-	res := p.Publish(context.Background(), []envelope.Event{event(2 * limit)})
+	res := p.Publish(context.Background(), publish.Messages(event(2*limit)))
 	var tl *natsjs.TooLargeError
 	if !errors.As(res[0].Err, &tl) {
 		t.Fatalf("measuring: %v", res[0].Err)
 	}
 	fits := event(2*limit - int(tl.Size-limit) - 40) // 40 bytes under the limit
-	hop := []map[string]string{{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}
-	res = p.Publish(publish.WithHopHeaders(context.Background(), hop), []envelope.Event{fits})
+	hop := map[string]string{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+	res = p.Publish(context.Background(), []publish.Message{{Event: fits, Headers: hop}})
 	if !errors.As(res[0].Err, &tl) {
 		t.Errorf("with per-hop headers: %v, want a *TooLargeError", res[0].Err)
 	}
-	if res = p.Publish(context.Background(), []envelope.Event{fits}); res[0].Err != nil {
+	if res = p.Publish(context.Background(), publish.Messages(fits)); res[0].Err != nil {
 		t.Errorf("without per-hop headers: %v", res[0].Err)
 	}
 }

@@ -94,7 +94,7 @@ func TestTraceTreeAcrossServices(t *testing.T) {
 			}
 			return []any{OrderPlaced{Order: cmd.Stream, Total: cmd.Payload.(PlaceOrder).Total}}, nil
 		},
-	}, &aggregate.Options{TracerProvider: a.tp, Propagator: prop})
+	}, &aggregate.Options{TracerProvider: a.tp})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestTraceTreeAcrossServices(t *testing.T) {
 		t.Fatal(err)
 	}
 	caller.End()
-	pub := newNATS(t, srv.URL(), natsjs.NATSOptions{})
+	pub := newNATS(t, srv.URL(), natsjs.Options{})
 	relay := newRelay(t, publish.Options{Store: sa, Publisher: pub, Once: true, TracerProvider: a.tp, Propagator: prop})
 	if err := relay.Run(ctx); err != nil {
 		t.Fatal(err)
@@ -158,7 +158,7 @@ func TestTraceTreeAcrossServices(t *testing.T) {
 	var folded int
 	runner, err := projection.NewRunner(sb, projection.Projection{Name: "recorded", Types: []string{"order.recorded"},
 		Apply: func(context.Context, *projection.Tx, envelope.Event) error { folded++; return nil }},
-		&projection.RunnerOptions{TracerProvider: b.tp, Propagator: prop})
+		&projection.RunnerOptions{TracerProvider: b.tp})
 	if err != nil {
 		t.Fatal(err)
 	}

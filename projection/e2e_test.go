@@ -120,7 +120,7 @@ func TestEndToEndShuffledWithKills(t *testing.T) {
 	total := aggregates * versions
 	srv := natstest.RunJetStream(t, nil)
 	nc := srv.Connect(t)
-	pub, err := natsjs.NewNATS(ctx, natsjs.NATSOptions{Conn: nc, CreateStream: true})
+	pub, err := natsjs.NewPublisher(ctx, natsjs.Options{Conn: nc, CreateStream: true})
 	if err != nil {
 		t.Fatal(err)
 	}

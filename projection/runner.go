@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventlite/eventlite/envelope"
@@ -77,10 +76,6 @@ type RunnerOptions struct {
 	// linked to at most 128 of the batch's event origins. Default: otel's
 	// global provider, looked up at each batch.
 	TracerProvider trace.TracerProvider
-	// Propagator is kept for symmetry with the other components: a
-	// runner reads the log, not a transport. Default: otel's global
-	// propagator.
-	Propagator propagation.TextMapPropagator
 	// Latency, when set, observes how long each batch that had work took
 	// (operation "projection_batch"), with the batch's span in its
 	// context. Default: none.
@@ -132,7 +127,7 @@ func NewRunner(s *store.Store, p Projection, opts *RunnerOptions) (*Runner, erro
 	}
 	recordBuilt(s, p.Name) // WaitFor knows it from now on
 	return &Runner{s: s, p: p, opts: o, log: o.Logger.Named("projection." + p.Name), names: p.liveTables(), types: p.EventTypes(),
-		trace: tracing.Config{TP: o.TracerProvider, Prop: o.Propagator}}, nil
+		trace: tracing.Config{TP: o.TracerProvider}}, nil
 }
 
 // Run waits for the projection's lease (standing by while another runner

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 )
@@ -293,12 +292,12 @@ func (o *outcome) whole() bool {
 // publisher broke its contract.
 func (r *Relay) publishBatch(ctx context.Context, lease store.Lease, rows []store.OutboxRow) (*outcome, error) {
 	o := &outcome{rows: rows, rep: BatchReport{Token: lease.Token, Rows: len(rows), First: rows[0].Event.Position, Last: rows[len(rows)-1].Event.Position}}
-	events := make([]envelope.Event, len(rows))
+	msgs := make([]Message, len(rows))
 	for i := range rows {
-		events[i] = rows[i].Event
+		msgs[i].Event = rows[i].Event
 	}
-	pctx, rd := r.startRound(ctx, events)
-	results := r.pub.Publish(pctx, events)
+	rd := r.startRound(ctx, msgs)
+	results := r.pub.Publish(ctx, msgs)
 	rd.end(results)
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -186,7 +186,7 @@ func BenchmarkRelay(b *testing.B) {
 		b.Fatal(err)
 	}
 	resetRound(b, db, js)
-	pub, err := natsjs.NewNATS(context.Background(), natsjs.NATSOptions{Conn: nc})
+	pub, err := natsjs.NewPublisher(context.Background(), natsjs.Options{Conn: nc})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func BenchmarkOutboxLag(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		pub, err := natsjs.NewNATS(context.Background(), natsjs.NATSOptions{URL: srv.URL(), CreateStream: true})
+		pub, err := natsjs.NewPublisher(context.Background(), natsjs.Options{URL: srv.URL(), CreateStream: true})
 		if err != nil {
 			b.Fatal(err)
 		}

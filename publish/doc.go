@@ -19,7 +19,8 @@
 //   - Tracing: the relay starts a send span per round (its own trace,
 //     linked to the events' origins) and one per message, parented on the
 //     event's stored traceparent; NATS and HTTP messages carry that span's
-//     context as per-hop traceparent/tracestate headers (HopHeaders), while
+//     context as per-hop traceparent/tracestate headers (Message.Headers,
+//     handed to the Publisher with each event), while
 //     ce-traceparent keeps the origin unchanged. With no TracerProvider set,
 //     no span starts and no header is added.
 //   - Repeats are harmless: every copy of an event carries the same id.
@@ -82,7 +83,7 @@
 //
 // # Publishers
 //
-// natsjs.NATS publishes CloudEvents binary mode (ce- headers written through
+// natsjs.Publisher publishes CloudEvents binary mode (ce- headers written through
 // sdk-go's binding) to a subject from a template, "eventlite.{tenant}.{type}"
 // by default, each value escaped ("a.b" becomes "a_2Eb") so that two tenants,
 // streams or types never share a subject; HTTP posts with sdk-go's CloudEvents HTTP client, binary mode

@@ -104,10 +104,11 @@ func NewHTTP(opts HTTPOptions) (*HTTP, error) {
 // Publish sends the events: streams side by side, up to Concurrency at a
 // time, and each stream's events one after the other, stopping at the
 // stream's first failure. When the sink turns out unreachable, nothing
-// more is sent.
-func (p *HTTP) Publish(ctx context.Context, events []envelope.Event) []Result {
-	res := make([]Result, len(events))
-	if len(events) == 0 {
+// more is sent. Each message's Headers go out as HTTP headers beside the
+// event's.
+func (p *HTTP) Publish(ctx context.Context, msgs []Message) []Result {
+	res := make([]Result, len(msgs))
+	if len(msgs) == 0 {
 		return res
 	}
 	// The events of each stream, in order; streams in order of their
@@ -116,8 +117,8 @@ func (p *HTTP) Publish(ctx context.Context, events []envelope.Event) []Result {
 		order   []streamKey
 		streams = make(map[streamKey][]int)
 	)
-	for i := range events {
-		k := keyOf(&events[i])
+	for i := range msgs {
+		k := keyOf(&msgs[i].Event)
 		if _, ok := streams[k]; !ok {
 			order = append(order, k)
 		}
@@ -144,7 +145,7 @@ func (p *HTTP) Publish(ctx context.Context, events []envelope.Event) []Result {
 					}
 					break
 				}
-				err := p.send(ctx, &events[i], HopHeaders(ctx, i))
+				err := p.send(ctx, &msgs[i].Event, msgs[i].Headers)
 				res[i].Err = err
 				if err == nil {
 					continue

@@ -26,7 +26,7 @@ func TestRelayPublishesLifecycleEvents(t *testing.T) {
 	if _, err := s.Lifecycle().Delete(ctx, "default", "order-2", store.DeleteOptions{Hard: true, Reason: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	r := newRelay(t, publish.Options{Store: s, Publisher: newNATS(t, srv.URL(), natsjs.NATSOptions{}), Once: true})
+	r := newRelay(t, publish.Options{Store: s, Publisher: newNATS(t, srv.URL(), natsjs.Options{}), Once: true})
 	if err := r.Run(ctx); err != nil {
 		t.Fatalf("run: %v", err)
 	}

@@ -59,7 +59,7 @@ func TestRelayChildProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	nats, err := natsjs.NewNATS(ctx, natsjs.NATSOptions{URL: os.Getenv("EVENTLITE_CHILD_NATS"), CreateStream: true, Logger: log})
+	nats, err := natsjs.NewPublisher(ctx, natsjs.Options{URL: os.Getenv("EVENTLITE_CHILD_NATS"), CreateStream: true, Logger: log})
 	if err != nil {
 		if ctx.Err() != nil {
 			return

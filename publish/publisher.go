@@ -8,25 +8,50 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 )
 
-// Publisher sends events to one destination. natsjs.NATS, HTTP and Stdout
+// Publisher sends events to one destination. natsjs.Publisher, HTTP and Stdout
 // implement it; every implementation passes one shared test suite
 // (publishtest.RunPublisherSuite).
 type Publisher interface {
-	// Publish sends events, given in position order, and returns one
-	// Result per event, in the same order. It keeps each stream's order:
-	// events of one stream reach the destination in the order given, and
-	// once an event of a stream fails before it was sent, the stream's
-	// later events in the call are not sent (their Err is ErrNotAttempted).
-	// When ctx ends, Publish returns at once; the events it had not heard
-	// back about get ctx's error. A publisher whose transport has headers
-	// adds HopHeaders(ctx, i) to the message of events[i] (the relay's
-	// per-message trace context) and counts them in its size checks.
-	Publish(ctx context.Context, events []envelope.Event) []Result
+	// Publish sends msgs' events, given in position order, and returns
+	// one Result per message, in the same order. It keeps each stream's
+	// order: events of one stream reach the destination in the order
+	// given, and once an event of a stream fails before it was sent, the
+	// stream's later events in the call are not sent (their Err is
+	// ErrNotAttempted). When ctx ends, Publish returns at once; the
+	// events it had not heard back about get ctx's error.
+	//
+	// A publisher whose transport has headers sends each message's
+	// Headers (the relay's per-hop trace context) beside the event's own
+	// attributes, and counts them in its size checks; one without (such
+	// as Stdout) drops them.
+	Publish(ctx context.Context, msgs []Message) []Result
 	// Ping checks that the destination is up and answering, for a relay
 	// that must tell a broken destination from a broken event.
 	Ping(ctx context.Context) error
 	// Close releases the publisher's connections.
 	Close() error
+}
+
+// Message is one event a Publisher is asked to publish, and the per-hop
+// headers its transport carries beside it.
+type Message struct {
+	Event envelope.Event
+	// Headers are the per-hop trace context of this send: the context of
+	// the relay's send span for the message, written by the relay's
+	// propagator (W3C: lowercase "traceparent" and "tracestate"). They
+	// travel beside the event's ce- attributes, whose ce-traceparent keeps
+	// the event's origin. nil when tracing is off.
+	Headers map[string]string
+}
+
+// Messages wraps events in messages without headers: for a caller of
+// Publish with no trace context to pass (the relay passes its own).
+func Messages(events ...envelope.Event) []Message {
+	msgs := make([]Message, len(events))
+	for i := range events {
+		msgs[i].Event = events[i]
+	}
+	return msgs
 }
 
 // Result is the outcome of publishing one event.

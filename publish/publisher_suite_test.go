@@ -27,7 +27,7 @@ func TestPublisherSuite(t *testing.T) {
 	}{
 		{"http-binary", publishtest.Driver{Open: func(t *testing.T) (publish.Publisher, publishtest.Sink) { return openHTTP(t, false) }}},
 		{"http-structured", publishtest.Driver{Open: func(t *testing.T) (publish.Publisher, publishtest.Sink) { return openHTTP(t, true) }}},
-		{"stdout", publishtest.Driver{Open: openStdout, PingBlind: true}},
+		{"stdout", publishtest.Driver{Open: openStdout, PingBlind: true, NoHeaders: true}},
 	} {
 		t.Run(d.name, func(t *testing.T) { publishtest.RunPublisherSuite(t, d.d) })
 	}
@@ -37,11 +37,11 @@ func TestPublisherSuite(t *testing.T) {
 // events with sdk-go. Events of type test.poison get 400; after failNext
 // the next requests get 503 (after the sink recorded nothing).
 type httpSink struct {
-	mu     sync.Mutex
-	events []envelope.Event
-	fail   int
-	addr   string
-	srv    *http.Server
+	mu   sync.Mutex
+	got  []publishtest.Delivery
+	fail int
+	addr string
+	srv  *http.Server
 }
 
 func openHTTP(t *testing.T, structured bool) (publish.Publisher, publishtest.Sink) {
@@ -92,14 +92,18 @@ func (s *httpSink) handle(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not this one", http.StatusBadRequest)
 		return
 	}
-	s.events = append(s.events, e)
+	h := make(map[string]string, len(r.Header))
+	for k, v := range r.Header {
+		h[k] = v[0]
+	}
+	s.got = append(s.got, publishtest.Delivery{Event: e, Headers: h})
 	w.WriteHeader(http.StatusAccepted)
 }
 
-func (s *httpSink) Received(*testing.T) []envelope.Event {
+func (s *httpSink) Received(*testing.T) []publishtest.Delivery {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]envelope.Event(nil), s.events...)
+	return append([]publishtest.Delivery(nil), s.got...)
 }
 func (s *httpSink) Dedupes() bool     { return false }
 func (s *httpSink) Down(t *testing.T) { s.srv.Close() }
@@ -145,10 +149,10 @@ func (s *stdoutSink) Write(p []byte) (int, error) {
 	return s.buf.Write(p)
 }
 
-func (s *stdoutSink) Received(t *testing.T) []envelope.Event {
+func (s *stdoutSink) Received(t *testing.T) []publishtest.Delivery {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []envelope.Event
+	var out []publishtest.Delivery
 	for _, line := range strings.Split(strings.TrimSuffix(s.buf.String(), "\n"), "\n") {
 		if line == "" {
 			continue
@@ -157,7 +161,7 @@ func (s *stdoutSink) Received(t *testing.T) []envelope.Event {
 		if err != nil {
 			t.Fatalf("line %q: %v", line, err)
 		}
-		out = append(out, e)
+		out = append(out, publishtest.Delivery{Event: e})
 	}
 	return out
 }

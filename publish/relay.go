@@ -62,8 +62,8 @@ type Options struct {
 	// provider, looked up at each round; while none is set, tracing costs
 	// nothing.
 	TracerProvider trace.TracerProvider
-	// Propagator writes each message's per-hop context into the headers
-	// that HopHeaders returns to the Publisher. Default: otel's global
+	// Propagator writes each message's per-hop context into the
+	// Message.Headers the Publisher is given. Default: otel's global
 	// propagator (set it to propagation.TraceContext{} for the W3C
 	// traceparent and tracestate headers).
 	Propagator propagation.TextMapPropagator

@@ -33,11 +33,11 @@ func seed(t testing.TB) uint64 {
 	return s
 }
 
-func newNATS(t testing.TB, url string, o natsjs.NATSOptions) *natsjs.NATS {
+func newNATS(t testing.TB, url string, o natsjs.Options) *natsjs.Publisher {
 	t.Helper()
 	o.URL = url
 	o.CreateStream = true
-	p, err := natsjs.NewNATS(context.Background(), o)
+	p, err := natsjs.NewPublisher(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestRelayDeliversEverythingInStreamOrder(t *testing.T) {
 	}
 	appendEvents(t, s, "tenant0", "stream-0", 3)
 	bs := newBatches()
-	r := newRelay(t, publish.Options{Store: s, Publisher: newNATS(t, srv.URL(), natsjs.NATSOptions{}), Once: true, BatchSize: 8, OnBatch: bs.add})
+	r := newRelay(t, publish.Options{Store: s, Publisher: newNATS(t, srv.URL(), natsjs.Options{}), Once: true, BatchSize: 8, OnBatch: bs.add})
 	if err := r.Run(context.Background()); err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -176,7 +176,7 @@ func TestRelayAckLostAfterStore(t *testing.T) {
 	appendEvents(t, s, "default", "b", 2)
 	clock := newManualClock()
 	bs := newBatches()
-	pub := newNATS(t, proxy.URL(), natsjs.NATSOptions{AckTimeout: 300 * time.Millisecond})
+	pub := newNATS(t, proxy.URL(), natsjs.Options{AckTimeout: 300 * time.Millisecond})
 	proxy.DropAcks(5) // the first batch's five acks
 	r := newRelay(t, publish.WithTestHooks(publish.Options{Store: s, Publisher: pub, RetryBase: time.Second, OnBatch: bs.add}, clock, 0))
 	stop := runRelay(t, r)
@@ -218,7 +218,7 @@ func TestRelayAckLostAfterStore(t *testing.T) {
 func TestRelayBrokerDownThenBack(t *testing.T) {
 	srv := natstest.RunJetStream(t, nil)
 	s := storetest.MustOpen(t, nil)
-	pub := newNATS(t, srv.URL(), natsjs.NATSOptions{AckTimeout: time.Second})
+	pub := newNATS(t, srv.URL(), natsjs.Options{AckTimeout: time.Second})
 	appendEvents(t, s, "default", "before", 3)
 	bs := newBatches()
 	r := newRelay(t, publish.Options{Store: s, Publisher: pub, BackoffBase: 10 * time.Millisecond, BackoffMax: 50 * time.Millisecond,
@@ -273,7 +273,7 @@ func TestRelayPoisonEvent(t *testing.T) {
 	poison := res.Events[0]
 	appendEvents(t, s, "default", "poisoned", 2)
 	appendEvents(t, s, "default", "healthy", 3)
-	pub := newCounting(newNATS(t, srv.URL(), natsjs.NATSOptions{}))
+	pub := newCounting(newNATS(t, srv.URL(), natsjs.Options{}))
 	bs := newBatches()
 	r := newRelay(t, publish.Options{Store: s, Publisher: pub, OnBatch: bs.add})
 	stop := runRelay(t, r)
@@ -312,7 +312,7 @@ func TestRelayPoisonEvent(t *testing.T) {
 	if _, err := s.Outbox().RetryDeadLetter(ctx, "default", poison.ID); err != nil {
 		t.Fatal(err)
 	}
-	r3 := newRelay(t, publish.Options{Store: s, Publisher: newNATS(t, srv.URL(), natsjs.NATSOptions{}), Once: true})
+	r3 := newRelay(t, publish.Options{Store: s, Publisher: newNATS(t, srv.URL(), natsjs.Options{}), Once: true})
 	if err := r3.Run(ctx); err != nil {
 		t.Fatalf("drain after the retry: %v", err)
 	}
@@ -374,7 +374,7 @@ func TestRelayTransientFailuresDeadLetterAfterBound(t *testing.T) {
 	}
 	// f's second event never went out; g did.
 	got := sink.Received(t)
-	if len(got) != 1 || got[0].Stream != "g" {
+	if len(got) != 1 || got[0].Event.Stream != "g" {
 		t.Errorf("sink got %+v", got)
 	}
 }
@@ -387,12 +387,13 @@ type failingTypes struct {
 	transient string
 }
 
-func (f *failingTypes) Publish(ctx context.Context, evs []envelope.Event) []publish.Result {
-	var pass []envelope.Event
+func (f *failingTypes) Publish(ctx context.Context, msgs []publish.Message) []publish.Result {
+	var pass []publish.Message
 	var idx []int
-	res := make([]publish.Result, len(evs))
+	res := make([]publish.Result, len(msgs))
 	stopped := map[string]bool{}
-	for i, e := range evs {
+	for i, m := range msgs {
+		e := m.Event
 		k := e.Tenant + "/" + e.Stream
 		switch {
 		case stopped[k]:
@@ -401,7 +402,7 @@ func (f *failingTypes) Publish(ctx context.Context, evs []envelope.Event) []publ
 			res[i].Err = &publish.Error{Class: publish.Transient, Err: errors.New("HTTP 503: injected")}
 			stopped[k] = true
 		default:
-			pass = append(pass, e)
+			pass = append(pass, m)
 			idx = append(idx, i)
 		}
 	}
@@ -416,7 +417,7 @@ func (f *failingTypes) Publish(ctx context.Context, evs []envelope.Event) []publ
 func TestRelayStopsPromptlyWhileBackingOff(t *testing.T) {
 	srv := natstest.RunJetStream(t, nil)
 	s := storetest.MustOpen(t, nil)
-	pub := newNATS(t, srv.URL(), natsjs.NATSOptions{})
+	pub := newNATS(t, srv.URL(), natsjs.Options{})
 	srv.Shutdown()
 	appendEvents(t, s, "default", "a", 1)
 	bs := newBatches()
@@ -451,7 +452,7 @@ func TestRelayLostLeaseWritesNothing(t *testing.T) {
 	s := storetest.MustOpen(t, nil)
 	ctx := context.Background()
 	appendEvents(t, s, "default", "a", 4)
-	gate := newGated(newNATS(t, srv.URL(), natsjs.NATSOptions{}), 1)
+	gate := newGated(newNATS(t, srv.URL(), natsjs.Options{}), 1)
 	bs := newBatches()
 	r := newRelay(t, publish.Options{Store: s, Publisher: gate, Owner: "paused", LeaseTTL: time.Hour, RenewEvery: 50 * time.Minute, OnBatch: bs.add})
 	stop := runRelay(t, r)
@@ -492,10 +493,10 @@ func TestRelayStandbyTakesOverOnRelease(t *testing.T) {
 	s := storetest.MustOpen(t, nil)
 	appendEvents(t, s, "default", "a", 3)
 	bsA, bsB := newBatches(), newBatches()
-	a := newRelay(t, publish.Options{Store: s, Publisher: newNATS(t, srv.URL(), natsjs.NATSOptions{}), Owner: "a", OnBatch: bsA.add})
+	a := newRelay(t, publish.Options{Store: s, Publisher: newNATS(t, srv.URL(), natsjs.Options{}), Owner: "a", OnBatch: bsA.add})
 	stopA := runRelay(t, a)
 	bsA.waitFor(t, "a's first rows", published(3))
-	b := newRelay(t, publish.Options{Store: s, Publisher: newNATS(t, srv.URL(), natsjs.NATSOptions{}), Owner: "b", LeaseTTL: time.Hour, RenewEvery: time.Minute, OnBatch: bsB.add})
+	b := newRelay(t, publish.Options{Store: s, Publisher: newNATS(t, srv.URL(), natsjs.Options{}), Owner: "b", LeaseTTL: time.Hour, RenewEvery: time.Minute, OnBatch: bsB.add})
 	stopB := runRelay(t, b)
 	appendEvents(t, s, "default", "a", 2)
 	bsA.waitFor(t, "a's next rows", published(5))

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-
-	"github.com/eventlite/eventlite/envelope"
 )
 
 // Stdout writes events as JSON Lines, one structured CloudEvent per line
@@ -32,11 +30,12 @@ func NewStdout(w io.Writer) *Stdout {
 // every event of the call that was not flushed Unreachable: the writer is
 // broken, not the events. An event that JSON cannot carry exactly
 // (invalid UTF-8 in an attribute) is Permanent and is not written, nor
-// are its stream's later events in the call.
-func (p *Stdout) Publish(ctx context.Context, events []envelope.Event) []Result {
+// are its stream's later events in the call. A line has no headers: the
+// messages' per-hop Headers are dropped.
+func (p *Stdout) Publish(ctx context.Context, msgs []Message) []Result {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	res := make([]Result, len(events))
+	res := make([]Result, len(msgs))
 	if err := ctx.Err(); err != nil {
 		for i := range res {
 			res[i].Err = err
@@ -47,13 +46,13 @@ func (p *Stdout) Publish(ctx context.Context, events []envelope.Event) []Result 
 		err    error
 		failed map[streamKey]bool
 	)
-	for i := range events {
-		k := keyOf(&events[i])
+	for i := range msgs {
+		k := keyOf(&msgs[i].Event)
 		if failed[k] {
 			res[i].Err = ErrNotAttempted
 			continue
 		}
-		if cerr := checkJSONStrings(&events[i]); cerr != nil {
+		if cerr := checkJSONStrings(&msgs[i].Event); cerr != nil {
 			res[i].Err = classed(Permanent, cerr)
 			if failed == nil {
 				failed = make(map[streamKey]bool)
@@ -61,7 +60,7 @@ func (p *Stdout) Publish(ctx context.Context, events []envelope.Event) []Result 
 			failed[k] = true
 			continue
 		}
-		p.buf = append(events[i].AppendJSON(p.buf[:0]), '\n')
+		p.buf = append(msgs[i].Event.AppendJSON(p.buf[:0]), '\n')
 		if _, err = p.w.Write(p.buf); err != nil {
 			break
 		}

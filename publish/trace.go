@@ -9,33 +9,9 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/tracing"
 	"github.com/eventlite/eventlite/store"
 )
-
-type hopKey struct{}
-
-// HopHeaders returns the per-hop trace context headers of events[i] of a
-// Publish call: the context of the relay's per-message send span, written
-// by the relay's propagator (W3C: lowercase "traceparent" and
-// "tracestate"). A Publisher adds them to the message beside the event's
-// ce- attributes, and counts them in its size checks; the event's own
-// ce-traceparent keeps its origin. It returns nil when tracing is off.
-func HopHeaders(ctx context.Context, i int) map[string]string {
-	h, _ := ctx.Value(hopKey{}).([]map[string]string)
-	if i < 0 || i >= len(h) {
-		return nil
-	}
-	return h[i]
-}
-
-// WithHopHeaders returns ctx carrying per-hop headers for a Publish call,
-// one map per event (nil for none), as HopHeaders reads them. The relay
-// sets them; tests and publishers of one's own may too.
-func WithHopHeaders(ctx context.Context, h []map[string]string) context.Context {
-	return context.WithValue(ctx, hopKey{}, h)
-}
 
 // Span attributes of the relay's spans.
 const (
@@ -59,21 +35,22 @@ type round struct {
 // startRound starts the round's send span (kind CLIENT, a trace of its
 // own, linked to at most tracing.MaxLinks origins) and one send span per
 // message (kind PRODUCER), parented on the event's stored origin, or on
-// the round's span when the event has no valid origin. It returns ctx
-// carrying each message's per-hop headers.
-func (r *Relay) startRound(ctx context.Context, events []envelope.Event) (context.Context, round) {
+// the round's span when the event has no valid origin, and sets each
+// message's per-hop Headers. With tracing off it sets none and allocates
+// nothing.
+func (r *Relay) startRound(ctx context.Context, msgs []Message) round {
 	tracer := r.trace.Tracer()
 	if tracer == nil {
 		if r.opts.Latency != nil {
-			return ctx, round{ctx: ctx, obs: r.opts.Latency, start: time.Now()}
+			return round{ctx: ctx, obs: r.opts.Latency, start: time.Now()}
 		}
-		return ctx, round{}
+		return round{}
 	}
 	prop := r.trace.Propagator()
-	origins := make([]trace.SpanContext, len(events))
+	origins := make([]trace.SpanContext, len(msgs))
 	var links []trace.Link
-	for i := range events {
-		sc, present, ok := tracing.FromExtensions(events[i].Extensions)
+	for i := range msgs {
+		sc, present, ok := tracing.FromExtensions(msgs[i].Event.Extensions)
 		switch {
 		case ok:
 			origins[i] = sc
@@ -82,7 +59,7 @@ func (r *Relay) startRound(ctx context.Context, events []envelope.Event) (contex
 			}
 		case present:
 			r.log.Debug("event carries a traceparent that is not a valid W3C context: published unchanged, not linked",
-				"event", events[i].ID, "position", events[i].Position)
+				"event", msgs[i].Event.ID, "position", msgs[i].Event.Position)
 		}
 	}
 	var rd round
@@ -94,16 +71,15 @@ func (r *Relay) startRound(ctx context.Context, events []envelope.Event) (contex
 			semconv.MessagingSystemKey.String("eventlite"),
 			semconv.MessagingOperationTypeSend,
 			semconv.MessagingOperationName("send"),
-			semconv.MessagingBatchMessageCount(len(events)),
+			semconv.MessagingBatchMessageCount(len(msgs)),
 		))
 	rd.span, rd.ctx = span, rctx
 	if rd.obs = r.opts.Latency; rd.obs != nil {
 		rd.start = time.Now()
 	}
-	rd.msgs = make([]trace.Span, len(events))
-	hops := make([]map[string]string, len(events))
-	for i := range events {
-		e := &events[i]
+	rd.msgs = make([]trace.Span, len(msgs))
+	for i := range msgs {
+		e := &msgs[i].Event
 		pctx := rctx
 		if origins[i].IsValid() {
 			pctx = trace.ContextWithRemoteSpanContext(ctx, origins[i])
@@ -120,9 +96,9 @@ func (r *Relay) startRound(ctx context.Context, events []envelope.Event) (contex
 				attrPosition.Int64(e.Position),
 			))
 		rd.msgs[i] = ms
-		hops[i] = tracing.Inject(prop, ms.SpanContext())
+		msgs[i].Headers = tracing.Inject(prop, ms.SpanContext())
 	}
-	return WithHopHeaders(ctx, hops), rd
+	return rd
 }
 
 // end records each message's result and ends the spans.

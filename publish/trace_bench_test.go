@@ -44,7 +44,7 @@ func BenchmarkRelayTracing(b *testing.B) {
 		b.Fatal(err)
 	}
 	resetRound(b, db, js) // creates the stream
-	pub, err := natsjs.NewNATS(context.Background(), natsjs.NATSOptions{Conn: nc})
+	pub, err := natsjs.NewPublisher(context.Background(), natsjs.Options{Conn: nc})
 	if err != nil {
 		b.Fatal(err)
 	}

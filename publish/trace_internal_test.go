@@ -14,12 +14,12 @@ import (
 // relayed message, even for events that carry a stored traceparent: no
 // span starts and publishers find no per-hop headers.
 func TestRelayTracingOffAllocatesNothing(t *testing.T) {
-	events := make([]envelope.Event, 16)
-	for i := range events {
-		events[i] = envelope.Event{ID: "e", Source: "/s", Type: "t", Tenant: "default", Stream: "s",
+	msgs := make([]Message, 16)
+	for i := range msgs {
+		msgs[i].Event = envelope.Event{ID: "e", Source: "/s", Type: "t", Tenant: "default", Stream: "s",
 			Extensions: map[string]any{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}
 	}
-	results := make([]Result, len(events))
+	results := make([]Result, len(msgs))
 	for name, cfg := range map[string]tracing.Config{
 		"global default": {},
 		"noop provider":  {TP: noop.NewTracerProvider()},
@@ -28,16 +28,16 @@ func TestRelayTracingOffAllocatesNothing(t *testing.T) {
 			r := &Relay{trace: cfg}
 			ctx := context.Background()
 			n := testing.AllocsPerRun(100, func() {
-				pctx, rd := r.startRound(ctx, events)
-				for i := range events {
-					if HopHeaders(pctx, i) != nil {
+				rd := r.startRound(ctx, msgs)
+				for i := range msgs {
+					if msgs[i].Headers != nil {
 						t.Fatal("per-hop headers with tracing off")
 					}
 				}
 				rd.end(results)
 			})
 			if n != 0 {
-				t.Fatalf("%v allocations per round of %d messages, want 0", n, len(events))
+				t.Fatalf("%v allocations per round of %d messages, want 0", n, len(msgs))
 			}
 		})
 	}

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/natsjs"
 	"github.com/eventlite/eventlite/natsjs/natstest"
 	"github.com/eventlite/eventlite/publish"
@@ -165,7 +164,7 @@ func TestUnencodableStoredEventIsDeadLetteredAtFirstAttempt(t *testing.T) {
 				switch dest {
 				case "nats":
 					stream := strings.ToUpper(strings.NewReplacer(" ", "", "-", "").Replace(tc.column + dest + bad.ID))
-					pub = newNATS(t, srv.URL(), natsjs.NATSOptions{Stream: stream, Subject: "e" + strings.ToLower(bad.ID) + ".{tenant}"})
+					pub = newNATS(t, srv.URL(), natsjs.Options{Stream: stream, Subject: "e" + strings.ToLower(bad.ID) + ".{tenant}"})
 					value = func(id string) (string, bool) {
 						for _, m := range srv.Messages(t, stream) {
 							if m.Headers().Get("ce-id") == id {
@@ -239,7 +238,7 @@ func TestEncodeErrorIsPermanent(t *testing.T) {
 	s := storetest.MustOpen(t, nil)
 	e := appendEvents(t, s, "default", "s", 1)[0]
 	e.Extensions = map[string]any{"note": "a\x00b"}
-	res := p.Publish(context.Background(), []envelope.Event{e})
+	res := p.Publish(context.Background(), publish.Messages(e))
 	var ee *publish.EncodeError
 	if !errors.As(res[0].Err, &ee) || ee.Attribute != "note" || publish.ClassOf(res[0].Err) != publish.Permanent {
 		t.Fatalf("got %v (class %v), want a Permanent *EncodeError naming note", res[0].Err, publish.ClassOf(res[0].Err))

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/natsjs"
 	"github.com/eventlite/eventlite/natsjs/natstest"
 	"github.com/eventlite/eventlite/publish"
@@ -24,12 +23,13 @@ type unreachableFor struct {
 	pingDown atomic.Bool
 }
 
-func (u *unreachableFor) Publish(ctx context.Context, evs []envelope.Event) []publish.Result {
-	var pass []envelope.Event
+func (u *unreachableFor) Publish(ctx context.Context, msgs []publish.Message) []publish.Result {
+	var pass []publish.Message
 	var idx []int
-	res := make([]publish.Result, len(evs))
+	res := make([]publish.Result, len(msgs))
 	stopped := map[string]bool{}
-	for i, e := range evs {
+	for i, m := range msgs {
+		e := m.Event
 		k := e.Tenant + "/" + e.Stream
 		switch {
 		case stopped[k]:
@@ -38,7 +38,7 @@ func (u *unreachableFor) Publish(ctx context.Context, evs []envelope.Event) []pu
 			res[i].Err = &publish.Error{Class: publish.Unreachable, Err: errors.New("connection closed: injected")}
 			stopped[k] = true
 		default:
-			pass = append(pass, e)
+			pass = append(pass, m)
 			idx = append(idx, i)
 		}
 	}
@@ -65,7 +65,7 @@ func TestRelayCountsUnreachableEventWhenOthersSucceed(t *testing.T) {
 	s := storetest.MustOpen(t, nil)
 	bad := appendEvents(t, s, "default", "bad", 1)[0]
 	fillOthers(t, s, 6, 4)
-	pub := &unreachableFor{Publisher: newNATS(t, srv.URL(), natsjs.NATSOptions{}), id: bad.ID}
+	pub := &unreachableFor{Publisher: newNATS(t, srv.URL(), natsjs.Options{}), id: bad.ID}
 	bs := newBatches()
 	const maxAttempts = 3
 	r := newRelay(t, publish.Options{Store: s, Publisher: pub, Once: true, BatchSize: 5, MaxAttempts: maxAttempts,
@@ -98,7 +98,7 @@ func TestRelayCountsNothingWhenDestinationWentDown(t *testing.T) {
 	s := storetest.MustOpen(t, nil)
 	bad := appendEvents(t, s, "default", "bad", 1)[0]
 	fillOthers(t, s, 2, 2)
-	pub := &unreachableFor{Publisher: newNATS(t, srv.URL(), natsjs.NATSOptions{}), id: bad.ID}
+	pub := &unreachableFor{Publisher: newNATS(t, srv.URL(), natsjs.Options{}), id: bad.ID}
 	pub.pingDown.Store(true)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

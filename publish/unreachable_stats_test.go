@@ -14,7 +14,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/store/storetest"
 )
@@ -28,12 +27,12 @@ type downable struct {
 	rounds atomic.Int64
 }
 
-func (d *downable) Publish(ctx context.Context, evs []envelope.Event) []publish.Result {
+func (d *downable) Publish(ctx context.Context, msgs []publish.Message) []publish.Result {
 	if !d.down.Load() {
-		return d.Publisher.Publish(ctx, evs)
+		return d.Publisher.Publish(ctx, msgs)
 	}
 	n := d.rounds.Add(1)
-	res := make([]publish.Result, len(evs))
+	res := make([]publish.Result, len(msgs))
 	for i := range res {
 		res[i].Err = &publish.Error{Class: publish.Unreachable, Err: fmt.Errorf("dial: injected (round %d)", n)}
 	}

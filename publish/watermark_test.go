@@ -27,7 +27,7 @@ func TestRelayAppendsWhileRunningAcrossRestart(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed(t), 13))
 	srv := natstest.RunJetStream(t, nil)
 	s := storetest.MustOpen(t, nil)
-	pub := newCounting(newNATS(t, srv.URL(), natsjs.NATSOptions{}))
+	pub := newCounting(newNATS(t, srv.URL(), natsjs.Options{}))
 	const appenders, perAppender, batchSize = 4, 60, 8
 	bs := newBatches()
 	start := func() func() error {

@@ -22,14 +22,14 @@ func newCounting(p publish.Publisher) *counting {
 	return &counting{Publisher: p, seen: map[string]int{}}
 }
 
-func (c *counting) Publish(ctx context.Context, evs []envelope.Event) []publish.Result {
+func (c *counting) Publish(ctx context.Context, msgs []publish.Message) []publish.Result {
 	c.mu.Lock()
 	c.calls++
-	for i := range evs {
-		c.seen[natsjs.MessageID(&evs[i])]++
+	for i := range msgs {
+		c.seen[natsjs.MessageID(&msgs[i].Event)]++
 	}
 	c.mu.Unlock()
-	return c.Publisher.Publish(ctx, evs)
+	return c.Publisher.Publish(ctx, msgs)
 }
 
 func (c *counting) count(e *envelope.Event) int {
@@ -55,8 +55,12 @@ func newGated(p publish.Publisher, at int) *gated {
 	return &gated{Publisher: p, at: at, entered: make(chan []envelope.Event, 1), release: make(chan struct{})}
 }
 
-func (g *gated) Publish(ctx context.Context, evs []envelope.Event) []publish.Result {
-	res := g.Publisher.Publish(ctx, evs)
+func (g *gated) Publish(ctx context.Context, msgs []publish.Message) []publish.Result {
+	res := g.Publisher.Publish(ctx, msgs)
+	evs := make([]envelope.Event, len(msgs))
+	for i := range msgs {
+		evs[i] = msgs[i].Event
+	}
 	g.mu.Lock()
 	g.calls++
 	hold := g.calls == g.at

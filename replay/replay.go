@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventlite/eventlite/internal/leasing"
@@ -44,9 +43,6 @@ type Options struct {
 	// TracerProvider starts a "rebuild" span, a trace of its own with the
 	// progress as span events. Default: otel's global provider.
 	TracerProvider trace.TracerProvider
-	// Propagator is kept for symmetry with the other components. Default:
-	// otel's global propagator.
-	Propagator propagation.TextMapPropagator
 }
 
 // Phase is a stage of a rebuild.
@@ -213,7 +209,7 @@ func Rebuild(ctx context.Context, s *store.Store, p projection.Projection, opts 
 		return Result{}, fmt.Errorf("replay %s: %w", p.Name, err)
 	}
 	r := &rebuilder{s: s, p: p, o: o, log: log, lease: lease, h: h, start: time.Now(),
-		trace: tracing.Config{TP: o.TracerProvider, Prop: o.Propagator}}
+		trace: tracing.Config{TP: o.TracerProvider}}
 	r.size.Store(firstBatch)
 	if o.BatchSize > 0 {
 		r.size.Store(int64(o.BatchSize))

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/eventlite/eventlite/metrics"
@@ -155,10 +154,10 @@ type metricsHandler struct {
 func (h *Handler) metrics(w http.ResponseWriter, r *http.Request) {
 	m := &h.prom
 	m.once.Do(func() {
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		m.err = metrics.Register(reg, h.s, nil)
-		m.h = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+		var reg *prometheus.Registry
+		if reg, m.err = metrics.NewRegistry(h.s, nil); m.err == nil {
+			m.h = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+		}
 	})
 	if m.err != nil {
 		writeProblem(w, problemf("internal", "metrics: %v", m.err))

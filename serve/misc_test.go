@@ -102,7 +102,8 @@ func TestStoreWidePaths(t *testing.T) {
 		t.Errorf("doctor with a dead letter: %v", d)
 	}
 	m := ts.do("GET", "/metrics", nil)
-	if m.status != 200 || !strings.Contains(string(m.body), "eventlite_log_head_position 2") || !strings.Contains(string(m.body), "eventlite_outbox_dead_letters 1") {
+	if m.status != 200 || !strings.Contains(string(m.body), "eventlite_log_head_position 2") || !strings.Contains(string(m.body), "eventlite_outbox_dead_letters 1") ||
+		!strings.Contains(string(m.body), "go_goroutines") {
 		t.Errorf("metrics: %d %.500s", m.status, m.body)
 	}
 	path := "/v1/tenants/default/dead-letters/s-t-0/retry"

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/eventlite/eventlite/metrics"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 )
@@ -61,7 +62,7 @@ func (cc *catalogCmd) runFollow(ctx context.Context, c *cli) error {
 			return err
 		}
 		if cc.metrics != "" {
-			reg, err := metricsRegistry(s, nil)
+			reg, err := metrics.NewRegistry(s, nil) // the Go runtime's and the process's metrics beside eventlite's
 			if err != nil {
 				return err
 			}

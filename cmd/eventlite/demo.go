@@ -271,7 +271,7 @@ func (d *demo) relayAndConsume(ctx context.Context) error {
 	defer nc.Close()
 
 	d.title("The outbox, relayed to NATS JetStream")
-	pub, err := natsjs.NewNATS(ctx, natsjs.NATSOptions{Conn: nc, CreateStream: true, Logger: d.c.log})
+	pub, err := natsjs.NewPublisher(ctx, natsjs.Options{Conn: nc, CreateStream: true, Logger: d.c.log})
 	if err != nil {
 		return err
 	}

@@ -12,32 +12,12 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/eventlite/eventlite/internal/hostguard"
 	"github.com/eventlite/eventlite/metrics"
-	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/serve"
-	"github.com/eventlite/eventlite/store"
 )
-
-// metricsRegistry is what --metrics serves: eventlite's collector
-// (package metrics, with rl's counters when rl is not nil) beside the Go
-// runtime's and the process's collectors.
-func metricsRegistry(s *store.Store, rl *publish.Relay) (*prometheus.Registry, error) {
-	reg := prometheus.NewRegistry()
-	if err := reg.Register(collectors.NewGoCollector()); err != nil {
-		return nil, err
-	}
-	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
-		return nil, err
-	}
-	if err := metrics.Register(reg, s, &metrics.Options{Relay: rl}); err != nil {
-		return nil, err
-	}
-	return reg, nil
-}
 
 // metricsAddr is the value of a --metrics flag: HOST:PORT, the host
 // possibly empty (every interface), the port a number (0: any free port).

@@ -12,32 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/eventlite/eventlite/serve"
-	"github.com/eventlite/eventlite/store/storetest"
 )
-
-// The CLI serves eventlite's metrics beside the Go runtime's and the
-// process's.
-func TestMetricsRegistry(t *testing.T) {
-	t.Parallel()
-	s := storetest.MustOpen(t, nil)
-	reg, err := metricsRegistry(s, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]bool{}
-	for _, mf := range mfs {
-		got[mf.GetName()] = true
-	}
-	for _, name := range []string{"eventlite_log_head_position", "go_goroutines"} {
-		if !got[name] {
-			t.Errorf("no %s among the gathered metrics", name)
-		}
-	}
-}
 
 // serveMetrics returns the address it bound; an address in use is an
 // error; after Close nothing listens.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/eventlite/eventlite/metrics"
 	"github.com/eventlite/eventlite/natsjs"
 	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/store"
@@ -42,7 +43,7 @@ stream in order, to one destination:
                      cause and retries with backoff until the server
                      answers (doctor's outbox_stale shows what waits). A
                      Go program catches a wrong URL at start with
-                     natsjs.NATSOptions.RequireConnect.
+                     natsjs.Options.RequireConnect.
   http(s)://URL      a CloudEvents HTTP sink, binary mode (or --mode
                      structured); 2xx is success.
   stdout             JSON Lines, one structured CloudEvent per line; logs go to
@@ -142,13 +143,13 @@ func (r *relayCmd) run(ctx context.Context, c *cli, _ []string) error {
 	// The destination is checked before the database is opened: a
 	// malformed one creates no file.
 	var (
-		natsOpts natsjs.NATSOptions
+		natsOpts natsjs.Options
 		httpPub  *publish.HTTP
 		err      error
 	)
 	switch kind {
 	case "nats":
-		if natsOpts, err = natsjs.ParseNATSURL(r.to); err != nil {
+		if natsOpts, err = natsjs.ParseURL(r.to); err != nil {
 			return usage("%v", err)
 		}
 	case "http":
@@ -181,7 +182,7 @@ func (r *relayCmd) run(ctx context.Context, c *cli, _ []string) error {
 		case "nats":
 			natsOpts.CreateStream = r.createStream
 			natsOpts.Logger = c.log
-			pub, err = natsjs.NewNATS(ctx, natsOpts)
+			pub, err = natsjs.NewPublisher(ctx, natsOpts)
 		case "http":
 			pub = httpPub
 		}
@@ -194,7 +195,7 @@ func (r *relayCmd) run(ctx context.Context, c *cli, _ []string) error {
 			return err
 		}
 		if r.metrics != "" {
-			reg, err := metricsRegistry(s, rl)
+			reg, err := metrics.NewRegistry(s, &metrics.Options{Relay: rl}) // with the relay's counters
 			if err != nil {
 				return err
 			}

@@ -9,7 +9,7 @@
 // Its handler SQL (? placeholders, an upsert with a table alias) runs
 // unchanged on both engines: docs/handler-sql.md.
 //
-// An account aggregate whose commands carry an operation id (a retry
+// An account aggregate, written per Go type, whose commands carry an operation id (a retry
 // returns the first result, appends nothing) and, when a form showed the
 // account, the version it showed (a stale one is refused), a rule refusing
 // overdrafts, a typed balances projection read right after each command
@@ -82,44 +82,51 @@ func registry() *envelope.Registry {
 	return &r
 }
 
-func evolve(a Account, ev aggregate.Event) Account {
-	switch p := ev.Payload.(type) {
-	case AccountOpened:
+// accounts is the account aggregate, written per Go type: one evolver per
+// event, one decider per command, each receiving its own type.
+// aggregate.New refuses it if an event type in reg has no evolver.
+func accounts(reg *envelope.Registry) aggregate.Definition[Account] {
+	var ev aggregate.Evolvers[Account]
+	aggregate.On(&ev, func(a Account, _ aggregate.EventOf[AccountOpened]) Account {
 		a.Open = true
-	case MoneyDeposited:
-		a.Balance += p.Amount
-	case MoneyWithdrawn:
-		a.Balance -= p.Amount
-	}
-	return a
-}
-
-func decide(a Account, cmd aggregate.Command) ([]any, error) {
-	if c, ok := cmd.Payload.(OpenAccount); ok {
+		return a
+	})
+	aggregate.On(&ev, func(a Account, e aggregate.EventOf[MoneyDeposited]) Account {
+		a.Balance += e.Payload.Amount
+		return a
+	})
+	aggregate.On(&ev, func(a Account, e aggregate.EventOf[MoneyWithdrawn]) Account {
+		a.Balance -= e.Payload.Amount
+		return a
+	})
+	var dc aggregate.Deciders[Account]
+	aggregate.OnCommand(&dc, func(a Account, c aggregate.CommandOf[OpenAccount]) ([]AccountOpened, error) {
 		if a.Open {
 			return nil, nil // already open: nothing to do
 		}
-		return []any{AccountOpened(c)}, nil
-	}
-	if !a.Open {
-		return nil, ErrNoAccount
-	}
-	switch c := cmd.Payload.(type) {
-	case Deposit:
-		if c.Amount > 0 {
-			return []any{MoneyDeposited(c)}, nil
+		return []AccountOpened{AccountOpened(c.Payload)}, nil
+	})
+	aggregate.OnCommand(&dc, func(a Account, c aggregate.CommandOf[Deposit]) ([]MoneyDeposited, error) {
+		switch {
+		case !a.Open:
+			return nil, ErrNoAccount
+		case c.Payload.Amount <= 0:
+			return nil, ErrBadAmount
 		}
-	case Withdraw:
-		if c.Amount > a.Balance { // the business rule: no overdraft
-			return nil, fmt.Errorf("%w: balance %d, asked %d", ErrInsufficientFunds, a.Balance, c.Amount)
+		return []MoneyDeposited{MoneyDeposited(c.Payload)}, nil
+	})
+	aggregate.OnCommand(&dc, func(a Account, c aggregate.CommandOf[Withdraw]) ([]MoneyWithdrawn, error) {
+		switch {
+		case !a.Open:
+			return nil, ErrNoAccount
+		case c.Payload.Amount > a.Balance: // the business rule: no overdraft
+			return nil, fmt.Errorf("%w: balance %d, asked %d", ErrInsufficientFunds, a.Balance, c.Payload.Amount)
+		case c.Payload.Amount <= 0:
+			return nil, ErrBadAmount
 		}
-		if c.Amount > 0 {
-			return []any{MoneyWithdrawn(c)}, nil
-		}
-	default:
-		return nil, fmt.Errorf("unknown command %T", cmd.Payload)
-	}
-	return nil, ErrBadAmount
+		return []MoneyWithdrawn{MoneyWithdrawn(c.Payload)}, nil
+	})
+	return aggregate.Definition[Account]{Name: "account", Registry: reg, Evolvers: &ev, Deciders: &dc, Source: "/bank"}
 }
 
 // balances is the read model: one row per account. It is typed: one
@@ -174,9 +181,7 @@ func OpenBank(ctx context.Context, path string, log hclog.Logger) (*Bank, error)
 		return nil, err
 	}
 	reg := registry()
-	h, err := aggregate.New(s, aggregate.Definition[Account]{
-		Name: "account", Registry: reg, Evolve: evolve, Decide: decide, Source: "/bank",
-	}, &aggregate.Options{Logger: log})
+	h, err := aggregate.New(s, accounts(reg), &aggregate.Options{Logger: log})
 	if err == nil {
 		var r *projection.Runner
 		if r, err = projection.NewRunner(s, balances(reg), &projection.RunnerOptions{Logger: log}); err == nil {

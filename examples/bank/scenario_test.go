@@ -12,7 +12,7 @@ import (
 // on a fresh store (and on PostgreSQL too with EVENTLITE_TEST_POSTGRES).
 
 func account() aggregate.Definition[Account] {
-	return aggregate.Definition[Account]{Name: "account", Registry: registry(), Evolve: evolve, Decide: decide, Source: "/bank"}
+	return accounts(registry())
 }
 
 // A deposit with an operation id: the kit sends it twice, and the retry

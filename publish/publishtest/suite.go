@@ -1,7 +1,7 @@
 // Package publishtest is the conformance suite that every
 // publish.Publisher passes (as Watermill's pub/sub test suite is for its
-// publishers): delivery, order per stream, dedupe ids and failure classes,
-// against a real destination. eventlite's NATS (natsjs), HTTP and stdout
+// publishers): delivery, per-hop headers, order per stream, dedupe ids and
+// failure classes, against a real destination. eventlite's NATS (natsjs), HTTP and stdout
 // publishers run it; a publisher of your own runs it from a test:
 //
 //	func TestMyPublisher(t *testing.T) {
@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,8 +33,9 @@ import (
 // with the faults it can be put into.
 type Sink interface {
 	// Received returns every copy the destination holds, in arrival
-	// order, decoded back into events.
-	Received(t *testing.T) []envelope.Event
+	// order: each decoded back into its event, with the message's
+	// headers.
+	Received(t *testing.T) []Delivery
 	// Dedupes: the destination keeps one copy per message id
 	// ("<tenant>:<event id>").
 	Dedupes() bool
@@ -48,6 +50,18 @@ type Sink interface {
 	FailNext(t *testing.T, n int) bool
 }
 
+// Delivery is one copy a destination holds.
+type Delivery struct {
+	// Event is the copy decoded back into an event.
+	Event envelope.Event
+	// Headers are the message's headers as the destination received them,
+	// one value each (the first, for a header given several times); the
+	// event's own attributes may be among them. The suite looks a name up
+	// without regard to case, as HTTP does. nil for a transport with no
+	// headers.
+	Headers map[string]string
+}
+
 // Driver opens a publisher to a fresh destination for each test.
 type Driver struct {
 	// Open returns a publisher to a fresh sink, and the sink. Register the
@@ -57,6 +71,10 @@ type Driver struct {
 	// writer such as standard output has nothing to ask), so the suite
 	// does not require Ping to fail while it is.
 	PingBlind bool
+	// NoHeaders: the publisher's transport has no headers (standard
+	// output writes the event alone), so the suite does not require a
+	// message's per-hop Headers to arrive.
+	NoHeaders bool
 }
 
 // suiteEvents returns events as the store hands them to a relay: tenants,
@@ -98,9 +116,18 @@ func byID(evs []envelope.Event) map[string][]envelope.Event {
 	return m
 }
 
+// events returns the deliveries' events.
+func events(ds []Delivery) []envelope.Event {
+	out := make([]envelope.Event, len(ds))
+	for i, d := range ds {
+		out[i] = d.Event
+	}
+	return out
+}
+
 func mustPublish(t *testing.T, p publish.Publisher, evs []envelope.Event) []publish.Result {
 	t.Helper()
-	res := p.Publish(context.Background(), evs)
+	res := p.Publish(context.Background(), publish.Messages(evs...))
 	if len(res) != len(evs) {
 		t.Fatalf("%d results for %d events", len(res), len(evs))
 	}
@@ -114,7 +141,9 @@ func mustPublish(t *testing.T, p publish.Publisher, evs []envelope.Event) []publ
 
 // RunPublisherSuite runs the publisher conformance suite on d, each test
 // as a subtest on a fresh destination: delivery (every event arrives once,
-// as sent), order per stream (across calls too), dedupe (a repeat is
+// as sent), hop headers (each message's Headers arrive with it, and a
+// message without carries none; skipped with NoHeaders), order per stream
+// (across calls too), dedupe (a repeat is
 // acknowledged as a duplicate by a destination that dedupes, and is the
 // same event, id included, by one that does not), unreachable (every event
 // fails Unreachable while the destination is down, and publishing works
@@ -128,7 +157,7 @@ func RunPublisherSuite(t *testing.T, d Driver) {
 		p, s := d.Open(t)
 		evs := suiteEvents(t)
 		mustPublish(t, p, evs)
-		got := byID(s.Received(t))
+		got := byID(events(s.Received(t)))
 		for _, e := range evs {
 			copies := got[e.Tenant+":"+e.ID]
 			if len(copies) != 1 {
@@ -142,6 +171,50 @@ func RunPublisherSuite(t *testing.T, d Driver) {
 			t.Errorf("%d distinct events delivered, want %d", len(got), len(evs))
 		}
 	})
+	t.Run("hop headers", func(t *testing.T) {
+		if d.NoHeaders {
+			t.Skip("this publisher's transport has no headers (Driver.NoHeaders)")
+		}
+		p, s := d.Open(t)
+		msgs := publish.Messages(suiteEvents(t)...)
+		for i := range msgs {
+			if i == 2 {
+				continue // a message without per-hop headers
+			}
+			msgs[i].Headers = map[string]string{
+				"traceparent": fmt.Sprintf("00-%032x-%016x-01", i+1, i+1),
+				"tracestate":  fmt.Sprintf("eventlite=m%d", i),
+			}
+		}
+		for i, r := range p.Publish(context.Background(), msgs) {
+			if r.Err != nil {
+				t.Fatalf("message %d: %v", i, r.Err)
+			}
+		}
+		got := map[string]Delivery{}
+		for _, dl := range s.Received(t) {
+			got[dl.Event.Tenant+":"+dl.Event.ID] = dl
+		}
+		for i, m := range msgs {
+			dl, ok := got[m.Event.Tenant+":"+m.Event.ID]
+			if !ok {
+				t.Fatalf("message %d was not delivered", i)
+			}
+			for k, want := range m.Headers {
+				if v, ok := header(dl.Headers, k); !ok || v != want {
+					t.Errorf("message %d: header %s = %q (present %v), want %q", i, k, v, ok, want)
+				}
+			}
+			if m.Headers == nil {
+				if v, ok := header(dl.Headers, "traceparent"); ok {
+					t.Errorf("message %d without headers arrived with traceparent %q", i, v)
+				}
+			}
+			if diff := cmp.Diff(comparable(m.Event), comparable(dl.Event)); diff != "" {
+				t.Errorf("message %d: the event changed beside its headers (-sent +got):\n%s", i, diff)
+			}
+		}
+	})
 	t.Run("order per stream", func(t *testing.T) {
 		p, s := d.Open(t)
 		evs := suiteEvents(t)
@@ -149,7 +222,7 @@ func RunPublisherSuite(t *testing.T, d Driver) {
 		mustPublish(t, p, evs[:3])
 		mustPublish(t, p, evs[3:])
 		last := map[string]int64{}
-		for _, e := range s.Received(t) {
+		for _, e := range events(s.Received(t)) {
 			k := e.Tenant + "/" + e.Stream
 			if e.StreamVersion != last[k]+1 {
 				t.Errorf("%s: version %d arrived after %d", k, e.StreamVersion, last[k])
@@ -162,7 +235,7 @@ func RunPublisherSuite(t *testing.T, d Driver) {
 		evs := suiteEvents(t)
 		mustPublish(t, p, evs)
 		again := mustPublish(t, p, evs)
-		got := byID(s.Received(t))
+		got := byID(events(s.Received(t)))
 		for i, e := range evs {
 			copies := got[e.Tenant+":"+e.ID]
 			if s.Dedupes() {
@@ -190,7 +263,7 @@ func RunPublisherSuite(t *testing.T, d Driver) {
 		p, s := d.Open(t)
 		evs := suiteEvents(t)
 		s.Down(t)
-		for i, r := range p.Publish(context.Background(), evs) {
+		for i, r := range p.Publish(context.Background(), publish.Messages(evs...)) {
 			if r.Err == nil || publish.ClassOf(r.Err) != publish.Unreachable {
 				t.Errorf("event %d while down: %v (class %v), want unreachable", i, r.Err, publish.ClassOf(r.Err))
 			}
@@ -202,7 +275,7 @@ func RunPublisherSuite(t *testing.T, d Driver) {
 		// The destination is back: publishing works again (a
 		// client may take a moment to reconnect).
 		eventually(t, "publishing after the destination came back", 20*time.Second, func() bool {
-			for _, r := range p.Publish(context.Background(), evs) {
+			for _, r := range p.Publish(context.Background(), publish.Messages(evs...)) {
 				if r.Err != nil {
 					return false
 				}
@@ -212,7 +285,7 @@ func RunPublisherSuite(t *testing.T, d Driver) {
 		if err := p.Ping(context.Background()); err != nil {
 			t.Errorf("ping once up: %v", err)
 		}
-		if got := byID(s.Received(t)); len(got) != len(evs) {
+		if got := byID(events(s.Received(t))); len(got) != len(evs) {
 			t.Errorf("%d events delivered after coming back, want %d", len(got), len(evs))
 		}
 	})
@@ -224,7 +297,7 @@ func RunPublisherSuite(t *testing.T, d Driver) {
 		if !s.Refuse(t, &evs[3]) {
 			t.Skip("this destination refuses no event")
 		}
-		res := p.Publish(context.Background(), evs)
+		res := p.Publish(context.Background(), publish.Messages(evs...))
 		for i, r := range res {
 			switch i {
 			case 3:
@@ -241,7 +314,7 @@ func RunPublisherSuite(t *testing.T, d Driver) {
 				}
 			}
 		}
-		got := byID(s.Received(t))
+		got := byID(events(s.Received(t)))
 		if _, ok := got[evs[6].Tenant+":"+evs[6].ID]; ok {
 			t.Errorf("the event after a refused one in its stream was delivered")
 		}
@@ -255,14 +328,14 @@ func RunPublisherSuite(t *testing.T, d Driver) {
 		if !s.FailNext(t, 1) {
 			t.Skip("this destination has no transient failure")
 		}
-		res := p.Publish(context.Background(), evs[:1])
+		res := p.Publish(context.Background(), publish.Messages(evs[0]))
 		if res[0].Err == nil || publish.ClassOf(res[0].Err) != publish.Transient {
 			t.Fatalf("got %v (class %v), want transient", res[0].Err, publish.ClassOf(res[0].Err))
 		}
 		// Tried again, it goes through; a destination that dedupes
 		// keeps one copy even if the first try got there.
 		mustPublish(t, p, evs)
-		got := byID(s.Received(t))
+		got := byID(events(s.Received(t)))
 		if s.Dedupes() && len(got[evs[0].Tenant+":"+evs[0].ID]) != 1 {
 			t.Errorf("retried event: %d copies, want 1", len(got[evs[0].Tenant+":"+evs[0].ID]))
 		}
@@ -270,6 +343,19 @@ func RunPublisherSuite(t *testing.T, d Driver) {
 			t.Errorf("%d events delivered, want %d", len(got), len(evs))
 		}
 	})
+}
+
+// header looks name up in h without regard to case.
+func header(h map[string]string, name string) (string, bool) {
+	if v, ok := h[name]; ok {
+		return v, true
+	}
+	for k, v := range h {
+		if strings.EqualFold(k, name) {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 // newEvent returns an event as a service makes it.

@@ -19,14 +19,15 @@ type memPublisher struct {
 	seq map[string]uint64 // event id -> the sequence it was accepted under
 }
 
-func (p *memPublisher) Publish(_ context.Context, evs []envelope.Event) []publish.Result {
+func (p *memPublisher) Publish(_ context.Context, msgs []publish.Message) []publish.Result {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.seq == nil {
 		p.seq = map[string]uint64{}
 	}
-	res := make([]publish.Result, len(evs))
-	for i, e := range evs {
+	res := make([]publish.Result, len(msgs))
+	for i, m := range msgs {
+		e := m.Event
 		p.got = append(p.got, e)
 		p.seq[e.Tenant+"/"+e.ID] = uint64(len(p.got))
 		res[i].Sequence = uint64(len(p.got))
