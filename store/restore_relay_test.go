@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/store"
 )
@@ -35,9 +34,10 @@ type sentEvent struct {
 	afterTheCommit bool
 }
 
-func (p *slowSink) Publish(ctx context.Context, events []envelope.Event) []publish.Result {
-	out := make([]publish.Result, len(events))
-	for i, e := range events {
+func (p *slowSink) Publish(ctx context.Context, msgs []publish.Message) []publish.Result {
+	out := make([]publish.Result, len(msgs))
+	for i, m := range msgs {
+		e := m.Event
 		if e.Position > p.after {
 			p.once.Do(func() { close(p.inFlight) })
 			select {
@@ -46,7 +46,7 @@ func (p *slowSink) Publish(ctx context.Context, events []envelope.Event) []publi
 			}
 		}
 		if err := ctx.Err(); err != nil {
-			for j := i; j < len(events); j++ {
+			for j := i; j < len(msgs); j++ {
 				out[j].Err = err
 			}
 			return out
