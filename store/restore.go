@@ -187,7 +187,7 @@ func restoreInto(ctx context.Context, tmp, target string, snap fileFacts, o Rest
 		if created {
 			removeDB(target)
 		}
-		if driver.Classify(err) == driver.NotADatabase {
+		if classify(err) == driver.NotADatabase {
 			return prev, 0, fmt.Errorf("restore: %w", &NotEventliteError{Path: target, Reason: "is not a SQLite database"})
 		}
 		return prev, 0, fmt.Errorf("restore into %s: %w", target, mapErr(err))

@@ -24,7 +24,8 @@ func (Exec) Dialect() driver.Dialect { return driver.SQLite }
 // Rebind returns query unchanged: SQLite takes ? placeholders itself.
 func (Exec) Rebind(query string) string { return query }
 
-func init() { driver.RegisterClassifier(Classify) }
+// Classify tells the engine's errors apart (the package function Classify).
+func (Driver) Classify(err error) driver.Class { return Classify(err) }
 
 // Classify tells SQLITE_BUSY and SQLITE_LOCKED (Busy), SQLITE_CONSTRAINT
 // (Constraint), SQLITE_NOTADB (NotADatabase), SQLITE_CORRUPT (Corrupt)
