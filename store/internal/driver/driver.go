@@ -86,9 +86,7 @@ type Executor interface {
 	Reads
 	Status
 	Tables
-	Backup
 	Invariants
-	Inspect
 	Outbox
 	Effects
 	Operations

@@ -16,7 +16,10 @@ import (
 // Querier they are given.
 type Exec struct{}
 
-var _ driver.Executor = Exec{}
+var (
+	_ driver.Executor = Exec{}
+	_ driver.Files    = Exec{}
+)
 
 // Dialect reports SQLite.
 func (Exec) Dialect() driver.Dialect { return driver.SQLite }
