@@ -20,9 +20,10 @@ import (
 // PostgresEnv names the variable that, set to a PostgreSQL server's
 // address (postgres://...), makes every scenario run on PostgreSQL too,
 // each in a fresh schema dropped at the end. The kit links no PostgreSQL
-// driver of its own: it drops the schema through database/sql's driver
-// "pgx", which the test binary registers by importing
-// github.com/jackc/pgx/v5/stdlib (the store links it today).
+// driver: the test binary does, by importing
+// github.com/eventlite/eventlite/store/postgres, which also registers
+// database/sql's driver "pgx" that the kit drops the schema through.
+// Without the import the PostgreSQL runs fail, naming it.
 const PostgresEnv = "EVENTLITE_TEST_POSTGRES"
 
 // engine opens a fresh store for one run of a scenario.
@@ -123,7 +124,7 @@ func openPostgres(ctx context.Context, base string) (*store.Store, func() error,
 		err := s.Close()
 		db, oerr := sql.Open("pgx", base)
 		if oerr != nil {
-			return errors.Join(err, fmt.Errorf("drop schema %s: %w (import _ \"github.com/jackc/pgx/v5/stdlib\" in the test)", schema, oerr))
+			return errors.Join(err, fmt.Errorf("drop schema %s: %w (import _ \"github.com/eventlite/eventlite/store/postgres\" in the test)", schema, oerr))
 		}
 		defer db.Close()
 		if _, derr := db.Exec(`DROP SCHEMA IF EXISTS "` + schema + `" CASCADE`); derr != nil {

@@ -196,7 +196,7 @@ func readSchema(ctx context.Context, conn *sql.Conn, path string) (fileFacts, er
 	if err == nil {
 		f.pageSize, err = fileExec.PageSize(ctx, conn)
 	}
-	switch driver.Classify(err) {
+	switch classify(err) {
 	case driver.NotADatabase:
 		return f, &NotEventliteError{Path: path, Reason: "is not a SQLite database"}
 	case driver.Corrupt:
@@ -240,7 +240,7 @@ func checkFile(ctx context.Context, conn *sql.Conn, path string) (fileFacts, err
 	}
 	problems, err := invariantProblems(ctx, fileExec, conn)
 	if err != nil {
-		if c := driver.Classify(err); c == driver.Corrupt || c == driver.NotADatabase {
+		if c := classify(err); c == driver.Corrupt || c == driver.NotADatabase {
 			return f, &BackupCheckError{Path: path, Problems: []string{"SQLite reports the file corrupt: " + err.Error()}}
 		}
 		return f, fmt.Errorf("check %s: %w", path, err)
@@ -318,7 +318,7 @@ func openSource(ctx context.Context, path string, busy time.Duration) (*sql.DB, 
 	}
 	db, conn, err := fileExec.OpenFile(ctx, path, driver.FileOptions{ReadOnly: true, BusyTimeout: busy})
 	if err != nil {
-		if driver.Classify(err) == driver.NotADatabase {
+		if classify(err) == driver.NotADatabase {
 			return nil, nil, &NotEventliteError{Path: path, Reason: "is not a SQLite database"}
 		}
 		return nil, nil, fmt.Errorf("open %s: %w", path, mapErr(err))

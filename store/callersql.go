@@ -18,7 +18,7 @@ const handlerSQLDoc = "docs/handler-sql.md"
 // the docs page. Such failures usually come from SQL written for the
 // other engine. errors.As still reaches the engine's own error.
 func statementError(d driver.Dialect, query string, err error) error {
-	if err == nil || driver.Classify(err) != driver.Statement {
+	if err == nil || classify(err) != driver.Statement {
 		return mapErr(err)
 	}
 	return fmt.Errorf("statement failed on %s: %s: see %s (placeholders, upserts, types on both engines): %w", engineName(d), firstLine(query), handlerSQLDoc, err)

@@ -42,6 +42,10 @@ func (tx *Tx) Dialect() Dialect { return Dialect(tx.s.ex.Dialect()) }
 func (r *ReadTx) Dialect() Dialect { return Dialect(r.ex.Dialect()) }
 
 // fileExec runs the operations of functions that work on a file rather
-// than on an open store (Backup, Restore, Inspect, the checks of a copy).
-// They are SQLite's: each refuses a PostgreSQL address first (fileOnly).
-var fileExec driver.Executor = sqlitedriver.Exec{}
+// than on an open store (Backup, Restore, Inspect, the checks of a copy):
+// the SQLite driver's, the one engine with files (driver.Files). Each
+// refuses a PostgreSQL address first (fileOnly).
+var fileExec interface {
+	driver.Executor
+	driver.Files
+} = sqlitedriver.Exec{}

@@ -74,10 +74,11 @@
 //	                own writes), View and *ReadTx
 //	bookkeeping.go  Bookkeeping: the store's bookkeeping in a Tx, for
 //	                eventlite's own packages (b.X below is one of its calls)
-//	dialect.go      Dialect, tx.Dialect, rt.Dialect; the driver a store
-//	                runs on (its SQL is in internal/sqlitedriver, behind
-//	                the interfaces of internal/driver: this package runs
-//	                no SQL of its own)
+//	dialect.go      Dialect, tx.Dialect, rt.Dialect; the driver of files
+//	                (its SQL is in internal/sqlitedriver, behind the
+//	                interfaces of internal/driver: this package runs no
+//	                SQL of its own; PostgreSQL's driver is linked by
+//	                importing store/postgres)
 //	append.go       Append, tx.Append, Expected
 //	trace.go        the append span, the traceparent/tracestate extension, LatencyObserver
 //	read.go         ReadStream, ReadAll, Head, StreamVersion, EventByID

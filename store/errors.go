@@ -220,3 +220,18 @@ func (e *FileOnlyError) Error() string {
 
 // Unwrap lets errors.Is(err, ErrFileOnly) match.
 func (e *FileOnlyError) Unwrap() error { return ErrFileOnly }
+
+// ErrNoPostgresDriver: Open (or Copy) was given a PostgreSQL address in
+// a program that does not link the PostgreSQL driver. Permanent for the
+// binary: import store/postgres and rebuild. The error that wraps it
+// names the address, its password replaced by "xxxxx", and the import.
+var ErrNoPostgresDriver = errors.New("the PostgreSQL driver is not linked into this program")
+
+// postgresImport is the package a program imports to open PostgreSQL
+// addresses.
+const postgresImport = "github.com/eventlite/eventlite/store/postgres"
+
+// noPostgresDriver is ErrNoPostgresDriver for the address red (redacted).
+func noPostgresDriver(red string) error {
+	return fmt.Errorf("%s: %w: add import _ %q to the program and rebuild it", red, ErrNoPostgresDriver, postgresImport)
+}

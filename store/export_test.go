@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+
+	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
 // Pragmas lets the tests ask every connection for its settings.
@@ -57,3 +59,6 @@ func SetScavengeCheckpoint(f func(busy bool, logFrames, done int64, err error) (
 	scavengeHooks.checkpoint = f
 	return func() { scavengeHooks.checkpoint = nil }
 }
+
+// Classify is classify: err's driver.Class as its engine tells it.
+func Classify(err error) driver.Class { return classify(err) }

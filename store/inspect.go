@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
 // FileInfo describes a database file as Inspect found it.
@@ -44,10 +46,14 @@ func Inspect(ctx context.Context, path string) (FileInfo, error) {
 // the SQLite header that tools use to tell what wrote a file (eventlite's
 // demo marks its database with it, so that a rerun only ever replaces a
 // file the demo made). It commits with the transaction. A store on
-// PostgreSQL, which has no such header, refuses it.
+// PostgreSQL, which has no such header, refuses it with ErrUnsupported.
 func (tx txBook) SetApplicationID(ctx context.Context, id int32) error {
 	if err := tx.check(); err != nil {
 		return err
 	}
-	return mapErr(tx.s.ex.SetApplicationID(ctx, tx.s.wconn, id))
+	files, ok := tx.s.ex.(driver.Files)
+	if !ok {
+		return fmt.Errorf("store: set the application id of %s: %w: the database has no file header", tx.s.path, ErrUnsupported)
+	}
+	return mapErr(files.SetApplicationID(ctx, tx.s.wconn, id))
 }

@@ -49,6 +49,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/internal/pgaddr"
 	"github.com/eventlite/eventlite/store/internal/pgdriver"
 	"github.com/eventlite/eventlite/store/storetest"
 )
@@ -103,8 +104,8 @@ func pgSchemaOf(addr string) (base, schema string, err error) {
 		return "", "", err
 	}
 	q := u.Query()
-	schema = q.Get(pgdriver.SchemaParam)
-	q.Del(pgdriver.SchemaParam)
+	schema = q.Get(pgaddr.SchemaParam)
+	q.Del(pgaddr.SchemaParam)
 	u.RawQuery = q.Encode()
 	return u.String(), schema, nil
 }

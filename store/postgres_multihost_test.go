@@ -396,7 +396,7 @@ func mhHold(ctx context.Context, s *store.Store, acks *os.File, name string, rel
 // host's, idle in its transaction too long), which the store replaces at
 // its next write.
 func mhTransient(err error) bool {
-	if driver.Classify(err) == driver.ConnectionLost || errors.Is(err, sql.ErrConnDone) {
+	if store.Classify(err) == driver.ConnectionLost || errors.Is(err, sql.ErrConnDone) {
 		mhSay("LOST " + strings.ReplaceAll(err.Error(), "\n", " "))
 	}
 	return store.Retryable(err)

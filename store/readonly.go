@@ -82,7 +82,7 @@ func (s *Store) checkSchema(ctx context.Context, known int) (int, error) {
 // notADB turns the driver's "not a database" (the file is not SQLite) into a
 // *NotEventliteError and returns other errors as they are.
 func (s *Store) notADB(err error) error {
-	if driver.Classify(err) == driver.NotADatabase {
+	if classify(err) == driver.NotADatabase {
 		return &NotEventliteError{Path: s.path, Reason: "is not a SQLite database"}
 	}
 	return err

@@ -200,7 +200,7 @@ func takeLeases(ctx context.Context, target string, o RestoreOptions) (release f
 	defer conn.Close()
 	heldUntil, now, err := fileExec.TakeLeases(ctx, conn, restoreLeaseOwner, (restoreLeaseWait + o.BusyTimeout).Milliseconds())
 	switch {
-	case driver.Classify(err) == driver.Busy:
+	case classify(err) == driver.Busy:
 		return release, fmt.Errorf("%w: restore into %s: another process holds its write lock; it was left unchanged: stop the process that writes to it, or retry", ErrBusy, target)
 	case err != nil || heldUntil == 0:
 		// Not a database, or none of eventlite's: restoreInto decides.
@@ -288,7 +288,7 @@ func restoreInto(ctx context.Context, tmp, target string, snap fileFacts, o Rest
 		if created {
 			removeDB(target)
 		}
-		if driver.Classify(err) == driver.NotADatabase {
+		if classify(err) == driver.NotADatabase {
 			return prev, 0, nil, fmt.Errorf("restore: %w", &NotEventliteError{Path: target, Reason: "is not a SQLite database"})
 		}
 		return prev, 0, nil, fmt.Errorf("restore into %s: %w", target, mapErr(err))

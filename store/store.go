@@ -19,7 +19,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/tracing"
 	"github.com/eventlite/eventlite/store/internal/driver"
-	"github.com/eventlite/eventlite/store/internal/pgdriver"
+	"github.com/eventlite/eventlite/store/internal/pgaddr"
 	"github.com/eventlite/eventlite/store/internal/sqlitedriver"
 )
 
@@ -269,19 +269,31 @@ var defaultDriver driver.Driver = sqlitedriver.Driver{}
 
 // PostgresSchemaVersion is the schema version this binary writes to a
 // PostgreSQL schema: its migrations are numbered on their own, from the
-// SQLite store's newest schema.
+// SQLite store's newest schema. It is 0 in a program that does not
+// import store/postgres.
 func PostgresSchemaVersion() int {
-	ms, _ := pgdriver.Migrations()
+	srv := driver.Server()
+	if srv == nil {
+		return 0
+	}
+	ms, _ := srv.Migrations()
 	return len(ms)
 }
 
 // chooseDriver picks the engine by the address: a postgres:// or
 // postgresql:// URL is PostgreSQL's, anything else a SQLite file. It
 // returns the name the store gives the database in messages: the file's
-// absolute path, or the address without its password.
+// absolute path, or the address without its password. A PostgreSQL
+// address in a program that did not import store/postgres is
+// ErrNoPostgresDriver.
 func chooseDriver(addr string) (driver.Driver, string, error) {
-	if pgdriver.IsAddress(addr) {
-		return pgdriver.Driver{}, pgdriver.Redact(addr), nil
+	if pgaddr.IsAddress(addr) {
+		red := pgaddr.Redact(addr)
+		srv := driver.Server()
+		if srv == nil {
+			return nil, red, noPostgresDriver(red)
+		}
+		return srv, red, nil
 	}
 	abs, err := filepath.Abs(addr)
 	return defaultDriver, abs, err
@@ -290,17 +302,33 @@ func chooseDriver(addr string) (driver.Driver, string, error) {
 // IsPostgresAddress reports whether Open takes addr for a PostgreSQL
 // server's address (postgres:// or postgresql://, in any case) rather
 // than a database file's path.
-func IsPostgresAddress(addr string) bool { return pgdriver.IsAddress(addr) }
+func IsPostgresAddress(addr string) bool { return pgaddr.IsAddress(addr) }
 
 // fileOnly refuses, with *FileOnlyError, an operation on a database file
 // (op) that was given PostgreSQL addresses among addrs.
 func fileOnly(op string, addrs ...string) error {
 	for _, a := range addrs {
 		if IsPostgresAddress(a) {
-			return &FileOnlyError{Op: op, Address: pgdriver.Redact(a)}
+			return &FileOnlyError{Op: op, Address: pgaddr.Redact(a)}
 		}
 	}
 	return nil
+}
+
+// classify returns err's driver.Class as the engine it came from tells
+// it: SQLite's driver, always linked, then the PostgreSQL driver when the
+// program imported it. The engines' error types are disjoint.
+func classify(err error) driver.Class {
+	if err == nil {
+		return driver.Other
+	}
+	if k := defaultDriver.Classify(err); k != driver.Other {
+		return k
+	}
+	if srv := driver.Server(); srv != nil {
+		return srv.Classify(err)
+	}
+	return driver.Other
 }
 
 // onServer reports whether the store runs on a database server rather
@@ -671,10 +699,10 @@ func (s *Store) poll(conn *sql.Conn, last int64) {
 
 // isBusy reports whether err is the engine's lock held past the wait
 // (driver.Busy).
-func isBusy(err error) bool { return driver.Classify(err) == driver.Busy }
+func isBusy(err error) bool { return classify(err) == driver.Busy }
 
 // isConstraint reports whether err is a constraint violation.
-func isConstraint(err error) bool { return driver.Classify(err) == driver.Constraint }
+func isConstraint(err error) bool { return classify(err) == driver.Constraint }
 
 // mapErr turns a lock held past the wait into ErrBusy, keeping the
 // engine's text. So does a session a server ended (a restart, a network
@@ -689,7 +717,7 @@ func mapErr(err error) error {
 	switch {
 	case isBusy(err):
 		return fmt.Errorf("%w: %v (another process held the write lock past the busy timeout; retry)", ErrBusy, err)
-	case driver.Classify(err) == driver.ConnectionLost:
+	case classify(err) == driver.ConnectionLost:
 		return fmt.Errorf("%w: %w (the database ended the session; the next call reconnects: retry)", ErrBusy, err)
 	}
 	return err

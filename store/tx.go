@@ -105,7 +105,7 @@ func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *s
 	if cerr := tx.callerSQL(sent, func() { row = tx.s.wconn.QueryRowContext(ctx, sent, args...) }); cerr != nil {
 		return errRow(cerr)
 	}
-	if err := row.Err(); driver.Classify(err) == driver.Statement {
+	if err := row.Err(); classify(err) == driver.Statement {
 		return errRow(statementError(tx.s.ex.Dialect(), query, err))
 	}
 	return row

@@ -35,7 +35,7 @@ func (r *ReadTx) QueryContext(ctx context.Context, query string, args ...any) (*
 // QueryRowContext runs a query that returns at most one row.
 func (r *ReadTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	row := r.tx.QueryRowContext(ctx, r.ex.Rebind(query), args...)
-	if err := row.Err(); driver.Classify(err) == driver.Statement {
+	if err := row.Err(); classify(err) == driver.Statement {
 		return errRow(statementError(r.ex.Dialect(), query, err))
 	}
 	return row

@@ -42,7 +42,7 @@ func (s *Store) connLost(err error) bool {
 // database/sql's ErrBadConn and ErrConnDone, or an error the engine
 // classes as ConnectionLost.
 func sessionEnded(err error) bool {
-	return errors.Is(err, sqldriver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) || driver.Classify(err) == driver.ConnectionLost
+	return errors.Is(err, sqldriver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) || classify(err) == driver.ConnectionLost
 }
 
 // reconnectWriter replaces the writer's lost connection and prepares the

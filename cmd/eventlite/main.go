@@ -22,6 +22,7 @@ import (
 
 	"github.com/eventlite/eventlite/internal/cliflag"
 	"github.com/eventlite/eventlite/store"
+	_ "github.com/eventlite/eventlite/store/postgres" // --db postgres:// (the library links it only by import)
 )
 
 func main() {

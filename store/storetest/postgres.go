@@ -8,7 +8,7 @@ import (
 	"os"
 	"testing"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", to drop the test's schema
+	"github.com/eventlite/eventlite/store"
 )
 
 // PostgresEnv names the variable that holds the address of the
@@ -17,12 +17,19 @@ const PostgresEnv = "EVENTLITE_TEST_POSTGRES"
 
 // PostgresBase returns the test server's address, from
 // EVENTLITE_TEST_POSTGRES, or skips tb, saying how to run it, when the
-// variable is not set.
+// variable is not set. The test binary links the PostgreSQL driver by
+// importing github.com/eventlite/eventlite/store/postgres in a test
+// file; the schema is dropped through database/sql's driver "pgx",
+// which that import registers. Without the import PostgresBase fails
+// tb.
 func PostgresBase(tb testing.TB) string {
 	tb.Helper()
 	base := os.Getenv(PostgresEnv)
 	if base == "" {
 		tb.Skip("PostgreSQL test skipped: set " + PostgresEnv + " to a server's URL (for example postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
+	}
+	if store.PostgresSchemaVersion() == 0 {
+		tb.Fatalf("%s is set but the test binary does not link the PostgreSQL driver: add import _ \"github.com/eventlite/eventlite/store/postgres\" to a test file of the package", PostgresEnv)
 	}
 	return base
 }

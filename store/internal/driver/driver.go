@@ -27,7 +27,7 @@
 // state of its own per call, so one value serves every goroutine.
 //
 // Errors: a driver returns the engine's errors wrapped, never replaced, and
-// classifies them (Classify): a lock held past the wait is Busy, a unique
+// classifies them (Driver.Classify): a lock held past the wait is Busy, a unique
 // or foreign key violation is Constraint, a file that is not the engine's
 // is NotADatabase, a damaged one Corrupt. The store turns these into the
 // errors its callers see (ErrBusy, ErrConflict, ErrDuplicate,
@@ -86,9 +86,7 @@ type Executor interface {
 	Reads
 	Status
 	Tables
-	Backup
 	Invariants
-	Inspect
 	Outbox
 	Effects
 	Operations

@@ -1,9 +1,6 @@
 package driver
 
-import (
-	"errors"
-	"sync"
-)
+import "errors"
 
 // Class is what kind of failure an engine error is, as far as the store's
 // logic cares.
@@ -34,41 +31,6 @@ const (
 	// engine: the store adds a hint to a caller's statement failing so.
 	Statement
 )
-
-// A Classifier tells the Class of one engine's errors, and Other for an
-// error that is not that engine's.
-type Classifier func(error) Class
-
-var (
-	classifiersMu sync.RWMutex
-	classifiers   []Classifier
-)
-
-// RegisterClassifier adds an engine's classifier. A driver package calls it
-// from init. The engines' error types are disjoint, so the first
-// classifier that knows an error decides.
-func RegisterClassifier(c Classifier) {
-	classifiersMu.Lock()
-	defer classifiersMu.Unlock()
-	classifiers = append(classifiers, c)
-}
-
-// Classify returns err's Class: Other for nil, for an error no engine
-// knows, and for one no engine treats specially. It looks through
-// wrapping.
-func Classify(err error) Class {
-	if err == nil {
-		return Other
-	}
-	classifiersMu.RLock()
-	defer classifiersMu.RUnlock()
-	for _, c := range classifiers {
-		if k := c(err); k != Other {
-			return k
-		}
-	}
-	return Other
-}
 
 // ErrUnsupported is returned by a driver for an operation its engine does
 // not offer (for example a file-level backup on a server).

@@ -24,6 +24,9 @@ type Holes interface {
 	RecordHole(ctx context.Context, q Querier, h HoleRow, now int64) error
 	// RecordedHoles lists the recorded holes by first position.
 	RecordedHoles(ctx context.Context, q ReadQuerier) ([]HoleRow, error)
+	// HolesDetectedBy lists the recorded holes that detectedBy left
+	// (a restore's, Files.RecordRestoreHole); none for none.
+	HolesDetectedBy(ctx context.Context, q ReadQuerier, detectedBy string) ([]FileHole, error)
 }
 
 // PositionRun is the positions From..To, both included.

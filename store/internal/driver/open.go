@@ -19,6 +19,11 @@ type Driver interface {
 	Dialect() Dialect
 	// Executor returns the engine's store operations.
 	Executor() Executor
+	// Classify returns the Class of one of the engine's errors (looking
+	// through wrapping), and Other for nil, for an error the engine
+	// does not treat specially and for one that is not the engine's:
+	// the engines' error types are disjoint.
+	Classify(err error) Class
 
 	// OpenWriter opens the pool of the store's writer: one connection,
 	// kept open for the store's life, on which every write transaction

@@ -9,18 +9,19 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/store/internal/driver"
+	"github.com/eventlite/eventlite/store/internal/pgaddr"
 )
 
 func TestParseAddress(t *testing.T) {
 	for _, c := range []struct {
 		addr, schema, conn string
 	}{
-		{"postgres://u@h:5432/db", DefaultSchema, "postgres://u@h:5432/db"},
-		{"postgresql://u@h/db?sslmode=disable", DefaultSchema, "postgresql://u@h/db?sslmode=disable"},
+		{"postgres://u@h:5432/db", pgaddr.DefaultSchema, "postgres://u@h:5432/db"},
+		{"postgresql://u@h/db?sslmode=disable", pgaddr.DefaultSchema, "postgresql://u@h/db?sslmode=disable"},
 		{"POSTGRES://u@h/db?eventlite_schema=orders", "orders", "POSTGRES://u@h/db"},
 		{"postgres://u@h/db?sslmode=verify-full&eventlite_schema=app_2&sslrootcert=%2Fca.pem", "app_2", "postgres://u@h/db?sslmode=verify-full&sslrootcert=%2Fca.pem"},
 	} {
-		a, err := ParseAddress(c.addr)
+		a, err := pgaddr.ParseAddress(c.addr)
 		if err != nil {
 			t.Fatalf("%s: %v", c.addr, err)
 		}
@@ -33,8 +34,8 @@ func TestParseAddress(t *testing.T) {
 		if got.Query().Encode() != want.Query().Encode() || got.Host != want.Host || got.Path != want.Path {
 			t.Errorf("%s: conn string %q, want %q", c.addr, a.ConnString, c.conn)
 		}
-		if strings.Contains(a.ConnString, SchemaParam) {
-			t.Errorf("%s: %s not stripped: %q", c.addr, SchemaParam, a.ConnString)
+		if strings.Contains(a.ConnString, pgaddr.SchemaParam) {
+			t.Errorf("%s: %s not stripped: %q", c.addr, pgaddr.SchemaParam, a.ConnString)
 		}
 	}
 }
@@ -42,7 +43,7 @@ func TestParseAddress(t *testing.T) {
 func TestParseAddressRefuses(t *testing.T) {
 	for _, c := range []struct {
 		addr   string
-		schema bool // a *SchemaError, else an *AddressError
+		schema bool // a *pgaddr.SchemaError, else an *pgaddr.AddressError
 	}{
 		{"file:app.db", false},
 		{"app.db", false},
@@ -58,17 +59,17 @@ func TestParseAddressRefuses(t *testing.T) {
 		{"postgres://u@h/db?eventlite_schema=public", true},
 		{"postgres://u@h/db?eventlite_schema=" + strings.Repeat("a", 64), true},
 	} {
-		_, err := ParseAddress(c.addr)
-		var se *SchemaError
-		var ae *AddressError
+		_, err := pgaddr.ParseAddress(c.addr)
+		var se *pgaddr.SchemaError
+		var ae *pgaddr.AddressError
 		switch {
 		case c.schema && !errors.As(err, &se):
-			t.Errorf("%s: %v, want a *SchemaError", c.addr, err)
+			t.Errorf("%s: %v, want a *pgaddr.SchemaError", c.addr, err)
 		case !c.schema && !errors.As(err, &ae):
-			t.Errorf("%s: %v, want an *AddressError", c.addr, err)
+			t.Errorf("%s: %v, want an *pgaddr.AddressError", c.addr, err)
 		}
 	}
-	if err := ValidateSchema(strings.Repeat("a", 63)); err != nil {
+	if err := pgaddr.ValidateSchema(strings.Repeat("a", 63)); err != nil {
 		t.Errorf("63 bytes: %v", err)
 	}
 }
@@ -82,8 +83,8 @@ func TestRedact(t *testing.T) {
 		{"host=h user=u password=s3cret", "(address withheld: not a URL of the form scheme://host/...)"},
 		{"postgres:u:s3cret@h/db", "(address withheld: not a URL of the form scheme://host/...)"},
 	} {
-		if got := Redact(c.in); got != c.want {
-			t.Errorf("Redact(%q) = %q, want %q", c.in, got, c.want)
+		if got := pgaddr.Redact(c.in); got != c.want {
+			t.Errorf("pgaddr.Redact(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }
@@ -109,7 +110,7 @@ func TestPasswordNeverInErrors(t *testing.T) {
 	for _, addr := range offline {
 		err := open(ctx, addr)
 		if err == nil {
-			t.Errorf("%s: opened", Redact(addr))
+			t.Errorf("%s: opened", pgaddr.Redact(addr))
 			continue
 		}
 		if strings.Contains(err.Error(), secret) {
@@ -146,14 +147,14 @@ func TestPasswordNeverInErrors(t *testing.T) {
 // must agree, and Options.Schema is validated like the parameter.
 func TestSchemaGivenTwice(t *testing.T) {
 	_, err := Driver{}.OpenWriter(driver.OpenConfig{Path: "postgres://u@h/db?eventlite_schema=a", Schema: "b"})
-	var ae *AddressError
+	var ae *pgaddr.AddressError
 	if !errors.As(err, &ae) || !strings.Contains(err.Error(), "give one") {
 		t.Errorf("schema given twice, differently: %v", err)
 	}
 	_, err = Driver{}.OpenWriter(driver.OpenConfig{Path: "postgres://u@h/db", Schema: "Bad"})
-	var se *SchemaError
+	var se *pgaddr.SchemaError
 	if !errors.As(err, &se) {
-		t.Errorf("bad Options.Schema: %v, want a *SchemaError", err)
+		t.Errorf("bad Options.Schema: %v, want a *pgaddr.SchemaError", err)
 	}
 }
 

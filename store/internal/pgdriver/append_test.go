@@ -15,6 +15,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store/internal/driver"
+	"github.com/eventlite/eventlite/store/internal/pgaddr"
 )
 
 // roundTrips counts the statements a connection sends (each one round
@@ -59,7 +60,7 @@ func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEnd
 func tracedWriter(t *testing.T, rt *roundTrips) (*sql.Conn, driver.Writer) {
 	t.Helper()
 	ctx := context.Background()
-	a, err := ParseAddress(withSchema(t, freshSchema(t)))
+	a, err := pgaddr.ParseAddress(withSchema(t, freshSchema(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,13 +6,15 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/eventlite/eventlite/store/internal/pgaddr"
 )
 
 // TestQuoteLiteral: BeginSQL's channel literal reads back as the string
 // it quotes, quotes and backslashes included, whether or not the session
 // takes backslashes in plain literals as escapes.
 func TestQuoteLiteral(t *testing.T) {
-	a, err := ParseAddress(testURL(t))
+	a, err := pgaddr.ParseAddress(testURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}

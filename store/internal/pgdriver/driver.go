@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/eventlite/eventlite/store/internal/driver"
+	"github.com/eventlite/eventlite/store/internal/pgaddr"
 )
 
 // Driver is the PostgreSQL driver. It holds no state.
@@ -44,18 +45,18 @@ const (
 // connector builds the database/sql connector of cfg: pgx's stdlib
 // adapter on the address without the eventlite_schema parameter, with the
 // store's session settings and the schema as the search path.
-func connector(cfg driver.OpenConfig, role string) (*sql.DB, *Address, error) {
-	a, err := ParseAddress(cfg.Path)
+func connector(cfg driver.OpenConfig, role string) (*sql.DB, *pgaddr.Address, error) {
+	a, err := pgaddr.ParseAddress(cfg.Path)
 	if err != nil {
 		return nil, nil, err
 	}
 	schema := a.Schema
 	if cfg.Schema != "" {
-		if err := ValidateSchema(cfg.Schema); err != nil {
+		if err := pgaddr.ValidateSchema(cfg.Schema); err != nil {
 			return nil, nil, err
 		}
 		if a.SchemaGiven && cfg.Schema != a.Schema {
-			return nil, nil, &AddressError{Address: a.Redacted, Reason: fmt.Sprintf("Options.Schema %q differs from the address's %s %q: give one", cfg.Schema, SchemaParam, a.Schema)}
+			return nil, nil, &pgaddr.AddressError{Address: a.Redacted, Reason: fmt.Sprintf("Options.Schema %q differs from the address's %s %q: give one", cfg.Schema, pgaddr.SchemaParam, a.Schema)}
 		}
 		schema = cfg.Schema
 	}
@@ -63,7 +64,7 @@ func connector(cfg driver.OpenConfig, role string) (*sql.DB, *Address, error) {
 	pc, err := pgx.ParseConfig(a.ConnString)
 	if err != nil {
 		// pgx redacts the password in its own message; scrub it again.
-		return nil, nil, &AddressError{Address: a.Redacted, Reason: scrub(err.Error(), a.ConnString)}
+		return nil, nil, &pgaddr.AddressError{Address: a.Redacted, Reason: pgaddr.Scrub(err.Error(), a.ConnString)}
 	}
 	rp := pc.RuntimeParams
 	set := func(k, v string) {
@@ -164,7 +165,8 @@ const (
 	codeIdleInTx      = "25P03" // idle_in_transaction_session_timeout
 )
 
-func init() { driver.RegisterClassifier(classifyPG) }
+// Classify tells the engine's errors apart (classifyPG).
+func (Driver) Classify(err error) driver.Class { return classifyPG(err) }
 
 // classifyPG: deadlocks, serialization failures and lock waits past
 // lock_timeout are Busy (retrying may succeed); an integrity constraint

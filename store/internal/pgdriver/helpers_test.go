@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/eventlite/eventlite/store/internal/pgaddr"
 )
 
 // testURLEnv names the variable that holds the test server's address.
@@ -36,7 +38,7 @@ func freshSchema(tb testing.TB) string {
 	schema := "t_" + hex.EncodeToString(b[:])
 	tb.Cleanup(func() {
 		ctx := context.Background()
-		a, err := ParseAddress(base)
+		a, err := pgaddr.ParseAddress(base)
 		if err != nil {
 			tb.Error(err)
 			return
@@ -62,7 +64,7 @@ func withSchema(tb testing.TB, schema string) string {
 		tb.Fatal(err)
 	}
 	q := u.Query()
-	q.Set(SchemaParam, schema)
+	q.Set(pgaddr.SchemaParam, schema)
 	u.RawQuery = q.Encode()
 	return u.String()
 }

@@ -146,7 +146,7 @@ func TestScavengeBatch(t *testing.T) {
 		t.Errorf("IDRemoved in another tenant = %v, %v; want false", got, err)
 	}
 	err := insert(10, "e3")
-	if driver.Classify(err) != driver.Constraint {
+	if classifyPG(err) != driver.Constraint {
 		t.Fatalf("insert of a removed id: %v, want a constraint violation", err)
 	}
 }

@@ -16,7 +16,10 @@ import (
 // Querier they are given.
 type Exec struct{}
 
-var _ driver.Executor = Exec{}
+var (
+	_ driver.Executor = Exec{}
+	_ driver.Files    = Exec{}
+)
 
 // Dialect reports SQLite.
 func (Exec) Dialect() driver.Dialect { return driver.SQLite }
@@ -24,7 +27,8 @@ func (Exec) Dialect() driver.Dialect { return driver.SQLite }
 // Rebind returns query unchanged: SQLite takes ? placeholders itself.
 func (Exec) Rebind(query string) string { return query }
 
-func init() { driver.RegisterClassifier(Classify) }
+// Classify tells the engine's errors apart (the package function Classify).
+func (Driver) Classify(err error) driver.Class { return Classify(err) }
 
 // Classify tells SQLITE_BUSY and SQLITE_LOCKED (Busy), SQLITE_CONSTRAINT
 // (Constraint), SQLITE_NOTADB (NotADatabase), SQLITE_CORRUPT (Corrupt)

@@ -1,4 +1,9 @@
-package pgdriver
+// Package pgaddr reads PostgreSQL addresses (postgres:// URLs): which
+// addresses are PostgreSQL's, the schema they name, and how to print
+// them without their password. It needs only net/url, so that package
+// store can recognise and redact an address without linking the
+// PostgreSQL driver.
+package pgaddr
 
 import (
 	"fmt"
@@ -148,9 +153,9 @@ func Redact(addr string) string {
 	return u.String()
 }
 
-// scrub replaces every password addr holds (user info, password
+// Scrub replaces every password addr holds (user info, password
 // parameters) in msg with "xxxxx".
-func scrub(msg, addr string) string {
+func Scrub(msg, addr string) string {
 	u, err := url.Parse(addr)
 	if err != nil {
 		return "(message withheld: it may hold the password)"

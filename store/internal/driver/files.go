@@ -7,25 +7,27 @@ import (
 	"time"
 )
 
-// Backup is the file-level mechanism of backup and restore: opening a
-// database file that no store has open, copying a consistent snapshot of
-// it page by page into a new file, and copying a file into a database in
-// place while other processes have it open, and the marks a restore
-// leaves in the log. The file methods (OpenFile to CopyInto) are an
-// embedded engine's: a server engine (PostgreSQL) answers ErrUnsupported
-// to them, its backups being the server's own tools, and the store's
-// Backup, Restore and their checks then fail with that error. Every
-// engine implements the log's methods (RaiseSequence, RecordRestoreHole,
-// HolesDetectedBy): doctor reads a restore's holes on an open store.
+// Files is what an embedded engine does with a database file, outside
+// Executor because only such an engine (SQLite) has one: the
+// file-level mechanism of backup and restore (opening a database file
+// that no store has open, copying a consistent snapshot of it page by
+// page into a new file, copying a file into a database in place while
+// other processes have it open, and the marks a restore leaves in the
+// log), reading a file's header (inspect), and stamping its application
+// id. A server engine (PostgreSQL) lacks it: its backups are the
+// server's own tools. The store reaches it on the SQLite driver for
+// Backup, Restore, Inspect and a copy's source, which refuse a
+// PostgreSQL address first, and by type assertion on an open store's
+// Executor for the application id.
 //
 // The store keeps what a user sees: which file is refused and why, the
 // checks of a copy, progress, results and messages.
-type Backup interface {
+type Files interface {
 	// OpenFile opens the database file at path on one connection of a
 	// pool of its own, which the caller closes (the connection first).
 	// With o.ReadOnly the file is never created or changed, and a
 	// file the process may only read is opened too. An engine error is
-	// returned as it is: Classify tells NotADatabase.
+	// returned as it is: Driver.Classify tells NotADatabase.
 	OpenFile(ctx context.Context, path string, o FileOptions) (*sql.DB, *sql.Conn, error)
 	// BeginFileRead begins a read transaction on conn whose first read
 	// fixes the snapshot that every later read and CopyFile see. end
@@ -72,9 +74,13 @@ type Backup interface {
 	// from is widened to to and takes detectedBy. In a file of a schema
 	// that records no holes it does nothing.
 	RecordRestoreHole(ctx context.Context, q Querier, from, to int64, detectedBy string, now int64) error
-	// HolesDetectedBy lists the recorded holes that detectedBy left;
-	// none for none.
-	HolesDetectedBy(ctx context.Context, q ReadQuerier, detectedBy string) ([]FileHole, error)
+	// FileHeader reads the schema version (0 for a database eventlite
+	// never opened) and application id of the database file at path
+	// without creating, migrating or otherwise changing it.
+	FileHeader(ctx context.Context, path string) (FileHeader, error)
+	// SetApplicationID stamps the database's application id; it
+	// commits with the transaction q is in.
+	SetApplicationID(ctx context.Context, q Querier, id int32) error
 	// RolledBackStreams compares the database of conn (a copy a restore
 	// is about to copy in) with the database file replaced (the target,
 	// read as it is under the restore's lock) and lists, in (tenant,
