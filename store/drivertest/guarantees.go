@@ -109,5 +109,6 @@ var guarantees = []guarantee{
 		{"TestOwnStreamsAreTheStores", testOwnStreamsAreTheStores},
 		{"TestForgetErasesErrorTexts", testForgetErasesErrorTexts},
 		{"TestOneMasterKeyPerStore", testOneMasterKeyPerStore},
+		{"TestForgetBeatsACachedKey", testForgetBeatsACachedKey},
 	}},
 }

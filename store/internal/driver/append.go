@@ -121,6 +121,13 @@ type Writer interface {
 	// append is compared with: the tenant's stored event with this id.
 	// ok is false when there is none.
 	EventByID(ctx context.Context, tenant, id string) (ev StoredID, ok bool, err error)
+	// KeyLive reads, inside the write transaction, whether (tenant,
+	// subject) has a data key that is not forgotten. The store asks it
+	// for every subject an append encrypts under, whatever its key cache
+	// holds: a forget another process committed before this transaction
+	// took the write lock is seen here. It is always a statement; no
+	// cache of the driver (SQLite's stream-state cache) answers it.
+	KeyLive(ctx context.Context, tenant, subject string) (bool, error)
 	// Close releases the statements.
 	Close() error
 }
