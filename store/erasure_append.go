@@ -146,8 +146,10 @@ func (s *Store) sameStoredData(a *appendReq, i int, stored, ext []byte) bool {
 // does not reach before its poller notices. The forget and this check
 // are serialised by the write lock (SQLite: BEGIN IMMEDIATE; PostgreSQL:
 // the log_head row), so once a forget commits no append under its
-// subject commits after it, in any process. One statement per subject of
-// the append; appends without erasurekey pay nothing.
+// subject commits after it, in any process. The same step records the
+// append's stream as one of the subject's (forget drops its snapshots
+// even after its events are gone). Two statements per subject of the
+// append; appends without erasurekey pay nothing.
 func (s *Store) checkKeysLive(a *appendReq) error {
 	if a.aeads == nil {
 		return nil
@@ -167,7 +169,7 @@ func (s *Store) checkKeysLive(a *appendReq) error {
 		if seen {
 			continue
 		}
-		live, err := s.stmts.KeyLive(bg, a.tenant, subject)
+		live, err := s.stmts.SealedUnder(bg, a.tenant, a.stream, subject)
 		if err != nil {
 			return fmt.Errorf("read data key of subject %q (tenant %s): %w", subject, a.tenant, mapErr(err))
 		}

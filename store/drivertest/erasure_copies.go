@@ -3,12 +3,14 @@ package drivertest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/internal/testhook"
+	"github.com/eventlite/eventlite/store/storetest"
 )
 
 // testForgetBeatsACachedKey: another store (process) forgets a subject
@@ -76,5 +78,44 @@ func testForgetBeatsACachedKey(t *testing.T, h Harness) {
 	}
 	if evs := ReadStream(t, other, "default", "user-bob"); len(evs) != 2 {
 		t.Fatalf("user-bob holds %d events after the refused append, want 2", len(evs))
+	}
+}
+
+// testForgetDropsSnapshotsAfterScavenge: forget finds a subject's
+// streams through a record that outlives their events. A snapshot holds
+// state derived from the subject's data; a truncate and a scavenge then
+// remove every event of the subject; forget must still name the stream
+// and drop the snapshot.
+func testForgetDropsSnapshotsAfterScavenge(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := h.Open(t, &store.Options{MasterKey: MasterKey(t, 362)})
+	for i := range 3 {
+		if _, err := s.Append(ctx, "default", "profile-1", store.Any, Personal(t, "alice", fmt.Sprintf("alice.%d@example.org", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	FillStream(t, s, "profile-1", 1) // version 4, no subject
+	state := []byte(`{"email":"alice.2@example.org"}`)
+	if err := s.Update(ctx, func(tx *store.Tx) error {
+		return tx.SaveSnapshot(ctx, store.Snapshot{Tenant: "default", Stream: "profile-1", SchemaVersion: 1, Version: 4, State: state})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Lifecycle().Truncate(ctx, "default", "profile-1", 4, store.Any); err != nil {
+		t.Fatal(err)
+	}
+	storetest.PublishAll(t, s)
+	if res := Scavenge(t, s, store.ScavengeOptions{}); res.Removed != 3 {
+		t.Fatalf("scavenge removed %d events, want alice's 3", res.Removed)
+	}
+	res, err := s.Erasure().Forget(ctx, "default", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Streams) != 1 || res.Streams[0] != "profile-1" {
+		t.Errorf("forget found streams %q, want [profile-1] (its events were scavenged)", res.Streams)
+	}
+	if snap, ok, err := s.Aggregates().LoadSnapshot(ctx, "default", "profile-1", 1); err != nil || ok {
+		t.Fatalf("snapshot after forget: %q found %v (%v); want it dropped", snap.State, ok, err)
 	}
 }

@@ -110,5 +110,6 @@ var guarantees = []guarantee{
 		{"TestForgetErasesErrorTexts", testForgetErasesErrorTexts},
 		{"TestOneMasterKeyPerStore", testOneMasterKeyPerStore},
 		{"TestForgetBeatsACachedKey", testForgetBeatsACachedKey},
+		{"TestForgetDropsSnapshotsAfterScavenge", testForgetDropsSnapshotsAfterScavenge},
 	}},
 }

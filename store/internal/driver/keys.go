@@ -27,8 +27,9 @@ type Keys interface {
 	// NewestForget reads the newest time a key was forgotten, 0 when
 	// none was.
 	NewestForget(ctx context.Context, q ReadQuerier) (int64, error)
-	// SubjectStreams lists the tenant's streams holding events whose
-	// erasurekey is subject.
+	// SubjectStreams lists the tenant's streams that were appended
+	// events whose erasurekey is subject: the record SealedUnder keeps,
+	// which outlives the events, and the events still in the log.
 	SubjectStreams(ctx context.Context, q ReadQuerier, tenant, subject string) ([]string, error)
 	// DropSubjectSnapshots drops the snapshots of a stream.
 	DropSubjectSnapshots(ctx context.Context, q Querier, tenant, stream string) error

@@ -71,11 +71,14 @@ func (Exec) NewestForget(ctx context.Context, q driver.ReadQuerier) (int64, erro
 // values hold no control character, so the cast never fails on a NUL.
 const erasureKeyOf = `(e.extensions::json ->> 'erasurekey')`
 
-// SubjectStreams scans the tenant's events that have extensions:
-// forgetting is rare.
+// SubjectStreams reads the record of the subject's streams
+// (erasure_streams) and, in case a row is missing from it, scans the
+// tenant's events that have extensions: forgetting is rare.
 func (Exec) SubjectStreams(ctx context.Context, q driver.ReadQuerier, tenant, subject string) ([]string, error) {
-	rows, err := q.QueryContext(ctx, `SELECT DISTINCT e.stream_id FROM events e
-		WHERE e.tenant = $1 AND e.extensions IS NOT NULL AND `+erasureKeyOf+` = $2`, tenant, subject)
+	rows, err := q.QueryContext(ctx, `SELECT stream_id FROM erasure_streams WHERE tenant = $1 AND subject = $2
+		UNION SELECT e.stream_id FROM events e
+		WHERE e.tenant = $1 AND e.extensions IS NOT NULL AND `+erasureKeyOf+` = $2
+		ORDER BY 1`, tenant, subject)
 	if err != nil {
 		return nil, err
 	}

@@ -62,11 +62,14 @@ func (Exec) NewestForget(ctx context.Context, q driver.ReadQuerier) (int64, erro
 	return newest, err
 }
 
-// SubjectStreams scans the tenant's events that have extensions:
-// forgetting is rare.
+// SubjectStreams reads the record of the subject's streams
+// (erasure_streams) and, in case a row is missing from it, scans the
+// tenant's events that have extensions: forgetting is rare.
 func (Exec) SubjectStreams(ctx context.Context, q driver.ReadQuerier, tenant, subject string) ([]string, error) {
-	rows, err := q.QueryContext(ctx, `SELECT DISTINCT stream_id FROM events
-		WHERE tenant = ? AND attrs IS NOT NULL AND json_extract(`+ExtensionsSQL+`, '$.erasurekey') = ?`, tenant, subject)
+	rows, err := q.QueryContext(ctx, `SELECT stream_id FROM erasure_streams WHERE tenant = ?1 AND subject = ?2
+		UNION SELECT stream_id FROM events
+		WHERE tenant = ?1 AND attrs IS NOT NULL AND json_extract(`+ExtensionsSQL+`, '$.erasurekey') = ?2
+		ORDER BY 1`, tenant, subject)
 	if err != nil {
 		return nil, err
 	}

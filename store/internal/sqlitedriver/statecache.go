@@ -26,7 +26,7 @@ import (
 // database for any stream this transaction read or wrote already.
 //
 // The cache answers StreamState only. Whether an append's erasure
-// subject was forgotten (KeyLive) is always a statement: a forget
+// subject was forgotten (SealedUnder) is always a statement: a forget
 // committed by another process must be seen by the next append even if
 // a data version check were ever wrong or skipped.
 
