@@ -18,9 +18,10 @@ type Keys interface {
 	// same key both read the one stored first afterwards.
 	InsertDataKey(ctx context.Context, q Querier, tenant, subject string, masterKeyID, wrapped []byte, at int64) error
 	// ForgetDataKey destroys the wrapped key of (tenant, subject) and
-	// marks it forgotten at at. found is false when there is no key;
-	// already is true when it was forgotten before, and then nothing is
-	// written. The check and the destruction must be atomic (SQLite: the
+	// marks it forgotten at at. found is false when there was no key: a
+	// tombstone row (no key, forgotten at at) is inserted then, for a
+	// subject whose events the store only received. already is true
+	// when it was forgotten before, and then nothing is written. The check and the destruction must be atomic (SQLite: the
 	// write transaction; PostgreSQL: the row lock of an UPDATE ... WHERE
 	// forgotten_at IS NULL).
 	ForgetDataKey(ctx context.Context, q Querier, tenant, subject string, at int64) (found, already bool, err error)

@@ -53,9 +53,14 @@ func (Exec) ForgetDataKey(ctx context.Context, q driver.Querier, tenant, subject
 	if n, err := res.RowsAffected(); err != nil || n == 1 {
 		return n == 1, false, err
 	}
-	var exists bool
-	err = q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM erasure_keys WHERE tenant = $1 AND subject = $2)`, tenant, subject).Scan(&exists)
-	return exists, exists, err
+	// No live key: keep a tombstone unless a row (forgotten) is there.
+	res, err = q.ExecContext(ctx, `INSERT INTO erasure_keys (tenant, subject, created_at, forgotten_at) VALUES ($1, $2, $3, $3)
+		ON CONFLICT DO NOTHING`, tenant, subject, at)
+	if err != nil {
+		return false, false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 0, n == 0, err
 }
 
 // NewestForget reads MAX(forgotten_at) through the erasure_keys_forgotten

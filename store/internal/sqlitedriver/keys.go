@@ -36,14 +36,17 @@ func (Exec) InsertDataKey(ctx context.Context, q driver.Querier, tenant, subject
 	return err
 }
 
-// ForgetDataKey reads the row, then clears it: the write transaction
-// holds SQLite's only writer between the two.
+// ForgetDataKey reads the row, then clears it (or inserts a tombstone):
+// the write transaction holds SQLite's only writer between the two.
 func (Exec) ForgetDataKey(ctx context.Context, q driver.Querier, tenant, subject string, at int64) (found, already bool, err error) {
 	var forgotten sql.NullInt64
 	err = q.QueryRowContext(ctx, `SELECT forgotten_at FROM erasure_keys WHERE tenant = ? AND subject = ?`, tenant, subject).Scan(&forgotten)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return false, false, nil
+		// A subject of outside events: keep a tombstone.
+		_, err = q.ExecContext(ctx, `INSERT INTO erasure_keys (tenant, subject, created_at, forgotten_at) VALUES (?, ?, ?, ?)`,
+			tenant, subject, at, at)
+		return false, false, err
 	case err != nil:
 		return false, false, err
 	case forgotten.Valid:
