@@ -76,7 +76,8 @@ func (e *Erasure) Encrypted(ctx context.Context) (bool, error) {
 
 // Forget forgets a subject of a tenant, in one transaction: it destroys
 // the subject's data key, drops the snapshots of the tenant's streams
-// holding the subject's events, removes the data from the copies of those
+// that were ever appended the subject's events (a record kept at append
+// outlives the events), removes the data from the copies of those
 // events held in quarantine, deferral and version conflicts, and appends
 // eventlite.subject.forgotten {"erasurekey": subject} to the tenant's
 // stream eventlite-forgotten. From then on the subject's events read with
