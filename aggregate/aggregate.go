@@ -301,12 +301,12 @@ func (h *Handler[S]) handle(ctx context.Context, cmd Command) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
-		op = &store.Operation{Tenant: cmd.Tenant, ID: cmd.OperationID, Type: h.def.Name + "." + typeName(cmd.Payload), InputHash: hash}
+		op = &store.Operation{Tenant: cmd.Tenant, ID: cmd.OperationID, Type: h.def.Name + "." + typeName(cmd.Payload), InputHash: hash, ErasureKey: cmd.ErasureKey}
 		// Fast path for a retry: the ledger already has the answer.
 		if stored, ok, err := h.store.Aggregates().Operation(ctx, cmd.Tenant, cmd.OperationID); err != nil {
 			return Result{}, err
 		} else if ok {
-			return replay(stored, *op, cmd.Stream)
+			return h.replay(ctx, stored, *op, cmd.Stream)
 		}
 	}
 	var lastErr error
@@ -344,7 +344,7 @@ func (h *Handler[S]) attempt(ctx context.Context, cmd Command, op *store.Operati
 			if stored, ok, err := h.store.Aggregates().Operation(ctx, cmd.Tenant, cmd.OperationID); err != nil {
 				return Result{}, err
 			} else if ok {
-				return replay(stored, *op, cmd.Stream)
+				return h.replay(ctx, stored, *op, cmd.Stream)
 			}
 		}
 		return Result{}, &staleCommand{&store.ConflictError{Tenant: cmd.Tenant, Stream: cmd.Stream, Expected: cmd.Expected, Actual: version}}
@@ -408,7 +408,7 @@ func (h *Handler[S]) attempt(ctx context.Context, cmd Command, op *store.Operati
 		return nil
 	})
 	if errors.Is(err, errAnswered) {
-		return replay(answered, *op, cmd.Stream)
+		return h.replay(ctx, answered, *op, cmd.Stream)
 	}
 	if err != nil {
 		return Result{}, err
@@ -455,10 +455,17 @@ func holds(expected store.Expected, version int64) bool {
 // replay answers a repeated operation, given on stream, from the
 // ledger. A mismatch names what differs: the stored result names the
 // first operation's stream.
-func replay(stored, given store.Operation, stream string) (Result, error) {
+func (h *Handler[S]) replay(ctx context.Context, stored, given store.Operation, stream string) (Result, error) {
 	var r Result
 	rerr := json.Unmarshal(stored.Result, &r)
-	if stored.InputHash != given.InputHash || stored.Type != given.Type {
+	// An input hash keyed by the subject's data key (ErasureKey) is
+	// compared by the store; after a forget it cannot be, and the retry
+	// is refused (an *envelope.InvalidError on erasurekey).
+	same, err := h.store.Aggregates().SameInput(ctx, stored, given)
+	if err != nil {
+		return Result{}, err
+	}
+	if !same {
 		storedStream := r.Stream
 		if rerr != nil || storedStream == "" {
 			storedStream = stream // unknown: not named as differing

@@ -108,6 +108,45 @@ func NewConsumer(s *store.Store, opts ConsumerOptions) (*Consumer, error) {
 // Name is the consumer's name.
 func (c *Consumer) Name() string { return c.opts.Name }
 
+// eraseForgotten applies erasure to a received event before anything
+// stores or applies it: eventlite.subject.forgotten forgets its subject
+// in the tenant here too (the key, or a tombstone for a subject whose
+// events this store only received; the deferral buffer's copies), and an
+// event of a subject forgotten here loses its data (marked dataerased),
+// so a redelivery after the forget is stored and applied without it.
+func (c *Consumer) eraseForgotten(ctx context.Context, tx *store.Tx, tenant string, e envelope.Event) (envelope.Event, error) {
+	bk := store.Bookkeeping(inside.Key{}, tx)
+	if e.Type == store.TypeSubjectForgotten {
+		var f store.SubjectForgotten
+		if err := json.Unmarshal(e.Data, &f); err != nil || f.ErasureKey == "" {
+			return e, nil // not ours to act on: Apply sees it as it is
+		}
+		res, err := bk.ForgetSubject(ctx, tenant, f.ErasureKey)
+		if err != nil {
+			return e, err
+		}
+		if !res.Already {
+			c.log.Info("subject forgotten on receipt", "tenant", tenant, "copies", res.Copies, "tombstone", res.Tombstone)
+		}
+		return e, nil
+	}
+	subject, _ := e.Extensions[envelope.ExtErasureKey].(string)
+	if subject == "" || envelope.Erased(e) {
+		return e, nil
+	}
+	forgotten, err := bk.SubjectForgotten(ctx, tenant, subject)
+	if err != nil || !forgotten {
+		return e, err
+	}
+	ext := make(map[string]any, len(e.Extensions)+1)
+	for k, v := range e.Extensions {
+		ext[k] = v
+	}
+	ext[envelope.ExtDataErased] = true
+	e.Extensions, e.Data = ext, nil
+	return e, nil
+}
+
 func tenantOf(e envelope.Event) string {
 	if e.Tenant == "" {
 		return "default"
@@ -128,6 +167,9 @@ func (c *Consumer) handle(ctx context.Context, e envelope.Event) (HandleResult, 
 		if !fresh {
 			res.Outcome = Duplicate
 			return store.Bookkeeping(inside.Key{}, tx).CountConsumer(ctx, c.opts.Name, 0, 1, 0)
+		}
+		if e, err = c.eraseForgotten(ctx, tx, tenant, e); err != nil {
+			return err
 		}
 		if e.Stream == "" || e.StreamVersion == 0 {
 			// No aggregate order to keep: dedupe only.

@@ -13,6 +13,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/timecol"
 	"github.com/eventlite/eventlite/store/internal/driver"
+	"github.com/eventlite/eventlite/store/internal/testhook"
 )
 
 // Expected is the optimistic-concurrency condition of an append.
@@ -160,6 +161,7 @@ func (s *Store) append(ctx context.Context, tenant, stream string, expected Expe
 	if err := s.sealAppend(ctx, a, nil); err != nil {
 		return AppendResult{}, wrapAppendErr(stream, err)
 	}
+	testhook.AppendSealed(tenant, stream)
 	r := &request{ctx: ctx, a: a, done: make(chan struct{})}
 	if err := s.submit(ctx, r); err != nil {
 		return AppendResult{}, wrapAppendErr(stream, err)
@@ -373,6 +375,9 @@ func (e Expected) bounds() (lo, hi int64) {
 func (s *Store) appendLocked(a *appendReq, now int64, g *reqScope) (AppendResult, error) {
 	w := s.stmts
 	n := int64(len(a.events))
+	if err := s.checkKeysLive(a); err != nil {
+		return AppendResult{}, err
+	}
 	known := g != nil && g.headKnown
 	state, err := w.StreamState(bg, a.tenant, a.stream, !known)
 	if err != nil {

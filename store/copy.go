@@ -39,7 +39,7 @@ var copyTables = []string{
 	"quarantine", "position_holes", "version_gaps", "inbox", "consumer_versions", "deferred",
 	"version_conflicts", "consumer_stats", "rebuilds", "rebuild_generations",
 	"effects", "retention_policies", "removed_ranges", "removed_event_ids",
-	"erasure_keys",
+	"erasure_keys", "erasure_streams",
 }
 
 // copyIdentities are the columns whose ids the target numbers itself

@@ -46,12 +46,17 @@ type ForgetResult struct {
 	// Event is the eventlite.subject.forgotten event appended (zero when
 	// Already).
 	Event envelope.Event
-	// Streams are the tenant's streams holding events of the subject;
-	// their snapshots were dropped.
+	// Streams are the tenant's streams that were ever appended events
+	// of the subject (even if a scavenge removed them since); their
+	// snapshots were dropped.
 	Streams []string
 	// Copies counts the copies of the subject's events set aside in
 	// quarantine, deferral and version conflicts whose data was removed.
 	Copies int64
+	// Tombstone is true when the store held no key of the subject (it
+	// only received its events, from another service): a tombstone was
+	// kept in its place.
+	Tombstone bool
 }
 
 // HasMasterKey reports whether the store was opened with a master key.
@@ -71,30 +76,23 @@ func (e *Erasure) Encrypted(ctx context.Context) (bool, error) {
 
 // Forget forgets a subject of a tenant, in one transaction: it destroys
 // the subject's data key, drops the snapshots of the tenant's streams
-// holding the subject's events, removes the data from the copies of those
+// that were ever appended the subject's events (a record kept at append
+// outlives the events), removes the data from the copies of those
 // events held in quarantine, deferral and version conflicts, and appends
 // eventlite.subject.forgotten {"erasurekey": subject} to the tenant's
 // stream eventlite-forgotten. From then on the subject's events read with
 // their attributes, no data, and the extension dataerased: true. It needs
 // no master key. Other tenants' keys are untouched.
 //
-// A subject without a key (no event ever carried it) is ErrNotFound; one
-// forgotten before returns Already and does nothing. The ciphertext stays
+// A subject without a key (its events were only received, from another
+// service, or none ever carried it) gets a tombstone (Tombstone): a
+// consumer then stores a redelivered event of the subject without its
+// data, and an append under it is refused. One forgotten before returns
+// Already and does nothing. The ciphertext stays
 // in the file until Scrub.
 func (e *Erasure) Forget(ctx context.Context, tenant, subject string) (ForgetResult, error) {
 	s := e.s
-	if err := envelope.ValidateTenant(tenant); err != nil {
-		return ForgetResult{}, err
-	}
-	if subject == "" {
-		return ForgetResult{}, &envelope.InvalidError{Index: -1, Field: ExtErasureKey, Reason: "empty subject key: name the subject to forget"}
-	}
-	ev, err := envelope.New(TypeSubjectForgotten, SubjectForgotten{ErasureKey: subject})
-	if err != nil {
-		return ForgetResult{}, err
-	}
-	ev.Source = "eventlite"
-	a, err := s.prepareAppendAs(true, tenant, ForgottenStream, Any, []envelope.Event{ev})
+	a, err := s.prepareForget(tenant, subject)
 	if err != nil {
 		return ForgetResult{}, err
 	}
@@ -103,47 +101,9 @@ func (e *Erasure) Forget(ctx context.Context, tenant, subject string) (ForgetRes
 	// copies leave no bytes behind in the pages they freed.
 	err = s.withSecureDelete(ctx, func() error {
 		return s.Update(ctx, func(tx *Tx) error {
-			res = ForgetResult{}
-			// The store's own stream: a delete an older eventlite let a
-			// user make (a hard one refused every later forget) is undone.
-			revived, err := s.ex.UndeleteStream(ctx, tx, tenant, ForgottenStream)
-			if err != nil {
-				return fmt.Errorf("restore the stream %s: %w", ForgottenStream, mapErr(err))
-			}
-			if revived {
-				s.log.Warn("the store's own stream had been deleted; restored", "tenant", tenant, "stream", ForgottenStream)
-			}
-			found, already, err := s.ex.ForgetDataKey(ctx, tx, tenant, subject, tx.now)
-			switch {
-			case err != nil:
-				return fmt.Errorf("destroy data key: %w", mapErr(err))
-			case !found:
-				return fmt.Errorf("subject %q (tenant %s) has no data key: no event carried it as its erasurekey: %w", subject, tenant, ErrNotFound)
-			case already:
-				res.Already = true
-				return nil
-			}
-			if res.Streams, err = s.ex.SubjectStreams(ctx, tx, tenant, subject); err != nil {
-				return fmt.Errorf("find the subject's streams: %w", mapErr(err))
-			}
-			for _, st := range res.Streams {
-				if err := s.ex.DropSubjectSnapshots(ctx, tx, tenant, st); err != nil {
-					return fmt.Errorf("drop snapshots of %q: %w", st, mapErr(err))
-				}
-			}
-			if res.Copies, err = eraseCopies(ctx, tx, tenant, subject); err != nil {
-				return err
-			}
-			// A sink's reply recorded as a failure may have quoted the data.
-			if _, err := s.ex.EraseOutboxErrors(ctx, tx, tenant, subject); err != nil {
-				return fmt.Errorf("erase the outbox's error texts: %w", mapErr(err))
-			}
-			r, err := tx.appendPrepared(ctx, a)
-			if err != nil {
-				return err
-			}
-			res.Event = r.Events[0]
-			return nil
+			var err error
+			res, err = s.forgetTx(ctx, tx, a, tenant, subject)
+			return err
 		})
 	})
 	s.keys.drop(keyRef{tenant, subject})
@@ -154,6 +114,104 @@ func (e *Erasure) Forget(ctx context.Context, tenant, subject string) (ForgetRes
 		s.log.Info("subject forgotten", "tenant", tenant, "streams", len(res.Streams), "copies", res.Copies)
 	}
 	return res, nil
+}
+
+// forgetTx is Forget's work in tx; a is its prepared
+// eventlite.subject.forgotten event.
+func (s *Store) forgetTx(ctx context.Context, tx *Tx, a *appendReq, tenant, subject string) (ForgetResult, error) {
+	var res ForgetResult
+	// The store's own stream: a delete an older eventlite let a user
+	// make (a hard one refused every later forget) is undone.
+	revived, err := s.ex.UndeleteStream(ctx, tx, tenant, ForgottenStream)
+	if err != nil {
+		return res, fmt.Errorf("restore the stream %s: %w", ForgottenStream, mapErr(err))
+	}
+	if revived {
+		s.log.Warn("the store's own stream had been deleted; restored", "tenant", tenant, "stream", ForgottenStream)
+	}
+	found, already, err := s.ex.ForgetDataKey(ctx, tx, tenant, subject, tx.now)
+	switch {
+	case err != nil:
+		return res, fmt.Errorf("destroy data key: %w", mapErr(err))
+	case already:
+		res.Already = true
+		return res, nil
+	}
+	res.Tombstone = !found
+	if res.Streams, err = s.ex.SubjectStreams(ctx, tx, tenant, subject); err != nil {
+		return res, fmt.Errorf("find the subject's streams: %w", mapErr(err))
+	}
+	for _, st := range res.Streams {
+		if err := s.ex.DropSubjectSnapshots(ctx, tx, tenant, st); err != nil {
+			return res, fmt.Errorf("drop snapshots of %q: %w", st, mapErr(err))
+		}
+	}
+	if res.Copies, err = eraseCopies(ctx, tx, tenant, subject); err != nil {
+		return res, err
+	}
+	// A sink's reply recorded as a failure may have quoted the data.
+	if _, err := s.ex.EraseOutboxErrors(ctx, tx, tenant, subject); err != nil {
+		return res, fmt.Errorf("erase the outbox's error texts: %w", mapErr(err))
+	}
+	r, err := tx.appendPrepared(ctx, a)
+	if err != nil {
+		return res, err
+	}
+	res.Event = r.Events[0]
+	return res, nil
+}
+
+// prepareForget validates a forget and prepares its
+// eventlite.subject.forgotten event.
+func (s *Store) prepareForget(tenant, subject string) (*appendReq, error) {
+	if err := envelope.ValidateTenant(tenant); err != nil {
+		return nil, err
+	}
+	if subject == "" {
+		return nil, &envelope.InvalidError{Index: -1, Field: ExtErasureKey, Reason: "empty subject key: name the subject to forget"}
+	}
+	ev, err := envelope.New(TypeSubjectForgotten, SubjectForgotten{ErasureKey: subject})
+	if err != nil {
+		return nil, err
+	}
+	ev.Source = "eventlite"
+	return s.prepareAppendAs(true, tenant, ForgottenStream, Any, []envelope.Event{ev})
+}
+
+// ForgetSubject is Forget inside the consumer's transaction: a consumer
+// that receives eventlite.subject.forgotten (or an event of a subject
+// forgotten here, see SubjectForgotten) forgets the subject in its
+// tenant as Forget does, tombstone included. It runs without Forget's
+// secure_delete: run a scrub or scavenge to zero the freed pages.
+func (tx txBook) ForgetSubject(ctx context.Context, tenant, subject string) (ForgetResult, error) {
+	if err := tx.check(); err != nil {
+		return ForgetResult{}, err
+	}
+	a, err := tx.s.prepareForget(tenant, subject)
+	if err != nil {
+		return ForgetResult{}, err
+	}
+	res, err := tx.s.forgetTx(ctx, tx.Tx, a, tenant, subject)
+	if err != nil {
+		return ForgetResult{}, fmt.Errorf("forget subject %q (tenant %s): %w", subject, tenant, err)
+	}
+	tx.s.keys.drop(keyRef{tenant, subject})
+	return res, nil
+}
+
+// SubjectForgotten reports whether subject was forgotten in tenant (its
+// key destroyed, or a tombstone kept for a subject of outside events):
+// a consumer stores a received event of such a subject without its
+// data.
+func (tx txBook) SubjectForgotten(ctx context.Context, tenant, subject string) (bool, error) {
+	if err := tx.check(); err != nil {
+		return false, err
+	}
+	row, found, err := tx.s.ex.DataKey(ctx, tx.Tx, tenant, subject)
+	if err != nil {
+		return false, fmt.Errorf("read data key of subject %q (tenant %s): %w", subject, tenant, mapErr(err))
+	}
+	return found && row.Forgotten, nil
 }
 
 // eraseCopies removes the data from the copies of the subject's events

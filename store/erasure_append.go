@@ -139,3 +139,44 @@ func (s *Store) sameStoredData(a *appendReq, i int, stored, ext []byte) bool {
 	}
 	return sameData(aead, stored, e.Data, a.tenant, a.stream, e.ID)
 }
+
+// checkKeysLive refuses, inside the append's write transaction, an
+// append encrypted under a subject that is forgotten now: sealAppend
+// may have used a key from the cache, which another process's forget
+// does not reach before its poller notices. The forget and this check
+// are serialised by the write lock (SQLite: BEGIN IMMEDIATE; PostgreSQL:
+// the log_head row), so once a forget commits no append under its
+// subject commits after it, in any process. The same step records the
+// append's stream as one of the subject's (forget drops its snapshots
+// even after its events are gone). Two statements per subject of the
+// append; appends without erasurekey pay nothing.
+func (s *Store) checkKeysLive(a *appendReq) error {
+	if a.aeads == nil {
+		return nil
+	}
+	for i, aead := range a.aeads {
+		if aead == nil {
+			continue
+		}
+		subject := erasureKeyOf(&a.events[i])
+		seen := false
+		for j := range i {
+			if a.aeads[j] != nil && erasureKeyOf(&a.events[j]) == subject {
+				seen = true
+				break
+			}
+		}
+		if seen {
+			continue
+		}
+		live, err := s.stmts.SealedUnder(bg, a.tenant, a.stream, subject)
+		if err != nil {
+			return fmt.Errorf("read data key of subject %q (tenant %s): %w", subject, a.tenant, mapErr(err))
+		}
+		if !live {
+			s.keys.drop(keyRef{a.tenant, subject})
+			return &envelope.InvalidError{Index: i, Field: ExtErasureKey, Reason: fmt.Sprintf("subject %q (tenant %s) was forgotten: its key is destroyed; give new data another subject key", subject, a.tenant)}
+		}
+	}
+	return nil
+}

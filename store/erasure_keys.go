@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -32,6 +34,10 @@ type keyRef struct{ tenant, subject string }
 type dataKey struct {
 	aead      cipher.AEAD // nil when forgotten or without a master key
 	forgotten bool
+	// inputKey keys the hashes of inputs that hold the subject's data
+	// (the operation ledger's input hash), derived from the data key:
+	// nil with aead.
+	inputKey []byte
 }
 
 // keyring unwraps and caches data keys (table erasure_keys, migration
@@ -116,7 +122,7 @@ func (k *keyring) lookup(ctx context.Context, q driver.ReadQuerier, r keyRef, ca
 	}
 	d := &dataKey{forgotten: row.Forgotten}
 	if !d.forgotten && k.master != nil {
-		if d.aead, err = k.unwrap(r, row.MasterKeyID, row.Wrapped); err != nil {
+		if d.aead, d.inputKey, err = k.unwrap(r, row.MasterKeyID, row.Wrapped); err != nil {
 			return nil, err
 		}
 	}
@@ -126,17 +132,23 @@ func (k *keyring) lookup(ctx context.Context, q driver.ReadQuerier, r keyRef, ca
 	return d, nil
 }
 
-// unwrap opens a wrapped data key.
-func (k *keyring) unwrap(r keyRef, id, wrapped []byte) (cipher.AEAD, error) {
+// unwrap opens a wrapped data key, and derives its input-hash key.
+func (k *keyring) unwrap(r keyRef, id, wrapped []byte) (cipher.AEAD, []byte, error) {
 	merr := &MasterKeyError{Tenant: r.tenant, Subject: r.subject, Stored: hex.EncodeToString(id), Given: hex.EncodeToString(k.masterID)}
 	if string(id) != string(k.masterID) {
-		return nil, merr
+		return nil, nil, merr
 	}
 	raw, err := open(k.master, wrapped, keyAD(r.tenant, r.subject, id))
 	if err != nil {
-		return nil, merr
+		return nil, nil, merr
 	}
-	return newGCM(raw)
+	aead, err := newGCM(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	m := hmac.New(sha256.New, raw)
+	m.Write([]byte("eventlite input hash"))
+	return aead, m.Sum(nil), nil
 }
 
 // checkStoreKey refuses a master key other than the one the store's data

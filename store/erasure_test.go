@@ -259,8 +259,15 @@ func TestForget(t *testing.T) {
 	if again, err := s.Erasure().Forget(ctx, "a", "alice"); err != nil || !again.Already {
 		t.Errorf("forget again: %+v, %v; want Already", again, err)
 	}
-	if _, err := s.Erasure().Forget(ctx, "a", "nobody"); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("forget a subject without a key: %v, want ErrNotFound", err)
+	if res, err := s.Erasure().Forget(ctx, "a", "nobody"); err != nil || !res.Tombstone || res.Event.Type != store.TypeSubjectForgotten {
+		t.Errorf("forget a subject without a key: %+v, %v; want a tombstone and the forgotten event", res, err)
+	}
+	if again, err := s.Erasure().Forget(ctx, "a", "nobody"); err != nil || !again.Already {
+		t.Errorf("forget a tombstoned subject again: %+v, %v; want Already", again, err)
+	}
+	var tie *envelope.InvalidError
+	if _, err := s.Append(ctx, "a", "user-9", store.Any, drivertest.Personal(t, "nobody", "n@a")); !errors.As(err, &tie) || tie.Field != store.ExtErasureKey {
+		t.Errorf("append under a tombstoned subject: %v, want an *InvalidError on erasurekey", err)
 	}
 	// New data under a forgotten subject is refused.
 	var ie *envelope.InvalidError

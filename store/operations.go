@@ -2,6 +2,9 @@ package store
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -62,6 +65,58 @@ type Operation struct {
 	InputHash string // a hash of the canonical input
 	Result    []byte // what the first execution returned, as the caller encoded it
 	CreatedAt time.Time
+	// ErasureKey, when set, names the subject whose data the input
+	// holds: RecordOperation then stores InputHash keyed by the
+	// subject's data key (HMAC-SHA256, "k1:" and hex), so that Forget
+	// destroys what could confirm a guess of the erased input. Compare a
+	// stored operation with SameInput. Not stored.
+	ErasureKey string
+}
+
+// keyedInputPrefix starts an input hash keyed by a subject's data key.
+const keyedInputPrefix = "k1:"
+
+// keyInput returns op with its InputHash keyed by the data key of its
+// ErasureKey, read on q. A forgotten subject is an
+// *envelope.InvalidError on erasurekey: nothing can be compared with,
+// or recorded under, a destroyed key. ok is false (op unchanged) when
+// the subject has no key yet.
+func (s *Store) keyInput(ctx context.Context, q driver.ReadQuerier, op Operation) (Operation, bool, error) {
+	if op.ErasureKey == "" || strings.HasPrefix(op.InputHash, keyedInputPrefix) {
+		return op, true, nil
+	}
+	if s.keys.master == nil {
+		return op, false, fmt.Errorf("operation %q carries %s %q: %w: open the store with a master key", op.ID, ExtErasureKey, op.ErasureKey, ErrNoMasterKey)
+	}
+	d, err := s.keys.lookup(ctx, q, keyRef{op.Tenant, op.ErasureKey}, false)
+	switch {
+	case err != nil:
+		return op, false, err
+	case d == nil:
+		return op, false, nil
+	case d.forgotten:
+		return op, false, &envelope.InvalidError{Index: -1, Field: ExtErasureKey, Reason: fmt.Sprintf("subject %q (tenant %s) was forgotten: operation %q cannot be compared with or recorded under its destroyed key", op.ErasureKey, op.Tenant, op.ID)}
+	}
+	m := hmac.New(sha256.New, d.inputKey)
+	m.Write([]byte(op.InputHash))
+	op.InputHash = keyedInputPrefix + hex.EncodeToString(m.Sum(nil))
+	return op, true, nil
+}
+
+// SameInput reports whether given (its InputHash as the caller computed
+// it, its ErasureKey set as when recorded) is the operation stored:
+// the same type and input. An input keyed by a forgotten subject's key
+// cannot be compared: that is an *envelope.InvalidError on erasurekey
+// (a retry of the operation after a forget is refused, as an append
+// under the subject is).
+func (a *Aggregates) SameInput(ctx context.Context, stored, given Operation) (bool, error) {
+	if strings.HasPrefix(stored.InputHash, keyedInputPrefix) && given.ErasureKey != "" {
+		var err error
+		if given, _, err = a.s.keyInput(ctx, a.s.rdb, given); err != nil {
+			return false, err
+		}
+	}
+	return stored.InputHash == given.InputHash && stored.Type == given.Type, nil
 }
 
 // MaxOperationIDBytes is the longest operation id.
@@ -126,6 +181,10 @@ func (tx txBook) RecordOperation(ctx context.Context, op Operation) (Operation, 
 		op.Result = []byte("null")
 	}
 	op.CreatedAt = time.Unix(0, tx.now).UTC()
+	var err error
+	if op, _, err = s.keyInput(ctx, tx.Tx, op); err != nil {
+		return Operation{}, fmt.Errorf("record operation %q: %w", op.ID, err)
+	}
 	row, found, err := s.ex.RecordOperation(ctx, s.wconn, driver.OperationRow{Tenant: op.Tenant, ID: op.ID, Type: op.Type,
 		InputHash: op.InputHash, Result: op.Result, CreatedAt: tx.now})
 	if err != nil {

@@ -33,9 +33,14 @@ scavenge). Copies already published by the relay (JetStream, downstream
 stores) and backups are out of reach: see the erasure section of the docs.
 
 Prints the streams whose snapshots were dropped; with --json, one object:
-  {"tenant":"default","erasurekey":"user-42","already":false,"position":"18","streams":["user-42"],"copies":0}
-A subject that no event carried exits 5; one forgotten before prints
-"already forgotten" and changes nothing.`,
+  {"tenant":"default","erasurekey":"user-42","already":false,"position":"18","streams":["user-42"],"copies":0,"tombstone":false}
+A subject this store holds no key of (a consumer only received its
+events from another service, whose tenant is the tenant here of the
+same name, "default" for none) exits 0 and keeps a tombstone
+("tombstone":true): a copy of its events in the deferral buffer loses
+its data now, and an event of it redelivered later is stored without
+data. One forgotten before prints "already forgotten" and changes
+nothing.`,
 	new: func() runner { return &forgetCmd{} },
 }
 
@@ -50,6 +55,7 @@ type forgetOutput struct {
 	Position   int64    `json:"position,string"`
 	Streams    []string `json:"streams"`
 	Copies     int64    `json:"copies"`
+	Tombstone  bool     `json:"tombstone"`
 }
 
 func (f *forgetCmd) run(ctx context.Context, c *cli, args []string) error {
@@ -69,14 +75,18 @@ func (f *forgetCmd) run(ctx context.Context, c *cli, args []string) error {
 			streams = []string{}
 		}
 		return writeJSON(c.stdout, forgetOutput{Tenant: tenant, ErasureKey: subject, Already: res.Already,
-			Position: res.Event.Position, Streams: streams, Copies: res.Copies})
+			Position: res.Event.Position, Streams: streams, Copies: res.Copies, Tombstone: res.Tombstone})
 	}
 	if res.Already {
 		_, err := fmt.Fprintf(c.stdout, "subject %q (tenant %s) already forgotten\n", subject, tenant)
 		return err
 	}
-	_, err = fmt.Fprintf(c.stdout, "forgot subject %q (tenant %s) at position %d: %d stream(s) %v, %d copies erased\n",
-		subject, tenant, res.Event.Position, len(res.Streams), res.Streams, res.Copies)
+	note := ""
+	if res.Tombstone {
+		note = " (no key here: a tombstone was kept)"
+	}
+	_, err = fmt.Fprintf(c.stdout, "forgot subject %q (tenant %s) at position %d: %d stream(s) %v, %d copies erased%s\n",
+		subject, tenant, res.Event.Position, len(res.Streams), res.Streams, res.Copies, note)
 	return err
 }
 

@@ -103,8 +103,8 @@ func TestForgetCommand(t *testing.T) {
 	if out := mustRun(t, "", "forget", "alice", "--db", db).stdout; !strings.Contains(out, "already forgotten") {
 		t.Errorf("forget again: %s", out)
 	}
-	if r := run(t, "", "forget", "bob", "--db", db); r.code != exitNotFound {
-		t.Errorf("forget a subject no event carried: exit %d, want 5", r.code)
+	if r := run(t, "", "forget", "bob", "--db", db, "--json"); r.code != 0 || !strings.Contains(r.stdout, `"tombstone":true`) {
+		t.Errorf("forget a subject no event carried: exit %d, %s; want 0 and a tombstone", r.code, r.stdout)
 	}
 	if r := run(t, "", "forget", "--db", db); r.code != exitUsage {
 		t.Errorf("forget without a subject: exit %d, want 2", r.code)

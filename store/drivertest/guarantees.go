@@ -109,5 +109,7 @@ var guarantees = []guarantee{
 		{"TestOwnStreamsAreTheStores", testOwnStreamsAreTheStores},
 		{"TestForgetErasesErrorTexts", testForgetErasesErrorTexts},
 		{"TestOneMasterKeyPerStore", testOneMasterKeyPerStore},
+		{"TestForgetBeatsACachedKey", testForgetBeatsACachedKey},
+		{"TestForgetDropsSnapshotsAfterScavenge", testForgetDropsSnapshotsAfterScavenge},
 	}},
 }

@@ -121,6 +121,16 @@ type Writer interface {
 	// append is compared with: the tenant's stored event with this id.
 	// ok is false when there is none.
 	EventByID(ctx context.Context, tenant, id string) (ev StoredID, ok bool, err error)
+	// SealedUnder reads, inside the write transaction, whether (tenant,
+	// subject) has a data key that is not forgotten and, when it has,
+	// records that stream holds events sealed under it (erasure_streams:
+	// forget finds the subject's snapshots through that record after the
+	// events are gone). The store asks it for every subject an append
+	// encrypts under, whatever its key cache holds: a forget another
+	// process committed before this transaction took the write lock is
+	// seen here. It always runs its statements; no cache of the driver
+	// (SQLite's stream-state cache) answers it.
+	SealedUnder(ctx context.Context, tenant, stream, subject string) (live bool, err error)
 	// Close releases the statements.
 	Close() error
 }

@@ -18,17 +18,19 @@ type Keys interface {
 	// same key both read the one stored first afterwards.
 	InsertDataKey(ctx context.Context, q Querier, tenant, subject string, masterKeyID, wrapped []byte, at int64) error
 	// ForgetDataKey destroys the wrapped key of (tenant, subject) and
-	// marks it forgotten at at. found is false when there is no key;
-	// already is true when it was forgotten before, and then nothing is
-	// written. The check and the destruction must be atomic (SQLite: the
+	// marks it forgotten at at. found is false when there was no key: a
+	// tombstone row (no key, forgotten at at) is inserted then, for a
+	// subject whose events the store only received. already is true
+	// when it was forgotten before, and then nothing is written. The check and the destruction must be atomic (SQLite: the
 	// write transaction; PostgreSQL: the row lock of an UPDATE ... WHERE
 	// forgotten_at IS NULL).
 	ForgetDataKey(ctx context.Context, q Querier, tenant, subject string, at int64) (found, already bool, err error)
 	// NewestForget reads the newest time a key was forgotten, 0 when
 	// none was.
 	NewestForget(ctx context.Context, q ReadQuerier) (int64, error)
-	// SubjectStreams lists the tenant's streams holding events whose
-	// erasurekey is subject.
+	// SubjectStreams lists the tenant's streams that were appended
+	// events whose erasurekey is subject: the record SealedUnder keeps,
+	// which outlives the events, and the events still in the log.
 	SubjectStreams(ctx context.Context, q ReadQuerier, tenant, subject string) ([]string, error)
 	// DropSubjectSnapshots drops the snapshots of a stream.
 	DropSubjectSnapshots(ctx context.Context, q Querier, tenant, stream string) error

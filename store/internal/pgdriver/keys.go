@@ -53,9 +53,14 @@ func (Exec) ForgetDataKey(ctx context.Context, q driver.Querier, tenant, subject
 	if n, err := res.RowsAffected(); err != nil || n == 1 {
 		return n == 1, false, err
 	}
-	var exists bool
-	err = q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM erasure_keys WHERE tenant = $1 AND subject = $2)`, tenant, subject).Scan(&exists)
-	return exists, exists, err
+	// No live key: keep a tombstone unless a row (forgotten) is there.
+	res, err = q.ExecContext(ctx, `INSERT INTO erasure_keys (tenant, subject, created_at, forgotten_at) VALUES ($1, $2, $3, $3)
+		ON CONFLICT DO NOTHING`, tenant, subject, at)
+	if err != nil {
+		return false, false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 0, n == 0, err
 }
 
 // NewestForget reads MAX(forgotten_at) through the erasure_keys_forgotten
@@ -71,11 +76,14 @@ func (Exec) NewestForget(ctx context.Context, q driver.ReadQuerier) (int64, erro
 // values hold no control character, so the cast never fails on a NUL.
 const erasureKeyOf = `(e.extensions::json ->> 'erasurekey')`
 
-// SubjectStreams scans the tenant's events that have extensions:
-// forgetting is rare.
+// SubjectStreams reads the record of the subject's streams
+// (erasure_streams) and, in case a row is missing from it, scans the
+// tenant's events that have extensions: forgetting is rare.
 func (Exec) SubjectStreams(ctx context.Context, q driver.ReadQuerier, tenant, subject string) ([]string, error) {
-	rows, err := q.QueryContext(ctx, `SELECT DISTINCT e.stream_id FROM events e
-		WHERE e.tenant = $1 AND e.extensions IS NOT NULL AND `+erasureKeyOf+` = $2`, tenant, subject)
+	rows, err := q.QueryContext(ctx, `SELECT stream_id FROM erasure_streams WHERE tenant = $1 AND subject = $2
+		UNION SELECT e.stream_id FROM events e
+		WHERE e.tenant = $1 AND e.extensions IS NOT NULL AND `+erasureKeyOf+` = $2
+		ORDER BY 1`, tenant, subject)
 	if err != nil {
 		return nil, err
 	}

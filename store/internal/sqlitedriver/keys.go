@@ -36,14 +36,17 @@ func (Exec) InsertDataKey(ctx context.Context, q driver.Querier, tenant, subject
 	return err
 }
 
-// ForgetDataKey reads the row, then clears it: the write transaction
-// holds SQLite's only writer between the two.
+// ForgetDataKey reads the row, then clears it (or inserts a tombstone):
+// the write transaction holds SQLite's only writer between the two.
 func (Exec) ForgetDataKey(ctx context.Context, q driver.Querier, tenant, subject string, at int64) (found, already bool, err error) {
 	var forgotten sql.NullInt64
 	err = q.QueryRowContext(ctx, `SELECT forgotten_at FROM erasure_keys WHERE tenant = ? AND subject = ?`, tenant, subject).Scan(&forgotten)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return false, false, nil
+		// A subject of outside events: keep a tombstone.
+		_, err = q.ExecContext(ctx, `INSERT INTO erasure_keys (tenant, subject, created_at, forgotten_at) VALUES (?, ?, ?, ?)`,
+			tenant, subject, at, at)
+		return false, false, err
 	case err != nil:
 		return false, false, err
 	case forgotten.Valid:
@@ -62,11 +65,14 @@ func (Exec) NewestForget(ctx context.Context, q driver.ReadQuerier) (int64, erro
 	return newest, err
 }
 
-// SubjectStreams scans the tenant's events that have extensions:
-// forgetting is rare.
+// SubjectStreams reads the record of the subject's streams
+// (erasure_streams) and, in case a row is missing from it, scans the
+// tenant's events that have extensions: forgetting is rare.
 func (Exec) SubjectStreams(ctx context.Context, q driver.ReadQuerier, tenant, subject string) ([]string, error) {
-	rows, err := q.QueryContext(ctx, `SELECT DISTINCT stream_id FROM events
-		WHERE tenant = ? AND attrs IS NOT NULL AND json_extract(`+ExtensionsSQL+`, '$.erasurekey') = ?`, tenant, subject)
+	rows, err := q.QueryContext(ctx, `SELECT stream_id FROM erasure_streams WHERE tenant = ?1 AND subject = ?2
+		UNION SELECT stream_id FROM events
+		WHERE tenant = ?1 AND attrs IS NOT NULL AND json_extract(`+ExtensionsSQL+`, '$.erasurekey') = ?2
+		ORDER BY 1`, tenant, subject)
 	if err != nil {
 		return nil, err
 	}

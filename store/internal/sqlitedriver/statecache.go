@@ -24,6 +24,12 @@ import (
 // own SQL: Track(false); a failed statement; a rolled-back scope) empties
 // the cache at its end instead. Reads inside a transaction go to the
 // database for any stream this transaction read or wrote already.
+//
+// The cache answers StreamState only. Whether an append's erasure
+// subject was forgotten (SealedUnder) is always a statement: a forget
+// committed by another process must be seen by the next append even if
+// a data version check were ever wrong or skipped.
+
 type stateCache struct {
 	// valid: streams, last and removed hold the file's state as of data
 	// version version.
