@@ -58,7 +58,9 @@ func TestAppendQueryPlans(t *testing.T) {
 		// A stream's version and updated time come from its newest event.
 		{"list streams (a page)", streamsPageSQL(">"), []any{"t", "", 10},
 			[]string{"SEARCH s USING PRIMARY KEY (tenant=? AND stream_id>?)",
-				"SEARCH n USING INDEX sqlite_autoindex_events_1 (tenant=? AND stream_id=? AND version=?)"}},
+				"SEARCH n USING INDEX sqlite_autoindex_events_1 (tenant=? AND stream_id=? AND version=?)",
+				// The versions a restore took back: a primary key lookup.
+				"SEARCH g USING PRIMARY KEY (tenant=? AND stream_id=?"}},
 		{"read the log", selectEvents + ` WHERE position >= ? ORDER BY position LIMIT ?`, []any{1, 10},
 			[]string{"SEARCH events USING INTEGER PRIMARY KEY (rowid>?)"}},
 	}

@@ -50,7 +50,7 @@ type Stats struct {
 // one read transaction; the file sizes come from the file system.
 //
 // The counts read the streams table (a stream's readable events are its
-// versions from first_version on), the newest position is found scanning back from the head, and
+// versions from first_version on, less those a restore took back), the newest position is found scanning back from the head, and
 // the last minute is counted from the newest event back to the newest one
 // recorded before it began: the read costs about a millisecond plus the
 // time to count the last minute's events (measured: 300,000 events in
@@ -73,9 +73,10 @@ func (inv *Inventory) Stats(ctx context.Context, tenant string) (Stats, error) {
 	}
 	defer func() { _ = tx.Rollback() }()
 	cutoff := s.opts.Now().Add(-time.Minute).UnixNano()
-	// Versions are gap free, so a stream's readable events are its
-	// newest version less first_version, plus one: the counts read one
-	// index entry per stream (its newest version), not every event. The newest position is the first match
+	// A stream's readable events are its newest version less
+	// first_version, plus one, less the versions a restore took back
+	// (recorded gaps): the counts read one index entry per stream (its
+	// newest version) and its gaps, not every event. The newest position is the first match
 	// scanning back from the head.
 	c, err := s.ex.InventoryStats(ctx, tx, tenant, cutoff)
 	if err != nil {

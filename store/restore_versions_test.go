@@ -189,8 +189,19 @@ func TestCopyRestoredToPostgres(t *testing.T) {
 	if err := pg.CheckInvariants(ctx); err != nil {
 		t.Fatalf("the copy on PostgreSQL: %v", err)
 	}
+	// 1-3 and the restored event (8): the copied gap 4-7 is not counted.
+	if got := countsMatchReads(t, pg, "t1"); got != 4 {
+		t.Fatalf("reads on PostgreSQL return %d events, want 4", got)
+	}
 	if r := appendN(t, pg, "t1", "order-1", 1); r.Version != 9 {
 		t.Fatalf("append on PostgreSQL after the copy: version %d, want 9 (the restore's event is 8; 4-7 were lost)", r.Version)
+	}
+	// Reads starting inside the gap count what they return.
+	if _, err := pg.Lifecycle().Truncate(ctx, "t1", "order-1", 5, store.Any); err != nil {
+		t.Fatal(err)
+	}
+	if got := countsMatchReads(t, pg, "t1"); got != 3 {
+		t.Fatalf("reads on PostgreSQL after a truncate before 5 return %d events, want 3 (8, 9 and the truncate's)", got)
 	}
 	if err := pg.CheckInvariants(ctx); err != nil {
 		t.Fatal(err)
@@ -225,5 +236,76 @@ func TestRestoreUnverifiedVersionGaps(t *testing.T) {
 	var ue *store.RestoreUnverifiedError
 	if !errors.As(err, &ue) || len(ue.Problems) != 1 || !strings.Contains(ue.Problems[0], `versions 3-4 of stream "order-1"`) {
 		t.Fatalf("restore whose version gap went missing after the commit: %v, want *RestoreUnverifiedError naming versions 3-4 of order-1", err)
+	}
+}
+
+// countsMatchReads checks that each of tenant's streams' StreamInfo.Events
+// and the tenant's Stats.Events equal the number of events reads of the
+// streams return, and returns that total.
+func countsMatchReads(t *testing.T, s *store.Store, tenant string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	var total int64
+	for si, err := range s.Streams(ctx, tenant) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		read := streamVersions(t, s, tenant, si.Stream)
+		if si.Events != int64(len(read)) {
+			t.Errorf("stream %q: StreamInfo.Events %d (version %d), a read returns %d events: %v", si.Stream, si.Events, si.Version, len(read), read)
+		}
+		total += int64(len(read))
+	}
+	for _, tn := range []string{tenant, ""} {
+		st, err := s.Inventory().Stats(ctx, tn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Events != total {
+			t.Errorf("Stats(%q).Events %d, reads of the streams return %d events", tn, st.Events, total)
+		}
+	}
+	return total
+}
+
+// TestRestoredStreamCounts: after a restore takes streams back, a
+// stream's event count (StreamInfo.Events) and the store's (Stats.Events)
+// are the events reads return: the versions the restore took back are
+// not counted, the eventlite.stream.restored event above them is (a read
+// returns it), also when a truncate starts the reads inside the gap.
+func TestRestoredStreamCounts(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "live.db")
+	s := storetest.MustOpenPath(t, path, nil)
+	appendN(t, s, "t1", "order-1", 10)
+	appendN(t, s, "t1", "order-2", 3)
+	appendN(t, s, "t1", "order-4", 10)
+	backup := filepath.Join(dir, "backup.db")
+	if _, err := store.Backup(ctx, path, backup, nil); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, s, "t1", "order-1", 5)
+	appendN(t, s, "t1", "order-3", 4)
+	appendN(t, s, "t1", "order-4", 5)
+	if _, err := store.Restore(ctx, backup, path, &store.RestoreOptions{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	// order-1: 1-10 and the restored event (16); order-2: 1-3; order-3:
+	// the restored event (5); order-4: 1-10 and the restored event (16).
+	if got := countsMatchReads(t, s, "t1"); got != 11+3+1+11 {
+		t.Fatalf("reads return %d events, want 26", got)
+	}
+	appendN(t, s, "t1", "order-1", 2)
+	// Reads of order-4 start at 13, inside the gap 11-15: the restored
+	// event (16) and the truncate's (17) are read.
+	if _, err := s.Lifecycle().Truncate(ctx, "t1", "order-4", 13, store.Any); err != nil {
+		t.Fatal(err)
+	}
+	if got := streamVersions(t, s, "t1", "order-4"); len(got) != 2 {
+		t.Fatalf("order-4 after a truncate before 13: %v, want the restored and the truncate events", got)
+	}
+	if got := countsMatchReads(t, s, "t1"); got != 13+3+1+2 {
+		t.Fatalf("reads return %d events, want 19", got)
 	}
 }

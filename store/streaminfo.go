@@ -17,8 +17,10 @@ type StreamInfo struct {
 	Version int64 // its newest event's version (lifecycle events included)
 	// Events counts the events a read of the stream returns: its
 	// versions from where reads start (after a truncate, the truncate's
-	// before) to Version. It is Version unless the stream was truncated,
-	// or deleted and written again.
+	// before) to Version, less the versions a restore took back (no event
+	// has them; the eventlite.stream.restored event above them is read,
+	// so it counts). It is Version unless the stream was truncated,
+	// deleted and written again, or taken back by a restore.
 	Events int64
 	// FirstPosition and LastPosition are the global positions of the
 	// stream's first retained (after a truncate) and newest events.
@@ -101,7 +103,7 @@ func (s *Store) streamsPage(ctx context.Context, tenant, from string, inclusive 
 	}
 	var out []StreamInfo
 	for _, r := range rows {
-		out = append(out, StreamInfo{Tenant: tenant, Stream: r.Stream, Version: r.Version, Events: r.Version - r.FirstVersion + 1,
+		out = append(out, StreamInfo{Tenant: tenant, Stream: r.Stream, Version: r.Version, Events: r.Version - r.FirstVersion + 1 - r.GapVersions,
 			FirstPosition: r.FirstPosition, LastPosition: r.LastPosition,
 			CreatedAt: time.Unix(0, r.CreatedAt).UTC(), UpdatedAt: time.Unix(0, r.UpdatedAt).UTC()})
 	}

@@ -70,9 +70,12 @@ type StreamVersion struct {
 
 // StreamRow is one stream of a listing. Times are unix nanoseconds.
 type StreamRow struct {
-	Stream                      string
-	Version                     int64
-	FirstVersion                int64 // where reads start (streams.first_version)
+	Stream       string
+	Version      int64
+	FirstVersion int64 // where reads start (streams.first_version)
+	// GapVersions counts the versions from FirstVersion to Version that
+	// a restore took back (version_gaps): no event has them.
+	GapVersions                 int64
 	CreatedAt, UpdatedAt        int64
 	FirstPosition, LastPosition int64
 }

@@ -87,14 +87,18 @@ func (Exec) EachVersionGap(ctx context.Context, q driver.ReadQuerier, fn func(te
 }
 
 // InventoryStats counts in one statement: a live stream's readable
-// events are its versions from first_version to its newest (versions
-// are gap free), so the counts read one index entry per stream; the
-// newest position is the first match scanning back from the head.
+// events are its versions from first_version to its newest, less the
+// versions a restore took back (version_gaps) in that range, so the
+// counts read one index entry per stream and a lookup of its gaps (none
+// on most streams); the newest position is the first match scanning back
+// from the head.
 func (Exec) InventoryStats(ctx context.Context, q driver.ReadQuerier, tenant string, cutoff int64) (driver.InventoryStats, error) {
 	var st driver.InventoryStats
 	err := q.QueryRowContext(ctx, `SELECT
-		(SELECT COALESCE(SUM((SELECT max(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id) - s.first_version + 1), 0)::bigint
-			FROM streams s WHERE ($1 = '' OR s.tenant = $1) AND s.deleted = 0),
+		(SELECT COALESCE(sum(s.v - s.first_version + 1 - COALESCE((SELECT sum(LEAST(g.to_version, s.v) - GREATEST(g.from_version, s.first_version) + 1) FROM version_gaps g
+				WHERE g.tenant = s.tenant AND g.stream_id = s.stream_id AND g.from_version <= s.v AND g.to_version >= s.first_version), 0)), 0)::bigint
+			FROM (SELECT s.tenant, s.stream_id, s.first_version, (SELECT max(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id) AS v
+				FROM streams s WHERE ($1 = '' OR s.tenant = $1) AND s.deleted = 0) s),
 		(SELECT count(*) FROM streams WHERE ($1 = '' OR tenant = $1) AND deleted = 0),
 		COALESCE((SELECT position FROM events WHERE $1 = '' OR tenant = $1 ORDER BY position DESC LIMIT 1), 0),
 		(SELECT count(*) FROM events WHERE ($1 = '' OR tenant = $1) AND position > COALESCE(

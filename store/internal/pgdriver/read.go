@@ -223,11 +223,15 @@ func (Exec) StreamEvents(ctx context.Context, q driver.ReadQuerier, tenant, stre
 }
 
 // StreamsPageSQL lists a page of a tenant's streams from the stream id $2
-// on (op: > or >=), in the streams' primary key order.
+// on (op: > or >=), in the streams' primary key order, with the versions
+// a restore took back (version_gaps, kept by a copy) within the stream's
+// readable range.
 func StreamsPageSQL(op string) string {
 	return `SELECT s.stream_id, COALESCE(n.version, 0), s.first_version, s.created_at, COALESCE(n.recorded_at, s.created_at),
 		COALESCE((SELECT position FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id AND e.version = s.first_version), 0),
-		COALESCE(n.position, 0)
+		COALESCE(n.position, 0),
+		COALESCE((SELECT sum(LEAST(g.to_version, n.version) - GREATEST(g.from_version, s.first_version) + 1) FROM version_gaps g
+			WHERE g.tenant = s.tenant AND g.stream_id = s.stream_id AND g.from_version <= n.version AND g.to_version >= s.first_version), 0)::bigint
 		FROM streams s LEFT JOIN events n ON n.tenant = s.tenant AND n.stream_id = s.stream_id
 			AND n.version = (SELECT max(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id)
 		WHERE s.tenant = $1 AND s.stream_id ` + op + ` $2 AND s.deleted = 0 ORDER BY s.stream_id LIMIT $3`
@@ -252,7 +256,7 @@ func (Exec) StreamsPage(ctx context.Context, q driver.ReadQuerier, tenant, from 
 	var out []driver.StreamRow
 	for rows.Next() {
 		var r driver.StreamRow
-		if err := rows.Scan(&r.Stream, &r.Version, &r.FirstVersion, &r.CreatedAt, &r.UpdatedAt, &r.FirstPosition, &r.LastPosition); err != nil {
+		if err := rows.Scan(&r.Stream, &r.Version, &r.FirstVersion, &r.CreatedAt, &r.UpdatedAt, &r.FirstPosition, &r.LastPosition, &r.GapVersions); err != nil {
 			return nil, err
 		}
 		out = append(out, r)

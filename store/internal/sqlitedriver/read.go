@@ -229,11 +229,16 @@ func (Exec) StreamEvents(ctx context.Context, q driver.ReadQuerier, tenant, stre
 // ?2 on (op: > or >=). A stream's version, updated time and positions
 // come from the UNIQUE(tenant, stream_id, version) index: its newest
 // event (found by MAX(version)) and its first retained one, a few
-// lookups per stream, in the streams' primary key order.
+// lookups per stream, in the streams' primary key order. The versions a
+// restore took back (version_gaps, keyed by stream) within the stream's
+// readable range come last: a lookup that finds nothing on a stream
+// without gaps.
 func StreamsPageSQL(op string) string {
 	return `SELECT s.stream_id, COALESCE(n.version, 0), s.first_version, s.created_at, COALESCE(n.recorded_at, s.created_at),
 		COALESCE((SELECT position FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id AND e.version = s.first_version), 0),
-		COALESCE(n.position, 0)
+		COALESCE(n.position, 0),
+		COALESCE((SELECT SUM(MIN(g.to_version, n.version) - MAX(g.from_version, s.first_version) + 1) FROM version_gaps g
+			WHERE g.tenant = s.tenant AND g.stream_id = s.stream_id AND g.from_version <= n.version AND g.to_version >= s.first_version), 0)
 		FROM streams s LEFT JOIN events n ON n.tenant = s.tenant AND n.stream_id = s.stream_id
 			AND n.version = (SELECT MAX(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id)
 		WHERE s.tenant = ? AND s.stream_id ` + op + ` ? AND s.deleted = 0 ORDER BY s.stream_id LIMIT ?`
@@ -258,7 +263,7 @@ func (Exec) StreamsPage(ctx context.Context, q driver.ReadQuerier, tenant, from 
 	var out []driver.StreamRow
 	for rows.Next() {
 		var r driver.StreamRow
-		if err := rows.Scan(&r.Stream, &r.Version, &r.FirstVersion, &r.CreatedAt, &r.UpdatedAt, &r.FirstPosition, &r.LastPosition); err != nil {
+		if err := rows.Scan(&r.Stream, &r.Version, &r.FirstVersion, &r.CreatedAt, &r.UpdatedAt, &r.FirstPosition, &r.LastPosition, &r.GapVersions); err != nil {
 			return nil, err
 		}
 		out = append(out, r)
