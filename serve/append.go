@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -466,7 +467,7 @@ func (h *Handler) commit(w http.ResponseWriter, r *http.Request, tenant string, 
 		ans.write(w, false)
 		return
 	}
-	ans, replayed, err := h.once(w, r, tenant, key, operationType, fingerprint, func(tx *store.Tx) (*answer, error) {
+	ans, replayed, err := h.once(w, r, tenant, key, operationType, fingerprint, subjectsOf(groups), func(tx *store.Tx) (*answer, error) {
 		return h.appendGroups(ctx, tx, tenant, groups, many)
 	})
 	if err != nil {
@@ -484,8 +485,12 @@ func (h *Handler) commit(w http.ResponseWriter, r *http.Request, tenant string, 
 // answer back (replayed), one with another request a mismatch problem.
 // While a request with the key is being answered, another is refused
 // with Retry-After. A nil answer and nil error mean the problem is
-// written already.
-func (h *Handler) once(w http.ResponseWriter, r *http.Request, tenant, key, opType string, input []byte,
+// written already. A request whose events name subjects (erasurekey)
+// has its fingerprint keyed by their data keys (store's KeyInput), so
+// forget destroys what could confirm a guess of the request's data; a
+// retry after the forget cannot be compared and is refused as an append
+// under the forgotten subject (invalid-event on erasurekey).
+func (h *Handler) once(w http.ResponseWriter, r *http.Request, tenant, key, opType string, input []byte, subjects []string,
 	do func(tx *store.Tx) (*answer, error)) (ans *answer, replayed bool, err error) {
 	ctx := r.Context()
 	fp := requestFingerprint(r, input)
@@ -503,7 +508,15 @@ func (h *Handler) once(w http.ResponseWriter, r *http.Request, tenant, key, opTy
 			return err
 		}
 		if ok {
-			if stored.InputHash != fp || stored.Type != opType {
+			given := fp
+			// A fingerprint recorded unkeyed
+			// is compared as it was recorded.
+			if len(subjects) > 0 && strings.HasPrefix(stored.InputHash, "k1:") {
+				if given, _, err = store.Bookkeeping(inside.Key{}, tx).KeyInput(ctx, store.Operation{Tenant: tenant, ID: opID, InputHash: fp}, subjects); err != nil {
+					return err
+				}
+			}
+			if stored.InputHash != given || stored.Type != opType {
 				p := problemf("idempotency-key-mismatch", "Idempotency-Key %q was used for another request: use a new key for a new request", key)
 				p.Tenant, p.Field = tenant, "Idempotency-Key"
 				return p
@@ -518,7 +531,14 @@ func (h *Handler) once(w http.ResponseWriter, r *http.Request, tenant, key, opTy
 		if err != nil {
 			return err
 		}
-		_, err = store.Bookkeeping(inside.Key{}, tx).RecordOperation(ctx, store.Operation{Tenant: tenant, ID: opID, Type: opType, InputHash: fp, Result: rec})
+		keyed := fp
+		if len(subjects) > 0 {
+			// do appended the events: each subject has its key now.
+			if keyed, _, err = store.Bookkeeping(inside.Key{}, tx).KeyInput(ctx, store.Operation{Tenant: tenant, ID: opID, InputHash: fp}, subjects); err != nil {
+				return err
+			}
+		}
+		_, err = store.Bookkeeping(inside.Key{}, tx).RecordOperation(ctx, store.Operation{Tenant: tenant, ID: opID, Type: opType, InputHash: keyed, Result: rec})
 		return err
 	})
 	if err != nil {
@@ -572,6 +592,21 @@ func (h *Handler) appendGroups(ctx context.Context, a appender, tenant string, g
 		}
 	}
 	return &answer{Status: http.StatusCreated, Header: hd, Body: append(body, '\n'), replayed: replayed}, nil
+}
+
+// subjectsOf lists, sorted and once each, the subjects (erasurekey) the
+// groups' events name: the keys of the request's fingerprint.
+func subjectsOf(groups []group) []string {
+	var subjects []string
+	for _, g := range groups {
+		for _, e := range g.events {
+			if v, ok := e.Extensions[store.ExtErasureKey].(string); ok && v != "" {
+				subjects = append(subjects, v)
+			}
+		}
+	}
+	sort.Strings(subjects)
+	return slices.Compact(subjects)
 }
 
 // operationType is the ledger's type of an HTTP append.

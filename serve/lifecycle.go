@@ -111,7 +111,7 @@ func (h *Handler) lifecycle(w http.ResponseWriter, r *http.Request, tenant, stre
 		lifecycleAnswer(tenant, stream, res).write(w, false)
 		return
 	}
-	ans, replayed, err := h.once(w, r, tenant, key, opType, []byte(input), func(tx *store.Tx) (*answer, error) {
+	ans, replayed, err := h.once(w, r, tenant, key, opType, []byte(input), nil, func(tx *store.Tx) (*answer, error) {
 		res, err := op(ctx, tx)
 		if err != nil {
 			return nil, err

@@ -119,6 +119,36 @@ func (a *Aggregates) SameInput(ctx context.Context, stored, given Operation) (bo
 	return stored.InputHash == given.InputHash && stored.Type == given.Type, nil
 }
 
+// KeyInput returns op's InputHash keyed, in turn, by the data key of
+// each subject (in the order given; the caller sorts them), inside the
+// write transaction: what serve stores as the fingerprint of an HTTP
+// append whose events carry erasurekey, so that forgetting any of the
+// subjects destroys what could confirm a guess of the request. A
+// forgotten subject is an *envelope.InvalidError on erasurekey (a retry
+// after a forget is refused, as an append under the subject is); a
+// subject without a key yet leaves the hash as it is (ok false).
+func (tx txBook) KeyInput(ctx context.Context, op Operation, subjects []string) (hash string, ok bool, err error) {
+	if err := tx.check(); err != nil {
+		return "", false, err
+	}
+	ok = true
+	for _, subj := range subjects {
+		in := op
+		in.ErasureKey = subj
+		in.InputHash = strings.TrimPrefix(op.InputHash, keyedInputPrefix)
+		keyed, found, err := tx.s.keyInput(ctx, tx.Tx, in)
+		if err != nil {
+			return "", false, err
+		}
+		if !found {
+			ok = false
+			continue
+		}
+		op.InputHash = keyed.InputHash
+	}
+	return op.InputHash, ok, nil
+}
+
 // MaxOperationIDBytes is the longest operation id.
 const MaxOperationIDBytes = 255
 
