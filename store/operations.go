@@ -110,6 +110,9 @@ func (s *Store) keyInput(ctx context.Context, q driver.ReadQuerier, op Operation
 // (a retry of the operation after a forget is refused, as an append
 // under the subject is).
 func (a *Aggregates) SameInput(ctx context.Context, stored, given Operation) (bool, error) {
+	if err := a.s.rdb.check(); err != nil {
+		return false, err
+	}
 	if strings.HasPrefix(stored.InputHash, keyedInputPrefix) && given.ErasureKey != "" {
 		var err error
 		if given, _, err = a.s.keyInput(ctx, a.s.rdb, given); err != nil {
