@@ -86,18 +86,5 @@ func (Exec) RecordedHoles(ctx context.Context, q driver.ReadQuerier) ([]driver.H
 
 // HolesDetectedBy reads position_holes.
 func (Exec) HolesDetectedBy(ctx context.Context, q driver.ReadQuerier, detectedBy string) ([]driver.FileHole, error) {
-	rows, err := q.QueryContext(ctx, `SELECT from_position, to_position FROM position_holes WHERE detected_by = $1 ORDER BY from_position`, detectedBy)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []driver.FileHole
-	for rows.Next() {
-		var h driver.FileHole
-		if err := rows.Scan(&h.From, &h.To); err != nil {
-			return nil, err
-		}
-		out = append(out, h)
-	}
-	return out, rows.Err()
+	return driver.ReadHoles(ctx, q, `SELECT from_position, to_position FROM position_holes WHERE detected_by = $1 ORDER BY from_position`, detectedBy)
 }

@@ -269,20 +269,7 @@ func (x Exec) RecordRestoreHole(ctx context.Context, q driver.Querier, from, to 
 
 // HolesDetectedBy reads position_holes.
 func (Exec) HolesDetectedBy(ctx context.Context, q driver.ReadQuerier, detectedBy string) ([]driver.FileHole, error) {
-	rows, err := q.QueryContext(ctx, `SELECT from_position, to_position FROM position_holes WHERE detected_by = ?`, detectedBy)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []driver.FileHole
-	for rows.Next() {
-		var h driver.FileHole
-		if err := rows.Scan(&h.From, &h.To); err != nil {
-			return nil, err
-		}
-		out = append(out, h)
-	}
-	return out, rows.Err()
+	return driver.ReadHoles(ctx, q, `SELECT from_position, to_position FROM position_holes WHERE detected_by = ?`, detectedBy)
 }
 
 // fileURI builds a file: URI for path with the given query parameters: a

@@ -158,29 +158,10 @@ func (Exec) ScrubErased(ctx context.Context, q driver.Querier) (int64, error) {
 
 // MasterKeys groups the keys not forgotten by master key.
 func (Exec) MasterKeys(ctx context.Context, q driver.ReadQuerier) ([]driver.MasterKeyUse, error) {
-	rows, err := q.QueryContext(ctx, `SELECT master_key_id, count(*) FROM erasure_keys WHERE master_key_id IS NOT NULL
-		GROUP BY master_key_id ORDER BY count(*) DESC, master_key_id`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []driver.MasterKeyUse
-	for rows.Next() {
-		var u driver.MasterKeyUse
-		if err := rows.Scan(&u.ID, &u.Keys); err != nil {
-			return nil, err
-		}
-		out = append(out, u)
-	}
-	return out, rows.Err()
+	return driver.ReadMasterKeys(ctx, q)
 }
 
 // AnyMasterKey reads the first key not forgotten.
 func (Exec) AnyMasterKey(ctx context.Context, q driver.ReadQuerier) ([]byte, bool, error) {
-	var id []byte
-	err := q.QueryRowContext(ctx, `SELECT master_key_id FROM erasure_keys WHERE master_key_id IS NOT NULL LIMIT 1`).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, false, nil
-	}
-	return id, err == nil, err
+	return driver.ReadAnyMasterKey(ctx, q)
 }
