@@ -474,6 +474,10 @@ func TestBrowserStreamPaging(t *testing.T) {
 	b.do(chromedp.SetValue(chromedp.CSS("#jump"), "30"), chromedp.Click(chromedp.CSS("#jump-form button")))
 	waitPage("newest first from 30", "30..1/30")
 	b.do(chromedp.Click(chromedp.CSS("#order-oldest")))
+	// The order's page is drawn anew, jump form included: wait for it
+	// before using the form, or the nodes found may be replaced under
+	// the click (seen under -race).
+	b.wait("oldest first", `(() => { const v = `+versions+`; return v.length > 1 && Number(v[0]) < Number(v[v.length - 1]); })()`)
 	b.do(chromedp.SetValue(chromedp.CSS("#jump"), "100"), chromedp.Click(chromedp.CSS("#jump-form button")))
 	waitPage("oldest first from 100", "100..122/23")
 
