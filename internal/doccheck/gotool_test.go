@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,15 @@ import (
 )
 
 const modulePath = "github.com/eventlite/eventlite"
+
+// TestMain removes the eventlite binary the CLI checks built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if cliPath != "" {
+		os.RemoveAll(filepath.Dir(cliPath))
+	}
+	os.Exit(code)
+}
 
 // moduleRoot is the directory of go.mod, two levels up.
 func moduleRoot(t *testing.T) string {
@@ -81,12 +91,25 @@ var (
 	listErr   error
 )
 
-// goList lists the module's packages and every package they (and extra)
-// import, with their export data (built, or taken from the build
-// cache): one go command for every checker.
-func goList(t *testing.T, extra ...string) (map[string]*listedPackage, []string) {
+// goList lists the module's packages and every package they, the Go
+// blocks of the docs and stdPrelude import, with their export data
+// (built, or taken from the build cache): one go command for every
+// checker.
+func goList(t *testing.T) (map[string]*listedPackage, []string) {
 	t.Helper()
+	root := moduleRoot(t)
 	listOnce.Do(func() {
+		extra := slices.Clone(stdPrelude)
+		for _, f := range markdownFiles(t, root) {
+			bs, _ := goBlocks(readDoc(t, f))
+			for _, b := range bs {
+				for _, p := range blockImports(b.block.lines) {
+					if !slices.Contains(extra, p) && !strings.HasPrefix(p, modulePath) {
+						extra = append(extra, p)
+					}
+				}
+			}
+		}
 		args := append([]string{"list", "-e", "-export", "-deps", "-json", "./..."}, extra...)
 		out := goTool(t, 10*time.Minute, args...)
 		listed = map[string]*listedPackage{}
