@@ -2,6 +2,11 @@
 // it appends events, prints streams and the log as CloudEvents JSON Lines,
 // and lists streams. Run "eventlite help" for the commands, their flags and
 // the exit codes.
+//
+// Every command works on a SQLite file or, with a postgres:// --db, on a
+// PostgreSQL schema (this binary links the PostgreSQL driver); the file-
+// only ones (backup, restore, scavenge --vacuum, demo --db) say so with
+// exit 2.
 package main
 
 import (
