@@ -16,7 +16,6 @@ type cliHelp struct {
 	flags    map[string][]string
 }
 
-var helpFlagRE = regexp.MustCompile(`^  (--[a-z0-9][a-z0-9-]*)`)
 
 // helpList returns the first words of the lines of the part of text
 // after header, up to a blank line.
@@ -138,6 +137,7 @@ func checkCLIReference(d *doc, h cliHelp) []string {
 // lists and every flag `eventlite help COMMAND` prints, and no command or
 // synopsis flag the help does not have.
 func TestCLIReference(t *testing.T) {
+	t.Parallel()
 	page := readDoc(t, "docs/cli.md")
 	h := readHelp(t)
 	for _, p := range checkCLIReference(page, h) {

@@ -374,6 +374,7 @@ func expectedOutput(lines []string) (string, bool) {
 // TestGoBlocks: every Go block of the README and docs/ compiles, under
 // the rules above, and every "go run" block runs and prints its Output.
 func TestGoBlocks(t *testing.T) {
+	t.Parallel()
 	c := newBlockChecker(t)
 	var blocks []goBlock
 	for _, f := range markdownFiles(t, c.root) {

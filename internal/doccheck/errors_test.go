@@ -174,6 +174,7 @@ func checkErrorsPage(d *doc, code []exportedError) []string {
 // every package a program can import: the sentinels (Err... variables)
 // and the exported types that implement error.
 func TestErrorsPage(t *testing.T) {
+	t.Parallel()
 	page := readDoc(t, "docs/errors.md")
 	code := exportedErrors(t)
 	for _, p := range checkErrorsPage(page, code) {

@@ -148,6 +148,7 @@ func checkExitCodes(d *doc, help string, constants map[int]string) []string {
 // help` prints and cmd/eventlite's exit... constants have the same codes,
 // and the page and the help the same words for each.
 func TestExitCodes(t *testing.T) {
+	t.Parallel()
 	page := readDoc(t, "docs/errors.md")
 	printed := help(t)
 	constants := exitConstants(t)

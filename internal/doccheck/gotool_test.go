@@ -97,6 +97,9 @@ var (
 // checker.
 func goList(t *testing.T) (map[string]*listedPackage, []string) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs go list -export, which builds the module")
+	}
 	root := moduleRoot(t)
 	listOnce.Do(func() {
 		extra := slices.Clone(stdPrelude)

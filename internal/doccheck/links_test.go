@@ -52,6 +52,7 @@ func checkReadme(d *doc) []string {
 // commands; `go test ./...` is this run, and the demo is a command that
 // `eventlite help` lists (TestCLIReference checks its row).
 func TestReadme(t *testing.T) {
+	t.Parallel()
 	readme := readDoc(t, "README.md")
 	for _, p := range checkReadme(readme) {
 		t.Error(p)
@@ -173,6 +174,7 @@ func insideSpan(at int, spans [][]int) bool {
 // TestLinks: every relative link of every Markdown file resolves, its
 // #anchor included, and none leaves the repository.
 func TestLinks(t *testing.T) {
+	t.Parallel()
 	root := moduleRoot(t)
 	docs := map[string]*doc{}
 	read := func(rel string) *doc {

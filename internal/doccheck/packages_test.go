@@ -133,6 +133,7 @@ func moduleImports(t *testing.T) map[string][]string {
 // package of the module, with its direct imports of ours as go list has
 // them.
 func TestDesignPackageTable(t *testing.T) {
+	t.Parallel()
 	design := readDoc(t, "docs/design.md")
 	imports := moduleImports(t)
 	for _, p := range checkPackageTable(design, imports) {
