@@ -16,7 +16,6 @@ type cliHelp struct {
 	flags    map[string][]string
 }
 
-
 // helpList returns the first words of the lines of the part of text
 // after header, up to a blank line.
 func helpList(text, header string) []string {
