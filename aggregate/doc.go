@@ -3,6 +3,9 @@
 // becomes new events (Decide); a Handler loads, decides and appends with
 // optimistic concurrency.
 //
+// On both engines alike: a Handler works on whatever store.Open opened, a
+// SQLite file or a PostgreSQL schema.
+//
 //	h, _ := aggregate.New(s, aggregate.Definition[Order]{
 //		Name: "order", Registry: reg, Evolve: evolve, Decide: decide,
 //	}, nil)

@@ -3,6 +3,9 @@
 // causationid), its validation, size limits, the structured JSON encoding
 // and a typed payload registry.
 //
+// It knows no database: the same events are stored on a SQLite file and in
+// a PostgreSQL schema.
+//
 // It is the leaf of eventlite: every other package imports it and it
 // imports none of them.
 //

@@ -3,6 +3,9 @@
 // nothing polls in between. A scrape whose reads fail fails, naming the
 // read, so Prometheus's own "up" turns 0.
 //
+// It reads through the store's API, so it serves the same figures for a
+// SQLite file and a PostgreSQL schema.
+//
 // NewRegistry returns a registry with the collector beside the Go
 // runtime's and the process's collectors (what the CLI and serve serve):
 //

@@ -7,6 +7,9 @@
 // in-process JetStream server for tests is in natsjs/natstest, so that
 // linking the publisher does not link nats-server.
 //
+// It reaches the store through package publish and projection only, so it
+// relays from, and consumes into, either engine.
+//
 //	pub, err := natsjs.NewPublisher(ctx, natsjs.Options{URL: "nats://127.0.0.1:4222", CreateStream: true, Logger: log})
 //	if err != nil { ... }
 //	defer pub.Close()

@@ -3,6 +3,9 @@
 // JetStream (package natsjs), a CloudEvents HTTP sink or standard output.
 // It imports no NATS code.
 //
+// The relay works the same on a SQLite file and a PostgreSQL schema: the
+// outbox is the store's.
+//
 //	pub, err := publish.NewHTTP(publish.HTTPOptions{URL: "http://127.0.0.1:8080/events"})
 //	if err != nil { ... }
 //	defer pub.Close()

@@ -3,6 +3,9 @@
 // model keeps serving. Run it when a projection's code changed or its
 // read model is damaged; a dry run reports the drift instead of swapping.
 //
+// It rebuilds on either engine: the shadow tables live beside the read
+// model, in the SQLite file or the PostgreSQL schema.
+//
 //	res, err := replay.Rebuild(ctx, s, orderTotals, &replay.Options{
 //		Progress: func(p replay.Progress) { ... }, // the library never prints
 //	})

@@ -3,6 +3,9 @@
 // CloudEvents SDK and services in any language append and read events and
 // watch them live. "eventlite serve" mounts it; a service may mount it too.
 //
+// It serves a store on either engine: a SQLite file, or a PostgreSQL schema
+// that several servers may share.
+//
 //	h, err := serve.New(s, &serve.Options{Tokens: []serve.Token{{Secret: "s3cret", Tenant: "default"}},
 //		AllowedHosts: []string{"events.internal"}}) // the names clients use, besides localhost and IPs
 //	if err != nil { ... }

@@ -1,8 +1,13 @@
-// Package store is eventlite's SQLite file: the schema and its migrations,
-// all of eventlite's SQL, the writer goroutine, appends with optimistic
-// concurrency, reads, and the outbox the relay drains.
+// Package store is eventlite's event store, on a SQLite file or in a
+// PostgreSQL schema with one API: the writer goroutine and its group
+// commits, appends with optimistic concurrency, reads, the outbox the
+// relay drains, and the ledgers beside them. Its logic is written once;
+// the SQL of each engine is its driver's (internal/sqlitedriver,
+// internal/pgdriver, behind the interfaces of internal/driver), so this
+// package runs no SQL of its own. PostgreSQL is linked by importing
+// store/postgres.
 //
-//	s, err := store.Open(ctx, "eventlite.db", nil) // nil: the defaults
+//	s, err := store.Open(ctx, "eventlite.db", nil) // or a postgres:// address; nil: the defaults
 //	if err != nil { ... }
 //	defer s.Close()
 //	e, _ := envelope.New("order.placed", OrderPlaced{Total: 42})
@@ -19,7 +24,7 @@
 //     duplicate. An append whose expected version does not hold writes
 //     nothing and returns a *ConflictError naming expected and actual.
 //   - Global positions start at 1, strictly increase in commit order and
-//     are never reused, across processes sharing the file: the writer
+//     are never reused, across processes sharing the database: the writer
 //     hands out the next one above both the highest stored position and
 //     the floor that a scavenge (before removing events) and a restore
 //     raise.
@@ -32,7 +37,7 @@
 //     stream is a retry that returns the first result and writes nothing;
 //     any other reuse is refused with a *DuplicateError.
 //   - Bad input is refused with a typed error before any transaction
-//     starts, and never changes the file.
+//     starts, and never changes the database.
 //   - A file that is not an eventlite database is refused
 //     (ErrNotEventlite) and left byte for byte as it was. A store opened
 //     with Options.ReadOnly never creates, migrates or converts its file,
@@ -41,9 +46,11 @@
 //
 // One writer goroutine owns the write connection. Concurrent Appends share
 // a transaction (group commit, a savepoint per request, one fsync for all);
-// Update closures join the same groups, each under its own savepoint. Every write transaction is BEGIN
-// IMMEDIATE. Other processes meet through SQLite's lock and busy_timeout;
-// a lock held past the timeout is ErrBusy, which is retryable.
+// Update closures join the same groups, each under its own savepoint. On
+// SQLite every write transaction is BEGIN IMMEDIATE, and other processes
+// meet through SQLite's lock and busy_timeout; on PostgreSQL every write
+// transaction first locks the head row, and other processes and hosts meet
+// there. A lock held past the timeout is ErrBusy, which is retryable.
 //
 // Twins and transactions: the few writes a service makes have a twin for
 // use inside its own transaction, s.Append beside tx.Append (River's
@@ -62,7 +69,7 @@
 // calls: Open, Close, Append, the reads, Update, View, Changed, Done,
 // Path, Diagnose, CheckInvariants; the rest sits in small handles reached
 // from it (Outbox, Effects, Consumers, Leases, Projections, Rebuilds,
-// Lifecycle, Aggregates, Inventory), what an application does inside a
+// Lifecycle, Aggregates, Inventory, Erasure), what an application does inside a
 // write transaction is a method of *Tx (tx.go), and the store's
 // bookkeeping inside one is reached with Bookkeeping (bookkeeping.go).
 // New features add handles, not Store methods.
@@ -74,11 +81,11 @@
 //	                own writes), View and *ReadTx
 //	bookkeeping.go  Bookkeeping: the store's bookkeeping in a Tx, for
 //	                eventlite's own packages (b.X below is one of its calls)
-//	dialect.go      Dialect, tx.Dialect, rt.Dialect; the driver of files
-//	                (its SQL is in internal/sqlitedriver, behind the
-//	                interfaces of internal/driver: this package runs no
-//	                SQL of its own; PostgreSQL's driver is linked by
-//	                importing store/postgres)
+//	dialect.go      Dialect, tx.Dialect, rt.Dialect; which driver an
+//	                address opens (a file: internal/sqlitedriver; a
+//	                postgres:// address: the driver store/postgres registers)
+//	callersql.go    a caller's failed statement, named with its engine and
+//	                the page on handler SQL
 //	append.go       Append, tx.Append, Expected
 //	trace.go        the append span, the traceparent/tracestate extension, LatencyObserver
 //	read.go         ReadStream, ReadAll, Head, StreamVersion, EventByID
@@ -113,10 +120,21 @@
 //	                dashboard and a metrics scrape read it: Stats (the
 //	                store's or a tenant's), Tenants; counts.go: Counts of
 //	                the consumer and effect queues
+//	erasure.go      s.Erasure(): Forget and Scrub, crypto-shredding a subject;
+//	                erasure_append.go (the erasurekey extension on append),
+//	                erasure_crypto.go (master and data keys, AES-256-GCM),
+//	                erasure_keys.go (the data keys, cached), erasure_guard.go
+//	                (EncryptedError: no master key, nothing passed on)
+//	reserved.go     the store's own streams (ReservedStreamPrefix)
+//	owner.go        OwnerGone: a lease owner's process that no longer runs
 //	doctor.go       Diagnose; invariants.go CheckInvariants
-//	backup.go, restore.go, inspect.go, migrate.go, readonly.go, access.go
-//	                the file: backup, restore, inspect, schema, modes, owner
-//	                (the migrations themselves are the driver's)
+//	backup.go, restore.go, inspect.go
+//	                a SQLite file: backup, restore, inspect (ErrFileOnly
+//	                on PostgreSQL)
+//	migrate.go, readonly.go, access.go
+//	                the schema version, read-only opens, and who may open
+//	                a file (the migrations themselves are the drivers')
+//	copy.go         Copy: a SQLite file into a PostgreSQL schema, verified
 //	errors.go       the sentinel and typed errors
 //
 // Backup copies a live file consistently (SQLite's backup API in one read

@@ -151,7 +151,7 @@ func (o *Options) withDefaults() (Options, error) {
 	return c, nil
 }
 
-// Store is an event store on one SQLite file. It is safe for concurrent
+// Store is an event store on a SQLite file or in a PostgreSQL schema. It is safe for concurrent
 // use. Writes go through one write connection, used by one goroutine at a
 // time: the writer goroutine, which commits concurrent appends in groups,
 // or, when nothing else is pending, the caller itself (see submit). Reads

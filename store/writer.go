@@ -132,8 +132,12 @@ func (s *Store) admitWrite() error {
 // 20 us per append, a sixth of a synchronous=NORMAL commit. Under
 // concurrency requests go to the writer goroutine, which commits them in
 // groups. Either way one goroutine at a time uses the connection. A
-// request run here returns its outcome once done: like the writer's, its
-// statements do not watch ctx.
+// request run here is a group of one, as a request alone on the writer
+// is (runGroup): on SQLite its statements run under ctx, which may
+// interrupt one mid-statement (the transaction then rolls back and
+// nothing of r is stored); on PostgreSQL ctx is checked before each
+// statement. Only statements of a transaction shared with other requests
+// never watch ctx.
 func (s *Store) submit(ctx context.Context, r *request) error {
 	if err := s.admitWrite(); err != nil {
 		return err
@@ -258,7 +262,9 @@ func (s *Store) rollback() {
 // when the writer takes it never runs. The statements of a shared
 // transaction run under context.Background (writeConn), so a caller's
 // ctx never interrupts them; a request alone runs its statements under
-// its own ctx, which may interrupt it mid-statement.
+// its own ctx, which on SQLite may interrupt it mid-statement (on
+// PostgreSQL, whose driver closes a connection on a cancelled statement,
+// ctx is checked before each statement only).
 func (s *Store) runGroup(group []*request) {
 	live := group[:0]
 	for _, r := range group {

@@ -295,7 +295,7 @@ func TestAppendStdin(t *testing.T) {
 	})
 }
 
-// TestAppendSampleLog appends the repository's sample log as the README
+// TestAppendSampleLog appends the repository's sample log as docs/testing.md
 // shows and reads it back: every event keeps its id, type, time and data,
 // and gets its stream version.
 func TestAppendSampleLog(t *testing.T) {

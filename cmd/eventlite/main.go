@@ -2,6 +2,11 @@
 // it appends events, prints streams and the log as CloudEvents JSON Lines,
 // and lists streams. Run "eventlite help" for the commands, their flags and
 // the exit codes.
+//
+// Every command works on a SQLite file or, with a postgres:// --db, on a
+// PostgreSQL schema (this binary links the PostgreSQL driver); the file-
+// only ones (backup, restore, scavenge --vacuum, demo --db) say so with
+// exit 2.
 package main
 
 import (
@@ -90,15 +95,39 @@ var exitCodes = []struct {
 	code    int
 	meaning string
 }{
-	{exitOK, "ok (also a follow, such as tail --follow, stopped by SIGINT or SIGTERM)"},
+	{exitOK, "ok (also a long-running command such as tail --follow or relay stopped by SIGINT or SIGTERM)"},
 	{exitInternal, "internal error"},
-	{exitUsage, "usage: unknown command or flag, malformed flag value, wrong arguments; relay, serve,\n     replay, catalog or copy without --master-key-file while the database holds encrypted events;\n     a command that works on a file (backup, restore, scavenge --vacuum, demo --db) on PostgreSQL;\n     copy: a source or target engine it does not take, or data the target cannot hold exactly"},
-	{exitConflict, "version conflict: the stream is not at the --expected version"},
-	{exitInvalid, "invalid input: a malformed event, data or stream id, or a reused event id; a hard-deleted\n     stream; truncate beyond the stream's version; an append, delete, truncate or retention\n     policy of the store's own streams (ids starting with eventlite-); a position past\n     the highest a store hands out (9223372036854775806): an append the log has no positions left\n     for, restore --min-sequence beyond it; an append carrying erasurekey without a\n     master key, a malformed master key file or a wrong master key; or a database file\n     eventlite will not use as it is: not an eventlite database, a newer schema, an older schema\n     for a command that only reads (run 'eventlite migrate'), another user's file it would lock out;\n     backup: DEST exists (without --force); restore: the database has events (without --force),\n     or SRC is not an eventlite database or fails its checks; copy: the target schema is not empty;\n     effects approve/reject: the effect's state does not allow it, or --args-hash is not the hash of its arguments"},
-	{exitNotFound, "not found: the stream, or a deleted one (or the JetStream stream, the dead letter, the quarantined event or its projection or consumer, the effect, the retention policy, the subject key to forget, or the database file) does not exist"},
-	{exitIncomplete, "work remains or needs a person: the job was interrupted before it finished; scavenge: a reader kept\n     the WAL checkpoint from finishing (run it again once readers are done)"},
-	{exitBusy, "busy: the database stayed locked past the timeout; copy: a lease in the source is held; retry"},
-	{exitReplaced, "restore: the database was replaced by SRC, but the check after the commit failed; it holds SRC's\n     content, not its old one: run eventlite doctor on it before serving from it"},
+	{exitUsage, "usage: unknown command or flag, malformed flag value, wrong arguments; relay, serve, replay,\n     " +
+		"catalog or copy without --master-key-file while the database holds encrypted events; a\n     " +
+		"command that works on a file (backup, restore, scavenge --vacuum, demo --db) on PostgreSQL\n     " +
+		"(store.ErrFileOnly); copy: a source that is not a SQLite file, a target that is not\n     " +
+		"PostgreSQL, or data the target cannot hold exactly (store.ErrUnsupported)"},
+	{exitConflict, "version conflict (the message names expected and actual version)"},
+	{exitInvalid, "invalid input, a reused id included (the message names the field and the reason), a\n     " +
+		"hard-deleted stream (store.ErrStreamDeleted), truncate --before beyond the stream's version,\n     " +
+		"a write to one of the store's own streams (ids starting with eventlite-: append, delete,\n     " +
+		"truncate, a retention policy; store.ErrReservedStream), a position past the highest a store\n     " +
+		"hands out (9223372036854775806, envelope.MaxPosition: an append the log has no positions\n     " +
+		"left for, restore --min-sequence beyond it; store.ErrPositionRange), an append carrying\n     " +
+		"erasurekey without a master key, a malformed master key file or a wrong master key; or a\n     " +
+		"database file eventlite will not use as it is: not an eventlite database\n     " +
+		"(store.ErrNotEventlite), a newer schema, an older schema for a command that only reads\n     " +
+		"(store.ErrSchemaTooOld: run eventlite migrate), another user's file it would lock out\n     " +
+		"(store.ErrNotOwner); backup: DEST exists; restore: the database has events, or SRC is not an\n     " +
+		"eventlite database or fails its checks; copy: the target schema is not empty; effects\n     " +
+		"approve/reject: the effect's state allows no decision, or --args-hash is not the hash of its\n     " +
+		"arguments"},
+	{exitNotFound, "not found (a stream, a deleted one included, a JetStream stream, a dead letter, a\n     " +
+		"projection, a quarantined event or its projection or consumer, an effect in the tenant, a\n     " +
+		"retention policy, or the database file that does not exist)"},
+	{exitIncomplete, "work remains or needs a person (a finite job interrupted before it finished, doctor\n     " +
+		"findings, relay --once with rows left, replay --dry-run that found drift, scavenge whose WAL\n     " +
+		"checkpoint a reader kept from finishing: run it again once readers are done)"},
+	{exitBusy, "busy: the database stayed locked past the timeout (restore: another process holds its write\n     " +
+		"lock; copy: a lease in the source is held); retry"},
+	{exitReplaced, "restore: the database was replaced by SRC, but the check after the commit failed\n     " +
+		"(store.ErrRestoreUnverified): it holds SRC's content, not its old one; run eventlite doctor\n     " +
+		"on it before serving from it"},
 }
 
 // command is one subcommand: its help and a constructor for its runner.

@@ -199,7 +199,7 @@ func TestOtherUserReadDoesNotLockOwnerOut(t *testing.T) {
 	}
 }
 
-// Shared as the README says (a group that owns the file and its setgid
+// Shared as docs/operations.md says (a group that owns the file and its setgid
 // directory, with write permission), another user reads and writes the
 // file at rest, and the owner still appends.
 func TestOtherUserReadsSharedGroup(t *testing.T) {

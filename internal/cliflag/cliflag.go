@@ -1,6 +1,8 @@
 // Package cliflag holds the command-line parsing that eventlite's CLI and
 // the replay subcommand a service mounts (replay/replaycmd) share, so that
 // both accept flags in the same places.
+//
+// It knows no engine.
 package cliflag
 
 import "flag"

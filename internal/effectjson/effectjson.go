@@ -2,6 +2,9 @@
 // object 'eventlite effects list --json' prints and GET
 // /v1/tenants/{tenant}/effects answers, built in one place so that the CLI
 // and the HTTP API cannot drift apart.
+//
+// It knows no engine: an effect reads the same from a SQLite file or a
+// PostgreSQL schema.
 package effectjson
 
 import (

@@ -3,6 +3,8 @@
 // whose name an attacker rebinds to 127.0.0.1 (DNS rebinding) reaches no
 // handler: the browser sends the attacker's name in Host, and only names
 // that cannot be rebound, or that the operator named, are served.
+//
+// It knows no engine.
 package hostguard
 
 import (

@@ -1,6 +1,9 @@
 // Package inside is the one boundary between eventlite's packages: what
 // they need of each other that an application must not call.
 //
+// It holds no engine code: the bookkeeping it opens is the same on both
+// engines.
+//
 // The store's bookkeeping in a write transaction (checkpoints and their
 // fences, outbox marks and failures, the consumer inbox and its deferred
 // events, quarantine records, rebuild state, table swaps, projection

@@ -5,6 +5,8 @@
 // Number.prototype.toString writes an IEEE 754 double, strings escape only
 // what JSON requires, and there is no white space.
 //
+// It knows no engine: the bytes an approval binds are the same on both.
+//
 // The input must be I-JSON (RFC 7493): valid UTF-8, no two members of one
 // object with the same name, no lone surrogate, every number within the
 // range of a double. A number is kept to a double's precision: write

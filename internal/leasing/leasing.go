@@ -3,6 +3,9 @@
 // their leases through a Holder, and name themselves with DefaultOwner
 // unless told otherwise. How a worker waits while another holds the lease
 // stays with the worker.
+//
+// Leases are the store's rows, so holders on one SQLite file or on one
+// PostgreSQL schema (several hosts) meet the same way.
 package leasing
 
 import (

@@ -1,5 +1,8 @@
 // Package timecol encodes an event time in one SQLite column without loss.
 //
+// PostgreSQL's driver uses it too: its column is BIGINT Unix nanoseconds
+// only, so it refuses a time that would need the text form.
+//
 // An instant that Unix nanoseconds in an int64 can hold (1677-09-21 to
 // 2262-04-11) is stored as that INTEGER, as every eventlite database has
 // always stored it; any other instant RFC 3339 can write (years 0000-9999)

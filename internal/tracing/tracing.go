@@ -5,6 +5,9 @@
 // extension (traceparent, tracestate) in the W3C TraceContext format,
 // whatever propagator is configured.
 //
+// It knows no engine: spans are the same on a SQLite file and a PostgreSQL
+// schema.
+//
 // It imports only the OpenTelemetry API.
 package tracing
 

@@ -1,5 +1,7 @@
 // Package natstest runs real NATS JetStream servers in-process for
 // tests, and reads back what they stored.
+//
+// It needs no store, so tests of either engine use it.
 package natstest
 
 import (

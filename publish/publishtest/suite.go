@@ -4,6 +4,9 @@
 // failure classes, against a real destination. eventlite's NATS (natsjs), HTTP and stdout
 // publishers run it; a publisher of your own runs it from a test:
 //
+// It needs no store: a publisher is the same whatever engine its relay
+// reads.
+//
 //	func TestMyPublisher(t *testing.T) {
 //		publishtest.RunPublisherSuite(t, publishtest.Driver{
 //			Open: func(t *testing.T) (publish.Publisher, publishtest.Sink) { ... },

@@ -1,6 +1,9 @@
 // Package replaycmd is the "replay" subcommand, for the eventlite binary
 // and for a service's own binary to mount over its own projections:
 //
+// Its Config.Open may open a SQLite file or a postgres:// address (a binary
+// that imports store/postgres).
+//
 //	replay NAME [--dry-run] [--from-scratch] [--json]
 //
 // It rebuilds the projection NAME (see package replay) and prints its

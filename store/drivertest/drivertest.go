@@ -4,6 +4,9 @@
 // Run passes on a store it opens; a second driver is a second runner of
 // the same suite, not a copy of its tests.
 //
+// Both engines' drivers run it: SQLite always, PostgreSQL with
+// EVENTLITE_TEST_POSTGRES.
+//
 //	func TestDriverSuite(t *testing.T) {
 //		drivertest.Run(t, drivertest.Harness{
 //			Name: "sqlite",

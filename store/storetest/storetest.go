@@ -1,5 +1,8 @@
 // Package storetest opens real stores for tests and checks the log's
 // invariants after every test that uses them.
+//
+// It opens SQLite files in t.TempDir and, with EVENTLITE_TEST_POSTGRES,
+// PostgreSQL schemas that each test drops.
 package storetest
 
 import (

@@ -1,6 +1,9 @@
 // Package sqlitedriver is the store's SQLite driver (modernc.org/sqlite):
 // every SQLite statement, pragma, catalog query and migration of the store
 // is here, behind the interfaces of package driver.
+//
+// It is one of two drivers: PostgreSQL's is internal/pgdriver; what both
+// share is in internal/driver.
 package sqlitedriver
 
 import (

@@ -1,6 +1,9 @@
 // Package testhook holds the points where the store's tests (its own and
 // the shared driver suite's) stop an operation half-way, to make a race
 // with another store deterministic. Nothing is set outside tests.
+//
+// Its points sit above the drivers, so the same races are made on both
+// engines.
 package testhook
 
 import "sync/atomic"
