@@ -18,8 +18,10 @@ const (
 			AND version >= max(?3, (SELECT first_version FROM streams WHERE tenant = ?1 AND stream_id = ?2)) ORDER BY version LIMIT ?4`
 	streamBackwardWhere = ` WHERE tenant = ?1 AND stream_id = ?2 AND version <= ?3
 			AND version >= (SELECT first_version FROM streams WHERE tenant = ?1 AND stream_id = ?2) ORDER BY version DESC LIMIT ?4`
-	allWhere       = ` WHERE position >= ? ORDER BY position LIMIT ?`
-	allTenantWhere = ` WHERE position >= ? AND tenant = ? ORDER BY position LIMIT ?`
+	allWhere               = ` WHERE position >= ? ORDER BY position LIMIT ?`
+	allTenantWhere         = ` WHERE position >= ? AND tenant = ? ORDER BY position LIMIT ?`
+	allBackwardWhere       = ` WHERE position <= ? ORDER BY position DESC LIMIT ?`
+	allTenantBackwardWhere = ` WHERE position <= ? AND tenant = ? ORDER BY position DESC LIMIT ?`
 
 	ReadStreamSQL         = SelectStreamEvents + streamForwardWhere
 	ReadStreamBackwardSQL = SelectStreamEvents + streamBackwardWhere
@@ -34,6 +36,8 @@ const (
 	packedStreamBackwardSQL = SelectStreamPacked + streamBackwardWhere
 	packedAllSQL            = SelectPacked + allWhere
 	packedAllTenantSQL      = SelectPacked + allTenantWhere
+	packedAllBackwardSQL    = SelectPacked + allBackwardWhere
+	packedAllTenantBackSQL  = SelectPacked + allTenantBackwardWhere
 )
 
 type reader struct {
@@ -42,6 +46,8 @@ type reader struct {
 	streamBackward *sql.Stmt
 	all            *sql.Stmt
 	allTenant      *sql.Stmt
+	allBackward    *sql.Stmt
+	allTenantBack  *sql.Stmt
 	streamVersion  *sql.Stmt
 }
 
@@ -61,6 +67,8 @@ func (Exec) PrepareReader(ctx context.Context, db *sql.DB) (driver.Reader, error
 	r.streamBackward = prep(packedStreamBackwardSQL)
 	r.all = prep(packedAllSQL)
 	r.allTenant = prep(packedAllTenantSQL)
+	r.allBackward = prep(packedAllBackwardSQL)
+	r.allTenantBack = prep(packedAllTenantBackSQL)
 	r.streamVersion = prep(StreamVersionSQL)
 	if err != nil {
 		_ = r.Close()
@@ -72,7 +80,7 @@ func (Exec) PrepareReader(ctx context.Context, db *sql.DB) (driver.Reader, error
 // Close closes the statements.
 func (r *reader) Close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{r.streamForward, r.streamBackward, r.all, r.allTenant, r.streamVersion} {
+	for _, st := range []*sql.Stmt{r.streamForward, r.streamBackward, r.all, r.allTenant, r.allBackward, r.allTenantBack, r.streamVersion} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -112,11 +120,15 @@ func (r *reader) ReadStream(ctx context.Context, page []envelope.Event, tenant, 
 func (r *reader) ReadAll(ctx context.Context, page []envelope.Event, f *driver.LogFilter, from int64, n int) ([]envelope.Event, error) {
 	var packed func() (*sql.Rows, error)
 	switch {
-	case len(f.Types) > 0, f.StreamPrefix != "", f.CorrelationID != "", f.Backward:
+	case len(f.Types) > 0, f.StreamPrefix != "", f.CorrelationID != "":
 		packed = func() (*sql.Rows, error) {
 			q, args := logQuery(SelectPacked, f, from, n)
 			return r.db.QueryContext(ctx, q, args...)
 		}
+	case f.Backward && f.Tenant != "":
+		packed = func() (*sql.Rows, error) { return r.allTenantBack.QueryContext(ctx, from, f.Tenant, n) }
+	case f.Backward:
+		packed = func() (*sql.Rows, error) { return r.allBackward.QueryContext(ctx, from, n) }
 	case f.Tenant != "":
 		packed = func() (*sql.Rows, error) { return r.allTenant.QueryContext(ctx, from, f.Tenant, n) }
 	default:
