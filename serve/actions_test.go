@@ -278,3 +278,48 @@ func TestEffectDecisionKeys(t *testing.T) {
 		t.Fatalf("a decision ran the effect: %v", got)
 	}
 }
+
+// /v1/consumers gives each projection's lag (the head position less its
+// checkpoint) and, for one stopped on a quarantined event, that event's
+// tenant, id and position; a projection without an open entry has none.
+func TestConsumersLagAndQuarantinedEvent(t *testing.T) {
+	ts := newServer(t, &serve.Options{Tokens: actionTokens})
+	quarantineFixture(t, ts)
+	type proj struct {
+		Name             string `json:"name"`
+		Checkpoint       string `json:"checkpoint"`
+		Head             string `json:"head"`
+		Lag              int64  `json:"lag"`
+		Status           string `json:"status"`
+		QuarantinedEvent *struct {
+			Tenant   string `json:"tenant"`
+			EventID  string `json:"event_id"`
+			Stream   string `json:"stream"`
+			Version  int64  `json:"version"`
+			Position string `json:"position"`
+		} `json:"quarantined_event"`
+	}
+	got := decodeInto[struct {
+		Projections []proj `json:"projections"`
+	}](t, ts.do("GET", "/v1/consumers", nil, bearer("all-ro")...), 200)
+	if len(got.Projections) != 1 {
+		t.Fatalf("projections %+v", got.Projections)
+	}
+	p := got.Projections[0]
+	if p.Name != "orders" || p.Status != "stopped" || p.Checkpoint != "1" || p.Head != "4" || p.Lag != 3 {
+		t.Fatalf("projection %+v", p)
+	}
+	if q := p.QuarantinedEvent; q == nil || q.Tenant != "acme" || q.EventID != "q-2" || q.Position != "2" || q.Stream != "order-1" || q.Version != 2 {
+		t.Fatalf("quarantined event %+v", q)
+	}
+	// Skipped, the entry closes and the projection names no event.
+	if r := ts.do("POST", "/v1/quarantine/orders/q-2/skip", nil, bearer("all")...); r.status != 200 {
+		t.Fatalf("skip: %d %s", r.status, r.body)
+	}
+	got = decodeInto[struct {
+		Projections []proj `json:"projections"`
+	}](t, ts.do("GET", "/v1/consumers", nil, bearer("all-ro")...), 200)
+	if q := got.Projections[0].QuarantinedEvent; q != nil {
+		t.Fatalf("after skip, quarantined event %+v", q)
+	}
+}

@@ -609,16 +609,16 @@ async function viewConsumers(main) {
     try {
       const parts = [];
       if (state.all) {
-        const [c, q] = (await Promise.all([get("/v1/consumers"), get("/v1/quarantine")])).map((r) => r.json);
+        const c = (await get("/v1/consumers")).json;
         if (!alive()) return;
-        // A stopped projection shows the event it stopped on.
-        const held = (name) => q.quarantine.filter((e) => e.name === name)
-          .map((e) => el("span", { class: "id" }, eventLink(e.event_id, null, e.tenant), " (" + e.tenant + ")"));
-        parts.push(el("h2", {}, "Projections"), c.projections.length ? table(["name", "checkpoint", "head", "lag", "status", "quarantined", "quarantined events", "detail"],
+        // A stopped projection shows the event it stopped on, and where.
+        const held = (p) => p.quarantined_event ? el("span", { class: "id" }, eventLink(p.quarantined_event.event_id, null, p.quarantined_event.tenant),
+          " (" + p.quarantined_event.tenant + ", position " + p.quarantined_event.position + ")") : "";
+        parts.push(el("h2", {}, "Projections"), c.projections.length ? table(["name", "checkpoint", "head", "lag", "status", "quarantined", "stopped on", "detail"],
           c.projections.map((p) => el("tr", { class: p.status === "stopped" ? "bad" : "" }, el("td", { class: "mono" }, p.name), el("td", { class: "num" }, p.checkpoint),
             el("td", { class: "num" }, p.head), el("td", { class: "num" }, p.lag), el("td", {}, p.status),
             el("td", { class: "num" }, p.quarantined > 0 ? el("a", { href: href("quarantine") }, p.quarantined) : p.quarantined),
-            el("td", { class: "small held" }, held(p.name)),
+            el("td", { class: "small held" }, held(p)),
             el("td", { class: "small detail" }, p.detail || ""))), { id: "projections" }) : el("p", { class: "muted" }, "No projections."),
         el("h2", {}, "Relay (outbox)"), el("div", { class: "cards" }, card("backlog", c.outbox.pending), card("oldest (s)", c.outbox.oldest_age_seconds.toFixed(1)),
           card("dead letters", c.outbox.dead_letters), card("parked streams", c.outbox.parked_streams)),
