@@ -67,8 +67,8 @@ func (h *Handler) info(w http.ResponseWriter, _ *http.Request) {
 // consumersJSON is GET /v1/consumers.
 type consumersJSON struct {
 	Projections []projectionJSON `json:"projections"`
-	Outbox      outboxJSON         `json:"outbox"`
-	DeadLetters []deadLetterJSON   `json:"dead_letters"`
+	Outbox      outboxJSON       `json:"outbox"`
+	DeadLetters []deadLetterJSON `json:"dead_letters"`
 }
 
 // projectionJSON is a projection's status: its lag is the head position
