@@ -50,11 +50,12 @@ type Stats struct {
 // one read transaction; the file sizes come from the file system.
 //
 // The counts read the streams table (a stream's readable events are its
-// versions from first_version on, less those a restore took back), the newest position is found scanning back from the head, and
-// the last minute is counted from the newest event back to the newest one
-// recorded before it began: the read costs about a millisecond plus the
-// time to count the last minute's events (measured: 300,000 events in
-// 0.4 s, no events in under 1 ms).
+// versions from first_version on, less those a restore took back): one
+// index lookup per stream, never a read of every event. A tenant's newest
+// position is the highest of its streams' newest events; the last minute
+// is counted from the newest event back to the newest one recorded before
+// it began. The read costs about a millisecond per thousand streams plus
+// the time to count the last minute's events.
 func (inv *Inventory) Stats(ctx context.Context, tenant string) (Stats, error) {
 	s := inv.s
 	var st Stats
