@@ -323,3 +323,50 @@ func TestConsumersLagAndQuarantinedEvent(t *testing.T) {
 		t.Fatalf("after skip, quarantined event %+v", q)
 	}
 }
+
+// The keys of store-wide actions (quarantine retry and skip) live in a
+// namespace of their own in the ledger tenant _store, which is also a
+// valid tenant name: a real tenant _store discarding a dead letter with
+// the key K and a quarantine skip with the same key K both act and each
+// replays its own answer.
+func TestStoreWideKeysDoNotMeetTenantStore(t *testing.T) {
+	ts := newServer(t, &serve.Options{Tokens: actionTokens})
+	ctx := context.Background()
+	quarantineFixture(t, ts)
+	storeAppend(t, ts, "_store", "order-1", 1, "com.store.order")
+	l, err := ts.s.Leases().Acquire(ctx, "relay", "test", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := ts.head()
+	if err := ts.s.Update(ctx, func(tx *store.Tx) error {
+		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, l, []store.Failure{{Position: head, Error: "refused"}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	dls, err := ts.s.Outbox().DeadLetters(ctx, "_store")
+	if err != nil || len(dls) != 1 {
+		t.Fatalf("dead letters of _store: %v, %v", dls, err)
+	}
+	key := with(bearer("all"), "Idempotency-Key", "K")
+	discard := ts.do("POST", "/v1/tenants/_store/dead-letters/"+dls[0].EventID+"/discard", nil, key...)
+	if discard.status != 200 {
+		t.Fatalf("discard: %d %s", discard.status, discard.body)
+	}
+	skip := ts.do("POST", "/v1/quarantine/orders/q-2/skip", nil, key...)
+	if skip.status != 200 || skip.header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("skip with the key tenant _store used: %d %s replayed=%q", skip.status, skip.body, skip.header.Get("Idempotent-Replayed"))
+	}
+	if open, err := ts.s.Projections().OpenQuarantine(ctx, "orders"); err != nil || len(open) != 0 {
+		t.Fatalf("after skip, open entries %v, %v", open, err)
+	}
+	for _, c := range []struct {
+		path string
+		want response
+	}{{"/v1/tenants/_store/dead-letters/" + dls[0].EventID + "/discard", discard}, {"/v1/quarantine/orders/q-2/skip", skip}} {
+		r := ts.do("POST", c.path, nil, key...)
+		if r.status != 200 || !bytes.Equal(r.body, c.want.body) || r.header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("repeat of %s: %d %s", c.path, r.status, r.body)
+		}
+	}
+}
