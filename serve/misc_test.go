@@ -52,7 +52,7 @@ func TestOpenAPI(t *testing.T) {
 		"/v1/tenants/{tenant}/effects/{key}/approve":             {"post"},
 		"/v1/tenants/{tenant}/effects/{key}/reject":              {"post"},
 		// The web page's routes.
-		"/v1/stats": {"get"}, "/v1/tenants": {"get"}, "/v1/tenants/{tenant}/stats": {"get"},
+		"/v1/stats": {"get"}, "/v1/tenants": {"get"}, "/v1/tenants/{tenant}/stats": {"get"}, "/v1/tenants/{tenant}/types": {"get"},
 		"/v1/tenants/{tenant}/events/{eventId}": {"get"}, "/v1/tenants/{tenant}/dead-letters": {"get"},
 		"/ui/session": {"post", "delete"},
 		// The operator's actions.

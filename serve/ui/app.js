@@ -254,8 +254,18 @@ async function viewOverview(main) {
     card("last position", "…", "ov-last"), card("appends/s (last minute)", "…", "ov-rate"));
   const store = el("div", { class: "cards" });
   const latest = el("div", {}, el("p", { class: "muted" }, "Loading…"));
-  main.append(el("h2", {}, "Counts of ", el("span", { class: "mono" }, state.tenant)), cards, el("h2", {}, "Store (every tenant)"), store,
+  const types = el("div", {}, el("p", { class: "muted" }, "Loading…"));
+  main.append(el("h2", {}, "Counts of ", el("span", { class: "mono" }, state.tenant)), cards,
+    el("h2", {}, "Events by type of ", el("span", { class: "mono" }, state.tenant)), types, el("h2", {}, "Store (every tenant)"), store,
     el("h2", {}, "Latest events of ", el("span", { class: "mono" }, state.tenant)), latest);
+  // The counts by type read every event of the tenant once: when the view
+  // opens, not at each poll. Each type links to the tail filtered by it.
+  get("/v1/tenants/" + seg(state.tenant) + "/types").then((r) => {
+    types.replaceChildren(r.json.types.length ? table(["type", "events"], r.json.types.map((t) => el("tr", {},
+      el("td", { class: "mono" }, el("a", { href: href("tail", null, null, new URLSearchParams({ type: t.type })) }, t.type)),
+      el("td", { class: "num" }, t.events))), { id: "type-counts" })
+      : el("p", { class: "muted" }, "No events yet."));
+  }, (err) => types.replaceChildren(el("p", { class: "error" }, problemText(err))));
   // The latest events, read once (newest first) when the view opens.
   get("/v1/tenants/" + seg(state.tenant) + "/events?direction=backward&limit=10").then((r) => {
     latest.replaceChildren(r.json.length ? table(["position", "stream", "type", "time", "id", "data"], r.json.map((e) => eventRow(e, true)), { id: "latest-events" })

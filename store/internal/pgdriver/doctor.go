@@ -126,6 +126,25 @@ var (
 	inventoryStatsTenant = inventoryStatsSQL("s.tenant = $2", "tenant = $2")
 )
 
+// TypeCounts counts the tenant's events by type: one pass over them.
+func (Exec) TypeCounts(ctx context.Context, q driver.ReadQuerier, tenant string) (map[string]int64, error) {
+	rows, err := q.QueryContext(ctx, `SELECT type, count(*) FROM events WHERE tenant = $1 GROUP BY type`, tenant)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var t string
+		var n int64
+		if err := rows.Scan(&t, &n); err != nil {
+			return nil, err
+		}
+		out[t] = n
+	}
+	return out, rows.Err()
+}
+
 // Tenants skip-scans the streams' primary key: one step per tenant.
 func (Exec) Tenants(ctx context.Context, q driver.ReadQuerier) ([]string, error) {
 	rows, err := q.QueryContext(ctx, `WITH RECURSIVE t (tenant) AS (

@@ -154,6 +154,27 @@ var (
 		`(SELECT count(*) FROM events WHERE position > `+recentAfter+` AND +tenant = ?2)`)
 )
 
+// TypeCounts reads the tenant's events in position order (+tenant keeps
+// the planner off the (tenant, event_id) index, which would look every
+// row up by its position): one pass over the log.
+func (Exec) TypeCounts(ctx context.Context, q driver.ReadQuerier, tenant string) (map[string]int64, error) {
+	rows, err := q.QueryContext(ctx, `SELECT type, count(*) FROM events WHERE +tenant = ? GROUP BY type`, tenant)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var t string
+		var n int64
+		if err := rows.Scan(&t, &n); err != nil {
+			return nil, err
+		}
+		out[t] = n
+	}
+	return out, rows.Err()
+}
+
 // Tenants skip-scans the streams' primary key: one step per tenant.
 func (Exec) Tenants(ctx context.Context, q driver.ReadQuerier) ([]string, error) {
 	rows, err := q.QueryContext(ctx, `WITH RECURSIVE t(tenant) AS (
