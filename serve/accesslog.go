@@ -42,6 +42,7 @@ var routePatterns = map[string]string{
 	"log":                 "/v1/tenants/{tenant}/events",
 	"event-by-id":         "/v1/tenants/{tenant}/events/{eventId}",
 	"tenant-stats":        "/v1/tenants/{tenant}/stats",
+	"tenant-types":        "/v1/tenants/{tenant}/types",
 	"dead-letters":        "/v1/tenants/{tenant}/dead-letters",
 	"stream":              "/v1/tenants/{tenant}/streams/{stream}",
 	"stream-events":       "/v1/tenants/{tenant}/streams/{stream}/events",

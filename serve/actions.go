@@ -19,7 +19,13 @@ import (
 
 // storeWideTenant is the ledger tenant of the actions that belong to no
 // tenant (a projection's quarantine): the ledger keeps keys per tenant.
+// "_store" is a valid tenant name, so the keys of store-wide actions have
+// a namespace of their own in it (storeWideKeys): a real tenant named
+// _store records its keys as http:KEY, and they never meet.
 const storeWideTenant = "_store"
+
+// storeWideKeys prefixes the operation ids of store-wide actions.
+const storeWideKeys = "store."
 
 // act answers an operator action. Without an Idempotency-Key, do runs
 // and its answer is written. With one, a key already answered gets that
@@ -31,12 +37,24 @@ const storeWideTenant = "_store"
 // key unrecorded, and a retry then gets the action's own answer for a
 // done action (404 for a dead letter discarded).
 func (h *Handler) act(w http.ResponseWriter, r *http.Request, tenant, opType string, do func(ctx context.Context) (*answer, *Problem)) {
-	h.actOn(w, r, tenant, opType, nil, do)
+	h.actIn(w, r, tenant, "", opType, nil, do)
+}
+
+// actStoreWide is act for an action that belongs to no tenant: its key
+// is recorded under storeWideTenant in the storeWideKeys namespace.
+func (h *Handler) actStoreWide(w http.ResponseWriter, r *http.Request, opType string, do func(ctx context.Context) (*answer, *Problem)) {
+	h.actIn(w, r, storeWideTenant, storeWideKeys, opType, nil, do)
 }
 
 // actOn is act for a request whose body (input) is part of what it asks.
 // An answer of do that is not 2xx is written and not recorded.
 func (h *Handler) actOn(w http.ResponseWriter, r *http.Request, tenant, opType string, input []byte, do func(ctx context.Context) (*answer, *Problem)) {
+	h.actIn(w, r, tenant, "", opType, input, do)
+}
+
+// actIn is actOn with the namespace ns of the key's operation id in the
+// tenant's ledger ("" for a tenant's own actions).
+func (h *Handler) actIn(w http.ResponseWriter, r *http.Request, tenant, ns, opType string, input []byte, do func(ctx context.Context) (*answer, *Problem)) {
 	ctx := r.Context()
 	key, p := idempotencyKey(r.Header)
 	if p != nil {
@@ -56,14 +74,14 @@ func (h *Handler) actOn(w http.ResponseWriter, r *http.Request, tenant, opType s
 		}
 		return
 	}
-	if !h.enter(tenant, key) {
+	if !h.enter(tenant, ns+key) {
 		p := problemf("idempotency-key-in-flight", "a request with Idempotency-Key %q is still being answered: retry after a second", key)
 		p.Tenant = tenant
 		writeProblem(w, p.with("Retry-After", "1"))
 		return
 	}
-	defer h.leave(tenant, key)
-	fp, opID := requestFingerprint(r, input), operationID(key)
+	defer h.leave(tenant, ns+key)
+	fp, opID := requestFingerprint(r, input), operationIDIn(ns, key)
 	stored, ok, err := h.s.Aggregates().Operation(ctx, tenant, opID)
 	if err != nil {
 		writeProblem(w, problemFor(err, tenant, "", nil))
@@ -238,7 +256,7 @@ func (h *Handler) listQuarantine(w http.ResponseWriter, r *http.Request, tenant 
 // its next pass) and .../skip (the entries resolved as skipped; a
 // projection stopped on the event moves past it): 200 and the entries.
 func (h *Handler) quarantineAction(w http.ResponseWriter, r *http.Request, name, eventID, action string) {
-	h.act(w, r, storeWideTenant, "http.quarantine."+action, func(ctx context.Context) (*answer, *Problem) {
+	h.actStoreWide(w, r, "http.quarantine."+action, func(ctx context.Context) (*answer, *Problem) {
 		var (
 			qs  []store.Quarantined
 			err error

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -276,5 +278,193 @@ func TestEffectDecisionKeys(t *testing.T) {
 	}
 	if got := c.got(); len(got) != 0 {
 		t.Fatalf("a decision ran the effect: %v", got)
+	}
+}
+
+// /v1/consumers gives each projection's lag (the head position less its
+// checkpoint) and, for one stopped on a quarantined event, that event's
+// tenant, id and position; a projection without an open entry has none.
+func TestConsumersLagAndQuarantinedEvent(t *testing.T) {
+	ts := newServer(t, &serve.Options{Tokens: actionTokens})
+	quarantineFixture(t, ts)
+	type proj struct {
+		Name             string `json:"name"`
+		Checkpoint       string `json:"checkpoint"`
+		Head             string `json:"head"`
+		Lag              int64  `json:"lag"`
+		Status           string `json:"status"`
+		QuarantinedEvent *struct {
+			Tenant   string `json:"tenant"`
+			EventID  string `json:"event_id"`
+			Stream   string `json:"stream"`
+			Version  int64  `json:"version"`
+			Position string `json:"position"`
+		} `json:"quarantined_event"`
+	}
+	got := decodeInto[struct {
+		Projections []proj `json:"projections"`
+	}](t, ts.do("GET", "/v1/consumers", nil, bearer("all-ro")...), 200)
+	if len(got.Projections) != 1 {
+		t.Fatalf("projections %+v", got.Projections)
+	}
+	p := got.Projections[0]
+	if p.Name != "orders" || p.Status != "stopped" || p.Checkpoint != "1" || p.Head != "4" || p.Lag != 3 {
+		t.Fatalf("projection %+v", p)
+	}
+	if q := p.QuarantinedEvent; q == nil || q.Tenant != "acme" || q.EventID != "q-2" || q.Position != "2" || q.Stream != "order-1" || q.Version != 2 {
+		t.Fatalf("quarantined event %+v", q)
+	}
+	// Skipped, the entry closes and the projection names no event.
+	if r := ts.do("POST", "/v1/quarantine/orders/q-2/skip", nil, bearer("all")...); r.status != 200 {
+		t.Fatalf("skip: %d %s", r.status, r.body)
+	}
+	got = decodeInto[struct {
+		Projections []proj `json:"projections"`
+	}](t, ts.do("GET", "/v1/consumers", nil, bearer("all-ro")...), 200)
+	if q := got.Projections[0].QuarantinedEvent; q != nil {
+		t.Fatalf("after skip, quarantined event %+v", q)
+	}
+}
+
+// The keys of store-wide actions (quarantine retry and skip) live in a
+// namespace of their own in the ledger tenant _store, which is also a
+// valid tenant name: a real tenant _store discarding a dead letter with
+// the key K and a quarantine skip with the same key K both act and each
+// replays its own answer.
+func TestStoreWideKeysDoNotMeetTenantStore(t *testing.T) {
+	ts := newServer(t, &serve.Options{Tokens: actionTokens})
+	ctx := context.Background()
+	quarantineFixture(t, ts)
+	storeAppend(t, ts, "_store", "order-1", 1, "com.store.order")
+	l, err := ts.s.Leases().Acquire(ctx, "relay", "test", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := ts.head()
+	if err := ts.s.Update(ctx, func(tx *store.Tx) error {
+		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, l, []store.Failure{{Position: head, Error: "refused"}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	dls, err := ts.s.Outbox().DeadLetters(ctx, "_store")
+	if err != nil || len(dls) != 1 {
+		t.Fatalf("dead letters of _store: %v, %v", dls, err)
+	}
+	key := with(bearer("all"), "Idempotency-Key", "K")
+	discard := ts.do("POST", "/v1/tenants/_store/dead-letters/"+dls[0].EventID+"/discard", nil, key...)
+	if discard.status != 200 {
+		t.Fatalf("discard: %d %s", discard.status, discard.body)
+	}
+	skip := ts.do("POST", "/v1/quarantine/orders/q-2/skip", nil, key...)
+	if skip.status != 200 || skip.header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("skip with the key tenant _store used: %d %s replayed=%q", skip.status, skip.body, skip.header.Get("Idempotent-Replayed"))
+	}
+	if open, err := ts.s.Projections().OpenQuarantine(ctx, "orders"); err != nil || len(open) != 0 {
+		t.Fatalf("after skip, open entries %v, %v", open, err)
+	}
+	for _, c := range []struct {
+		path string
+		want response
+	}{{"/v1/tenants/_store/dead-letters/" + dls[0].EventID + "/discard", discard}, {"/v1/quarantine/orders/q-2/skip", skip}} {
+		r := ts.do("POST", c.path, nil, key...)
+		if r.status != 200 || !bytes.Equal(r.body, c.want.body) || r.header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("repeat of %s: %d %s", c.path, r.status, r.body)
+		}
+	}
+}
+
+// A cancelled request to any of the page's actions changes nothing and
+// its handler returns: the dead letter stays (retry, discard), the
+// quarantine entry stays open with no retry asked (retry, skip), the
+// effect still awaits approval (approve, reject), and no key is
+// recorded, so the same request with the same Idempotency-Key on a live
+// connection then acts. The lists return too.
+func TestCancelledActionsChangeNothing(t *testing.T) {
+	ts := newServer(t, &serve.Options{Tokens: actionTokens})
+	ctx := context.Background()
+	quarantineFixture(t, ts)
+	l, err := ts.s.Leases().Acquire(ctx, "relay", "test", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.s.Update(ctx, func(tx *store.Tx) error {
+		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, l, []store.Failure{{Position: 1, Error: "refused"}, {Position: 3, Error: "refused"}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	dls, err := ts.s.Outbox().DeadLetters(ctx, "acme")
+	if err != nil || len(dls) != 2 {
+		t.Fatalf("dead letters %v, %v", dls, err)
+	}
+	c := &calls{}
+	request(t, ts.s, refund("acme", "refund-1"), c)
+	request(t, ts.s, refund("acme", "refund-2"), c)
+	hash := ts.effect("acme", "refund-1").ArgsHash()
+
+	// serveCancelled runs the request on a context cancelled before it
+	// starts and waits for the handler to return.
+	serveCancelled := func(method, path, body string, header ...string) {
+		t.Helper()
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.Host = "127.0.0.1"
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			ts.h.ServeHTTP(httptest.NewRecorder(), req.WithContext(cctx))
+		}()
+		select {
+		case <-done:
+		case <-time.After(time.Minute): // a safeguard only: the handler returns at once
+			t.Fatalf("%s %s: the handler did not return after its request was cancelled", method, path)
+		}
+	}
+	json := "application/json"
+	actions := []struct {
+		name, path, body string
+		header           []string
+		want             int
+	}{
+		{"dead-letter retry", "/v1/tenants/acme/dead-letters/" + dls[0].EventID + "/retry", "", with(bearer("acme"), "Idempotency-Key", "c-1"), 204},
+		{"dead-letter discard", "/v1/tenants/acme/dead-letters/" + dls[1].EventID + "/discard", "", with(bearer("acme"), "Idempotency-Key", "c-2"), 200},
+		{"quarantine retry", "/v1/quarantine/orders/q-2/retry", "", with(bearer("all"), "Idempotency-Key", "c-3"), 200},
+		{"effect approve", "/v1/tenants/acme/effects/refund-1/approve", `{"args_hash":"` + hash + `","by":"ops"}`,
+			with(bearer("acme"), "Content-Type", json, "Idempotency-Key", "c-4"), 200},
+		{"effect reject", "/v1/tenants/acme/effects/refund-2/reject", `{"by":"ops","reason":"no"}`,
+			with(bearer("acme"), "Content-Type", json, "Idempotency-Key", "c-5"), 200},
+	}
+	for _, a := range actions {
+		serveCancelled("POST", a.path, a.body, a.header...)
+	}
+	serveCancelled("POST", "/v1/quarantine/orders/q-2/skip", "", with(bearer("all"), "Idempotency-Key", "c-6")...)
+	serveCancelled("GET", "/v1/quarantine", "", bearer("all")...)
+	serveCancelled("GET", "/v1/tenants/acme/effects", "", bearer("acme")...)
+	serveCancelled("GET", "/v1/consumers", "", bearer("all")...)
+
+	if got, err := ts.s.Outbox().DeadLetters(ctx, "acme"); err != nil || len(got) != 2 {
+		t.Errorf("after cancelled retry and discard, dead letters %v, %v", got, err)
+	}
+	open, err := ts.s.Projections().OpenQuarantine(ctx, "orders")
+	if err != nil || len(open) != 1 || !open[0].RetryRequestedAt.IsZero() {
+		t.Errorf("after cancelled retry and skip, open entries %+v, %v", open, err)
+	}
+	for _, k := range []string{"refund-1", "refund-2"} {
+		if st := ts.effect("acme", k).State; st != store.EffectAwaitingApproval {
+			t.Errorf("after a cancelled decision, %s is %s", k, st)
+		}
+	}
+	// No key was recorded: each request, repeated live with its key, acts.
+	for _, a := range actions {
+		r := ts.do("POST", a.path, []byte(a.body), a.header...)
+		if r.status != a.want || r.header.Get("Idempotent-Replayed") != "" {
+			t.Errorf("%s repeated live: %d %s replayed=%q", a.name, r.status, r.body, r.header.Get("Idempotent-Replayed"))
+		}
+	}
+	if open, _ := ts.s.Projections().OpenQuarantine(ctx, "orders"); len(open) != 1 || open[0].RetryRequestedAt.IsZero() {
+		t.Errorf("after the live retry, open entries %+v", open)
 	}
 }

@@ -619,12 +619,15 @@ const operationType = "http.append"
 // "sha256:<hex>" never meets a long key's hash. (Before schema 17 hashed
 // keys were "http:sha256:<hex>"; migration 0017, on PostgreSQL 0002,
 // moved them.)
-func operationID(key string) string {
-	if len(literalKeyPrefix)+len(key) <= store.MaxOperationIDBytes {
-		return literalKeyPrefix + key
+func operationID(key string) string { return operationIDIn("", key) }
+
+// operationIDIn is operationID in the namespace ns (prefixed to it).
+func operationIDIn(ns, key string) string {
+	if len(ns)+len(literalKeyPrefix)+len(key) <= store.MaxOperationIDBytes {
+		return ns + literalKeyPrefix + key
 	}
 	sum := sha256.Sum256([]byte(key))
-	return hashedKeyPrefix + hex.EncodeToString(sum[:])
+	return ns + hashedKeyPrefix + hex.EncodeToString(sum[:])
 }
 
 // The namespaces of Idempotency-Keys in the operation ledger.

@@ -235,6 +235,12 @@ func TestBrowserCockpit(t *testing.T) {
 		t.Fatal("the counts come before the problems")
 	}
 	b.wait("the latest events", rows("#latest-events")+` === 3 && document.querySelector('#latest-events tbody tr').dataset.id === "acme-3"`)
+	// Acme's events by type, most first, each linked to the tail of its type.
+	b.wait("the counts by type", rows("#type-counts")+` === 2`)
+	if got := evalJS[string](b, `[...document.querySelectorAll('#type-counts tbody tr')].map((r) => r.cells[0].textContent + "=" + r.cells[1].textContent + " " + r.querySelector("a").getAttribute("href")).join("; ")`); got !=
+		"com.acme.order.placed=2 #/t/acme/tail?type=com.acme.order.placed; com.acme.order.paid=1 #/t/acme/tail?type=com.acme.order.paid" {
+		t.Fatalf("counts by type: %s", got)
+	}
 	b.screenshot("overview-problems")
 
 	// The links: dead letters and the stopped projection to consumers,

@@ -1,9 +1,12 @@
 package serve
 
 import (
+	"cmp"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/eventlite/eventlite/store"
 )
@@ -36,6 +39,33 @@ func (h *Handler) stats(w http.ResponseWriter, r *http.Request, tenant string) {
 	if tenant == "" { // the file is every tenant's: a * token's to see
 		out.FileBytes, out.WALBytes = &st.FileBytes, &st.WALBytes
 	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// typeCounts answers GET .../types: the tenant's events counted by type,
+// most first (then by type), as {"types":[{"type","events"}]}.
+func (h *Handler) typeCounts(w http.ResponseWriter, r *http.Request, tenant string) {
+	cs, err := h.s.Inventory().TypeCounts(r.Context(), tenant)
+	if err != nil {
+		writeProblem(w, problemFor(err, tenant, "", nil))
+		return
+	}
+	type typeJSON struct {
+		Type   string `json:"type"`
+		Events int64  `json:"events"`
+	}
+	out := struct {
+		Types []typeJSON `json:"types"`
+	}{Types: make([]typeJSON, 0, len(cs))}
+	for t, n := range cs {
+		out.Types = append(out.Types, typeJSON{t, n})
+	}
+	slices.SortFunc(out.Types, func(a, b typeJSON) int {
+		if a.Events != b.Events {
+			return cmp.Compare(b.Events, a.Events)
+		}
+		return strings.Compare(a.Type, b.Type)
+	})
 	writeJSON(w, http.StatusOK, out)
 }
 

@@ -3,6 +3,7 @@ package serve_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
@@ -185,4 +186,25 @@ func TestDashboardRoutesWithTokens(t *testing.T) {
 		dl.DeadLetters[0].Position != "1" || dl.DeadLetters[0].Error != "refused <b>" {
 		t.Fatalf("dead letters of a: %s (%v)", r.body, err)
 	}
+}
+
+// GET .../types counts the tenant's events by type, most first and then
+// by type, and only the tenant's; a tenant token reads its own only.
+func TestTypeCounts(t *testing.T) {
+	ts := newServer(t, &serve.Options{Tokens: []serve.Token{{Secret: "all", Tenant: "*"}, {Secret: "acme", Tenant: "acme", ReadOnly: true}}})
+	for i, typ := range []string{"b.placed", "a.paid", "b.placed", "c.shipped", "a.paid", "b.placed"} {
+		mustAppend(t, ts.s, "acme", fmt.Sprintf("order-%d", i%2), event(t, "", typ, `{}`, "", ""))
+	}
+	mustAppend(t, ts.s, "globex", "order-1", event(t, "", "b.placed", `{}`, "", ""))
+	r := ts.do("GET", "/v1/tenants/acme/types", nil, "Authorization", "Bearer acme")
+	if r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	if got, want := strings.TrimSpace(string(r.body)), `{"types":[{"type":"b.placed","events":3},{"type":"a.paid","events":2},{"type":"c.shipped","events":1}]}`; got != want {
+		t.Fatalf("types %s, want %s", got, want)
+	}
+	if r := ts.do("GET", "/v1/tenants/nobody/types", nil, "Authorization", "Bearer all"); r.status != 200 || strings.TrimSpace(string(r.body)) != `{"types":[]}` {
+		t.Fatalf("a tenant without events: %d %s", r.status, r.body)
+	}
+	ts.do("GET", "/v1/tenants/globex/types", nil, "Authorization", "Bearer acme").wantProblem(t, 403, "tenant-forbidden")
 }

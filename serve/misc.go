@@ -66,9 +66,29 @@ func (h *Handler) info(w http.ResponseWriter, _ *http.Request) {
 
 // consumersJSON is GET /v1/consumers.
 type consumersJSON struct {
-	Projections []projection.Stats `json:"projections"`
-	Outbox      outboxJSON         `json:"outbox"`
-	DeadLetters []deadLetterJSON   `json:"dead_letters"`
+	Projections []projectionJSON `json:"projections"`
+	Outbox      outboxJSON       `json:"outbox"`
+	DeadLetters []deadLetterJSON `json:"dead_letters"`
+}
+
+// projectionJSON is a projection's status: its lag is the head position
+// less its checkpoint (the positions it has still to apply), and
+// quarantined_event the oldest open quarantine entry of the projection
+// (the event a stopped projection stopped on), absent when it has none.
+type projectionJSON struct {
+	projection.Stats
+	QuarantinedEvent *quarantinedRefJSON `json:"quarantined_event,omitempty"`
+}
+
+// quarantinedRefJSON names a quarantined event: where to open it
+// (tenant and id) and where it is in the log.
+type quarantinedRefJSON struct {
+	Tenant   string `json:"tenant"`
+	EventID  string `json:"event_id"`
+	Stream   string `json:"stream"`
+	Version  int64  `json:"version"`
+	Position int64  `json:"position,string"`
+	Reason   string `json:"reason"`
 }
 
 type outboxJSON struct {
@@ -107,10 +127,22 @@ func (h *Handler) consumers(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, problemFor(err, "", "", nil))
 		return
 	}
-	out := consumersJSON{Projections: ps, DeadLetters: []deadLetterJSON{},
+	qs, err := h.s.Projections().OpenQuarantine(ctx, "")
+	if err != nil {
+		writeProblem(w, problemFor(err, "", "", nil))
+		return
+	}
+	oldest := map[string]*quarantinedRefJSON{}
+	for _, q := range qs { // oldest first
+		if oldest[q.Consumer] == nil {
+			oldest[q.Consumer] = &quarantinedRefJSON{Tenant: q.Tenant, EventID: q.EventID, Stream: q.Subject, Version: q.Version,
+				Position: q.Position, Reason: string(q.Reason)}
+		}
+	}
+	out := consumersJSON{Projections: make([]projectionJSON, 0, len(ps)), DeadLetters: []deadLetterJSON{},
 		Outbox: outboxJSON{Pending: st.Pending, OldestAgeSeconds: st.Lag.Seconds(), DeadLetters: st.DeadLetters, ParkedStreams: st.ParkedStreams}}
-	if out.Projections == nil {
-		out.Projections = []projection.Stats{}
+	for _, p := range ps {
+		out.Projections = append(out.Projections, projectionJSON{Stats: p, QuarantinedEvent: oldest[p.Name]})
 	}
 	for _, d := range dls {
 		out.DeadLetters = append(out.DeadLetters, deadLetterJSON{Tenant: d.Tenant, EventID: d.EventID, Stream: d.Stream, Version: d.Version,

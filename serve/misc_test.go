@@ -52,7 +52,7 @@ func TestOpenAPI(t *testing.T) {
 		"/v1/tenants/{tenant}/effects/{key}/approve":             {"post"},
 		"/v1/tenants/{tenant}/effects/{key}/reject":              {"post"},
 		// The web page's routes.
-		"/v1/stats": {"get"}, "/v1/tenants": {"get"}, "/v1/tenants/{tenant}/stats": {"get"},
+		"/v1/stats": {"get"}, "/v1/tenants": {"get"}, "/v1/tenants/{tenant}/stats": {"get"}, "/v1/tenants/{tenant}/types": {"get"},
 		"/v1/tenants/{tenant}/events/{eventId}": {"get"}, "/v1/tenants/{tenant}/dead-letters": {"get"},
 		"/ui/session": {"post", "delete"},
 		// The operator's actions.
@@ -69,6 +69,44 @@ func TestOpenAPI(t *testing.T) {
 	}
 	if len(doc.Paths) != len(routes) {
 		t.Errorf("%d paths documented, want %d", len(doc.Paths), len(routes))
+	}
+}
+
+// Every operation in /openapi.json lists what the guard may answer in
+// front of it: 403 (the Host rule, on every path), 429 where a failed
+// token can be refused (every operation that lists 401), and 408 and
+// 503 busy where a body is read under the body rules (every routed
+// operation but /healthz, /openapi.json and the session's delete).
+func TestOpenAPIGuardResponses(t *testing.T) {
+	ts := newServer(t, nil)
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Responses map[string]json.RawMessage `json:"responses"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(ts.do("GET", "/openapi.json", nil).body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for p, ops := range doc.Paths {
+		for m, op := range ops {
+			want := []string{"403"}
+			if p != "/healthz" && p != "/openapi.json" && !(p == "/ui/session" && m == "delete") {
+				want = append(want, "408", "503")
+			}
+			if op.Responses["401"] != nil {
+				want = append(want, "429")
+			}
+			for _, code := range want {
+				if op.Responses[code] == nil {
+					t.Errorf("%s %s does not list %s", m, p, code)
+				}
+			}
+			n++
+		}
+	}
+	if n < 30 {
+		t.Fatalf("%d operations read", n)
 	}
 }
 

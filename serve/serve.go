@@ -253,6 +253,8 @@ func parseRoute(escaped string) (route, bool) {
 		rt.kind, rt.eventID = "event-by-id", seg[4]
 	case n == 4 && raw[3] == "stats":
 		rt.kind = "tenant-stats"
+	case n == 4 && raw[3] == "types":
+		rt.kind = "tenant-types"
 	case n == 4 && raw[3] == "dead-letters":
 		rt.kind = "dead-letters"
 	case n == 5 && raw[3] == "streams":
@@ -305,6 +307,7 @@ var methods = map[string][]string{
 	"stats":               {"GET", "HEAD"},
 	"tenants":             {"GET", "HEAD"},
 	"tenant-stats":        {"GET", "HEAD"},
+	"tenant-types":        {"GET", "HEAD"},
 	"event-by-id":         {"GET", "HEAD"},
 	"dead-letters":        {"GET", "HEAD"},
 }
@@ -366,7 +369,7 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if rt.tenant != "" || strings.HasPrefix(rt.kind, "stream") || rt.kind == "log" || rt.kind == "event" || strings.HasPrefix(rt.kind, "dead-letter") || rt.kind == "tenant-quarantine" ||
-		strings.HasPrefix(rt.kind, "effect") || rt.kind == "event-by-id" || rt.kind == "tenant-stats" || rt.kind == "dead-letters" {
+		strings.HasPrefix(rt.kind, "effect") || rt.kind == "event-by-id" || rt.kind == "tenant-stats" || rt.kind == "tenant-types" || rt.kind == "dead-letters" {
 		if err := envelope.ValidateTenant(rt.tenant); err != nil {
 			p := problemf("invalid-tenant", "%v", err)
 			p.Tenant, p.Field = rt.tenant, "tenant"
@@ -443,6 +446,8 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 		h.decideEffectOnce(w, r, rt.tenant, rt.effect, "reject")
 	case "stats", "tenant-stats":
 		h.stats(w, r, rt.tenant)
+	case "tenant-types":
+		h.typeCounts(w, r, rt.tenant)
 	case "tenants":
 		h.listTenants(w, r)
 	case "event-by-id":

@@ -254,8 +254,18 @@ async function viewOverview(main) {
     card("last position", "…", "ov-last"), card("appends/s (last minute)", "…", "ov-rate"));
   const store = el("div", { class: "cards" });
   const latest = el("div", {}, el("p", { class: "muted" }, "Loading…"));
-  main.append(el("h2", {}, "Counts of ", el("span", { class: "mono" }, state.tenant)), cards, el("h2", {}, "Store (every tenant)"), store,
+  const types = el("div", {}, el("p", { class: "muted" }, "Loading…"));
+  main.append(el("h2", {}, "Counts of ", el("span", { class: "mono" }, state.tenant)), cards,
+    el("h2", {}, "Events by type of ", el("span", { class: "mono" }, state.tenant)), types, el("h2", {}, "Store (every tenant)"), store,
     el("h2", {}, "Latest events of ", el("span", { class: "mono" }, state.tenant)), latest);
+  // The counts by type read every event of the tenant once: when the view
+  // opens, not at each poll. Each type links to the tail filtered by it.
+  get("/v1/tenants/" + seg(state.tenant) + "/types").then((r) => {
+    types.replaceChildren(r.json.types.length ? table(["type", "events"], r.json.types.map((t) => el("tr", {},
+      el("td", { class: "mono" }, el("a", { href: href("tail", null, null, new URLSearchParams({ type: t.type })) }, t.type)),
+      el("td", { class: "num" }, t.events))), { id: "type-counts" })
+      : el("p", { class: "muted" }, "No events yet."));
+  }, (err) => types.replaceChildren(el("p", { class: "error" }, problemText(err))));
   // The latest events, read once (newest first) when the view opens.
   get("/v1/tenants/" + seg(state.tenant) + "/events?direction=backward&limit=10").then((r) => {
     latest.replaceChildren(r.json.length ? table(["position", "stream", "type", "time", "id", "data"], r.json.map((e) => eventRow(e, true)), { id: "latest-events" })
@@ -609,16 +619,16 @@ async function viewConsumers(main) {
     try {
       const parts = [];
       if (state.all) {
-        const [c, q] = (await Promise.all([get("/v1/consumers"), get("/v1/quarantine")])).map((r) => r.json);
+        const c = (await get("/v1/consumers")).json;
         if (!alive()) return;
-        // A stopped projection shows the event it stopped on.
-        const held = (name) => q.quarantine.filter((e) => e.name === name)
-          .map((e) => el("span", { class: "id" }, eventLink(e.event_id, null, e.tenant), " (" + e.tenant + ")"));
-        parts.push(el("h2", {}, "Projections"), c.projections.length ? table(["name", "checkpoint", "head", "lag", "status", "quarantined", "quarantined events", "detail"],
+        // A stopped projection shows the event it stopped on, and where.
+        const held = (p) => p.quarantined_event ? el("span", { class: "id" }, eventLink(p.quarantined_event.event_id, null, p.quarantined_event.tenant),
+          " (" + p.quarantined_event.tenant + ", position " + p.quarantined_event.position + ")") : "";
+        parts.push(el("h2", {}, "Projections"), c.projections.length ? table(["name", "checkpoint", "head", "lag", "status", "quarantined", "stopped on", "detail"],
           c.projections.map((p) => el("tr", { class: p.status === "stopped" ? "bad" : "" }, el("td", { class: "mono" }, p.name), el("td", { class: "num" }, p.checkpoint),
             el("td", { class: "num" }, p.head), el("td", { class: "num" }, p.lag), el("td", {}, p.status),
             el("td", { class: "num" }, p.quarantined > 0 ? el("a", { href: href("quarantine") }, p.quarantined) : p.quarantined),
-            el("td", { class: "small held" }, held(p.name)),
+            el("td", { class: "small held" }, held(p)),
             el("td", { class: "small detail" }, p.detail || ""))), { id: "projections" }) : el("p", { class: "muted" }, "No projections."),
         el("h2", {}, "Relay (outbox)"), el("div", { class: "cards" }, card("backlog", c.outbox.pending), card("oldest (s)", c.outbox.oldest_age_seconds.toFixed(1)),
           card("dead letters", c.outbox.dead_letters), card("parked streams", c.outbox.parked_streams)),

@@ -40,6 +40,8 @@ type Inventory interface {
 	// after cutoff (Unix nanoseconds), in one statement. Run it in a read
 	// transaction so that the figures agree.
 	InventoryStats(ctx context.Context, q ReadQuerier, tenant string, cutoff int64) (InventoryStats, error)
+	// TypeCounts counts a tenant's events in the log by type.
+	TypeCounts(ctx context.Context, q ReadQuerier, tenant string) (map[string]int64, error)
 	// Tenants lists the tenants with at least one stream, in byte order;
 	// an empty list for none.
 	Tenants(ctx context.Context, q ReadQuerier) ([]string, error)

@@ -90,21 +90,59 @@ func (Exec) EachVersionGap(ctx context.Context, q driver.ReadQuerier, fn func(te
 // events are its versions from first_version to its newest, less the
 // versions a restore took back (version_gaps) in that range, so the
 // counts read one index entry per stream and a lookup of its gaps (none
-// on most streams); the newest position is the first match scanning back
-// from the head.
+// on most streams). A tenant's newest position and its events of the
+// last minute are read from the (tenant, position) index, after the
+// newest event recorded before the cutoff, found scanning back from the
+// head over the last minute's events only. The statement differs for one
+// tenant and for every tenant, so that the planner sees which index the
+// tenant selects.
 func (Exec) InventoryStats(ctx context.Context, q driver.ReadQuerier, tenant string, cutoff int64) (driver.InventoryStats, error) {
 	var st driver.InventoryStats
-	err := q.QueryRowContext(ctx, `SELECT
-		(SELECT COALESCE(sum(s.v - s.first_version + 1 - COALESCE((SELECT sum(LEAST(g.to_version, s.v) - GREATEST(g.from_version, s.first_version) + 1) FROM version_gaps g
-				WHERE g.tenant = s.tenant AND g.stream_id = s.stream_id AND g.from_version <= s.v AND g.to_version >= s.first_version), 0)), 0)::bigint
-			FROM (SELECT s.tenant, s.stream_id, s.first_version, (SELECT max(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id) AS v
-				FROM streams s WHERE ($1 = '' OR s.tenant = $1) AND s.deleted = 0) s),
-		(SELECT count(*) FROM streams WHERE ($1 = '' OR tenant = $1) AND deleted = 0),
-		COALESCE((SELECT position FROM events WHERE $1 = '' OR tenant = $1 ORDER BY position DESC LIMIT 1), 0),
-		(SELECT count(*) FROM events WHERE ($1 = '' OR tenant = $1) AND position > COALESCE(
-			(SELECT position FROM events WHERE recorded_at < $2 ORDER BY position DESC LIMIT 1), 0))`,
-		tenant, cutoff).Scan(&st.Events, &st.Streams, &st.LastPosition, &st.RecentEvents)
+	query, args := inventoryStatsAll, []any{cutoff}
+	if tenant != "" {
+		query, args = inventoryStatsTenant, []any{cutoff, tenant}
+	}
+	err := q.QueryRowContext(ctx, query, args...).Scan(&st.Events, &st.Streams, &st.LastPosition, &st.RecentEvents)
 	return st, err
+}
+
+// inventoryStatsSQL is InventoryStats' statement; the predicates select
+// the streams (alias s) and the events (no alias) of the tenant $2, or all.
+func inventoryStatsSQL(streams, events string) string {
+	return `WITH sv AS MATERIALIZED (SELECT s.tenant, s.stream_id, s.first_version,
+			(SELECT max(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id) AS v
+			FROM streams s WHERE ` + streams + ` AND s.deleted = 0)
+		SELECT
+		(SELECT COALESCE(sum(sv.v - sv.first_version + 1 - COALESCE((SELECT sum(LEAST(g.to_version, sv.v) - GREATEST(g.from_version, sv.first_version) + 1) FROM version_gaps g
+			WHERE g.tenant = sv.tenant AND g.stream_id = sv.stream_id AND g.from_version <= sv.v AND g.to_version >= sv.first_version), 0)), 0)::bigint FROM sv),
+		(SELECT count(*) FROM sv),
+		COALESCE((SELECT position FROM events WHERE ` + events + ` ORDER BY position DESC LIMIT 1), 0),
+		(SELECT count(*) FROM events WHERE ` + events + ` AND position > COALESCE(
+			(SELECT position FROM events WHERE recorded_at < $1 ORDER BY position DESC LIMIT 1), 0))`
+}
+
+var (
+	inventoryStatsAll    = inventoryStatsSQL("TRUE", "TRUE")
+	inventoryStatsTenant = inventoryStatsSQL("s.tenant = $2", "tenant = $2")
+)
+
+// TypeCounts counts the tenant's events by type: one pass over them.
+func (Exec) TypeCounts(ctx context.Context, q driver.ReadQuerier, tenant string) (map[string]int64, error) {
+	rows, err := q.QueryContext(ctx, `SELECT type, count(*) FROM events WHERE tenant = $1 GROUP BY type`, tenant)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var t string
+		var n int64
+		if err := rows.Scan(&t, &n); err != nil {
+			return nil, err
+		}
+		out[t] = n
+	}
+	return out, rows.Err()
 }
 
 // Tenants skip-scans the streams' primary key: one step per tenant.

@@ -104,22 +104,75 @@ const eachVersionGap = `SELECT e.tenant, e.stream_id FROM events e JOIN streams 
 // InventoryStats counts in one statement: a live stream's readable
 // events are its versions from first_version to its newest, less the
 // versions a restore took back (version_gaps) in that range, so the
-// counts read one index entry per stream and a lookup of its gaps (none
-// on most streams); the newest position is the first match scanning back
-// from the head.
+// counts read one index entry per stream (its newest version and that
+// event's position, read once into a materialized table) and a lookup of
+// its gaps (none on most streams). A tenant's newest position is the
+// highest of its streams' newest events; its events of the last minute
+// are counted walking the log from the newest event recorded before the
+// cutoff (found scanning back from the head over the last minute's
+// events only). The statement differs for one tenant and for every
+// tenant, so that neither reads every event of a tenant.
 func (Exec) InventoryStats(ctx context.Context, q driver.ReadQuerier, tenant string, cutoff int64) (driver.InventoryStats, error) {
 	var st driver.InventoryStats
-	err := q.QueryRowContext(ctx, `SELECT
-		(SELECT COALESCE(SUM(s.v - s.first_version + 1 - COALESCE((SELECT SUM(MIN(g.to_version, s.v) - MAX(g.from_version, s.first_version) + 1) FROM version_gaps g
-				WHERE g.tenant = s.tenant AND g.stream_id = s.stream_id AND g.from_version <= s.v AND g.to_version >= s.first_version), 0)), 0)
-			FROM (SELECT s.tenant, s.stream_id, s.first_version, (SELECT MAX(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id) AS v
-				FROM streams s WHERE (?1 = '' OR s.tenant = ?1) AND s.deleted = 0) s),
-		(SELECT count(*) FROM streams WHERE (?1 = '' OR tenant = ?1) AND deleted = 0),
-		COALESCE((SELECT position FROM events WHERE ?1 = '' OR tenant = ?1 ORDER BY position DESC LIMIT 1), 0),
-		(SELECT count(*) FROM events WHERE (?1 = '' OR tenant = ?1) AND position > COALESCE(
-			(SELECT position FROM events WHERE recorded_at < ?2 ORDER BY position DESC LIMIT 1), 0))`,
-		tenant, cutoff).Scan(&st.Events, &st.Streams, &st.LastPosition, &st.RecentEvents)
+	query, args := inventoryStatsAll, []any{cutoff}
+	if tenant != "" {
+		query, args = inventoryStatsTenant, []any{cutoff, tenant}
+	}
+	err := q.QueryRowContext(ctx, query, args...).Scan(&st.Events, &st.Streams, &st.LastPosition, &st.RecentEvents)
 	return st, err
+}
+
+// recentAfter is the position of the newest event recorded before the
+// cutoff ?1: the events above it are the last minute's.
+const recentAfter = `COALESCE((SELECT position FROM events WHERE recorded_at < ?1 ORDER BY position DESC LIMIT 1), 0)`
+
+// inventoryStatsSQL is InventoryStats' statement; streams selects the
+// streams (alias s) of the tenant ?2, or all; last and recent are the
+// newest position and the count of the last minute's events.
+func inventoryStatsSQL(streams, last, recent string) string {
+	return `WITH sa AS MATERIALIZED (SELECT s.tenant, s.stream_id, s.first_version, s.deleted,
+			(SELECT MAX(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id) AS v
+			FROM streams s WHERE ` + streams + `),
+		sv AS (SELECT * FROM sa WHERE deleted = 0)
+		SELECT
+		(SELECT COALESCE(SUM(sv.v - sv.first_version + 1 - COALESCE((SELECT SUM(MIN(g.to_version, sv.v) - MAX(g.from_version, sv.first_version) + 1) FROM version_gaps g
+			WHERE g.tenant = sv.tenant AND g.stream_id = sv.stream_id AND g.from_version <= sv.v AND g.to_version >= sv.first_version), 0)), 0) FROM sv),
+		(SELECT count(*) FROM sv), ` + last + `, ` + recent
+}
+
+var (
+	inventoryStatsAll = inventoryStatsSQL("1",
+		`COALESCE((SELECT MAX(position) FROM events), 0)`,
+		`(SELECT count(*) FROM events WHERE position > `+recentAfter+`)`)
+	// One tenant: its newest position through its streams' newest events
+	// (the (tenant, stream_id, version) index holds the position), and
+	// the last minute's events walked in position order (+tenant keeps
+	// the planner off the (tenant, event_id) index, which would count
+	// every event of the tenant).
+	inventoryStatsTenant = inventoryStatsSQL("s.tenant = ?2",
+		`COALESCE((SELECT MAX((SELECT position FROM events e WHERE e.tenant = sa.tenant AND e.stream_id = sa.stream_id AND e.version = sa.v)) FROM sa), 0)`,
+		`(SELECT count(*) FROM events WHERE position > `+recentAfter+` AND +tenant = ?2)`)
+)
+
+// TypeCounts reads the tenant's events in position order (+tenant keeps
+// the planner off the (tenant, event_id) index, which would look every
+// row up by its position): one pass over the log.
+func (Exec) TypeCounts(ctx context.Context, q driver.ReadQuerier, tenant string) (map[string]int64, error) {
+	rows, err := q.QueryContext(ctx, `SELECT type, count(*) FROM events WHERE +tenant = ? GROUP BY type`, tenant)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var t string
+		var n int64
+		if err := rows.Scan(&t, &n); err != nil {
+			return nil, err
+		}
+		out[t] = n
+	}
+	return out, rows.Err()
 }
 
 // Tenants skip-scans the streams' primary key: one step per tenant.

@@ -226,9 +226,9 @@ func TestPackedReadsExact(t *testing.T) {
 	for _, n := range []int{1, 7, 1000} {
 		for _, f := range []driver.LogFilter{{}, {Tenant: "globex"}, {Types: []string{"order.paid", "ü.ñ"}},
 			{StreamPrefix: "c-"}, {CorrelationID: "corr-3"}, {Backward: true}, {Tenant: "acme", Backward: true}} {
-			q, args := logQuery(SelectEvents, &f, 1, 1<<30)
+			q, args := logQuery(SelectEvents, &f, 1, 1<<30, 0)
 			if f.Backward {
-				q, args = logQuery(SelectEvents, &f, 1<<62, 1<<30)
+				q, args = logQuery(SelectEvents, &f, 1<<62, 1<<30, 0)
 			}
 			if diff := cmp.Diff(p.plain(t, q, args...), readAll(t, p.reader, &f, n)); diff != "" {
 				t.Errorf("ReadAll %+v in pages of %d (-plain +read):\n%s", f, n, diff)

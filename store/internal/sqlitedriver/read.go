@@ -18,8 +18,13 @@ const (
 			AND version >= max(?3, (SELECT first_version FROM streams WHERE tenant = ?1 AND stream_id = ?2)) ORDER BY version LIMIT ?4`
 	streamBackwardWhere = ` WHERE tenant = ?1 AND stream_id = ?2 AND version <= ?3
 			AND version >= (SELECT first_version FROM streams WHERE tenant = ?1 AND stream_id = ?2) ORDER BY version DESC LIMIT ?4`
-	allWhere       = ` WHERE position >= ? ORDER BY position LIMIT ?`
-	allTenantWhere = ` WHERE position >= ? AND tenant = ? ORDER BY position LIMIT ?`
+	allWhere               = ` WHERE position >= ? ORDER BY position LIMIT ?`
+	allTenantWhere         = ` WHERE position >= ? AND tenant = ? ORDER BY position LIMIT ?`
+	allBackwardWhere       = ` WHERE position <= ? ORDER BY position DESC LIMIT ?`
+	allTenantBackwardWhere = ` WHERE position <= ? AND tenant = ? ORDER BY position DESC LIMIT ?`
+	// A tenant's page over a window of ?4 positions (see ReadAll).
+	tenantWindowWhere     = ` WHERE position >= ?1 AND position < ?1 + ?4 AND +tenant = ?2 ORDER BY position LIMIT ?3`
+	tenantWindowBackWhere = ` WHERE position <= ?1 AND position > ?1 - ?4 AND +tenant = ?2 ORDER BY position DESC LIMIT ?3`
 
 	ReadStreamSQL         = SelectStreamEvents + streamForwardWhere
 	ReadStreamBackwardSQL = SelectStreamEvents + streamBackwardWhere
@@ -34,6 +39,10 @@ const (
 	packedStreamBackwardSQL = SelectStreamPacked + streamBackwardWhere
 	packedAllSQL            = SelectPacked + allWhere
 	packedAllTenantSQL      = SelectPacked + allTenantWhere
+	packedAllBackwardSQL    = SelectPacked + allBackwardWhere
+	packedAllTenantBackSQL  = SelectPacked + allTenantBackwardWhere
+	packedTenantWindowSQL   = SelectPacked + tenantWindowWhere
+	packedTenantWindowBack  = SelectPacked + tenantWindowBackWhere
 )
 
 type reader struct {
@@ -42,7 +51,13 @@ type reader struct {
 	streamBackward *sql.Stmt
 	all            *sql.Stmt
 	allTenant      *sql.Stmt
-	streamVersion  *sql.Stmt
+	allBackward    *sql.Stmt
+	allTenantBack  *sql.Stmt
+	// tenantWindow and tenantWindowBack read a tenant's page over a
+	// window of positions (see ReadAll).
+	tenantWindow     *sql.Stmt
+	tenantWindowBack *sql.Stmt
+	streamVersion    *sql.Stmt
 }
 
 // PrepareReader prepares the common reads on db.
@@ -61,6 +76,10 @@ func (Exec) PrepareReader(ctx context.Context, db *sql.DB) (driver.Reader, error
 	r.streamBackward = prep(packedStreamBackwardSQL)
 	r.all = prep(packedAllSQL)
 	r.allTenant = prep(packedAllTenantSQL)
+	r.allBackward = prep(packedAllBackwardSQL)
+	r.allTenantBack = prep(packedAllTenantBackSQL)
+	r.tenantWindow = prep(packedTenantWindowSQL)
+	r.tenantWindowBack = prep(packedTenantWindowBack)
 	r.streamVersion = prep(StreamVersionSQL)
 	if err != nil {
 		_ = r.Close()
@@ -72,7 +91,7 @@ func (Exec) PrepareReader(ctx context.Context, db *sql.DB) (driver.Reader, error
 // Close closes the statements.
 func (r *reader) Close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{r.streamForward, r.streamBackward, r.all, r.allTenant, r.streamVersion} {
+	for _, st := range []*sql.Stmt{r.streamForward, r.streamBackward, r.all, r.allTenant, r.allBackward, r.allTenantBack, r.tenantWindow, r.tenantWindowBack, r.streamVersion} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -107,40 +126,105 @@ func (r *reader) ReadStream(ctx context.Context, page []envelope.Event, tenant, 
 		func() (*sql.Rows, error) { return r.db.QueryContext(ctx, plain, tenant, stream, from, n) })
 }
 
-// ReadAll runs a prepared read of the log when f selects by tenant at
-// most, else builds the query.
+// ReadAll reads a page of the log that f selects.
+//
+// One tenant's page walks the log itself in position order over a
+// window of positions below (backward) or above from, with the tenant
+// compared on each row (+tenant keeps the planner off the (tenant,
+// event_id) index, which would read every event of the tenant and sort
+// them): a tenant with at least n events among the window's positions
+// costs the same forward and newest first, whatever the size of the
+// log, and an append pays for no index of its own. When the window holds
+// fewer than n of the tenant's events and does not reach the end of the
+// log, the page is read again through the (tenant, event_id) index and a
+// sort, as before: a tenant with few events among many others.
 func (r *reader) ReadAll(ctx context.Context, page []envelope.Event, f *driver.LogFilter, from int64, n int) ([]envelope.Event, error) {
+	if f.Tenant == "" {
+		return r.readAll(ctx, page, f, from, n, 0)
+	}
+	head, err := Exec{}.Head(ctx, r.db)
+	if err != nil {
+		return page, err
+	}
+	if f.Backward {
+		from = min(from, head)
+	}
+	if from < 1 || from > head {
+		return page, nil // nothing there: an empty log, or past its head
+	}
+	w := tenantWindow(n)
+	out, err := r.readAll(ctx, page, f, from, n, w)
+	if err != nil || len(out) >= n {
+		return out, err
+	}
+	if (f.Backward && from-w < 1) || (!f.Backward && from > head-w) {
+		return out, nil // the window held the rest of the log
+	}
+	return r.readAll(ctx, out[:0], f, from, n, 0)
+}
+
+// tenantWindow is how many positions a tenant's page of n events walks
+// before it reads through the tenant's index instead: enough for a
+// tenant with one event in 256 of the log's.
+func tenantWindow(n int) int64 { return max(4096, int64(n)*256) }
+
+// readAll reads a page, over a window of w positions from from (w > 0)
+// or through the plan SQLite picks (w == 0); a prepared statement runs
+// the reads that filter by tenant at most.
+func (r *reader) readAll(ctx context.Context, page []envelope.Event, f *driver.LogFilter, from int64, n int, w int64) ([]envelope.Event, error) {
 	var packed func() (*sql.Rows, error)
 	switch {
-	case len(f.Types) > 0, f.StreamPrefix != "", f.CorrelationID != "", f.Backward:
+	case len(f.Types) > 0, f.StreamPrefix != "", f.CorrelationID != "":
 		packed = func() (*sql.Rows, error) {
-			q, args := logQuery(SelectPacked, f, from, n)
+			q, args := logQuery(SelectPacked, f, from, n, w)
 			return r.db.QueryContext(ctx, q, args...)
 		}
+	case f.Tenant != "" && w > 0 && f.Backward:
+		packed = func() (*sql.Rows, error) { return r.tenantWindowBack.QueryContext(ctx, from, f.Tenant, n, w) }
+	case f.Tenant != "" && w > 0:
+		packed = func() (*sql.Rows, error) { return r.tenantWindow.QueryContext(ctx, from, f.Tenant, n, w) }
+	case f.Backward && f.Tenant != "":
+		packed = func() (*sql.Rows, error) { return r.allTenantBack.QueryContext(ctx, from, f.Tenant, n) }
+	case f.Backward:
+		packed = func() (*sql.Rows, error) { return r.allBackward.QueryContext(ctx, from, n) }
 	case f.Tenant != "":
 		packed = func() (*sql.Rows, error) { return r.allTenant.QueryContext(ctx, from, f.Tenant, n) }
 	default:
 		packed = func() (*sql.Rows, error) { return r.all.QueryContext(ctx, from, n) }
 	}
 	return readPacked(page, &packedScanner{}, packed, func() (*sql.Rows, error) {
-		q, args := logQuery(SelectEvents, f, from, n)
+		q, args := logQuery(SelectEvents, f, from, n, w)
 		return r.db.QueryContext(ctx, q, args...)
 	})
 }
 
 // logQuery builds the read of the log that f selects, of the columns of
-// sel (SelectEvents or SelectPacked).
-func logQuery(sel string, f *driver.LogFilter, from int64, n int) (string, []any) {
+// sel (SelectEvents or SelectPacked), over a window of w positions from
+// from when w > 0 (see ReadAll).
+func logQuery(sel string, f *driver.LogFilter, from int64, n int, w int64) (string, []any) {
 	var where []string
 	var args []any
 	cmp, order := "position >= ?", " ORDER BY position LIMIT ?"
+	if w > 0 {
+		cmp = "position >= ?1 AND position < ?1 + ?2"
+	}
 	if f.Backward {
 		cmp, order = "position <= ?", " ORDER BY position DESC LIMIT ?"
+		if w > 0 {
+			cmp = "position <= ?1 AND position > ?1 - ?2"
+		}
 	}
 	where = append(where, cmp)
 	args = append(args, from)
+	if w > 0 {
+		args = append(args, w)
+	}
 	if f.Tenant != "" {
-		where = append(where, "tenant = ?")
+		if w > 0 {
+			where = append(where, "+tenant = ?")
+		} else {
+			where = append(where, "tenant = ?")
+		}
 		args = append(args, f.Tenant)
 	}
 	if len(f.Types) > 0 {
