@@ -8,13 +8,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/eventlite/eventlite/store/internal/driver"
+	"github.com/eventlite/eventlite/store/internal/driver/sqlshared"
 )
 
 // Exec is the PostgreSQL Executor. Its statements name tables without a
 // schema: every connection's search path is the store's schema
 // (connector), and every write transaction sets it again with SET LOCAL
 // (Writer.Begin), which holds behind a pooler in transaction mode too.
-type Exec struct{}
+type Exec struct{ sqlshared.Exec[dialect] }
 
 var _ driver.Executor = Exec{}
 
