@@ -34,3 +34,21 @@ func (dialect) UserEvent() string { return `NOT starts_with(type, 'eventlite.')`
 
 // Int64 casts to bigint.
 func (dialect) Int64(expr string) string { return expr + "::bigint" }
+
+// ForUpdateOf locks the rows of one table of a join.
+func (dialect) ForUpdateOf(table string) string { return " FOR UPDATE OF " + table }
+
+// NowMillis is nowMillis.
+func (dialect) NowMillis() string { return nowMillis }
+
+// PendingCTE is the package's PendingCTE.
+func (dialect) PendingCTE() string { return PendingCTE }
+
+// ScavengeBatch is the session's pg_temp.scavenge_batch.
+func (dialect) ScavengeBatch() string { return "pg_temp.scavenge_batch" }
+
+// OutboxRowOf is the package's outboxRowOf (a lateral lookup by key).
+func (dialect) OutboxRowOf() string { return outboxRowOf }
+
+// counterSQL is sqlshared.CounterSQL, bound once.
+var counterSQL = dialect{}.Bind(sqlshared.CounterSQL)

@@ -34,3 +34,21 @@ func (dialect) UserEvent() string { return `substr(type, 1, 10) != 'eventlite.'`
 
 // Int64 is expr: SQLite's integers are 64-bit.
 func (dialect) Int64(expr string) string { return expr }
+
+// ForUpdateOf is empty, as ForUpdate.
+func (dialect) ForUpdateOf(string) string { return "" }
+
+// NowMillis is nowMillis.
+func (dialect) NowMillis() string { return nowMillis }
+
+// PendingCTE is the package's PendingCTE.
+func (dialect) PendingCTE() string { return PendingCTE }
+
+// ScavengeBatch is the connection's temp.scavenge_batch.
+func (dialect) ScavengeBatch() string { return "temp.scavenge_batch" }
+
+// OutboxRowOf is a plain left join.
+func (dialect) OutboxRowOf() string { return "LEFT JOIN outbox o ON o.position = e.position" }
+
+// counterSQL is sqlshared.CounterSQL, bound once.
+var counterSQL = dialect{}.Bind(sqlshared.CounterSQL)

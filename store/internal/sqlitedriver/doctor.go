@@ -2,66 +2,9 @@ package sqlitedriver
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 
 	"github.com/eventlite/eventlite/store/internal/driver"
 )
-
-// RelayHasRun reads the relay's lease and published counter.
-func (Exec) RelayHasRun(ctx context.Context, q driver.ReadQuerier) (bool, error) {
-	var n int
-	err := q.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM leases WHERE resource = 'relay')
-		+ (SELECT COALESCE(SUM(value), 0) FROM outbox_counters WHERE name = 'published')`).Scan(&n)
-	return n > 0, err
-}
-
-// EachPendingOutbox reads the pending events without a dead letter.
-func (Exec) EachPendingOutbox(ctx context.Context, q driver.ReadQuerier, before int64, fn func(tenant, eventID string, recordedAt int64) error) error {
-	rows, err := q.QueryContext(ctx, PendingCTE+` SELECT e.tenant, e.event_id, e.recorded_at FROM pending p JOIN events e ON e.position = p.position
-		LEFT JOIN outbox o ON o.position = p.position
-		WHERE o.dead_at IS NULL AND e.recorded_at < ? ORDER BY p.position`, before)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var tenant, id string
-		var at int64
-		if err := rows.Scan(&tenant, &id, &at); err != nil {
-			return err
-		}
-		if err := fn(tenant, id, at); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
-}
-
-// RelayBacklog asks whether a pending event is not a dead letter.
-func (Exec) RelayBacklog(ctx context.Context, q driver.ReadQuerier) (bool, error) {
-	var n int
-	err := q.QueryRowContext(ctx, PendingCTE+` SELECT EXISTS (SELECT 1 FROM pending p LEFT JOIN outbox o ON o.position = p.position WHERE o.dead_at IS NULL)`).Scan(&n)
-	return n > 0, err
-}
-
-// ProjectionBacklog compares the checkpoint with the head.
-func (Exec) ProjectionBacklog(ctx context.Context, q driver.ReadQuerier, name string) (bool, error) {
-	var n int
-	err := q.QueryRowContext(ctx, `SELECT COALESCE((SELECT position FROM checkpoints WHERE name = ?), 0) < (SELECT COALESCE(MAX(position), 0) FROM events)`,
-		name).Scan(&n)
-	return n > 0, err
-}
-
-// FirstRecordedAfter reads recorded_at of the next event.
-func (Exec) FirstRecordedAfter(ctx context.Context, q driver.ReadQuerier, pos int64) (int64, bool, error) {
-	var first sql.NullInt64
-	err := q.QueryRowContext(ctx, `SELECT recorded_at FROM events WHERE position > ? ORDER BY position LIMIT 1`, pos).Scan(&first)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, false, nil
-	}
-	return first.Int64, first.Valid, err
-}
 
 // EachVersionGap groups the events by stream.
 func (x Exec) EachVersionGap(ctx context.Context, q driver.ReadQuerier, fn func(tenant, stream string) error) error {
@@ -100,49 +43,3 @@ const eachVersionGap = `SELECT e.tenant, e.stream_id FROM events e JOIN streams 
 		HAVING MAX(e.version) - MIN(e.version) + 1 != count(*) OR (MIN(e.version) != 1 AND MIN(e.version) > MIN(MAX(s.first_version), MAX(e.version)))
 		UNION SELECT s.tenant, s.stream_id FROM streams s
 		WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id)`
-
-// InventoryStats counts in one statement: a live stream's readable
-// events are its versions from first_version to its newest, less the
-// versions a restore took back (version_gaps) in that range, so the
-// counts read one index entry per stream and a lookup of its gaps (none
-// on most streams); the newest position is the first match scanning back
-// from the head.
-func (Exec) InventoryStats(ctx context.Context, q driver.ReadQuerier, tenant string, cutoff int64) (driver.InventoryStats, error) {
-	var st driver.InventoryStats
-	err := q.QueryRowContext(ctx, `SELECT
-		(SELECT COALESCE(SUM(s.v - s.first_version + 1 - COALESCE((SELECT SUM(MIN(g.to_version, s.v) - MAX(g.from_version, s.first_version) + 1) FROM version_gaps g
-				WHERE g.tenant = s.tenant AND g.stream_id = s.stream_id AND g.from_version <= s.v AND g.to_version >= s.first_version), 0)), 0)
-			FROM (SELECT s.tenant, s.stream_id, s.first_version, (SELECT MAX(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id) AS v
-				FROM streams s WHERE (?1 = '' OR s.tenant = ?1) AND s.deleted = 0) s),
-		(SELECT count(*) FROM streams WHERE (?1 = '' OR tenant = ?1) AND deleted = 0),
-		COALESCE((SELECT position FROM events WHERE ?1 = '' OR tenant = ?1 ORDER BY position DESC LIMIT 1), 0),
-		(SELECT count(*) FROM events WHERE (?1 = '' OR tenant = ?1) AND position > COALESCE(
-			(SELECT position FROM events WHERE recorded_at < ?2 ORDER BY position DESC LIMIT 1), 0))`,
-		tenant, cutoff).Scan(&st.Events, &st.Streams, &st.LastPosition, &st.RecentEvents)
-	return st, err
-}
-
-// Tenants skip-scans the streams' primary key: one step per tenant.
-func (Exec) Tenants(ctx context.Context, q driver.ReadQuerier) ([]string, error) {
-	rows, err := q.QueryContext(ctx, `WITH RECURSIVE t(tenant) AS (
-		SELECT MIN(tenant) FROM streams
-		UNION ALL
-		SELECT (SELECT MIN(tenant) FROM streams WHERE tenant > t.tenant) FROM t WHERE t.tenant IS NOT NULL)
-		SELECT tenant FROM t WHERE tenant IS NOT NULL`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []string{}
-	for rows.Next() {
-		var t string
-		if err := rows.Scan(&t); err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return out, nil
-}

@@ -25,6 +25,8 @@ type Dialect interface {
 	// until the transaction ends: " FOR UPDATE" where writers lock rows,
 	// "" where the one writer's lock already holds everything.
 	ForUpdate() string
+	// ForUpdateOf is ForUpdate for the rows of one table of a join.
+	ForUpdateOf(table string) string
 	// Greatest and Least name the scalar maximum and minimum of their
 	// arguments (SQLite's two-argument max and min).
 	Greatest() string
@@ -37,6 +39,18 @@ type Dialect interface {
 	// UserEvent is the condition on an events row (its column type)
 	// that it is not one of eventlite's own.
 	UserEvent() string
+	// NowMillis is an expression of the engine's clock in Unix
+	// milliseconds, read when the statement runs.
+	NowMillis() string
+	// PendingCTE is the driver's WITH clause naming the events the relay
+	// has still to settle, pending(position) (its PendingCTE).
+	PendingCTE() string
+	// ScavengeBatch names the temporary table of a scavenge batch's
+	// positions (the driver's LoadScavengeBatch fills it).
+	ScavengeBatch() string
+	// OutboxRowOf joins an event e to its outbox row o (NULLs when it
+	// has none), as the engine walks it best for a read of many events.
+	OutboxRowOf() string
 	// Int64 wraps an expression whose type must be a 64-bit integer
 	// (PostgreSQL's SUM of bigint is numeric; a bare parameter it cannot
 	// type from its context would be text).
