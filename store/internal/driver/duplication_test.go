@@ -14,7 +14,7 @@ import (
 // is written once (store/internal/driver/sqlshared); a line copied back
 // into a driver raises the figure past this. Lower it as more is shared;
 // the target is 15.
-const duplicationCeiling = 54.0
+const duplicationCeiling = 52.5
 
 // codeLines reads the non-test .go files of dir and returns their code
 // lines normalised: whitespace trimmed, $n placeholders written ?, and
