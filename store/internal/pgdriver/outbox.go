@@ -43,9 +43,8 @@ const outboxRowOf = `LEFT JOIN LATERAL (SELECT o.* FROM outbox o WHERE o.positio
 // Unsettled is sqlshared.Unsettled.
 const Unsettled = sqlshared.Unsettled
 
-// FailingRow holds for an outbox row f that failed and is still pending:
-// the rows of the outbox_failing index.
-const FailingRow = `f.published_at IS NULL AND f.discarded_at IS NULL AND f.attempts > 0`
+// FailingRow is sqlshared.FailingRow.
+const FailingRow = sqlshared.FailingRow
 
 // deadRow holds for an outbox row o that is a dead letter (also through
 // the outbox_failing index).

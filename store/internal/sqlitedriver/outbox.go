@@ -31,9 +31,8 @@ const outboxColumns = `e.position, e.tenant, e.stream_id, e.version, e.event_id,
 // Unsettled is sqlshared.Unsettled.
 const Unsettled = sqlshared.Unsettled
 
-// FailingRow holds for an outbox row f that failed and is still pending:
-// the rows of the outbox_failing index.
-const FailingRow = `f.published_at IS NULL AND f.discarded_at IS NULL AND f.attempts > 0`
+// FailingRow is sqlshared.FailingRow.
+const FailingRow = sqlshared.FailingRow
 
 // heldStreams lists the streams the relay must hold back at time ?1 for a
 // read above position ?2: those with a pending dead letter (parked), a
