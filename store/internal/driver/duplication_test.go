@@ -13,7 +13,7 @@ import (
 // found word for word in sqlitedriver (percent). What both engines share
 // is written once (store/internal/driver/sqlshared); a line copied back
 // into a driver raises the figure past this. Lower it as more is shared;
-// the target is 15.
+// the target is 15. Before sqlshared: 61.9% (1,714 of 2,769 lines).
 const duplicationCeiling = 52.5
 
 // codeLines reads the non-test .go files of dir and returns their code
@@ -135,7 +135,7 @@ func TestDriverDuplication(t *testing.T) {
 		t.Fatalf("no driver sources found (pgdriver %d files, sqlitedriver %d)", len(pg), len(sqlite))
 	}
 	share, lines, worst := duplication(pg, sqlite)
-	t.Logf("duplication: %.1f%% of pgdriver's %d code lines are word for word in sqlitedriver (ceiling %.1f%%)", share, lines, duplicationCeiling)
+	t.Logf("duplication: %.1f%% of pgdriver's %d code lines (%.0f lines) are word for word in sqlitedriver (ceiling %.1f%%)", share, lines, share*float64(lines)/100, duplicationCeiling)
 	t.Logf("most copied (copied/code lines): %s", strings.Join(worst, ", "))
 	if share > duplicationCeiling {
 		t.Errorf("duplication %.1f%% is above the ceiling %.1f%%: write what both drivers share once, in store/internal/driver/sqlshared", share, duplicationCeiling)
