@@ -1,6 +1,9 @@
 package store
 
-import "github.com/eventlite/eventlite/store/internal/sqlitedriver"
+import (
+	"github.com/eventlite/eventlite/store/internal/driver/sqlshared"
+	"github.com/eventlite/eventlite/store/internal/sqlitedriver"
+)
 
 // The SQLite driver's statements under the names the query plan tests
 // (append_plan_test.go, outbox_plan_test.go) use.
@@ -24,6 +27,6 @@ const (
 	advanceSettledQuery = sqlitedriver.AdvanceSettledQuery
 	advanceScannedQuery = sqlitedriver.AdvanceScannedQuery
 	markPublishedQuery  = sqlitedriver.MarkPublishedQuery
-	selectDeadLetters   = sqlitedriver.SelectDeadLetters
+	selectDeadLetters   = sqlshared.SelectDeadLetters
 	pendingCTE          = sqlitedriver.PendingCTE
 )

@@ -3,18 +3,18 @@ package pgdriver
 import (
 	"context"
 	"database/sql"
-	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/eventlite/eventlite/store/internal/driver"
+	"github.com/eventlite/eventlite/store/internal/driver/sqlshared"
 )
 
 // Exec is the PostgreSQL Executor. Its statements name tables without a
 // schema: every connection's search path is the store's schema
 // (connector), and every write transaction sets it again with SET LOCAL
 // (Writer.Begin), which holds behind a pooler in transaction mode too.
-type Exec struct{}
+type Exec struct{ sqlshared.Exec[dialect] }
 
 var _ driver.Executor = Exec{}
 
@@ -82,35 +82,8 @@ func (Exec) TableColumns(ctx context.Context, q driver.ReadQuerier, name string)
 	return sh, nil
 }
 
-// RenameTable runs ALTER TABLE ... RENAME TO.
-func (Exec) RenameTable(ctx context.Context, q driver.Querier, from, to string) error {
-	_, err := q.ExecContext(ctx, `ALTER TABLE `+QuoteIdent(from)+` RENAME TO `+QuoteIdent(to))
-	return err
-}
-
 // QuoteIdent quotes an identifier for PostgreSQL.
 func QuoteIdent(name string) string { return pgx.Identifier{name}.Sanitize() }
-
-func newScope(depth int) driver.ScopeSQL {
-	name := "eventlite_nested_" + strconv.Itoa(depth)
-	return driver.ScopeSQL{Open: `SAVEPOINT ` + name, Rollback: `ROLLBACK TO SAVEPOINT ` + name, Release: `RELEASE SAVEPOINT ` + name}
-}
-
-// scopes holds the statements of the usual depths, built once.
-var scopes = func() (s [8]driver.ScopeSQL) {
-	for i := range s {
-		s[i] = newScope(i + 1)
-	}
-	return s
-}()
-
-// Scope returns savepoint statements named eventlite_nested_<depth>.
-func (Exec) Scope(depth int) driver.ScopeSQL {
-	if depth <= len(scopes) {
-		return scopes[depth-1]
-	}
-	return newScope(depth)
-}
 
 // StartSnapshot makes the read transaction REPEATABLE READ, which must be
 // its first statement: every query of it then sees the snapshot its

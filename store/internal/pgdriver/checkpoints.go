@@ -60,25 +60,6 @@ func (Exec) SetCheckpoint(ctx context.Context, q driver.Querier, name string, po
 	return ok, nil
 }
 
-// Checkpoints reads the table.
-func (Exec) Checkpoints(ctx context.Context, q driver.ReadQuerier) (map[string]int64, error) {
-	rows, err := q.QueryContext(ctx, `SELECT name, position FROM checkpoints`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]int64{}
-	for rows.Next() {
-		var n string
-		var p int64
-		if err := rows.Scan(&n, &p); err != nil {
-			return nil, err
-		}
-		out[n] = p
-	}
-	return out, rows.Err()
-}
-
 // onPool reports whether q is a connection pool: a *sql.DB, or a type
 // that embeds one (the store's read pool). Each of its statements runs
 // alone, outside any transaction of the store's.

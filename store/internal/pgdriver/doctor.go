@@ -2,66 +2,9 @@ package pgdriver
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 
 	"github.com/eventlite/eventlite/store/internal/driver"
 )
-
-// RelayHasRun reads the relay's lease and published counter.
-func (Exec) RelayHasRun(ctx context.Context, q driver.ReadQuerier) (bool, error) {
-	var ran bool
-	err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM leases WHERE resource = 'relay')
-		OR COALESCE((SELECT SUM(value) FROM outbox_counters WHERE name = 'published'), 0) > 0`).Scan(&ran)
-	return ran, err
-}
-
-// EachPendingOutbox reads the pending events without a dead letter.
-func (Exec) EachPendingOutbox(ctx context.Context, q driver.ReadQuerier, before int64, fn func(tenant, eventID string, recordedAt int64) error) error {
-	rows, err := q.QueryContext(ctx, PendingCTE+` SELECT e.tenant, e.event_id, e.recorded_at FROM pending p JOIN events e ON e.position = p.position
-		LEFT JOIN outbox o ON o.position = p.position
-		WHERE o.dead_at IS NULL AND e.recorded_at < $1 ORDER BY p.position`, before)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var tenant, id string
-		var at int64
-		if err := rows.Scan(&tenant, &id, &at); err != nil {
-			return err
-		}
-		if err := fn(tenant, id, at); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
-}
-
-// RelayBacklog asks whether a pending event is not a dead letter.
-func (Exec) RelayBacklog(ctx context.Context, q driver.ReadQuerier) (bool, error) {
-	var waiting bool
-	err := q.QueryRowContext(ctx, PendingCTE+` SELECT EXISTS (SELECT 1 FROM pending p LEFT JOIN outbox o ON o.position = p.position WHERE o.dead_at IS NULL)`).Scan(&waiting)
-	return waiting, err
-}
-
-// ProjectionBacklog compares the checkpoint with the newest event.
-func (Exec) ProjectionBacklog(ctx context.Context, q driver.ReadQuerier, name string) (bool, error) {
-	var behind bool
-	err := q.QueryRowContext(ctx, `SELECT COALESCE((SELECT position FROM checkpoints WHERE name = $1), 0) < (SELECT COALESCE(MAX(position), 0) FROM events)`,
-		name).Scan(&behind)
-	return behind, err
-}
-
-// FirstRecordedAfter reads recorded_at of the next event.
-func (Exec) FirstRecordedAfter(ctx context.Context, q driver.ReadQuerier, pos int64) (int64, bool, error) {
-	var first int64
-	err := q.QueryRowContext(ctx, `SELECT recorded_at FROM events WHERE position > $1 ORDER BY position LIMIT 1`, pos).Scan(&first)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, false, nil
-	}
-	return first, err == nil, err
-}
 
 // EachVersionGap groups the events by stream; the streams come in byte
 // order, as SQLite's UNION gives them.
@@ -143,29 +86,4 @@ func (Exec) TypeCounts(ctx context.Context, q driver.ReadQuerier, tenant string)
 		out[t] = n
 	}
 	return out, rows.Err()
-}
-
-// Tenants skip-scans the streams' primary key: one step per tenant.
-func (Exec) Tenants(ctx context.Context, q driver.ReadQuerier) ([]string, error) {
-	rows, err := q.QueryContext(ctx, `WITH RECURSIVE t (tenant) AS (
-		SELECT MIN(tenant) FROM streams
-		UNION ALL
-		SELECT (SELECT MIN(s.tenant) FROM streams s WHERE s.tenant > t.tenant) FROM t WHERE t.tenant IS NOT NULL)
-		SELECT tenant FROM t WHERE tenant IS NOT NULL`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []string{}
-	for rows.Next() {
-		var t string
-		if err := rows.Scan(&t); err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return out, nil
 }

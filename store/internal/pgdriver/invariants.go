@@ -4,21 +4,7 @@ import (
 	"context"
 
 	"github.com/eventlite/eventlite/store/internal/driver"
-)
-
-// invariantCheck is one invariant's count query.
-type invariantCheck struct {
-	inv   driver.Invariant
-	query string
-}
-
-// The outbox conditions the watermark checks share, as the SQLite
-// driver's outbox states them: an event whose row is missing or neither
-// published nor discarded is unsettled; a row f that failed and is still
-// pending holds its stream.
-const (
-	invUnsettled  = `(o.position IS NULL OR (o.published_at IS NULL AND o.discarded_at IS NULL))`
-	invFailingRow = `f.published_at IS NULL AND f.discarded_at IS NULL AND f.attempts > 0`
+	"github.com/eventlite/eventlite/store/internal/driver/sqlshared"
 )
 
 // streamVersionSpans reads, per stream with events, its lowest and
@@ -39,65 +25,33 @@ const (
 // the newest (it has one version so far), so every check applies. The
 // position floor is log_head.position: one row by its primary key and
 // CHECK, and the sequence the next append continues from.
-var invariantChecks = []invariantCheck{
-	{driver.VersionsGapFree, `SELECT count(*) FROM (` + streamVersionSpans + `) v WHERE ` + streamVersionGap},
-	{driver.StreamsHaveEvents, `SELECT count(*) FROM streams s
-		WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id)`},
-	{driver.EventsHaveStream, `SELECT count(*) FROM events e
-		WHERE NOT EXISTS (SELECT 1 FROM streams s WHERE s.tenant = e.tenant AND s.stream_id = e.stream_id)`},
-	{driver.OutboxRowsHaveEvent, `SELECT count(*) FROM outbox o
-		WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.position = o.position)`},
-	{driver.PositionsFollowVersions, `SELECT count(*) FROM events a
-		JOIN events b ON b.tenant = a.tenant AND b.stream_id = a.stream_id AND b.version = a.version + 1
-		WHERE b.position <= a.position`},
-	{driver.PositionsGapFree, `SELECT count(*) FROM events a
+var invariantChecks = []sqlshared.Check{
+	{Inv: driver.VersionsGapFree, Query: `SELECT count(*) FROM (` + streamVersionSpans + `) v WHERE ` + streamVersionGap},
+	{Inv: driver.StreamsHaveEvents, Query: sqlshared.CheckStreamsHaveEvents},
+	{Inv: driver.EventsHaveStream, Query: sqlshared.CheckEventsHaveStream},
+	{Inv: driver.OutboxRowsHaveEvent, Query: sqlshared.CheckOutboxRowsHaveEvent},
+	{Inv: driver.PositionsFollowVersions, Query: sqlshared.CheckPositionsFollowVersions},
+	{Inv: driver.PositionsGapFree, Query: `SELECT count(*) FROM events a
 		WHERE a.position > (SELECT min(position) FROM events)
 		AND NOT EXISTS (SELECT 1 FROM events b WHERE b.position = a.position - 1)
 		AND NOT EXISTS (SELECT 1 FROM position_holes h WHERE h.detected_by = 'restore' AND h.to_position = a.position - 1)
 		AND NOT EXISTS (SELECT 1 FROM removed_ranges r WHERE r.to_position = a.position - 1)`},
-	{driver.TombstonesLast, `SELECT count(*) FROM streams s
-		WHERE s.deleted <> 0 AND NOT EXISTS (SELECT 1 FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id
-			AND e.version = (SELECT max(version) FROM events n WHERE n.tenant = s.tenant AND n.stream_id = s.stream_id
-				AND n.type <> '` + driver.StreamRestoredType + `') AND e.type = $1)`},
-	{driver.FirstVersionsInRange, `SELECT count(*) FROM streams s
-		WHERE s.first_version < 1
-			OR s.first_version > COALESCE((SELECT max(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id), 0) + 1`},
-	{driver.RemovedIDsGone, `SELECT count(*) FROM removed_event_ids r
-		WHERE EXISTS (SELECT 1 FROM events e WHERE e.tenant = r.tenant AND e.event_id = r.event_id)`},
-	{driver.RemovedPositionsGone, `SELECT count(*) FROM removed_ranges r
-		WHERE EXISTS (SELECT 1 FROM events e WHERE e.position BETWEEN r.from_position AND r.to_position)`},
-	{driver.WatermarkOneRow, `SELECT abs(count(*) - 1) FROM outbox_watermark`},
-	{driver.SettledBelowWatermark, `SELECT count(*) FROM events e
-		WHERE e.position <= (SELECT settled FROM outbox_watermark)
-		AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.position = e.position AND (o.published_at IS NOT NULL OR o.discarded_at IS NOT NULL))`},
-	{driver.PendingBelowCursorBlocked, `SELECT count(*) FROM events e
-		LEFT JOIN outbox o ON o.position = e.position
-		WHERE e.position > (SELECT settled FROM outbox_watermark) AND e.position <= (SELECT scanned FROM outbox_watermark) AND ` + invUnsettled + `
-		AND NOT EXISTS (SELECT 1 FROM outbox f JOIN events x ON x.position = f.position
-			WHERE ` + invFailingRow + ` AND x.tenant = e.tenant AND x.stream_id = e.stream_id AND f.position <= e.position)`},
-	{driver.WatermarkNotAhead, `SELECT count(*) FROM outbox_watermark
-		WHERE GREATEST(settled, scanned) > GREATEST(COALESCE((SELECT max(position) FROM events), 0),
-			COALESCE((SELECT max(to_position) FROM removed_ranges), 0))`},
-	{driver.FloorOneRow, `SELECT abs(count(*) - 1) FROM log_head`},
-	{driver.RemovedBelowSequence, `SELECT count(*) FROM removed_ranges r
+	{Inv: driver.TombstonesLast, Query: sqlshared.CheckTombstonesLast},
+	{Inv: driver.FirstVersionsInRange, Query: sqlshared.CheckFirstVersionsInRange},
+	{Inv: driver.RemovedIDsGone, Query: sqlshared.CheckRemovedIDsGone},
+	{Inv: driver.RemovedPositionsGone, Query: sqlshared.CheckRemovedPositionsGone},
+	{Inv: driver.WatermarkOneRow, Query: sqlshared.CheckWatermarkOneRow},
+	{Inv: driver.SettledBelowWatermark, Query: sqlshared.CheckSettledBelowWatermark},
+	{Inv: driver.PendingBelowCursorBlocked, Query: sqlshared.CheckPendingBelowCursorBlocked},
+	{Inv: driver.WatermarkNotAhead, Query: Exec{}.CheckWatermarkNotAhead()},
+	{Inv: driver.FloorOneRow, Query: `SELECT abs(count(*) - 1) FROM log_head`},
+	{Inv: driver.RemovedBelowSequence, Query: `SELECT count(*) FROM removed_ranges r
 		WHERE r.to_position > GREATEST(COALESCE((SELECT max(position) FROM events), 0), (SELECT position FROM log_head))`},
 }
 
 // CheckLog runs one count per invariant.
-func (Exec) CheckLog(ctx context.Context, q driver.ReadQuerier, tombstoneType string) ([]driver.Violations, error) {
-	out := make([]driver.Violations, 0, len(invariantChecks))
-	for _, c := range invariantChecks {
-		var args []any
-		if c.inv == driver.TombstonesLast {
-			args = []any{tombstoneType}
-		}
-		var n int64
-		if err := q.QueryRowContext(ctx, c.query, args...).Scan(&n); err != nil {
-			return nil, err
-		}
-		out = append(out, driver.Violations{Invariant: c.inv, Count: n})
-	}
-	return out, nil
+func (x Exec) CheckLog(ctx context.Context, q driver.ReadQuerier, tombstoneType string) ([]driver.Violations, error) {
+	return x.RunChecks(ctx, q, invariantChecks, tombstoneType)
 }
 
 // IntegrityCheck finds nothing to check: PostgreSQL checks its pages

@@ -69,13 +69,6 @@ func (Exec) RenewLease(ctx context.Context, q driver.Querier, f driver.Fence, tt
 	return exp, true, nil
 }
 
-// ReleaseLease clears the owner and the expiry of a matching row.
-func (Exec) ReleaseLease(ctx context.Context, q driver.Querier, f driver.Fence) error {
-	_, err := q.ExecContext(ctx, `UPDATE leases SET owner = '', expires_at = 0 WHERE resource = $1 AND owner = $2 AND token = $3`,
-		f.Resource, f.Owner, f.Token)
-	return err
-}
-
 // CheckFence reads the resource's row FOR SHARE: a new holder's
 // AcquireLease (FOR UPDATE) waits until this transaction ends, so the
 // answer holds until it commits.
@@ -87,22 +80,4 @@ func (Exec) CheckFence(ctx context.Context, q driver.Querier, f driver.Fence) (b
 		return false, nil
 	}
 	return ok, err
-}
-
-// ListLeases reads the table.
-func (Exec) ListLeases(ctx context.Context, q driver.ReadQuerier) ([]driver.LeaseRow, error) {
-	rows, err := q.QueryContext(ctx, `SELECT resource, owner, token, expires_at, acquired_at, expires_at <= `+nowMillis+` FROM leases ORDER BY resource`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []driver.LeaseRow
-	for rows.Next() {
-		var l driver.LeaseRow
-		if err := rows.Scan(&l.Resource, &l.Owner, &l.Token, &l.ExpiresAt, &l.AcquiredAt, &l.Expired); err != nil {
-			return nil, err
-		}
-		out = append(out, l)
-	}
-	return out, rows.Err()
 }

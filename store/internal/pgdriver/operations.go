@@ -2,7 +2,6 @@ package pgdriver
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 
 	"github.com/eventlite/eventlite/store/internal/driver"
@@ -10,21 +9,6 @@ import (
 
 // The operation ledger: the operations table, keyed by tenant and
 // operation id.
-
-const selectOperation = `SELECT operation_type, input_hash, result, created_at FROM operations WHERE tenant = $1 AND operation_id = $2`
-
-// Operation reads one row by its key.
-func (Exec) Operation(ctx context.Context, q driver.ReadQuerier, tenant, id string) (driver.OperationRow, bool, error) {
-	op := driver.OperationRow{Tenant: tenant, ID: id}
-	err := q.QueryRowContext(ctx, selectOperation, tenant, id).Scan(&op.Type, &op.InputHash, &op.Result, &op.CreatedAt)
-	if errors.Is(err, sql.ErrNoRows) {
-		return driver.OperationRow{}, false, nil
-	}
-	if err != nil {
-		return driver.OperationRow{}, false, err
-	}
-	return op, true, nil
-}
 
 // RecordOperation inserts first and reads the stored row when the key is
 // taken. ON CONFLICT DO NOTHING waits for a concurrent insert of the key

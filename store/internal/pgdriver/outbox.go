@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/store/internal/driver"
+	"github.com/eventlite/eventlite/store/internal/driver/sqlshared"
 )
 
 // The outbox's tables: outbox holds the ledger rows, outbox_watermark the
@@ -39,14 +40,11 @@ const outboxColumns = `e.position, e.tenant, e.stream_id, e.version, e.event_id,
 // stops at its first rows must not pay for every row published below.
 const outboxRowOf = `LEFT JOIN LATERAL (SELECT o.* FROM outbox o WHERE o.position = e.position OFFSET 0) o ON true`
 
-// Unsettled holds for an event e joined to its outbox row o when the
-// event is neither published nor discarded (above the watermark, that is
-// pending).
-const Unsettled = `(o.position IS NULL OR (o.published_at IS NULL AND o.discarded_at IS NULL))`
+// Unsettled is sqlshared.Unsettled.
+const Unsettled = sqlshared.Unsettled
 
-// FailingRow holds for an outbox row f that failed and is still pending:
-// the rows of the outbox_failing index.
-const FailingRow = `f.published_at IS NULL AND f.discarded_at IS NULL AND f.attempts > 0`
+// FailingRow is sqlshared.FailingRow.
+const FailingRow = sqlshared.FailingRow
 
 // deadRow holds for an outbox row o that is a dead letter (also through
 // the outbox_failing index).
@@ -134,14 +132,6 @@ func (s *outboxScanner) scan(rows *sql.Rows) (driver.OutboxRow, error) {
 	return r, nil
 }
 
-// OutboxNextAttempt reads the outbox_failing index.
-func (Exec) OutboxNextAttempt(ctx context.Context, q driver.ReadQuerier) (int64, bool, error) {
-	var next sql.NullInt64
-	err := q.QueryRowContext(ctx, `SELECT min(next_attempt_at) FROM outbox
-		WHERE published_at IS NULL AND discarded_at IS NULL AND attempts > 0 AND dead_at IS NULL`).Scan(&next)
-	return next.Int64, next.Valid, err
-}
-
 // fenceHeld is CheckFence: the relay's writes check their fence first, in
 // their transaction, and the lease row stays locked until it ends.
 func fenceHeld(ctx context.Context, q driver.Querier, f driver.Fence) (bool, error) {
@@ -188,7 +178,7 @@ func (Exec) MarkPublished(ctx context.Context, q driver.Querier, fence driver.Fe
 	if err != nil {
 		return 0, true, err
 	}
-	if err := addCounter(ctx, q, "published", n); err != nil {
+	if err := sqlshared.AddCounter(ctx, q, counterSQL, "published", n); err != nil {
 		return 0, true, err
 	}
 	return n, true, advanceOutbox(ctx, q)
@@ -249,7 +239,7 @@ func (Exec) RecordFailures(ctx context.Context, q driver.Querier, fence driver.F
 	if err := q.QueryRowContext(ctx, RecordFailuresQuery, now, positions, errs, next).Scan(&n); err != nil {
 		return true, err
 	}
-	if err := addCounter(ctx, q, "retried", n); err != nil {
+	if err := sqlshared.AddCounter(ctx, q, counterSQL, "retried", n); err != nil {
 		return true, err
 	}
 	return true, advanceOutbox(ctx, q)
@@ -287,7 +277,7 @@ func (Exec) MarkDead(ctx context.Context, q driver.Querier, fence driver.Fence, 
 	if err != nil {
 		return true, err
 	}
-	if err := addCounter(ctx, q, "dead_lettered", n); err != nil {
+	if err := sqlshared.AddCounter(ctx, q, counterSQL, "dead_lettered", n); err != nil {
 		return true, err
 	}
 	return true, advanceOutbox(ctx, q)
@@ -364,77 +354,8 @@ func lowerOutboxCursor(ctx context.Context, q driver.Querier, p int64) error {
 	return err
 }
 
-// addCounter moves an outbox counter inside the writer's transaction.
-func addCounter(ctx context.Context, q driver.Querier, name string, n int64) error {
-	if n == 0 {
-		return nil
-	}
-	if _, err := q.ExecContext(ctx, `UPDATE outbox_counters SET value = value + $1 WHERE name = $2`, n, name); err != nil {
-		return fmt.Errorf("outbox counter %s: %w", name, err)
-	}
-	return nil
-}
-
-// SelectDeadLetters reads the dead letters, through the outbox_failing
-// index; a caller appends its conditions.
-const SelectDeadLetters = `SELECT e.tenant, e.event_id, e.stream_id, e.version, e.position, e.type,
-	o.attempts, COALESCE(o.last_error, ''), COALESCE(o.first_failed_at, 0), COALESCE(o.last_failed_at, 0), o.dead_at
-	FROM outbox o JOIN events e ON e.position = o.position
-	WHERE ` + deadRow
-
-func scanDeadLetter(r Scanner) (driver.DeadLetter, error) {
-	var (
-		d            driver.DeadLetter
-		ff, lf, dead int64
-	)
-	if err := r.Scan(&d.Tenant, &d.EventID, &d.Stream, &d.Version, &d.Position, &d.Type,
-		&d.Attempts, &d.Error, &ff, &lf, &dead); err != nil {
-		return d, err
-	}
-	d.FirstFailed, d.LastFailed, d.DeadAt = time.Unix(0, ff).UTC(), time.Unix(0, lf).UTC(), time.Unix(0, dead).UTC()
-	return d, nil
-}
-
-// deadLetters reads the dead letters of tenant ("" every tenant's), and
-// only the one with eventID when that is not "". lock appends FOR UPDATE
-// OF o: a writer that changes the rows holds them from the read on.
-func deadLetters(ctx context.Context, q driver.ReadQuerier, tenant, eventID string, lock bool) ([]driver.DeadLetter, error) {
-	query, args := SelectDeadLetters, []any{}
-	if tenant != "" {
-		args = append(args, tenant)
-		query += fmt.Sprintf(` AND e.tenant = $%d`, len(args))
-	}
-	if eventID != "" {
-		args = append(args, eventID)
-		query += fmt.Sprintf(` AND e.event_id = $%d`, len(args))
-	}
-	query += ` ORDER BY o.position`
-	if lock {
-		query += ` FOR UPDATE OF o`
-	}
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []driver.DeadLetter
-	for rows.Next() {
-		d, err := scanDeadLetter(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	return out, rows.Err()
-}
-
-// DeadLetters reads the outbox_failing index.
-func (Exec) DeadLetters(ctx context.Context, q driver.ReadQuerier, tenant string) ([]driver.DeadLetter, error) {
-	return deadLetters(ctx, q, tenant, "", false)
-}
+// SelectDeadLetters is sqlshared.SelectDeadLetters.
+const SelectDeadLetters = sqlshared.SelectDeadLetters
 
 // RequeueDeadLetters reads the dead letters, locking their rows, then
 // clears them in one statement and lowers C below the first.
@@ -442,7 +363,7 @@ func (Exec) RequeueDeadLetters(ctx context.Context, q driver.Querier, tenant, ev
 	if err := lockWatermark(ctx, q); err != nil {
 		return nil, err
 	}
-	ds, err := deadLetters(ctx, q, tenant, eventID, true)
+	ds, err := Exec{}.DeadLetterList(ctx, q, tenant, eventID, true)
 	if err != nil || len(ds) == 0 {
 		return nil, err
 	}
@@ -459,7 +380,7 @@ func (Exec) RequeueDeadLetters(ctx context.Context, q driver.Querier, tenant, ev
 	if err := lowerOutboxCursor(ctx, q, ds[0].Position); err != nil {
 		return nil, err
 	}
-	if err := addCounter(ctx, q, "requeued", int64(len(ds))); err != nil {
+	if err := sqlshared.AddCounter(ctx, q, counterSQL, "requeued", int64(len(ds))); err != nil {
 		return nil, err
 	}
 	return ds, nil
@@ -471,7 +392,7 @@ func (Exec) DiscardDeadLetter(ctx context.Context, q driver.Querier, now int64, 
 	if err := lockWatermark(ctx, q); err != nil {
 		return driver.DeadLetter{}, false, err
 	}
-	d, err := scanDeadLetter(q.QueryRowContext(ctx, SelectDeadLetters+` AND e.tenant = $1 AND e.event_id = $2 FOR UPDATE OF o`, tenant, eventID))
+	d, err := sqlshared.ScanDeadLetter(q.QueryRowContext(ctx, SelectDeadLetters+` AND e.tenant = $1 AND e.event_id = $2 FOR UPDATE OF o`, tenant, eventID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return driver.DeadLetter{}, false, nil
 	}
@@ -484,56 +405,10 @@ func (Exec) DiscardDeadLetter(ctx context.Context, q driver.Querier, now int64, 
 	if err := lowerOutboxCursor(ctx, q, d.Position); err != nil {
 		return d, true, err
 	}
-	if err := addCounter(ctx, q, "discarded", 1); err != nil {
+	if err := sqlshared.AddCounter(ctx, q, counterSQL, "discarded", 1); err != nil {
 		return d, true, err
 	}
 	return d, true, advanceOutbox(ctx, q)
-}
-
-// ParkedStreams groups the dead letters by stream, then counts each
-// stream's pending rows through the stream's own index.
-func (Exec) ParkedStreams(ctx context.Context, q driver.ReadQuerier, tenant string) ([]driver.ParkedStream, error) {
-	query := `SELECT e.tenant, e.stream_id, min(e.position), min(e.version) FROM outbox o JOIN events e ON e.position = o.position
-		WHERE ` + deadRow
-	var args []any
-	if tenant != "" {
-		query += ` AND e.tenant = $1`
-		args = append(args, tenant)
-	}
-	rows, err := q.QueryContext(ctx, query+` GROUP BY e.tenant, e.stream_id ORDER BY 3`, args...)
-	if err != nil {
-		return nil, err
-	}
-	type parked struct {
-		driver.ParkedStream
-		version int64
-	}
-	var ps []parked
-	for rows.Next() {
-		var p parked
-		if err := rows.Scan(&p.Tenant, &p.Stream, &p.DeadLetter, &p.version); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		ps = append(ps, p)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	out := make([]driver.ParkedStream, 0, len(ps))
-	for _, p := range ps {
-		// The stream's events from its dead letter on, through the
-		// stream's own index.
-		err := q.QueryRowContext(ctx, `SELECT count(*) FROM events e LEFT JOIN outbox o ON o.position = e.position
-			WHERE e.tenant = $1 AND e.stream_id = $2 AND e.version >= $3 AND `+Unsettled,
-			p.Tenant, p.Stream, p.version).Scan(&p.Waiting)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p.ParkedStream)
-	}
-	return out, nil
 }
 
 // PendingCTE names the pending events, pending(position): those above
@@ -599,40 +474,4 @@ func (Exec) OutboxStats(ctx context.Context, q driver.ReadQuerier) (driver.Outbo
 		st.Counters[name] = v
 	}
 	return st, rows.Err()
-}
-
-// OutboxEntries left-joins the events to their ledger rows.
-func (Exec) OutboxEntries(ctx context.Context, q driver.ReadQuerier, after int64, limit int) ([]driver.OutboxEntry, error) {
-	rows, err := q.QueryContext(ctx, `SELECT e.position, e.tenant, e.event_id, e.stream_id, e.version, COALESCE(o.attempts, 0),
-		COALESCE(o.last_error, ''), o.next_attempt_at, o.first_failed_at, o.last_failed_at, o.dead_at, o.discarded_at,
-		o.published_at, COALESCE(o.broker_sequence, 0), COALESCE(o.published_token, 0), e.recorded_at
-		FROM events e `+outboxRowOf+` WHERE e.position > $1 ORDER BY e.position LIMIT $2`, after, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []driver.OutboxEntry
-	for rows.Next() {
-		var (
-			x                             driver.OutboxEntry
-			next, ff, lf, dead, disc, pub sql.NullInt64
-			seq, rec                      int64
-		)
-		if err := rows.Scan(&x.Position, &x.Tenant, &x.EventID, &x.Stream, &x.Version, &x.Attempts, &x.LastError,
-			&next, &ff, &lf, &dead, &disc, &pub, &seq, &x.PublishedToken, &rec); err != nil {
-			return nil, err
-		}
-		x.BrokerSequence, x.RecordedAt = uint64(seq), time.Unix(0, rec).UTC()
-		x.NextAttemptAt, x.FirstFailedAt, x.LastFailedAt = outboxTime(next), outboxTime(ff), outboxTime(lf)
-		x.DeadAt, x.DiscardedAt, x.PublishedAt = outboxTime(dead), outboxTime(disc), outboxTime(pub)
-		out = append(out, x)
-	}
-	return out, rows.Err()
-}
-
-func outboxTime(n sql.NullInt64) time.Time {
-	if !n.Valid {
-		return time.Time{}
-	}
-	return time.Unix(0, n.Int64).UTC()
 }

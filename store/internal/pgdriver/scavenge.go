@@ -38,14 +38,6 @@ func (Exec) OldestVersion(ctx context.Context, q driver.ReadQuerier, tenant, str
 	return lo, err
 }
 
-// RemovableBefore reads LEAST(first_version, newest version).
-func (Exec) RemovableBefore(ctx context.Context, q driver.ReadQuerier, tenant, stream string) (int64, error) {
-	var now int64
-	err := q.QueryRowContext(ctx, `SELECT LEAST(s.first_version, (SELECT max(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id))
-		FROM streams s WHERE s.tenant = $1 AND s.stream_id = $2`, tenant, stream).Scan(&now)
-	return now, err
-}
-
 // LowestReader reads checkpoints, projections and rebuilds in one
 // statement.
 func (Exec) LowestReader(ctx context.Context, q driver.ReadQuerier) (by, name string, pos int64, ok bool, err error) {
@@ -72,27 +64,6 @@ func (Exec) OutboxSettled(ctx context.Context, q driver.ReadQuerier) (settled, p
 	return settled, pending, err
 }
 
-// WalkStream reads the stream's events in version order.
-func (Exec) WalkStream(ctx context.Context, q driver.ReadQuerier, tenant, stream string, from, before int64, limit int, fn func(pos, version int64) bool) error {
-	rows, err := q.QueryContext(ctx, `SELECT e.position, e.version FROM events e
-		WHERE e.tenant = $1 AND e.stream_id = $2 AND e.version >= $3 AND e.version < $4
-		ORDER BY e.version LIMIT $5`, tenant, stream, from, before, limit)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var pos, version int64
-		if err := rows.Scan(&pos, &version); err != nil {
-			return err
-		}
-		if !fn(pos, version) {
-			break
-		}
-	}
-	return rows.Err()
-}
-
 // LoadScavengeBatch fills pg_temp.scavenge_batch, a temporary table of
 // the writer's session (created by the first batch, emptied by each).
 func (Exec) LoadScavengeBatch(ctx context.Context, q driver.Querier, positions []int64) error {
@@ -106,72 +77,12 @@ func (Exec) LoadScavengeBatch(ctx context.Context, q driver.Querier, positions [
 	return err
 }
 
-// RecordRemovedIDs copies the batch's ids into removed_event_ids; the
-// events_removed_id trigger refuses them to later inserts.
-func (Exec) RecordRemovedIDs(ctx context.Context, q driver.Querier) error {
-	_, err := q.ExecContext(ctx, `INSERT INTO removed_event_ids (tenant, event_id)
-		SELECT tenant, event_id FROM events WHERE position IN (SELECT position FROM pg_temp.scavenge_batch)`)
-	return err
-}
-
 // RaisePositionFloor raises log_head.position, PostgreSQL's position
 // floor, to the highest stored position; it never lowers it. Appends move
 // it already, so it is there: the statement keeps the guarantee explicit.
 func (Exec) RaisePositionFloor(ctx context.Context, q driver.Querier) error {
 	_, err := q.ExecContext(ctx, `UPDATE log_head SET position = GREATEST(position, (SELECT COALESCE(max(position), 0) FROM events))`)
 	return err
-}
-
-// MergeRemovedRange reads the neighbours in removed_ranges, deletes what
-// the merged range covers and inserts it. The batch's transaction holds
-// the head row lock, so no other writer touches removed_ranges meanwhile.
-func (Exec) MergeRemovedRange(ctx context.Context, q driver.Querier, rFrom, rTo, at int64) (int64, int64, error) {
-	var from, to int64
-	err := q.QueryRowContext(ctx, `SELECT from_position, to_position FROM removed_ranges WHERE from_position < $1 ORDER BY from_position DESC LIMIT 1`, rFrom).Scan(&from, &to)
-	switch {
-	case err == nil && to >= rFrom-1:
-		rFrom = from
-		rTo = max(rTo, to)
-	case err != nil && !errors.Is(err, sql.ErrNoRows):
-		return rFrom, rTo, err
-	}
-	err = q.QueryRowContext(ctx, `SELECT to_position FROM removed_ranges WHERE from_position = $1`, rTo+1).Scan(&to)
-	switch {
-	case err == nil:
-		rTo = to
-	case !errors.Is(err, sql.ErrNoRows):
-		return rFrom, rTo, err
-	}
-	if _, err := q.ExecContext(ctx, `DELETE FROM removed_ranges WHERE from_position BETWEEN $1 AND $2`, rFrom, rTo); err != nil {
-		return rFrom, rTo, err
-	}
-	_, err = q.ExecContext(ctx, `INSERT INTO removed_ranges (from_position, to_position, removed_at) VALUES ($1, $2, $3)`, rFrom, rTo, at)
-	return rFrom, rTo, err
-}
-
-// DeleteBatchOutbox deletes the batch's outbox rows.
-func (Exec) DeleteBatchOutbox(ctx context.Context, q driver.Querier) error {
-	_, err := q.ExecContext(ctx, `DELETE FROM outbox WHERE position IN (SELECT position FROM pg_temp.scavenge_batch)`)
-	return err
-}
-
-// DeleteBatchEvents deletes the batch's events.
-func (Exec) DeleteBatchEvents(ctx context.Context, q driver.Querier) (int64, error) {
-	res, err := q.ExecContext(ctx, `DELETE FROM events WHERE position IN (SELECT position FROM pg_temp.scavenge_batch)`)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
-}
-
-// IDRemoved looks removed_event_ids up.
-func (Exec) IDRemoved(ctx context.Context, q driver.ReadQuerier, tenant, id string) (bool, error) {
-	var one int
-	err := q.QueryRowContext(ctx, `SELECT 1 FROM removed_event_ids WHERE tenant = $1 AND event_id = $2`, tenant, id).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	return err == nil, err
 }
 
 // The Space methods are SQLite's file management. PostgreSQL keeps its

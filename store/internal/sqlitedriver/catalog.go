@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/eventlite/eventlite/store/internal/driver"
@@ -70,36 +69,9 @@ func (Exec) TableColumns(ctx context.Context, q driver.ReadQuerier, name string)
 	return sh, nil
 }
 
-// RenameTable runs ALTER TABLE ... RENAME TO.
-func (Exec) RenameTable(ctx context.Context, q driver.Querier, from, to string) error {
-	_, err := q.ExecContext(ctx, `ALTER TABLE `+QuoteIdent(from)+` RENAME TO `+QuoteIdent(to))
-	return err
-}
-
 // QuoteIdent quotes an identifier for SQLite (and standard SQL).
 func QuoteIdent(name string) string {
 	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
-}
-
-// scopes holds the statements of the usual depths, built once.
-var scopes = func() (s [8]driver.ScopeSQL) {
-	for i := range s {
-		s[i] = newScope(i + 1)
-	}
-	return s
-}()
-
-func newScope(depth int) driver.ScopeSQL {
-	name := "eventlite_nested_" + strconv.Itoa(depth)
-	return driver.ScopeSQL{Open: `SAVEPOINT ` + name, Rollback: `ROLLBACK TO ` + name, Release: `RELEASE ` + name}
-}
-
-// Scope returns savepoint statements named eventlite_nested_<depth>.
-func (Exec) Scope(depth int) driver.ScopeSQL {
-	if depth <= len(scopes) {
-		return scopes[depth-1]
-	}
-	return newScope(depth)
 }
 
 // StartSnapshot reads once: SQLite's deferred transaction takes its

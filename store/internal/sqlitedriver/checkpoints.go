@@ -34,22 +34,3 @@ func (e Exec) SetCheckpoint(ctx context.Context, q driver.Querier, name string, 
 		name, position, token, now)
 	return err == nil, err
 }
-
-// Checkpoints reads the table.
-func (Exec) Checkpoints(ctx context.Context, q driver.ReadQuerier) (map[string]int64, error) {
-	rows, err := q.QueryContext(ctx, `SELECT name, position FROM checkpoints`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]int64{}
-	for rows.Next() {
-		var n string
-		var p int64
-		if err := rows.Scan(&n, &p); err != nil {
-			return nil, err
-		}
-		out[n] = p
-	}
-	return out, rows.Err()
-}

@@ -2,66 +2,9 @@ package sqlitedriver
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 
 	"github.com/eventlite/eventlite/store/internal/driver"
 )
-
-// RelayHasRun reads the relay's lease and published counter.
-func (Exec) RelayHasRun(ctx context.Context, q driver.ReadQuerier) (bool, error) {
-	var n int
-	err := q.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM leases WHERE resource = 'relay')
-		+ (SELECT COALESCE(SUM(value), 0) FROM outbox_counters WHERE name = 'published')`).Scan(&n)
-	return n > 0, err
-}
-
-// EachPendingOutbox reads the pending events without a dead letter.
-func (Exec) EachPendingOutbox(ctx context.Context, q driver.ReadQuerier, before int64, fn func(tenant, eventID string, recordedAt int64) error) error {
-	rows, err := q.QueryContext(ctx, PendingCTE+` SELECT e.tenant, e.event_id, e.recorded_at FROM pending p JOIN events e ON e.position = p.position
-		LEFT JOIN outbox o ON o.position = p.position
-		WHERE o.dead_at IS NULL AND e.recorded_at < ? ORDER BY p.position`, before)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var tenant, id string
-		var at int64
-		if err := rows.Scan(&tenant, &id, &at); err != nil {
-			return err
-		}
-		if err := fn(tenant, id, at); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
-}
-
-// RelayBacklog asks whether a pending event is not a dead letter.
-func (Exec) RelayBacklog(ctx context.Context, q driver.ReadQuerier) (bool, error) {
-	var n int
-	err := q.QueryRowContext(ctx, PendingCTE+` SELECT EXISTS (SELECT 1 FROM pending p LEFT JOIN outbox o ON o.position = p.position WHERE o.dead_at IS NULL)`).Scan(&n)
-	return n > 0, err
-}
-
-// ProjectionBacklog compares the checkpoint with the head.
-func (Exec) ProjectionBacklog(ctx context.Context, q driver.ReadQuerier, name string) (bool, error) {
-	var n int
-	err := q.QueryRowContext(ctx, `SELECT COALESCE((SELECT position FROM checkpoints WHERE name = ?), 0) < (SELECT COALESCE(MAX(position), 0) FROM events)`,
-		name).Scan(&n)
-	return n > 0, err
-}
-
-// FirstRecordedAfter reads recorded_at of the next event.
-func (Exec) FirstRecordedAfter(ctx context.Context, q driver.ReadQuerier, pos int64) (int64, bool, error) {
-	var first sql.NullInt64
-	err := q.QueryRowContext(ctx, `SELECT recorded_at FROM events WHERE position > ? ORDER BY position LIMIT 1`, pos).Scan(&first)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, false, nil
-	}
-	return first.Int64, first.Valid, err
-}
 
 // EachVersionGap groups the events by stream.
 func (x Exec) EachVersionGap(ctx context.Context, q driver.ReadQuerier, fn func(tenant, stream string) error) error {
@@ -173,29 +116,4 @@ func (Exec) TypeCounts(ctx context.Context, q driver.ReadQuerier, tenant string)
 		out[t] = n
 	}
 	return out, rows.Err()
-}
-
-// Tenants skip-scans the streams' primary key: one step per tenant.
-func (Exec) Tenants(ctx context.Context, q driver.ReadQuerier) ([]string, error) {
-	rows, err := q.QueryContext(ctx, `WITH RECURSIVE t(tenant) AS (
-		SELECT MIN(tenant) FROM streams
-		UNION ALL
-		SELECT (SELECT MIN(tenant) FROM streams WHERE tenant > t.tenant) FROM t WHERE t.tenant IS NOT NULL)
-		SELECT tenant FROM t WHERE tenant IS NOT NULL`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []string{}
-	for rows.Next() {
-		var t string
-		if err := rows.Scan(&t); err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return out, nil
 }

@@ -11,13 +11,14 @@ import (
 	"strings"
 
 	"github.com/eventlite/eventlite/store/internal/driver"
+	"github.com/eventlite/eventlite/store/internal/driver/sqlshared"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Exec is the SQLite Executor. It holds nothing: its methods run on the
 // Querier they are given.
-type Exec struct{}
+type Exec struct{ sqlshared.Exec[dialect] }
 
 var (
 	_ driver.Executor = Exec{}

@@ -6,31 +6,21 @@ import (
 	"strings"
 
 	"github.com/eventlite/eventlite/store/internal/driver"
+	"github.com/eventlite/eventlite/store/internal/driver/sqlshared"
 )
-
-// invariantCheck is one invariant's count query.
-type invariantCheck struct {
-	inv   driver.Invariant
-	query string
-}
 
 // CheckLog picks the checks by the tables the file's schema has, then
 // runs one count per check.
 func (x Exec) CheckLog(ctx context.Context, q driver.ReadQuerier, tombstoneType string) ([]driver.Violations, error) {
-	checks := []invariantCheck{
-		{driver.VersionsGapFree, `SELECT COUNT(*) FROM (SELECT tenant, stream_id FROM events
+	checks := []sqlshared.Check{
+		{Inv: driver.VersionsGapFree, Query: `SELECT COUNT(*) FROM (SELECT tenant, stream_id FROM events
 			GROUP BY tenant, stream_id HAVING MIN(version) != 1 OR MAX(version) != COUNT(*))`},
-		{driver.StreamsHaveEvents, `SELECT COUNT(*) FROM streams s
-			WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id)`},
-		{driver.EventsHaveStream, `SELECT COUNT(*) FROM events e
-			WHERE NOT EXISTS (SELECT 1 FROM streams s WHERE s.tenant = e.tenant AND s.stream_id = e.stream_id)`},
-		{driver.EventsHaveOutboxRow, invariantOutboxRows},
-		{driver.OutboxRowsHaveEvent, `SELECT COUNT(*) FROM outbox o
-			WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.position = o.position)`},
-		{driver.PositionsFollowVersions, `SELECT COUNT(*) FROM events a
-			JOIN events b ON b.tenant = a.tenant AND b.stream_id = a.stream_id AND b.version = a.version + 1
-			WHERE b.position <= a.position`},
-		{driver.PositionsGapFree, `SELECT COUNT(*) FROM events a
+		{Inv: driver.StreamsHaveEvents, Query: sqlshared.CheckStreamsHaveEvents},
+		{Inv: driver.EventsHaveStream, Query: sqlshared.CheckEventsHaveStream},
+		{Inv: driver.EventsHaveOutboxRow, Query: invariantOutboxRows},
+		{Inv: driver.OutboxRowsHaveEvent, Query: sqlshared.CheckOutboxRowsHaveEvent},
+		{Inv: driver.PositionsFollowVersions, Query: sqlshared.CheckPositionsFollowVersions},
+		{Inv: driver.PositionsGapFree, Query: `SELECT COUNT(*) FROM events a
 			WHERE a.position > (SELECT MIN(position) FROM events)
 			AND NOT EXISTS (SELECT 1 FROM events b WHERE b.position = a.position - 1)` + invariantRestoreGap},
 	}
@@ -47,12 +37,12 @@ func (x Exec) CheckLog(ctx context.Context, q driver.ReadQuerier, tombstoneType 
 	}
 	switch {
 	case gapsTable:
-		checks[0].query = invariantRestoredVersions
+		checks[0].Query = invariantRestoredVersions
 	case removedTable:
-		checks[0].query = invariantScavengedVersions
+		checks[0].Query = invariantScavengedVersions
 	}
 	if removedTable {
-		checks[len(checks)-1].query += invariantRemovedRange
+		checks[len(checks)-1].Query += invariantRemovedRange
 		checks = append(checks, invariantLifecycleChecks...)
 	}
 	// From schema 15 on an append writes no outbox row: the watermark
@@ -62,7 +52,7 @@ func (x Exec) CheckLog(ctx context.Context, q driver.ReadQuerier, tombstoneType 
 		return nil, err
 	}
 	if watermark {
-		checks = slices.DeleteFunc(checks, func(c invariantCheck) bool { return c.inv == driver.EventsHaveOutboxRow })
+		checks = slices.DeleteFunc(checks, func(c sqlshared.Check) bool { return c.Inv == driver.EventsHaveOutboxRow })
 		checks = append(checks, invariantWatermarkChecks...)
 	}
 	// A file older than the position_holes table has no restore gaps.
@@ -71,7 +61,7 @@ func (x Exec) CheckLog(ctx context.Context, q driver.ReadQuerier, tombstoneType 
 		return nil, err
 	}
 	if !holesTable {
-		checks[len(checks)-1].query = strings.TrimSuffix(checks[len(checks)-1].query, invariantRestoreGap)
+		checks[len(checks)-1].Query = strings.TrimSuffix(checks[len(checks)-1].Query, invariantRestoreGap)
 	}
 	// From schema 14 on the writer hands out positions above the floor.
 	floorTable, err := x.TableExists(ctx, q, "position_floor")
@@ -81,19 +71,7 @@ func (x Exec) CheckLog(ctx context.Context, q driver.ReadQuerier, tombstoneType 
 	if floorTable {
 		checks = append(checks, invariantFloorChecks...)
 	}
-	out := make([]driver.Violations, 0, len(checks))
-	for _, c := range checks {
-		var args []any
-		if c.inv == driver.TombstonesLast {
-			args = []any{tombstoneType}
-		}
-		var n int64
-		if err := q.QueryRowContext(ctx, c.query, args...).Scan(&n); err != nil {
-			return nil, err
-		}
-		out = append(out, driver.Violations{Invariant: c.inv, Count: n})
-	}
-	return out, nil
+	return x.RunChecks(ctx, q, checks, tombstoneType)
 }
 
 // IntegrityCheck runs PRAGMA integrity_check, which answers one row "ok"
@@ -148,19 +126,11 @@ const invariantOutboxRows = `SELECT COUNT(*) FROM events e
 
 // invariantWatermarkChecks check the outbox's watermark (migration 0015): W
 // (settled) and the cursor C (scanned).
-var invariantWatermarkChecks = []invariantCheck{
-	{driver.WatermarkOneRow, `SELECT abs(COUNT(*) - 1) FROM outbox_watermark`},
-	{driver.SettledBelowWatermark, `SELECT COUNT(*) FROM events e
-		WHERE e.position <= (SELECT settled FROM outbox_watermark)
-		AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.position = e.position AND (o.published_at IS NOT NULL OR o.discarded_at IS NOT NULL))`},
-	{driver.PendingBelowCursorBlocked, `SELECT COUNT(*) FROM events e
-		LEFT JOIN outbox o ON o.position = e.position
-		WHERE e.position > (SELECT settled FROM outbox_watermark) AND e.position <= (SELECT scanned FROM outbox_watermark) AND ` + Unsettled + `
-		AND NOT EXISTS (SELECT 1 FROM outbox f JOIN events x ON x.position = f.position
-			WHERE ` + FailingRow + ` AND x.tenant = e.tenant AND x.stream_id = e.stream_id AND f.position <= e.position)`},
-	{driver.WatermarkNotAhead, `SELECT COUNT(*) FROM outbox_watermark
-		WHERE max(settled, scanned) > max(COALESCE((SELECT MAX(position) FROM events), 0),
-			COALESCE((SELECT MAX(to_position) FROM removed_ranges), 0))`},
+var invariantWatermarkChecks = []sqlshared.Check{
+	{Inv: driver.WatermarkOneRow, Query: sqlshared.CheckWatermarkOneRow},
+	{Inv: driver.SettledBelowWatermark, Query: sqlshared.CheckSettledBelowWatermark},
+	{Inv: driver.PendingBelowCursorBlocked, Query: sqlshared.CheckPendingBelowCursorBlocked},
+	{Inv: driver.WatermarkNotAhead, Query: Exec{}.CheckWatermarkNotAhead()},
 }
 
 // invariantScavengedVersions counts the streams whose versions are not
@@ -192,9 +162,9 @@ const (
 // invariantFloorChecks check the position floor (migration 0014): one row, and no
 // removed position at or above the next position handed out, which would
 // hand it out again.
-var invariantFloorChecks = []invariantCheck{
-	{driver.FloorOneRow, `SELECT abs((SELECT COUNT(*) FROM position_floor) - 1)`},
-	{driver.RemovedBelowSequence, `SELECT COUNT(*) FROM removed_ranges r
+var invariantFloorChecks = []sqlshared.Check{
+	{Inv: driver.FloorOneRow, Query: `SELECT abs((SELECT COUNT(*) FROM position_floor) - 1)`},
+	{Inv: driver.RemovedBelowSequence, Query: `SELECT COUNT(*) FROM removed_ranges r
 		WHERE r.to_position > max(COALESCE((SELECT MAX(position) FROM events), 0), COALESCE((SELECT MAX(position) FROM position_floor), 0))`},
 }
 
@@ -205,16 +175,9 @@ const invariantRemovedRange = `
 
 // invariantLifecycleChecks check the lifecycle columns (migration 0011) against
 // the events present; the tombstone's type is the query's argument.
-var invariantLifecycleChecks = []invariantCheck{
-	{driver.TombstonesLast, `SELECT COUNT(*) FROM streams s
-		WHERE s.deleted != 0 AND NOT EXISTS (SELECT 1 FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id
-			AND e.version = (SELECT MAX(version) FROM events n WHERE n.tenant = s.tenant AND n.stream_id = s.stream_id
-				AND n.type <> '` + driver.StreamRestoredType + `') AND e.type = ?)`},
-	{driver.FirstVersionsInRange, `SELECT COUNT(*) FROM streams s
-		WHERE s.first_version < 1
-			OR s.first_version > COALESCE((SELECT MAX(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id), 0) + 1`},
-	{driver.RemovedIDsGone, `SELECT COUNT(*) FROM removed_event_ids r
-		WHERE EXISTS (SELECT 1 FROM events e WHERE e.tenant = r.tenant AND e.event_id = r.event_id)`},
-	{driver.RemovedPositionsGone, `SELECT COUNT(*) FROM removed_ranges r
-		WHERE EXISTS (SELECT 1 FROM events e WHERE e.position BETWEEN r.from_position AND r.to_position)`},
+var invariantLifecycleChecks = []sqlshared.Check{
+	{Inv: driver.TombstonesLast, Query: sqlshared.CheckTombstonesLast},
+	{Inv: driver.FirstVersionsInRange, Query: sqlshared.CheckFirstVersionsInRange},
+	{Inv: driver.RemovedIDsGone, Query: sqlshared.CheckRemovedIDsGone},
+	{Inv: driver.RemovedPositionsGone, Query: sqlshared.CheckRemovedPositionsGone},
 }

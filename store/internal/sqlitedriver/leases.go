@@ -61,13 +61,6 @@ func (Exec) RenewLease(ctx context.Context, q driver.Querier, f driver.Fence, tt
 	return now + ttlMs, n > 0, nil
 }
 
-// ReleaseLease clears the owner and the expiry of a matching row.
-func (Exec) ReleaseLease(ctx context.Context, q driver.Querier, f driver.Fence) error {
-	_, err := q.ExecContext(ctx, `UPDATE leases SET owner = '', expires_at = 0 WHERE resource = ? AND owner = ? AND token = ?`,
-		f.Resource, f.Owner, f.Token)
-	return err
-}
-
 // CheckFence counts the matching live row; the write lock keeps the
 // answer true until the transaction commits.
 func (Exec) CheckFence(ctx context.Context, q driver.Querier, f driver.Fence) (bool, error) {
@@ -75,22 +68,4 @@ func (Exec) CheckFence(ctx context.Context, q driver.Querier, f driver.Fence) (b
 	err := q.QueryRowContext(ctx, `SELECT count(*) FROM leases WHERE resource = ? AND owner = ? AND token = ? AND expires_at > `+nowMillis,
 		f.Resource, f.Owner, f.Token).Scan(&ok)
 	return ok > 0, err
-}
-
-// ListLeases reads the table.
-func (Exec) ListLeases(ctx context.Context, q driver.ReadQuerier) ([]driver.LeaseRow, error) {
-	rows, err := q.QueryContext(ctx, `SELECT resource, owner, token, expires_at, acquired_at, expires_at <= `+nowMillis+` FROM leases ORDER BY resource`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []driver.LeaseRow
-	for rows.Next() {
-		var l driver.LeaseRow
-		if err := rows.Scan(&l.Resource, &l.Owner, &l.Token, &l.ExpiresAt, &l.AcquiredAt, &l.Expired); err != nil {
-			return nil, err
-		}
-		out = append(out, l)
-	}
-	return out, rows.Err()
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/eventlite/eventlite/internal/timecol"
 	"github.com/eventlite/eventlite/store/internal/driver"
+	"github.com/eventlite/eventlite/store/internal/driver/sqlshared"
 )
 
 // The outbox's tables (migrations 0001, 0004 and 0015): outbox holds the
@@ -27,14 +28,11 @@ const outboxColumns = `e.position, e.tenant, e.stream_id, e.version, e.event_id,
 	e.content_type, e.data, ` + SelectAttrs + `,
 	COALESCE(o.attempts, 0), o.first_failed_at, o.last_error`
 
-// Unsettled holds for an event e left-joined to its outbox row o when the
-// event is neither published nor discarded (above the watermark, that is
-// pending).
-const Unsettled = `(o.position IS NULL OR (o.published_at IS NULL AND o.discarded_at IS NULL))`
+// Unsettled is sqlshared.Unsettled.
+const Unsettled = sqlshared.Unsettled
 
-// FailingRow holds for an outbox row f that failed and is still pending:
-// the rows of the outbox_failing index.
-const FailingRow = `f.published_at IS NULL AND f.discarded_at IS NULL AND f.attempts > 0`
+// FailingRow is sqlshared.FailingRow.
+const FailingRow = sqlshared.FailingRow
 
 // heldStreams lists the streams the relay must hold back at time ?1 for a
 // read above position ?2: those with a pending dead letter (parked), a
@@ -131,14 +129,6 @@ func (s *outboxScanner) scan(rows *sql.Rows) (driver.OutboxRow, error) {
 	return r, nil
 }
 
-// OutboxNextAttempt reads the outbox_failing index.
-func (Exec) OutboxNextAttempt(ctx context.Context, q driver.ReadQuerier) (int64, bool, error) {
-	var next sql.NullInt64
-	err := q.QueryRowContext(ctx, `SELECT min(next_attempt_at) FROM outbox
-		WHERE published_at IS NULL AND discarded_at IS NULL AND attempts > 0 AND dead_at IS NULL`).Scan(&next)
-	return next.Int64, next.Valid, err
-}
-
 // fenceHeld is CheckFence: the relay's writes check their fence first, in
 // their transaction.
 func fenceHeld(ctx context.Context, q driver.Querier, f driver.Fence) (bool, error) {
@@ -179,7 +169,7 @@ func (Exec) MarkPublished(ctx context.Context, q driver.Querier, fence driver.Fe
 	if err != nil {
 		return 0, true, err
 	}
-	if err := addCounter(ctx, q, "published", n); err != nil {
+	if err := sqlshared.AddCounter(ctx, q, counterSQL, "published", n); err != nil {
 		return 0, true, err
 	}
 	return n, true, advanceOutbox(ctx, q)
@@ -233,7 +223,7 @@ func (Exec) RecordFailures(ctx context.Context, q driver.Querier, fence driver.F
 		k, _ := res.RowsAffected()
 		n += k
 	}
-	if err := addCounter(ctx, q, "retried", n); err != nil {
+	if err := sqlshared.AddCounter(ctx, q, counterSQL, "retried", n); err != nil {
 		return true, err
 	}
 	return true, advanceOutbox(ctx, q)
@@ -263,7 +253,7 @@ func (Exec) MarkDead(ctx context.Context, q driver.Querier, fence driver.Fence, 
 		k, _ := res.RowsAffected()
 		n += k
 	}
-	if err := addCounter(ctx, q, "dead_lettered", n); err != nil {
+	if err := sqlshared.AddCounter(ctx, q, counterSQL, "dead_lettered", n); err != nil {
 		return true, err
 	}
 	return true, advanceOutbox(ctx, q)
@@ -339,77 +329,13 @@ func lowerOutboxCursor(ctx context.Context, q driver.Querier, p int64) error {
 	return err
 }
 
-// addCounter moves an outbox counter inside the writer's transaction.
-func addCounter(ctx context.Context, q driver.Querier, name string, n int64) error {
-	if n == 0 {
-		return nil
-	}
-	if _, err := q.ExecContext(ctx, `UPDATE outbox_counters SET value = value + ? WHERE name = ?`, n, name); err != nil {
-		return fmt.Errorf("outbox counter %s: %w", name, err)
-	}
-	return nil
-}
-
-// SelectDeadLetters reads the dead letters, through the outbox_failing
-// index; a caller appends its conditions.
-const SelectDeadLetters = `SELECT e.tenant, e.event_id, e.stream_id, e.version, e.position, e.type,
-	o.attempts, COALESCE(o.last_error, ''), COALESCE(o.first_failed_at, 0), COALESCE(o.last_failed_at, 0), o.dead_at
-	FROM outbox o JOIN events e ON e.position = o.position
-	WHERE o.published_at IS NULL AND o.discarded_at IS NULL AND o.attempts > 0 AND o.dead_at IS NOT NULL`
-
-func scanDeadLetter(r interface{ Scan(...any) error }) (driver.DeadLetter, error) {
-	var (
-		d            driver.DeadLetter
-		ff, lf, dead int64
-	)
-	if err := r.Scan(&d.Tenant, &d.EventID, &d.Stream, &d.Version, &d.Position, &d.Type,
-		&d.Attempts, &d.Error, &ff, &lf, &dead); err != nil {
-		return d, err
-	}
-	d.FirstFailed, d.LastFailed, d.DeadAt = time.Unix(0, ff).UTC(), time.Unix(0, lf).UTC(), time.Unix(0, dead).UTC()
-	return d, nil
-}
-
-// deadLetters reads the dead letters of tenant ("" every tenant's), and
-// only the one with eventID when that is not "".
-func deadLetters(ctx context.Context, q driver.ReadQuerier, tenant, eventID string) ([]driver.DeadLetter, error) {
-	query, args := SelectDeadLetters, []any{}
-	if tenant != "" {
-		query += ` AND e.tenant = ?`
-		args = append(args, tenant)
-	}
-	if eventID != "" {
-		query += ` AND e.event_id = ?`
-		args = append(args, eventID)
-	}
-	rows, err := q.QueryContext(ctx, query+` ORDER BY o.position`, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []driver.DeadLetter
-	for rows.Next() {
-		d, err := scanDeadLetter(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	return out, rows.Err()
-}
-
-// DeadLetters reads the outbox_failing index.
-func (Exec) DeadLetters(ctx context.Context, q driver.ReadQuerier, tenant string) ([]driver.DeadLetter, error) {
-	return deadLetters(ctx, q, tenant, "")
-}
+// SelectDeadLetters is sqlshared.SelectDeadLetters.
+const SelectDeadLetters = sqlshared.SelectDeadLetters
 
 // RequeueDeadLetters reads the dead letters, then clears each: SQLite's
 // writer holds the write lock from the read to the commit.
 func (Exec) RequeueDeadLetters(ctx context.Context, q driver.Querier, tenant, eventID string) ([]driver.DeadLetter, error) {
-	ds, err := deadLetters(ctx, q, tenant, eventID)
+	ds, err := Exec{}.DeadLetterList(ctx, q, tenant, eventID, false)
 	if err != nil {
 		return nil, err
 	}
@@ -423,7 +349,7 @@ func (Exec) RequeueDeadLetters(ctx context.Context, q driver.Querier, tenant, ev
 			return nil, err
 		}
 	}
-	if err := addCounter(ctx, q, "requeued", int64(len(ds))); err != nil {
+	if err := sqlshared.AddCounter(ctx, q, counterSQL, "requeued", int64(len(ds))); err != nil {
 		return nil, err
 	}
 	return ds, nil
@@ -432,7 +358,7 @@ func (Exec) RequeueDeadLetters(ctx context.Context, q driver.Querier, tenant, ev
 // DiscardDeadLetter reads the dead letter, then marks it, under the
 // writer's lock.
 func (Exec) DiscardDeadLetter(ctx context.Context, q driver.Querier, now int64, tenant, eventID string) (driver.DeadLetter, bool, error) {
-	d, err := scanDeadLetter(q.QueryRowContext(ctx, SelectDeadLetters+` AND e.tenant = ? AND e.event_id = ?`, tenant, eventID))
+	d, err := sqlshared.ScanDeadLetter(q.QueryRowContext(ctx, SelectDeadLetters+` AND e.tenant = ? AND e.event_id = ?`, tenant, eventID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return driver.DeadLetter{}, false, nil
 	}
@@ -445,56 +371,10 @@ func (Exec) DiscardDeadLetter(ctx context.Context, q driver.Querier, now int64, 
 	if err := lowerOutboxCursor(ctx, q, d.Position); err != nil {
 		return d, true, err
 	}
-	if err := addCounter(ctx, q, "discarded", 1); err != nil {
+	if err := sqlshared.AddCounter(ctx, q, counterSQL, "discarded", 1); err != nil {
 		return d, true, err
 	}
 	return d, true, advanceOutbox(ctx, q)
-}
-
-// ParkedStreams groups the dead letters by stream, then counts each
-// stream's pending rows through the stream's own index.
-func (Exec) ParkedStreams(ctx context.Context, q driver.ReadQuerier, tenant string) ([]driver.ParkedStream, error) {
-	query := `SELECT e.tenant, e.stream_id, min(e.position), min(e.version) FROM outbox o JOIN events e ON e.position = o.position
-		WHERE o.published_at IS NULL AND o.discarded_at IS NULL AND o.attempts > 0 AND o.dead_at IS NOT NULL`
-	var args []any
-	if tenant != "" {
-		query += ` AND e.tenant = ?`
-		args = append(args, tenant)
-	}
-	rows, err := q.QueryContext(ctx, query+` GROUP BY e.tenant, e.stream_id ORDER BY 3`, args...)
-	if err != nil {
-		return nil, err
-	}
-	type parked struct {
-		driver.ParkedStream
-		version int64
-	}
-	var ps []parked
-	for rows.Next() {
-		var p parked
-		if err := rows.Scan(&p.Tenant, &p.Stream, &p.DeadLetter, &p.version); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		ps = append(ps, p)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	out := make([]driver.ParkedStream, 0, len(ps))
-	for _, p := range ps {
-		// The stream's events from its dead letter on, through the
-		// stream's own index.
-		err := q.QueryRowContext(ctx, `SELECT count(*) FROM events e LEFT JOIN outbox o ON o.position = e.position
-			WHERE e.tenant = ? AND e.stream_id = ? AND e.version >= ? AND `+Unsettled,
-			p.Tenant, p.Stream, p.version).Scan(&p.Waiting)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p.ParkedStream)
-	}
-	return out, nil
 }
 
 // PendingCTE names the pending events, pending(position): those above
@@ -560,40 +440,4 @@ func (Exec) OutboxStats(ctx context.Context, q driver.ReadQuerier) (driver.Outbo
 		st.Counters[name] = v
 	}
 	return st, rows.Err()
-}
-
-// OutboxEntries left-joins the events to their ledger rows.
-func (Exec) OutboxEntries(ctx context.Context, q driver.ReadQuerier, after int64, limit int) ([]driver.OutboxEntry, error) {
-	rows, err := q.QueryContext(ctx, `SELECT e.position, e.tenant, e.event_id, e.stream_id, e.version, COALESCE(o.attempts, 0),
-		COALESCE(o.last_error, ''), o.next_attempt_at, o.first_failed_at, o.last_failed_at, o.dead_at, o.discarded_at,
-		o.published_at, COALESCE(o.broker_sequence, 0), COALESCE(o.published_token, 0), e.recorded_at
-		FROM events e LEFT JOIN outbox o ON o.position = e.position WHERE e.position > ? ORDER BY e.position LIMIT ?`, after, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []driver.OutboxEntry
-	for rows.Next() {
-		var (
-			x                             driver.OutboxEntry
-			next, ff, lf, dead, disc, pub sql.NullInt64
-			seq, rec                      int64
-		)
-		if err := rows.Scan(&x.Position, &x.Tenant, &x.EventID, &x.Stream, &x.Version, &x.Attempts, &x.LastError,
-			&next, &ff, &lf, &dead, &disc, &pub, &seq, &x.PublishedToken, &rec); err != nil {
-			return nil, err
-		}
-		x.BrokerSequence, x.RecordedAt = uint64(seq), time.Unix(0, rec).UTC()
-		x.NextAttemptAt, x.FirstFailedAt, x.LastFailedAt = nullTime(next), nullTime(ff), nullTime(lf)
-		x.DeadAt, x.DiscardedAt, x.PublishedAt = nullTime(dead), nullTime(disc), nullTime(pub)
-		out = append(out, x)
-	}
-	return out, rows.Err()
-}
-
-func nullTime(n sql.NullInt64) time.Time {
-	if !n.Valid {
-		return time.Time{}
-	}
-	return time.Unix(0, n.Int64).UTC()
 }

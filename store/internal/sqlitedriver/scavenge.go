@@ -40,14 +40,6 @@ func (Exec) OldestVersion(ctx context.Context, q driver.ReadQuerier, tenant, str
 	return lo, err
 }
 
-// RemovableBefore reads min(first_version, newest version).
-func (Exec) RemovableBefore(ctx context.Context, q driver.ReadQuerier, tenant, stream string) (int64, error) {
-	var now int64
-	err := q.QueryRowContext(ctx, `SELECT MIN(s.first_version, (SELECT MAX(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id))
-		FROM streams s WHERE s.tenant = ? AND s.stream_id = ?`, tenant, stream).Scan(&now)
-	return now, err
-}
-
 // LowestReader reads checkpoints, projections and rebuilds in one
 // statement.
 func (Exec) LowestReader(ctx context.Context, q driver.ReadQuerier) (by, name string, pos int64, ok bool, err error) {
@@ -70,27 +62,6 @@ func (Exec) OutboxSettled(ctx context.Context, q driver.ReadQuerier) (settled, p
 	return settled, pending, err
 }
 
-// WalkStream reads the stream's events in version order.
-func (Exec) WalkStream(ctx context.Context, q driver.ReadQuerier, tenant, stream string, from, before int64, limit int, fn func(pos, version int64) bool) error {
-	rows, err := q.QueryContext(ctx, `SELECT e.position, e.version FROM events e
-		WHERE e.tenant = ? AND e.stream_id = ? AND e.version >= ? AND e.version < ?
-		ORDER BY e.version LIMIT ?`, tenant, stream, from, before, limit)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var pos, version int64
-		if err := rows.Scan(&pos, &version); err != nil {
-			return err
-		}
-		if !fn(pos, version) {
-			break
-		}
-	}
-	return rows.Err()
-}
-
 // LoadScavengeBatch fills temp.scavenge_batch.
 func (Exec) LoadScavengeBatch(ctx context.Context, q driver.Querier, positions []int64) error {
 	if _, err := q.ExecContext(ctx, `CREATE TEMP TABLE IF NOT EXISTS scavenge_batch (position INTEGER PRIMARY KEY)`); err != nil {
@@ -107,69 +78,11 @@ func (Exec) LoadScavengeBatch(ctx context.Context, q driver.Querier, positions [
 	return err
 }
 
-// RecordRemovedIDs copies the batch's ids into removed_event_ids.
-func (Exec) RecordRemovedIDs(ctx context.Context, q driver.Querier) error {
-	_, err := q.ExecContext(ctx, `INSERT INTO removed_event_ids (tenant, event_id)
-		SELECT tenant, event_id FROM events WHERE position IN (SELECT position FROM temp.scavenge_batch)`)
-	return err
-}
-
 // RaisePositionFloor raises position_floor to the highest stored
 // position.
 func (Exec) RaisePositionFloor(ctx context.Context, q driver.Querier) error {
 	_, err := q.ExecContext(ctx, `UPDATE position_floor SET position = max(position, (SELECT COALESCE(MAX(position), 0) FROM events))`)
 	return err
-}
-
-// MergeRemovedRange reads the neighbours in removed_ranges, deletes what
-// the merged range covers and inserts it.
-func (Exec) MergeRemovedRange(ctx context.Context, q driver.Querier, rFrom, rTo, at int64) (int64, int64, error) {
-	var from, to int64
-	err := q.QueryRowContext(ctx, `SELECT from_position, to_position FROM removed_ranges WHERE from_position < ? ORDER BY from_position DESC LIMIT 1`, rFrom).Scan(&from, &to)
-	switch {
-	case err == nil && to >= rFrom-1:
-		rFrom = from
-		rTo = max(rTo, to)
-	case err != nil && !errors.Is(err, sql.ErrNoRows):
-		return rFrom, rTo, err
-	}
-	err = q.QueryRowContext(ctx, `SELECT to_position FROM removed_ranges WHERE from_position = ?`, rTo+1).Scan(&to)
-	switch {
-	case err == nil:
-		rTo = to
-	case !errors.Is(err, sql.ErrNoRows):
-		return rFrom, rTo, err
-	}
-	if _, err := q.ExecContext(ctx, `DELETE FROM removed_ranges WHERE from_position BETWEEN ? AND ?`, rFrom, rTo); err != nil {
-		return rFrom, rTo, err
-	}
-	_, err = q.ExecContext(ctx, `INSERT INTO removed_ranges (from_position, to_position, removed_at) VALUES (?, ?, ?)`, rFrom, rTo, at)
-	return rFrom, rTo, err
-}
-
-// DeleteBatchOutbox deletes the batch's outbox rows.
-func (Exec) DeleteBatchOutbox(ctx context.Context, q driver.Querier) error {
-	_, err := q.ExecContext(ctx, `DELETE FROM outbox WHERE position IN (SELECT position FROM temp.scavenge_batch)`)
-	return err
-}
-
-// DeleteBatchEvents deletes the batch's events.
-func (Exec) DeleteBatchEvents(ctx context.Context, q driver.Querier) (int64, error) {
-	res, err := q.ExecContext(ctx, `DELETE FROM events WHERE position IN (SELECT position FROM temp.scavenge_batch)`)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
-}
-
-// IDRemoved looks removed_event_ids up.
-func (Exec) IDRemoved(ctx context.Context, q driver.ReadQuerier, tenant, id string) (bool, error) {
-	var one int
-	err := q.QueryRowContext(ctx, `SELECT 1 FROM removed_event_ids WHERE tenant = ? AND event_id = ?`, tenant, id).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	return err == nil, err
 }
 
 // SetSecureDelete sets PRAGMA secure_delete to ON, or to FAST (the

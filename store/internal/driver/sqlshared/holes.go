@@ -1,4 +1,4 @@
-package pgdriver
+package sqlshared
 
 import (
 	"context"
@@ -8,29 +8,29 @@ import (
 )
 
 // PositionSpan reads min and count over the range in one statement.
-func (Exec) PositionSpan(ctx context.Context, q driver.ReadQuerier, after, upto int64) (int64, int64, bool, error) {
+func (x Exec[D]) PositionSpan(ctx context.Context, q driver.ReadQuerier, after, upto int64) (int64, int64, bool, error) {
 	var lo sql.NullInt64
 	var n int64
-	if err := q.QueryRowContext(ctx, `SELECT min(position), count(*) FROM events WHERE position > $1 AND position <= $2`, after, upto).Scan(&lo, &n); err != nil {
+	if err := q.QueryRowContext(ctx, x.bind(`SELECT min(position), count(*) FROM events WHERE position > ? AND position <= ?`), after, upto).Scan(&lo, &n); err != nil {
 		return 0, 0, false, err
 	}
 	return lo.Int64, n, lo.Valid, nil
 }
 
 // RemovedRangesIn reads removed_ranges.
-func (Exec) RemovedRangesIn(ctx context.Context, q driver.ReadQuerier, from, to int64) ([]driver.PositionRun, error) {
-	rows, err := q.QueryContext(ctx, `SELECT from_position, to_position FROM removed_ranges WHERE from_position <= $1 AND to_position >= $2 ORDER BY from_position`, to, from)
+func (x Exec[D]) RemovedRangesIn(ctx context.Context, q driver.ReadQuerier, from, to int64) ([]driver.PositionRun, error) {
+	rows, err := q.QueryContext(ctx, x.bind(`SELECT from_position, to_position FROM removed_ranges WHERE from_position <= ? AND to_position >= ? ORDER BY from_position`), to, from)
 	return positionRuns(rows, err)
 }
 
 // PositionGaps finds every stored event whose successor position is not
 // stored, and the next stored position after it, by the event's
 // position.
-func (Exec) PositionGaps(ctx context.Context, q driver.ReadQuerier, from, upto int64) ([]driver.PositionRun, error) {
-	rows, err := q.QueryContext(ctx, `SELECT a.position + 1, (SELECT min(b.position) FROM events b WHERE b.position > a.position) - 1
-		FROM events a WHERE a.position >= $1 AND a.position < $2
+func (x Exec[D]) PositionGaps(ctx context.Context, q driver.ReadQuerier, from, upto int64) ([]driver.PositionRun, error) {
+	rows, err := q.QueryContext(ctx, x.bind(`SELECT a.position + 1, (SELECT min(b.position) FROM events b WHERE b.position > a.position) - 1
+		FROM events a WHERE a.position >= ? AND a.position < ?
 		AND NOT EXISTS (SELECT 1 FROM events c WHERE c.position = a.position + 1)
-		ORDER BY a.position`, from, upto)
+		ORDER BY a.position`), from, upto)
 	return positionRuns(rows, err)
 }
 
@@ -60,14 +60,14 @@ func positionRuns(rows *sql.Rows, err error) ([]driver.PositionRun, error) {
 }
 
 // RecordHole inserts, keeping a row already there.
-func (Exec) RecordHole(ctx context.Context, q driver.Querier, h driver.HoleRow, now int64) error {
-	_, err := q.ExecContext(ctx, `INSERT INTO position_holes (from_position, to_position, detected_by, detected_at) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (from_position) DO NOTHING`, h.From, h.To, h.DetectedBy, now)
+func (x Exec[D]) RecordHole(ctx context.Context, q driver.Querier, h driver.HoleRow, now int64) error {
+	_, err := q.ExecContext(ctx, x.bind(`INSERT INTO position_holes (from_position, to_position, detected_by, detected_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (from_position) DO NOTHING`), h.From, h.To, h.DetectedBy, now)
 	return err
 }
 
 // RecordedHoles reads position_holes.
-func (Exec) RecordedHoles(ctx context.Context, q driver.ReadQuerier) ([]driver.HoleRow, error) {
+func (Exec[D]) RecordedHoles(ctx context.Context, q driver.ReadQuerier) ([]driver.HoleRow, error) {
 	rows, err := q.QueryContext(ctx, `SELECT from_position, to_position, detected_by, detected_at FROM position_holes ORDER BY from_position`)
 	if err != nil {
 		return nil, err
@@ -85,6 +85,6 @@ func (Exec) RecordedHoles(ctx context.Context, q driver.ReadQuerier) ([]driver.H
 }
 
 // HolesDetectedBy reads position_holes.
-func (Exec) HolesDetectedBy(ctx context.Context, q driver.ReadQuerier, detectedBy string) ([]driver.FileHole, error) {
-	return driver.ReadHoles(ctx, q, `SELECT from_position, to_position FROM position_holes WHERE detected_by = $1 ORDER BY from_position`, detectedBy)
+func (x Exec[D]) HolesDetectedBy(ctx context.Context, q driver.ReadQuerier, detectedBy string) ([]driver.FileHole, error) {
+	return driver.ReadHoles(ctx, q, x.bind(`SELECT from_position, to_position FROM position_holes WHERE detected_by = ? ORDER BY from_position`), detectedBy)
 }

@@ -1,4 +1,4 @@
-package pgdriver
+package sqlshared
 
 import (
 	"context"
@@ -7,9 +7,6 @@ import (
 
 	"github.com/eventlite/eventlite/store/internal/driver"
 )
-
-// userEvent is the SQL condition for an event that is not eventlite's own.
-const userEvent = `NOT starts_with(type, 'eventlite.')`
 
 // retentionLimit stores a limit of 0 (none) as NULL.
 func retentionLimit(v int64) any {
@@ -20,16 +17,16 @@ func retentionLimit(v int64) any {
 }
 
 // SetRetention upserts into retention_policies.
-func (Exec) SetRetention(ctx context.Context, q driver.Querier, p driver.RetentionPolicy) error {
-	_, err := q.ExecContext(ctx, `INSERT INTO retention_policies (prefix, max_age, max_count, updated_at) VALUES ($1, $2, $3, $4)
-			ON CONFLICT (prefix) DO UPDATE SET max_age = EXCLUDED.max_age, max_count = EXCLUDED.max_count, updated_at = EXCLUDED.updated_at`,
+func (x Exec[D]) SetRetention(ctx context.Context, q driver.Querier, p driver.RetentionPolicy) error {
+	_, err := q.ExecContext(ctx, x.bind(`INSERT INTO retention_policies (prefix, max_age, max_count, updated_at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (prefix) DO UPDATE SET max_age = excluded.max_age, max_count = excluded.max_count, updated_at = excluded.updated_at`),
 		p.Prefix, retentionLimit(p.MaxAge), retentionLimit(p.MaxCount), p.UpdatedAt)
 	return err
 }
 
 // UnsetRetention deletes from retention_policies.
-func (Exec) UnsetRetention(ctx context.Context, q driver.Querier, prefix string) (bool, error) {
-	res, err := q.ExecContext(ctx, `DELETE FROM retention_policies WHERE prefix = $1`, prefix)
+func (x Exec[D]) UnsetRetention(ctx context.Context, q driver.Querier, prefix string) (bool, error) {
+	res, err := q.ExecContext(ctx, x.bind(`DELETE FROM retention_policies WHERE prefix = ?`), prefix)
 	if err != nil {
 		return false, err
 	}
@@ -38,7 +35,7 @@ func (Exec) UnsetRetention(ctx context.Context, q driver.Querier, prefix string)
 }
 
 // RetentionPolicies reads retention_policies.
-func (Exec) RetentionPolicies(ctx context.Context, q driver.ReadQuerier) ([]driver.RetentionPolicy, error) {
+func (Exec[D]) RetentionPolicies(ctx context.Context, q driver.ReadQuerier) ([]driver.RetentionPolicy, error) {
 	rows, err := q.QueryContext(ctx, `SELECT prefix, max_age, max_count, updated_at FROM retention_policies ORDER BY prefix`)
 	if err != nil {
 		return nil, err
@@ -58,7 +55,7 @@ func (Exec) RetentionPolicies(ctx context.Context, q driver.ReadQuerier) ([]driv
 }
 
 // EachLiveStream reads the streams with deleted = 0.
-func (Exec) EachLiveStream(ctx context.Context, q driver.ReadQuerier, fn func(tenant, stream string, version, first int64) error) error {
+func (Exec[D]) EachLiveStream(ctx context.Context, q driver.ReadQuerier, fn func(tenant, stream string, version, first int64) error) error {
 	rows, err := q.QueryContext(ctx, `SELECT s.tenant, s.stream_id, COALESCE((SELECT max(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id), 0),
 		s.first_version FROM streams s WHERE s.deleted = 0`)
 	if err != nil {
@@ -79,28 +76,28 @@ func (Exec) EachLiveStream(ctx context.Context, q driver.ReadQuerier, fn func(te
 }
 
 // NewestUserVersion reads max(version) of the user events.
-func (Exec) NewestUserVersion(ctx context.Context, q driver.ReadQuerier, tenant, stream string, from int64) (int64, bool, error) {
+func (x Exec[D]) NewestUserVersion(ctx context.Context, q driver.ReadQuerier, tenant, stream string, from int64) (int64, bool, error) {
 	var v sql.NullInt64
-	err := q.QueryRowContext(ctx, `SELECT max(version) FROM events WHERE tenant = $1 AND stream_id = $2 AND version >= $3 AND `+userEvent,
+	err := q.QueryRowContext(ctx, x.bind(`SELECT max(version) FROM events WHERE tenant = ? AND stream_id = ? AND version >= ? AND `+x.dialect().UserEvent()),
 		tenant, stream, from).Scan(&v)
 	return v.Int64, v.Valid, err
 }
 
 // NewestUserVersionBefore reads max(version) of the user events recorded
 // before the cutoff.
-func (Exec) NewestUserVersionBefore(ctx context.Context, q driver.ReadQuerier, tenant, stream string, from, below, recordedBefore int64) (int64, bool, error) {
+func (x Exec[D]) NewestUserVersionBefore(ctx context.Context, q driver.ReadQuerier, tenant, stream string, from, below, recordedBefore int64) (int64, bool, error) {
 	var v sql.NullInt64
-	err := q.QueryRowContext(ctx, `SELECT max(version) FROM events WHERE tenant = $1 AND stream_id = $2 AND version >= $3 AND version < $4 AND recorded_at < $5 AND `+userEvent,
+	err := q.QueryRowContext(ctx, x.bind(`SELECT max(version) FROM events WHERE tenant = ? AND stream_id = ? AND version >= ? AND version < ? AND recorded_at < ? AND `+x.dialect().UserEvent()),
 		tenant, stream, from, below, recordedBefore).Scan(&v)
 	return v.Int64, v.Valid, err
 }
 
 // NthNewestUserVersion reads the user events newest first with OFFSET
 // n-1.
-func (Exec) NthNewestUserVersion(ctx context.Context, q driver.ReadQuerier, tenant, stream string, from, n int64) (int64, bool, error) {
+func (x Exec[D]) NthNewestUserVersion(ctx context.Context, q driver.ReadQuerier, tenant, stream string, from, n int64) (int64, bool, error) {
 	var v int64
-	err := q.QueryRowContext(ctx, `SELECT version FROM events WHERE tenant = $1 AND stream_id = $2 AND version >= $3 AND `+userEvent+`
-				ORDER BY version DESC LIMIT 1 OFFSET $4`, tenant, stream, from, n-1).Scan(&v)
+	err := q.QueryRowContext(ctx, x.bind(`SELECT version FROM events WHERE tenant = ? AND stream_id = ? AND version >= ? AND `+x.dialect().UserEvent()+`
+				ORDER BY version DESC LIMIT 1 OFFSET ?`), tenant, stream, from, n-1).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}

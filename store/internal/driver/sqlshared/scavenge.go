@@ -1,0 +1,102 @@
+package sqlshared
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/eventlite/eventlite/store/internal/driver"
+)
+
+// The scavenge's statements that both engines run alike; the batch's
+// positions are in the temporary table Dialect.ScavengeBatch names.
+
+// RemovableBefore reads the least of first_version and the newest
+// version.
+func (x Exec[D]) RemovableBefore(ctx context.Context, q driver.ReadQuerier, tenant, stream string) (int64, error) {
+	var now int64
+	err := q.QueryRowContext(ctx, x.bind(`SELECT `+x.dialect().Least()+`(s.first_version, (SELECT max(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id))
+		FROM streams s WHERE s.tenant = ? AND s.stream_id = ?`), tenant, stream).Scan(&now)
+	return now, err
+}
+
+// WalkStream reads the stream's events in version order.
+func (x Exec[D]) WalkStream(ctx context.Context, q driver.ReadQuerier, tenant, stream string, from, before int64, limit int, fn func(pos, version int64) bool) error {
+	rows, err := q.QueryContext(ctx, x.bind(`SELECT e.position, e.version FROM events e
+		WHERE e.tenant = ? AND e.stream_id = ? AND e.version >= ? AND e.version < ?
+		ORDER BY e.version LIMIT ?`), tenant, stream, from, before, limit)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var pos, version int64
+		if err := rows.Scan(&pos, &version); err != nil {
+			return err
+		}
+		if !fn(pos, version) {
+			break
+		}
+	}
+	return rows.Err()
+}
+
+// RecordRemovedIDs copies the batch's ids into removed_event_ids; the
+// events_removed_id trigger refuses them to later inserts.
+func (x Exec[D]) RecordRemovedIDs(ctx context.Context, q driver.Querier) error {
+	_, err := q.ExecContext(ctx, `INSERT INTO removed_event_ids (tenant, event_id)
+		SELECT tenant, event_id FROM events WHERE position IN (SELECT position FROM `+x.dialect().ScavengeBatch()+`)`)
+	return err
+}
+
+// MergeRemovedRange reads the neighbours in removed_ranges, deletes what
+// the merged range covers and inserts it. The batch's transaction is the
+// writer's, so no other writer touches removed_ranges meanwhile.
+func (x Exec[D]) MergeRemovedRange(ctx context.Context, q driver.Querier, rFrom, rTo, at int64) (int64, int64, error) {
+	var from, to int64
+	err := q.QueryRowContext(ctx, x.bind(`SELECT from_position, to_position FROM removed_ranges WHERE from_position < ? ORDER BY from_position DESC LIMIT 1`), rFrom).Scan(&from, &to)
+	switch {
+	case err == nil && to >= rFrom-1:
+		rFrom = from
+		rTo = max(rTo, to)
+	case err != nil && !errors.Is(err, sql.ErrNoRows):
+		return rFrom, rTo, err
+	}
+	err = q.QueryRowContext(ctx, x.bind(`SELECT to_position FROM removed_ranges WHERE from_position = ?`), rTo+1).Scan(&to)
+	switch {
+	case err == nil:
+		rTo = to
+	case !errors.Is(err, sql.ErrNoRows):
+		return rFrom, rTo, err
+	}
+	if _, err := q.ExecContext(ctx, x.bind(`DELETE FROM removed_ranges WHERE from_position BETWEEN ? AND ?`), rFrom, rTo); err != nil {
+		return rFrom, rTo, err
+	}
+	_, err = q.ExecContext(ctx, x.bind(`INSERT INTO removed_ranges (from_position, to_position, removed_at) VALUES (?, ?, ?)`), rFrom, rTo, at)
+	return rFrom, rTo, err
+}
+
+// DeleteBatchOutbox deletes the batch's outbox rows.
+func (x Exec[D]) DeleteBatchOutbox(ctx context.Context, q driver.Querier) error {
+	_, err := q.ExecContext(ctx, `DELETE FROM outbox WHERE position IN (SELECT position FROM `+x.dialect().ScavengeBatch()+`)`)
+	return err
+}
+
+// DeleteBatchEvents deletes the batch's events.
+func (x Exec[D]) DeleteBatchEvents(ctx context.Context, q driver.Querier) (int64, error) {
+	res, err := q.ExecContext(ctx, `DELETE FROM events WHERE position IN (SELECT position FROM `+x.dialect().ScavengeBatch()+`)`)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// IDRemoved looks removed_event_ids up.
+func (x Exec[D]) IDRemoved(ctx context.Context, q driver.ReadQuerier, tenant, id string) (bool, error) {
+	var one int
+	err := q.QueryRowContext(ctx, x.bind(`SELECT 1 FROM removed_event_ids WHERE tenant = ? AND event_id = ?`), tenant, id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
