@@ -111,6 +111,15 @@ func (r *reader) ReadStream(ctx context.Context, page []envelope.Event, tenant, 
 // most, else builds the query.
 func (r *reader) ReadAll(ctx context.Context, page []envelope.Event, f *driver.LogFilter, from int64, n int) ([]envelope.Event, error) {
 	var packed func() (*sql.Rows, error)
+	if f.Query != nil {
+		return readPacked(page, &packedScanner{}, func() (*sql.Rows, error) {
+			q, args := driver.QueryRead(false, SelectPacked, f, from, n)
+			return r.db.QueryContext(ctx, q, args...)
+		}, func() (*sql.Rows, error) {
+			q, args := driver.QueryRead(false, SelectEvents, f, from, n)
+			return r.db.QueryContext(ctx, q, args...)
+		})
+	}
 	switch {
 	case len(f.Types) > 0, f.StreamPrefix != "", f.CorrelationID != "", f.Backward:
 		packed = func() (*sql.Rows, error) {
