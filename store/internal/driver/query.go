@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"context"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -210,4 +211,50 @@ func LiftTags(e *envelope.Event) {
 	if len(e.Extensions) == 0 {
 		e.Extensions = nil
 	}
+}
+
+// EachTagRow calls fn for every row of event_tags, in position order. It
+// returns nil at once on a database without the table (an older schema).
+func EachTagRow(ctx context.Context, q ReadQuerier, fn func(tenant string, position int64, tag string) error) error {
+	rows, err := q.QueryContext(ctx, `SELECT tenant, position, tag FROM event_tags ORDER BY position, tag`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var tenant, tag string
+		var pos int64
+		if err := rows.Scan(&tenant, &pos, &tag); err != nil {
+			return err
+		}
+		if err := fn(tenant, pos, tag); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// StripTags returns the stored extensions ext without the
+// envelope.ExtTags extension (nil when nothing is left), and the tags it
+// held (none when its value does not decode: no index rows exist for
+// it). ok is false when ext holds no such extension.
+func StripTags(ext []byte) (out []byte, tags []string, ok bool, err error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(ext, &m); err != nil {
+		return nil, nil, false, err
+	}
+	raw, ok := m[envelope.ExtTags]
+	if !ok {
+		return ext, nil, false, nil
+	}
+	var v string
+	if json.Unmarshal(raw, &v) == nil {
+		tags, _ = envelope.DecodeTags(v)
+	}
+	delete(m, envelope.ExtTags)
+	if len(m) == 0 {
+		return nil, tags, true, nil
+	}
+	out, err = json.Marshal(m)
+	return out, tags, true, err
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 
+	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
@@ -54,4 +55,78 @@ func (w *writer) FirstMatch(ctx context.Context, tenant string, q *driver.Query,
 		return driver.Match{}, false, err
 	}
 	return m, true, nil
+}
+
+// EachEventTags reads the tags extension out of the extensions column.
+func (x Exec) EachEventTags(ctx context.Context, q driver.ReadQuerier, fn func(tenant string, position int64, value string) error) error {
+	if ok, err := x.TableExists(ctx, q, "event_tags"); err != nil || !ok {
+		return err
+	}
+	rows, err := q.QueryContext(ctx, `SELECT tenant, position, extensions::json ->> '`+envelope.ExtTags+`' FROM events
+		WHERE extensions IS NOT NULL AND json_typeof(extensions::json -> '`+envelope.ExtTags+`') = 'string' ORDER BY position`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var tenant, v string
+		var pos int64
+		if err := rows.Scan(&tenant, &pos, &v); err != nil {
+			return err
+		}
+		if err := fn(tenant, pos, v); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// EraseSubjectTags rewrites the extensions of the subject's tagged
+// events without the tags and deletes their index rows.
+func (Exec) EraseSubjectTags(ctx context.Context, q driver.Querier, tenant, subject string) (int64, error) {
+	rows, err := q.QueryContext(ctx, `SELECT e.position, e.extensions FROM events e
+		WHERE e.tenant = $1 AND e.extensions IS NOT NULL AND `+erasureKeyOf+` = $2
+		AND (e.extensions::json ->> '`+envelope.ExtTags+`') IS NOT NULL FOR UPDATE`, tenant, subject)
+	if err != nil {
+		return 0, err
+	}
+	type change struct {
+		pos  int64
+		ext  []byte
+		tags []string
+	}
+	var changes []change
+	for rows.Next() {
+		var c change
+		var ext string
+		if err := rows.Scan(&c.pos, &ext); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		out, tags, ok, err := driver.StripTags([]byte(ext))
+		if err != nil || !ok {
+			continue
+		}
+		c.ext, c.tags = out, tags
+		changes = append(changes, c)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	for _, c := range changes {
+		var ext any
+		if c.ext != nil {
+			ext = string(c.ext)
+		}
+		if _, err := q.ExecContext(ctx, `UPDATE events SET extensions = $1 WHERE position = $2`, ext, c.pos); err != nil {
+			return 0, err
+		}
+		if len(c.tags) > 0 {
+			if _, err := q.ExecContext(ctx, `DELETE FROM event_tags WHERE tenant = $1 AND position = $2 AND tag = ANY($3::text[])`, tenant, c.pos, c.tags); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return int64(len(changes)), nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
@@ -113,4 +114,87 @@ func (w *writer) FirstMatch(ctx context.Context, tenant string, q *driver.Query,
 		return driver.Match{}, false, err
 	}
 	return m, true, nil
+}
+
+// EachEventTags reads the tags extension out of attrs' extensions.
+func (x Exec) EachEventTags(ctx context.Context, q driver.ReadQuerier, fn func(tenant string, position int64, value string) error) error {
+	if ok, err := x.TableExists(ctx, q, "event_tags"); err != nil || !ok {
+		return err
+	}
+	rows, err := q.QueryContext(ctx, `SELECT tenant, position, json_extract(x, '$.`+envelope.ExtTags+`') FROM (
+		SELECT tenant, position, `+ExtensionsSQL+` AS x FROM events WHERE attrs IS NOT NULL)
+		WHERE x IS NOT NULL AND json_valid(x) AND json_type(x, '$.`+envelope.ExtTags+`') = 'text' ORDER BY position`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var tenant, v string
+		var pos int64
+		if err := rows.Scan(&tenant, &pos, &v); err != nil {
+			return err
+		}
+		if err := fn(tenant, pos, v); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// EraseSubjectTags rewrites the attrs of the subject's tagged events
+// without the tags and deletes their index rows.
+func (Exec) EraseSubjectTags(ctx context.Context, q driver.Querier, tenant, subject string) (int64, error) {
+	rows, err := q.QueryContext(ctx, `SELECT position, attrs FROM events
+		WHERE tenant = ?1 AND attrs IS NOT NULL AND json_extract(`+ExtensionsSQL+`, '$.erasurekey') = ?2
+		AND json_extract(`+ExtensionsSQL+`, '$.`+envelope.ExtTags+`') IS NOT NULL`, tenant, subject)
+	if err != nil {
+		return 0, err
+	}
+	type change struct {
+		pos   int64
+		attrs []byte
+		tags  []string
+	}
+	var changes []change
+	for rows.Next() {
+		var c change
+		var attrs []byte
+		if err := rows.Scan(&c.pos, &attrs); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		f, err := attrFields(string(attrs))
+		if err != nil {
+			rows.Close()
+			return 0, err
+		}
+		ext, tags, ok, err := driver.StripTags([]byte(f[3]))
+		if err != nil || !ok {
+			continue // not JSON, or no tags: nothing to erase
+		}
+		c.tags = tags
+		if f[0] != "" || f[1] != "" || f[2] != "" || len(ext) > 0 {
+			c.attrs = append([]byte(f[0]+"\x00"+f[1]+"\x00"+f[2]+"\x00"), ext...)
+		}
+		changes = append(changes, c)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	for _, c := range changes {
+		var attrs any
+		if c.attrs != nil {
+			attrs = c.attrs
+		}
+		if _, err := q.ExecContext(ctx, `UPDATE events SET attrs = ? WHERE position = ?`, attrs, c.pos); err != nil {
+			return 0, err
+		}
+		for _, tag := range c.tags {
+			if _, err := q.ExecContext(ctx, `DELETE FROM event_tags WHERE tenant = ? AND tag = ? AND position = ?`, tenant, tag, c.pos); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return int64(len(changes)), nil
 }

@@ -1,0 +1,198 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/storetest"
+)
+
+// tagStores opens a SQLite store and, when EVENTLITE_TEST_POSTGRES is
+// set, a PostgreSQL one, each checked for its invariants at cleanup.
+func tagStores(t *testing.T, opts *store.Options) map[string]*store.Store {
+	t.Helper()
+	out := map[string]*store.Store{"sqlite": storetest.MustOpen(t, opts)}
+	if os.Getenv(storetest.PostgresEnv) != "" {
+		base := storetest.PostgresBase(t)
+		out["postgres"] = storetest.MustOpenPath(t, storetest.PostgresSchema(t, base), opts)
+	} else {
+		t.Log("PostgreSQL skipped: " + storetest.PostgresEnv + " is empty")
+	}
+	return out
+}
+
+func taggedEvent(t *testing.T, typ string, tags ...string) envelope.Event {
+	t.Helper()
+	e := drivertest.Event(t, typ, map[string]string{"k": "v"})
+	e.Tags = tags
+	return e
+}
+
+// TestForgetErasesTags: the tags of an event under a forgotten subject
+// are erased with its data: the event reads without them, no query
+// matches it, and the user name it claimed is free again.
+func TestForgetErasesTags(t *testing.T) {
+	for name, s := range tagStores(t, &store.Options{MasterKey: drivertest.MasterKey(t, 40)}) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			nameQ := store.Query{Items: []store.QueryItem{{Tags: []string{"username:alice"}}}}
+			claim := func(stream, subject string) error {
+				e := drivertest.Personal(t, subject, subject+"@example.org")
+				e.Tags = []string{"username:alice", "user:" + subject}
+				_, err := s.Append(ctx, "default", stream, store.NoStream.If(store.Condition{Query: nameQ}), e)
+				return err
+			}
+			if err := claim("user-1", "subj-1"); err != nil {
+				t.Fatal(err)
+			}
+			// Another event of the same subject, without tags, and one
+			// of another subject with the tag user:subj-1 spelled alike
+			// but its own: it keeps its tags.
+			if _, err := s.Append(ctx, "default", "user-1", store.Any, drivertest.Personal(t, "subj-1", "x")); err != nil {
+				t.Fatal(err)
+			}
+			other := taggedEvent(t, "Note", "user:subj-1")
+			other.ID = "note-" + name
+			if _, err := s.Append(ctx, "default", "notes", store.Any, other); err != nil {
+				t.Fatal(err)
+			}
+			if err := claim("user-2", "subj-2"); !errors.Is(err, store.ErrConditionFailed) {
+				t.Fatalf("second claim before the forget: %v", err)
+			}
+			if _, err := s.Erasure().Forget(ctx, "default", "subj-1"); err != nil {
+				t.Fatal(err)
+			}
+			for ev, err := range s.ReadStream(ctx, "default", "user-1", store.ReadStreamOptions{}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(ev.Tags) > 0 || ev.Extensions[envelope.ExtTags] != nil {
+					t.Errorf("erased event %d still has tags %q (%v)", ev.StreamVersion, ev.Tags, ev.Extensions)
+				}
+			}
+			var n int
+			for _, err := range s.ReadAll(ctx, store.ReadAllOptions{Tenant: "default", Query: nameQ}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				n++
+			}
+			if n != 0 {
+				t.Errorf("%d events still match username:alice after the forget", n)
+			}
+			var kept []string
+			for ev, err := range s.ReadAll(ctx, store.ReadAllOptions{Tenant: "default", Query: store.Query{Items: []store.QueryItem{{Tags: []string{"user:subj-1"}}}}}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				kept = append(kept, ev.ID)
+			}
+			if !slices.Equal(kept, []string{other.ID}) {
+				t.Errorf("events tagged user:subj-1 after the forget: %v, want only the other subject's %s", kept, other.ID)
+			}
+			if err := claim("user-2", "subj-2"); err != nil {
+				t.Errorf("claim after the forget: %v, want the name free", err)
+			}
+		})
+	}
+}
+
+// TestDiagnoseInvalidStoredTags: an event stored before tags existed
+// with an eventlitetags extension that does not decode reads with it as
+// an extension, matches no query, and doctor reports it; one that
+// decodes is indexed by the migration.
+func TestMigrateTagsIndexesStoredExtension(t *testing.T) {
+	ctx := context.Background()
+	path := t.TempDir() + "/old.db"
+	s, err := store.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := taggedEvent(t, "Old", `a,b`, "c")
+	bad := taggedEvent(t, "Old", "x")
+	good.ID, bad.ID = "good", "bad"
+	if _, err := s.Append(ctx, "default", "old", store.Any, good, bad); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// As an older eventlite stored them: no index, and the second
+	// event's value is not a tag list.
+	storetest.RawExec(t, path, `DROP TABLE event_tags`,
+		`UPDATE events SET attrs = CAST(x'000000' || '{"eventlitetags":"bad\\"}' AS BLOB) WHERE event_id = '`+bad.ID+`'`,
+		`PRAGMA user_version = 19`)
+	s = storetest.MustOpenPath(t, path, nil)
+	read := func(q store.Query) []string {
+		var ids []string
+		for ev, err := range s.ReadAll(ctx, store.ReadAllOptions{Tenant: "default", Query: q}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, ev.ID)
+		}
+		return ids
+	}
+	if got := read(store.Query{Items: []store.QueryItem{{Tags: []string{`a,b`, "c"}}}}); !slices.Equal(got, []string{good.ID}) {
+		t.Errorf("the valid stored tags after the migration: %v", got)
+	}
+	got, err := s.EventByID(ctx, "default", bad.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Tags != nil || got.Extensions[envelope.ExtTags] != `bad\` {
+		t.Errorf("the invalid value reads as tags %q, extensions %v", got.Tags, got.Extensions)
+	}
+	findings, err := s.Diagnose(ctx, store.DiagnoseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, f := range findings {
+		if f.Kind == "tags_invalid" {
+			found = f.Count == 1
+		}
+		if f.Kind == "tags_unindexed" {
+			t.Errorf("finding %+v", f)
+		}
+	}
+	if !found {
+		t.Errorf("doctor does not report the invalid stored tags: %+v", findings)
+	}
+}
+
+// TestCheckInvariantsSeesTagIndex: a missing or stray index row breaks
+// the invariants (negative control for the check every test's cleanup
+// runs).
+func TestCheckInvariantsSeesTagIndex(t *testing.T) {
+	ctx := context.Background()
+	path := t.TempDir() + "/tags.db"
+	s, err := store.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, "default", "s", store.Any, taggedEvent(t, "T", "a", "b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckInvariants(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	storetest.RawExec(t, path, `DELETE FROM event_tags WHERE tag = 'a'`, `INSERT INTO event_tags VALUES ('default', 'zzz', 1)`)
+	s, err = store.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	err = s.CheckInvariants(ctx)
+	var ie *store.InvariantError
+	if !errors.As(err, &ie) || len(ie.Problems) != 2 {
+		t.Errorf("after removing one row and adding a stray one: %v, want 2 problems", err)
+	}
+}
