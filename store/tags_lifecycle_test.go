@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"os"
-	"strconv"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/eventlite/eventlite/envelope"
