@@ -88,7 +88,14 @@ func matchPositions(p *placeholders, tenant string, q *Query, from int64, backwa
 		} else {
 			b.WriteString("SELECT e.position AS position FROM events e WHERE e.position " + cmp + " ")
 			b.WriteString(p.add(from))
-			b.WriteString(" AND e.tenant = ")
+			// On SQLite the unary + keeps the planner off the (tenant,
+			// event_id) index, which would read the tenant's whole log
+			// and sort it: the position range comes first.
+			if p.pg {
+				b.WriteString(" AND e.tenant = ")
+			} else {
+				b.WriteString(" AND +e.tenant = ")
+			}
 			b.WriteString(p.add(tenant))
 		}
 		if len(it.Types) > 0 {
