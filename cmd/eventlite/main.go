@@ -358,13 +358,16 @@ func (c *cli) exit(err error) int {
 // classify maps an error to its exit code and the message to print.
 func classify(err error) (code int, msg string) {
 	var (
-		ce *store.ConflictError
-		ie *interruptedError
-		xe *exitError
+		ce  *store.ConflictError
+		cde *store.ConditionError
+		ie  *interruptedError
+		xe  *exitError
 	)
 	switch {
 	case errors.As(err, &xe):
 		return xe.code, xe.Error()
+	case errors.As(err, &cde):
+		return exitConflict, fmt.Sprintf("%v (append with --if-after %d once the decision has seen it)", cde, cde.Position)
 	case errors.Is(err, store.ErrFileOnly):
 		return exitUsage, err.Error()
 	case errors.As(err, &ce):

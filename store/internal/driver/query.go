@@ -88,7 +88,14 @@ func matchPositions(p *placeholders, tenant string, q *Query, from int64, backwa
 		} else {
 			b.WriteString("SELECT e.position AS position FROM events e WHERE e.position " + cmp + " ")
 			b.WriteString(p.add(from))
-			b.WriteString(" AND e.tenant = ")
+			// On SQLite the unary + keeps the planner off the (tenant,
+			// event_id) index, which would read the tenant's whole log
+			// and sort it: the position range comes first.
+			if p.pg {
+				b.WriteString(" AND e.tenant = ")
+			} else {
+				b.WriteString(" AND +e.tenant = ")
+			}
 			b.WriteString(p.add(tenant))
 		}
 		if len(it.Types) > 0 {
@@ -257,4 +264,47 @@ func StripTags(ext []byte) (out []byte, tags []string, ok bool, err error) {
 	}
 	out, err = json.Marshal(m)
 	return out, tags, true, err
+}
+
+// DeleteTagRowsOf deletes the index rows of the events that sel selects
+// as (tenant, position, stored eventlitetags value): a value that does
+// not decode has no rows. pg numbers the DELETE's parameters $1...
+func DeleteTagRowsOf(ctx context.Context, q Querier, pg bool, sel string, args ...any) error {
+	rows, err := q.QueryContext(ctx, sel, args...)
+	if err != nil {
+		return err
+	}
+	type row struct {
+		tenant string
+		pos    int64
+		tags   []string
+	}
+	var del []row
+	for rows.Next() {
+		var r row
+		var v string
+		if err := rows.Scan(&r.tenant, &r.pos, &v); err != nil {
+			rows.Close()
+			return err
+		}
+		if r.tags, err = envelope.DecodeTags(v); err == nil && len(r.tags) > 0 {
+			del = append(del, r)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	query := `DELETE FROM event_tags WHERE tenant = ? AND tag = ? AND position = ?`
+	if pg {
+		query = `DELETE FROM event_tags WHERE tenant = $1 AND tag = $2 AND position = $3`
+	}
+	for _, r := range del {
+		for _, t := range r.tags {
+			if _, err := q.ExecContext(ctx, query, r.tenant, t, r.pos); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 
+	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
@@ -157,6 +158,12 @@ func (Exec) DeleteBatchOutbox(ctx context.Context, q driver.Querier) error {
 
 // DeleteBatchEvents deletes the batch's events.
 func (Exec) DeleteBatchEvents(ctx context.Context, q driver.Querier) (int64, error) {
+	// Their tag index rows first, found by the tags the events store.
+	if err := driver.DeleteTagRowsOf(ctx, q, true, `SELECT tenant, position, extensions::json ->> '`+envelope.ExtTags+`' FROM events
+		WHERE position IN (SELECT position FROM pg_temp.scavenge_batch) AND extensions IS NOT NULL
+		AND json_typeof(extensions::json -> '`+envelope.ExtTags+`') = 'string'`); err != nil {
+		return 0, err
+	}
 	res, err := q.ExecContext(ctx, `DELETE FROM events WHERE position IN (SELECT position FROM pg_temp.scavenge_batch)`)
 	if err != nil {
 		return 0, err
