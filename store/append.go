@@ -427,7 +427,9 @@ func (s *Store) appendLocked(a *appendReq, now int64, g *reqScope) (AppendResult
 		if retry {
 			return res, errRetried
 		}
-		return AppendResult{}, &ConflictError{Tenant: a.tenant, Stream: a.stream, Expected: a.expected, Actual: effective}
+		exp := a.expected
+		exp.cond = nil // the error reports the version expected
+		return AppendResult{}, &ConflictError{Tenant: a.tenant, Stream: a.stream, Expected: exp, Actual: effective}
 	}
 	if a.cond != nil {
 		// The condition, under the same lock: it sees every commit
