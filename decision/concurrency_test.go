@@ -233,7 +233,9 @@ func TestHelperProcess(t *testing.T) {
 		fmt.Println("error", err)
 		os.Exit(1)
 	}
-	s, err := store.Open(ctx, os.Getenv("EVENTLITE_DB"), &store.Options{Synchronous: "NORMAL"})
+	// Sixteen processes queue for SQLite's write lock; on a loaded
+	// machine under -race a process may wait past the default 5s.
+	s, err := store.Open(ctx, os.Getenv("EVENTLITE_DB"), &store.Options{Synchronous: "NORMAL", BusyTimeout: 2 * time.Minute})
 	if err != nil {
 		fail(err)
 	}
