@@ -206,7 +206,11 @@ func TestCheckInvariantsSeesTagIndex(t *testing.T) {
 func TestTagsScavengeAndCopy(t *testing.T) {
 	ctx := context.Background()
 	path := t.TempDir() + "/src.db"
-	s := storetest.MustOpenPath(t, path, nil)
+	s, err := store.Open(ctx, path, nil) // closed before the copy: no MustOpen
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
 	var evs []envelope.Event
 	for i := range 6 {
 		e := taggedEvent(t, "Step", "course:c1", "n:"+strconv.Itoa(i))
@@ -244,6 +248,9 @@ func TestTagsScavengeAndCopy(t *testing.T) {
 	}
 	if os.Getenv(storetest.PostgresEnv) == "" {
 		t.Skip("copy part skipped: " + storetest.PostgresEnv + " is empty")
+	}
+	if err := s.CheckInvariants(ctx); err != nil {
+		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
