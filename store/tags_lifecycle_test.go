@@ -2,7 +2,9 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -204,7 +206,11 @@ func TestCheckInvariantsSeesTagIndex(t *testing.T) {
 func TestTagsScavengeAndCopy(t *testing.T) {
 	ctx := context.Background()
 	path := t.TempDir() + "/src.db"
-	s := storetest.MustOpenPath(t, path, nil)
+	s, err := store.Open(ctx, path, nil) // closed before the copy: no MustOpen
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
 	var evs []envelope.Event
 	for i := range 6 {
 		e := taggedEvent(t, "Step", "course:c1", "n:"+strconv.Itoa(i))
@@ -243,6 +249,9 @@ func TestTagsScavengeAndCopy(t *testing.T) {
 	if os.Getenv(storetest.PostgresEnv) == "" {
 		t.Skip("copy part skipped: " + storetest.PostgresEnv + " is empty")
 	}
+	if err := s.CheckInvariants(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -256,5 +265,66 @@ func TestTagsScavengeAndCopy(t *testing.T) {
 	}
 	if _, err := dst.Append(ctx, "default", "c1", store.Any.If(store.Condition{Query: q, After: 0}), taggedEvent(t, "Step", "course:c1")); !errors.Is(err, store.ErrConditionFailed) {
 		t.Errorf("condition in the copy: %v", err)
+	}
+}
+
+// TestMigrateTagsPostgres: PostgreSQL's migration 0005 indexes the
+// events that carry a valid eventlitetags extension (escapes included)
+// and skips one that does not decode.
+func TestMigrateTagsPostgres(t *testing.T) {
+	base := storetest.PostgresBase(t)
+	addr := storetest.PostgresSchema(t, base)
+	ctx := context.Background()
+	s, err := store.Open(ctx, addr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := taggedEvent(t, "Old", `a,b`, `c\`, "d")
+	bad := taggedEvent(t, "Old", "x")
+	good.ID, bad.ID = "good", "bad"
+	if _, err := s.Append(ctx, "default", "old", store.Any, good, bad); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := u.Query().Get("eventlite_schema")
+	db, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{
+		`DROP TABLE ` + schema + `.event_tags`,
+		`UPDATE ` + schema + `.events SET extensions = '{"eventlitetags":"bad,bad"}' WHERE event_id = 'bad'`,
+		`DELETE FROM ` + schema + `.schema_migrations WHERE version >= 5`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	s = storetest.MustOpenPath(t, addr, nil) // migrates; invariants at cleanup
+	var ids []string
+	for ev, err := range s.ReadAll(ctx, store.ReadAllOptions{Tenant: "default", Query: store.Query{Items: []store.QueryItem{{Tags: []string{`a,b`, `c\`}}}}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, ev.ID)
+	}
+	if !slices.Equal(ids, []string{"good"}) {
+		t.Errorf("after the migration: %v, want [good]", ids)
+	}
+	findings, err := s.Diagnose(ctx, store.DiagnoseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range findings {
+		if f.Kind == "tags_invalid" && f.Count != 1 || f.Kind == "tags_unindexed" {
+			t.Errorf("finding %+v", f)
+		}
 	}
 }
