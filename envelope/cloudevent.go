@@ -52,6 +52,9 @@ func (e Event) ToCloudEvent() event.Event {
 	if e.CausationID != "" {
 		ctx.Extensions[ExtCausationID] = e.CausationID
 	}
+	if len(e.Tags) > 0 {
+		ctx.Extensions[ExtTags] = EncodeTags(e.Tags)
+	}
 	for k, v := range e.Extensions {
 		ctx.Extensions[k] = v
 	}
@@ -120,6 +123,13 @@ func FromCloudEvent(ce event.Event, maxData int) (Event, error) {
 			e.StreamVersion, err = toInt64(v)
 		case ExtPosition:
 			e.Position, err = toInt64(v)
+		case ExtTags:
+			var tv string
+			if tv, err = types.ToString(v); err == nil {
+				if e.Tags, err = DecodeTags(tv); err != nil {
+					return Event{}, err
+				}
+			}
 		default:
 			if !ValidExtensionName(k) {
 				return Event{}, badExtensionName(k)

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"mime"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -131,6 +132,13 @@ type Event struct {
 	CorrelationID string // "correlationid" extension
 	CausationID   string // "causationid" extension
 
+	// Tags are the event's tags, in the caller's order, kept byte for
+	// byte: at most MaxTags, each 1 to MaxTagBytes bytes of UTF-8 without
+	// control characters or surrounding white space, none twice (see
+	// ValidateTags). A query selects events by them. CloudEvents carry
+	// them as the one string extension ExtTags (see EncodeTags).
+	Tags []string
+
 	// Extensions holds any other extension attribute. Values are string,
 	// int32 or bool (CloudEvents' JSON types); URI, timestamp and binary
 	// extensions are carried in their string form.
@@ -168,6 +176,9 @@ func (e Event) Clone() Event {
 	}
 	if e.Extensions != nil {
 		e.Extensions = maps.Clone(e.Extensions)
+	}
+	if e.Tags != nil {
+		e.Tags = slices.Clone(e.Tags)
 	}
 	return e
 }
@@ -421,6 +432,11 @@ func (e *Event) validate(l Limits, checkJSON bool) error {
 	if err := checkString(ExtCausationID, e.CausationID, false); err != nil {
 		return err
 	}
+	if len(e.Tags) > 0 {
+		if err := ValidateTags(e.Tags); err != nil {
+			return err
+		}
+	}
 	if len(e.Extensions) > 0 { // ranging over a nil map still costs an iterator
 		for name, v := range e.Extensions {
 			if err := validateExtension(name, v); err != nil {
@@ -507,6 +523,9 @@ func (e *Event) EventBytes() int {
 	}
 	if e.CausationID != "" {
 		attr(ExtCausationID, len(e.CausationID))
+	}
+	if len(e.Tags) > 0 {
+		attr(ExtTags, encodedTagsLen(e.Tags))
 	}
 	if len(e.Extensions) == 0 {
 		return n
@@ -656,7 +675,7 @@ var reserved = map[string]bool{
 	"subject": true, "time": true, "datacontenttype": true, "dataschema": true,
 	"data": true, "data_base64": true,
 	ExtStreamVersion: true, ExtPosition: true, ExtTenant: true,
-	ExtCorrelationID: true, ExtCausationID: true,
+	ExtCorrelationID: true, ExtCausationID: true, ExtTags: true,
 }
 
 // ValidExtensionName reports whether name is a legal CloudEvents extension

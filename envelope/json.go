@@ -238,6 +238,13 @@ func decodeObjectAs(raw map[string]json.RawMessage, maxData int, stored bool) (E
 	if e.Position, err = jsonInt(raw, ExtPosition); err != nil {
 		return Event{}, err
 	}
+	tags, err := jsonString(raw, ExtTags, false)
+	if err != nil {
+		return Event{}, err
+	}
+	if e.Tags, err = DecodeTags(tags); err != nil {
+		return Event{}, err
+	}
 
 	data, hasData := raw["data"]
 	if hasData && isNull(data) {
@@ -407,6 +414,10 @@ func (e *Event) AppendJSON(b []byte) []byte {
 	if e.CausationID != "" {
 		b = append(b, `,"causationid":`...)
 		b = appendString(b, e.CausationID)
+	}
+	if len(e.Tags) > 0 {
+		b = append(b, `,"`+ExtTags+`":`...)
+		b = appendString(b, EncodeTags(e.Tags))
 	}
 	if len(e.Extensions) > 0 {
 		names := make([]string, 0, len(e.Extensions))

@@ -547,6 +547,9 @@ func binaryHeaders(e *envelope.Event) (nats.Header, error) {
 	}
 	w.set("ce-"+envelope.ExtCorrelationID, e.CorrelationID)
 	w.set("ce-"+envelope.ExtCausationID, e.CausationID)
+	if len(e.Tags) > 0 {
+		w.set("ce-"+envelope.ExtTags, envelope.EncodeTags(e.Tags))
+	}
 	for k, v := range e.Extensions {
 		f, err := types.Format(v)
 		if err != nil {

@@ -44,7 +44,7 @@ func eachString(e *envelope.Event, f func(name, v string) error) error {
 		{"id", e.ID}, {"source", e.Source}, {"type", e.Type}, {"subject", e.Stream},
 		{"datacontenttype", e.DataContentType}, {"dataschema", e.DataSchema},
 		{envelope.ExtTenant, e.Tenant}, {envelope.ExtCorrelationID, e.CorrelationID},
-		{envelope.ExtCausationID, e.CausationID},
+		{envelope.ExtCausationID, e.CausationID}, {envelope.ExtTags, envelope.EncodeTags(e.Tags)},
 	} {
 		if err := f(a.name, a.v); err != nil {
 			return err

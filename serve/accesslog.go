@@ -40,6 +40,7 @@ var routePatterns = map[string]string{
 	"tenants":             "/v1/tenants",
 	"streams":             "/v1/tenants/{tenant}/streams",
 	"log":                 "/v1/tenants/{tenant}/events",
+	"query":               "/v1/tenants/{tenant}/query",
 	"event-by-id":         "/v1/tenants/{tenant}/events/{eventId}",
 	"tenant-stats":        "/v1/tenants/{tenant}/stats",
 	"tenant-types":        "/v1/tenants/{tenant}/types",

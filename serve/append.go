@@ -382,7 +382,16 @@ func (h *Handler) appendStream(w http.ResponseWriter, r *http.Request, tenant, s
 	for i := range idx {
 		idx[i] = i
 	}
+	cond, p := parseCondition(r.Header)
+	if p != nil {
+		p.Tenant, p.Stream = tenant, stream
+		writeProblem(w, p)
+		return
+	}
 	g := group{stream: stream, exp: pc.exp, pc: pc, events: d.events, indexes: idx}
+	if cond != nil {
+		g.exp = g.exp.If(*cond)
+	}
 	h.commit(w, r, tenant, []group{g}, false, d.fingerprint)
 }
 
@@ -391,6 +400,12 @@ func (h *Handler) appendStream(w http.ResponseWriter, r *http.Request, tenant, s
 func (h *Handler) appendMany(w http.ResponseWriter, r *http.Request, tenant string) {
 	if len(r.Header.Values("If-Match")) > 0 || len(r.Header.Values("If-None-Match")) > 0 {
 		p := invalidPrecondition("If-Match", "an append to the tenant's log takes no precondition: post to .../streams/{stream}/events for one")
+		p.Tenant = tenant
+		writeProblem(w, p)
+		return
+	}
+	cond, p := parseCondition(r.Header)
+	if p != nil {
 		p.Tenant = tenant
 		writeProblem(w, p)
 		return
@@ -415,6 +430,11 @@ func (h *Handler) appendMany(w http.ResponseWriter, r *http.Request, tenant stri
 		}
 		groups[j].events = append(groups[j].events, e)
 		groups[j].indexes = append(groups[j].indexes, i)
+	}
+	if cond != nil && len(groups) > 0 {
+		// Checked once, before the request's first event is inserted:
+		// the request's own events do not fail it.
+		groups[0].exp = groups[0].exp.If(*cond)
 	}
 	h.commit(w, r, tenant, groups, true, d.fingerprint)
 }

@@ -21,7 +21,10 @@ type liveRead struct {
 	types  []string // the log's type filter
 	// streamPrefix and correlationID are the log's other filters.
 	streamPrefix, correlationID string
-	sse                         bool
+	// query is the log's query (tag= or POST .../query), the zero
+	// Query for none.
+	query store.Query
+	sse   bool
 }
 
 // serveLive answers a live read: the history from the cursor (read from
@@ -117,7 +120,7 @@ func (h *Handler) serveLive(w http.ResponseWriter, r *http.Request, lr liveRead)
 	}
 	defer h.hub.unsubscribe(sub)
 	logOpts := store.ReadAllOptions{From: lr.from, Tenant: lr.tenant, Types: lr.types,
-		StreamPrefix: lr.streamPrefix, CorrelationID: lr.correlationID}
+		StreamPrefix: lr.streamPrefix, CorrelationID: lr.correlationID, Query: lr.query}
 	match := func(e *envelope.Event) bool {
 		if e.Tenant != lr.tenant || e.Position <= last {
 			return false
@@ -237,5 +240,6 @@ func matchLog(o *store.ReadAllOptions, e *envelope.Event) bool {
 	return e.Tenant == o.Tenant && e.Position >= o.From &&
 		(len(o.Types) == 0 || slices.Contains(o.Types, e.Type)) &&
 		strings.HasPrefix(e.Stream, o.StreamPrefix) &&
-		(o.CorrelationID == "" || e.CorrelationID == o.CorrelationID)
+		(o.CorrelationID == "" || e.CorrelationID == o.CorrelationID) &&
+		o.Query.Matches(*e)
 }

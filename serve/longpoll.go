@@ -130,6 +130,12 @@ type span struct{ from, through int64 }
 
 // spanKey is the filter of o, "" when it is not remembered.
 func spanKey(o *store.ReadAllOptions) string {
+	if !o.Query.All() {
+		// A query's matches can go away (a forget erases tags, a
+		// truncate hides events) but never appear below the head; it
+		// is simply not remembered.
+		return ""
+	}
 	var b strings.Builder
 	for _, part := range append([]string{o.Tenant, o.StreamPrefix, o.CorrelationID}, o.Types...) {
 		b.WriteString(part)

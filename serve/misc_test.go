@@ -54,7 +54,8 @@ func TestOpenAPI(t *testing.T) {
 		// The web page's routes.
 		"/v1/stats": {"get"}, "/v1/tenants": {"get"}, "/v1/tenants/{tenant}/stats": {"get"}, "/v1/tenants/{tenant}/types": {"get"},
 		"/v1/tenants/{tenant}/events/{eventId}": {"get"}, "/v1/tenants/{tenant}/dead-letters": {"get"},
-		"/ui/session": {"post", "delete"},
+		"/v1/tenants/{tenant}/query": {"post"},
+		"/ui/session":                {"post", "delete"},
 		// The operator's actions.
 		"/v1/tenants/{tenant}/dead-letters/{eventId}/discard": {"post"},
 		"/v1/quarantine": {"get"}, "/v1/tenants/{tenant}/quarantine": {"get"},

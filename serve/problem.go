@@ -48,6 +48,7 @@ var problemKinds = map[string]struct {
 	"args-hash-mismatch":        {409, "The args_hash is not the hash of the effect's arguments"},
 	"effect-state":              {409, "The effect's state does not allow this decision"},
 	"version-conflict":          {412, "The stream is not at the expected version"},
+	"condition-failed":          {409, "An event matching the append condition was appended after its position"},
 	"too-large":                 {413, "The request or an event is too large"},
 	"unsupported-media-type":    {415, "The Content-Type is not supported"},
 	"idempotency-key-mismatch":  {422, "The Idempotency-Key was used for another request"},
@@ -72,6 +73,11 @@ type Problem struct {
 	Limit    *int64 `json:"limit,omitempty"`
 	Index    *int   `json:"index,omitempty"`
 	State    string `json:"state,omitempty"` // an effect's state, on effect-state
+	// Position and EventID name the first event that failed an append
+	// condition, on condition-failed; After is the condition's position.
+	Position *int64 `json:"position,omitempty,string"`
+	EventID  string `json:"event_id,omitempty"`
+	After    *int64 `json:"after,omitempty,string"`
 
 	header http.Header // extra response headers
 }
@@ -118,15 +124,21 @@ func writeProblem(w http.ResponseWriter, p *Problem) {
 // duplicate event id to its place in the request (-1: unknown).
 func problemFor(err error, tenant, stream string, index func(id string) int) *Problem {
 	var (
-		pe *Problem
-		ce *store.ConflictError
-		de *store.DuplicateError
-		te *envelope.TooLargeError
-		ie *envelope.InvalidError
+		pe  *Problem
+		cde *store.ConditionError
+		ce  *store.ConflictError
+		de  *store.DuplicateError
+		te  *envelope.TooLargeError
+		ie  *envelope.InvalidError
 	)
 	switch {
 	case errors.As(err, &pe):
 		return pe
+	case errors.As(err, &cde):
+		p := problemf("condition-failed", "event %q at position %d matches the append condition after position %d: read the events matching the query again, decide again, and retry with the condition's position after %d",
+			cde.EventID, cde.Position, cde.After, cde.Position)
+		p.Tenant, p.Stream, p.Position, p.EventID, p.After = cde.Tenant, cde.Stream, ptr(cde.Position), cde.EventID, ptr(cde.After)
+		return p
 	case errors.As(err, &ce):
 		p := problemf("version-conflict", "stream %q is at version %d, not at %s: read it, decide again and retry with If-Match: %s",
 			ce.Stream, ce.Actual, ce.Expected, etag(ce.Actual))

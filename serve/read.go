@@ -281,7 +281,7 @@ func (h *Handler) readLog(w http.ResponseWriter, r *http.Request, tenant string)
 			var wait int64
 			wait, p = queryInt(q, "wait", 0, MaxWait)
 			if p == nil {
-				h.readLogPage(w, r, tenant, from, limit, time.Duration(wait)*time.Second)
+				h.readLogPage(w, r, tenant, from, limit, time.Duration(wait)*time.Second, nil)
 				return
 			}
 		}
@@ -289,7 +289,10 @@ func (h *Handler) readLog(w http.ResponseWriter, r *http.Request, tenant string)
 	writeProblem(w, p)
 }
 
-func (h *Handler) readLogPage(w http.ResponseWriter, r *http.Request, tenant string, from int64, limit int, wait time.Duration) {
+// readLogPage reads the log of the tenant; query, when not nil, is a
+// query read's (POST .../query), else the parameters say (tag= makes
+// one).
+func (h *Handler) readLogPage(w http.ResponseWriter, r *http.Request, tenant string, from int64, limit int, wait time.Duration, query *store.Query) {
 	form := negotiate(r)
 	live, p := wantsLive(r, form)
 	if p != nil {
@@ -299,6 +302,20 @@ func (h *Handler) readLogPage(w http.ResponseWriter, r *http.Request, tenant str
 	q := r.URL.Query()
 	types := q["type"]
 	prefix, corr := q.Get("stream_prefix"), q.Get("correlationid")
+	var sq store.Query
+	if query != nil {
+		sq, types = *query, nil
+	} else {
+		var byTag bool
+		if sq, byTag, p = paramQuery(q); p != nil {
+			p.Tenant = tenant
+			writeProblem(w, p)
+			return
+		}
+		if byTag {
+			types = nil // the item's types
+		}
+	}
 	backward, p := queryDirection(q)
 	if p != nil {
 		writeProblem(w, p)
@@ -311,12 +328,12 @@ func (h *Handler) readLogPage(w http.ResponseWriter, r *http.Request, tenant str
 		return
 	}
 	if live {
-		h.serveLive(w, r, liveRead{tenant: tenant, from: from, types: types, streamPrefix: prefix, correlationID: corr, sse: form == formSSE})
+		h.serveLive(w, r, liveRead{tenant: tenant, from: from, types: types, streamPrefix: prefix, correlationID: corr, query: sq, sse: form == formSSE})
 		return
 	}
 	ctx := r.Context()
 	evs, err := h.pollLog(ctx, store.ReadAllOptions{From: from, Limit: limit + 1, Tenant: tenant, Types: types,
-		StreamPrefix: prefix, CorrelationID: corr, Backward: backward}, wait)
+		StreamPrefix: prefix, CorrelationID: corr, Backward: backward, Query: sq}, wait)
 	if err != nil {
 		if ctx.Err() == nil {
 			writeProblem(w, problemFor(err, tenant, "", nil))

@@ -247,6 +247,8 @@ func parseRoute(escaped string) (route, bool) {
 	switch {
 	case n == 4 && raw[3] == "streams":
 		rt.kind = "streams"
+	case n == 4 && raw[3] == "query":
+		rt.kind = "query"
 	case n == 4 && raw[3] == "events":
 		rt.kind = "log"
 	case n == 5 && raw[3] == "events":
@@ -291,6 +293,7 @@ var methods = map[string][]string{
 	"doctor":              {"GET", "HEAD"},
 	"streams":             {"GET", "HEAD"},
 	"log":                 {"GET", "HEAD", "POST"},
+	"query":               {"POST"},
 	"stream":              {"GET", "HEAD", "DELETE"},
 	"stream-truncate":     {"POST"},
 	"stream-events":       {"GET", "HEAD", "POST"},
@@ -334,7 +337,8 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 			with("Allow", strings.Join(allowed, ", ")))
 		return
 	}
-	write := r.Method == http.MethodPost || r.Method == http.MethodDelete
+	// A query read is a POST for its body, and a read.
+	write := (r.Method == http.MethodPost || r.Method == http.MethodDelete) && rt.kind != "query"
 	if write && (r.Header.Get("traceparent") != "" || r.Header.Get("tracestate") != "") {
 		prop := h.opts.Propagator
 		if prop == nil {
@@ -368,7 +372,7 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if rt.tenant != "" || strings.HasPrefix(rt.kind, "stream") || rt.kind == "log" || rt.kind == "event" || strings.HasPrefix(rt.kind, "dead-letter") || rt.kind == "tenant-quarantine" ||
+	if rt.tenant != "" || strings.HasPrefix(rt.kind, "stream") || rt.kind == "log" || rt.kind == "query" || rt.kind == "event" || strings.HasPrefix(rt.kind, "dead-letter") || rt.kind == "tenant-quarantine" ||
 		strings.HasPrefix(rt.kind, "effect") || rt.kind == "event-by-id" || rt.kind == "tenant-stats" || rt.kind == "tenant-types" || rt.kind == "dead-letters" {
 		if err := envelope.ValidateTenant(rt.tenant); err != nil {
 			p := problemf("invalid-tenant", "%v", err)
@@ -408,6 +412,8 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 		h.doctor(w, r)
 	case "streams":
 		h.listStreams(w, r, rt.tenant)
+	case "query":
+		h.readQuery(w, r, rt.tenant)
 	case "log":
 		if write {
 			h.appendMany(w, r, rt.tenant)

@@ -20,6 +20,8 @@ import (
 type Expected struct {
 	kind    expectKind
 	version int64
+	// cond is the append condition If adds, nil for none.
+	cond *Condition
 }
 
 type expectKind uint8
@@ -132,6 +134,13 @@ type appendReq struct {
 	// nil when no event does (see sealAppend).
 	sealed [][]byte
 	aeads  []cipher.AEAD
+	// cond is the append condition's query for the driver, nil for
+	// none; condAfter its position.
+	cond      *driver.Query
+	condAfter int64
+	// tagged: an event carries tags, whose index rows InsertEvents
+	// writes with a second statement.
+	tagged bool
 }
 
 // Append appends events to a tenant's stream if expected holds, in one
@@ -174,7 +183,8 @@ func (s *Store) append(ctx context.Context, tenant, stream string, expected Expe
 func wrapAppendErr(stream string, err error) error {
 	var ce *ConflictError
 	var de *DuplicateError
-	if errors.As(err, &ce) || errors.As(err, &de) {
+	var cde *ConditionError
+	if errors.As(err, &ce) || errors.As(err, &de) || errors.As(err, &cde) {
 		return err
 	}
 	return fmt.Errorf("append to %q: %w", stream, err)
@@ -258,8 +268,20 @@ func (s *Store) prepareAppendAs(own bool, tenant, stream string, expected Expect
 	if expected.kind == expectExact && (expected.version < 0 || expected.version > envelope.MaxStreamVersion) {
 		return nil, &envelope.InvalidError{Index: -1, Field: "expected", Reason: fmt.Sprintf("version %d is outside 0..%d", expected.version, envelope.MaxStreamVersion)}
 	}
+	var cond *driver.Query
+	var condAfter int64
+	if c := expected.cond; c != nil {
+		if err := c.Query.Validate(); err != nil {
+			return nil, err
+		}
+		if c.After < 0 {
+			return nil, &envelope.InvalidError{Index: -1, Field: "condition", Reason: fmt.Sprintf("position %d is negative", c.After)}
+		}
+		cond, condAfter = c.Query.driverQuery(), c.After
+	}
 	now := s.opts.Now()
 	evs := make([]envelope.Event, len(events))
+	tagged := false
 	// The ids of a batch must differ. Ids from one producer (ULIDs, the
 	// ones Prepare fills in) mostly come in ascending order, which proves
 	// them distinct without a set: ascending holds while every id is
@@ -312,9 +334,11 @@ func (s *Store) prepareAppendAs(own bool, tenant, stream string, expected Expect
 			}
 			seen[e.ID] = i
 		}
+		tagged = tagged || len(e.Tags) > 0
 		evs[i] = e
 	}
-	return &appendReq{tenant: tenant, stream: stream, expected: expected, events: evs}, nil
+	return &appendReq{tenant: tenant, stream: stream, expected: expected, events: evs,
+		cond: cond, condAfter: condAfter, tagged: tagged}, nil
 }
 
 // prepareEvent fills and validates one event with the store's limits.
@@ -403,7 +427,29 @@ func (s *Store) appendLocked(a *appendReq, now int64, g *reqScope) (AppendResult
 		if retry {
 			return res, errRetried
 		}
-		return AppendResult{}, &ConflictError{Tenant: a.tenant, Stream: a.stream, Expected: a.expected, Actual: effective}
+		exp := a.expected
+		exp.cond = nil // the error reports the version expected
+		return AppendResult{}, &ConflictError{Tenant: a.tenant, Stream: a.stream, Expected: exp, Actual: effective}
+	}
+	if a.cond != nil {
+		// The condition, under the same lock: it sees every commit
+		// before this transaction and the requests before this one in
+		// it. A retry of a stored append matches its own events: it
+		// gets its first result before the condition is looked at.
+		m, found, err := w.FirstMatch(bg, a.tenant, a.cond, a.condAfter)
+		if err != nil {
+			return AppendResult{}, fmt.Errorf("check the append condition: %w", mapErr(err))
+		}
+		if found {
+			res, retry, err := s.retryResult(a, current)
+			if err != nil {
+				return AppendResult{}, err
+			}
+			if retry {
+				return res, errRetried
+			}
+			return AppendResult{}, &ConditionError{Tenant: a.tenant, Stream: a.stream, After: a.condAfter, Position: m.Position, EventID: m.ID}
+		}
 	}
 	version := current + n
 	if version > envelope.MaxStreamVersion {
@@ -422,7 +468,7 @@ func (s *Store) appendLocked(a *appendReq, now int64, g *reqScope) (AppendResult
 		return AppendResult{}, &PositionRangeError{Events: int(n), Value: last, Max: envelope.MaxPosition}
 	}
 	first := last + 1
-	if g != nil && !g.open && (!state.Row || state.Deleted != 0 || !w.SingleStatementInsert(len(a.events))) {
+	if g != nil && !g.open && (!state.Row || state.Deleted != 0 || a.tagged || !w.SingleStatementInsert(len(a.events))) {
 		// More than one statement writes: a failure between them must
 		// undo the first.
 		if err := g.openSavepoint(s); err != nil {

@@ -59,6 +59,7 @@ func removeBackupFixture() {
 func TestMain(m *testing.M) {
 	code := m.Run()
 	removeBackupFixture()
+	closeQueryFixtures()
 	if fixtureDir != "" { // BenchmarkFile1M's, kept for every -count
 		_ = os.RemoveAll(fixtureDir)
 	}

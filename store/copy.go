@@ -34,7 +34,7 @@ var ErrCopyMismatch = errors.New("the copy does not match its source")
 // outbox). Read-model tables are not among them: the read models are
 // rebuilt from the log on the target (CopyOptions.Rebuild).
 var copyTables = []string{
-	"streams", "events", "outbox", "outbox_counters", "outbox_watermark",
+	"streams", "events", "event_tags", "outbox", "outbox_counters", "outbox_watermark",
 	"operations", "snapshots", "leases", "checkpoints", "projections",
 	"quarantine", "position_holes", "version_gaps", "inbox", "consumer_versions", "deferred",
 	"version_conflicts", "consumer_stats", "rebuilds", "rebuild_generations",

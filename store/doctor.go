@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/eventlite/eventlite/envelope"
 )
 
 // Finding severities.
@@ -396,6 +398,24 @@ func (s *Store) diagnoseLog(ctx context.Context, o DiagnoseOptions, emit func(*f
 		ForgottenStream+" was hard-deleted, every forget in its tenant failed (exit 4) and the subject's data stayed readable. "+
 		"To repair, run eventlite forget SUBJECT --tenant TENANT again for each subject whose forget failed "+
 		"(or, if none did, once more for a subject forgotten before): forget restores the stream first")
+	tags, err := checkTagIndex(ctx, s.ex, s.rdb)
+	if err != nil {
+		return err
+	}
+	bad := newFinding("tags_invalid", SeverityProblem, o.MaxIDs)
+	for _, p := range tags.invalid {
+		bad.add(strconv.FormatInt(p, 10), time.Time{})
+	}
+	emit(bad, "events (by position) whose "+envelope.ExtTags+" extension does not decode as tags: it was stored as an extension of that name before eventlite carried tags in it. "+
+		"No query or condition matches them. To repair, append their successors with the tags meant, or leave them: they read with the value as an extension")
+	unindexed := newFinding("tags_unindexed", SeverityProblem, o.MaxIDs)
+	for _, p := range tags.unindexed {
+		unindexed.add(strconv.FormatInt(p, 10), time.Time{})
+	}
+	if tags.stray > 0 {
+		unindexed.add("stray index rows: "+strconv.FormatInt(tags.stray, 10), time.Time{})
+	}
+	emit(unindexed, "events (by position) whose tags are not in the tag index, or index rows of no event's tags: the file was changed behind eventlite's back; restore it from a backup")
 	uses, err := s.ex.MasterKeys(ctx, s.rdb)
 	if err != nil {
 		return mapErr(err)

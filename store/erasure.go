@@ -149,6 +149,11 @@ func (s *Store) forgetTx(ctx context.Context, tx *Tx, a *appendReq, tenant, subj
 	if res.Copies, err = eraseCopies(ctx, tx, tenant, subject); err != nil {
 		return res, err
 	}
+	// The tags of the subject's events go with their data: a name the
+	// subject claimed becomes free.
+	if _, err := s.ex.EraseSubjectTags(ctx, tx, tenant, subject); err != nil {
+		return res, fmt.Errorf("erase the subject's tags: %w", mapErr(err))
+	}
 	// A sink's reply recorded as a failure may have quoted the data.
 	if _, err := s.ex.EraseOutboxErrors(ctx, tx, tenant, subject); err != nil {
 		return res, fmt.Errorf("erase the outbox's error texts: %w", mapErr(err))

@@ -16,7 +16,8 @@ import (
 // outbox row's event, positions increasing with versions inside a stream, no hole
 // in the global positions (but for the positions a restore left unused:
 // see Restore), no removed position that the next append would hand out
-// again (the position floor), and SQLite's own integrity check. It reads
+// again (the position floor), every stored event's tags in the tag
+// index and no index row beside them, and SQLite's own integrity check. It reads
 // everything: use it in tests and reconciliation, not on a hot path.
 func (s *Store) CheckInvariants(ctx context.Context) error {
 	problems, err := invariantProblems(ctx, s.ex, s.rdb)
@@ -49,6 +50,11 @@ func invariantProblems(ctx context.Context, ex driver.Executor, q driver.ReadQue
 	for _, msg := range integrity {
 		problems = append(problems, "integrity_check: "+msg)
 	}
+	tags, err := checkTagIndex(ctx, ex, q)
+	if err != nil {
+		return nil, fmt.Errorf("check invariants: tag index: %w", err)
+	}
+	problems = append(problems, tags.problems()...)
 	return problems, nil
 }
 

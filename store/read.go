@@ -201,6 +201,12 @@ type ReadAllOptions struct {
 	// Backward reads from the newest event to the oldest; From is then
 	// the newest position to read (0: the head).
 	Backward bool
+	// Query, when not the zero Query, reads the events of Tenant (which
+	// it needs) that match it, through the tag index for its items with
+	// tags; Types, StreamPrefix and CorrelationID are then left empty
+	// (an item names the types). Events no longer readable (truncated,
+	// deleted) do not match.
+	Query Query
 }
 
 // ReadAll returns events of the global log in position order, page by
@@ -217,6 +223,17 @@ func (s *Store) ReadAll(ctx context.Context, opts ReadAllOptions) iter.Seq2[enve
 		}
 		f := &driver.LogFilter{Tenant: opts.Tenant, Types: opts.Types, StreamPrefix: opts.StreamPrefix,
 			CorrelationID: opts.CorrelationID, Backward: opts.Backward}
+		if !opts.Query.All() {
+			if err := opts.Query.Validate(); err != nil {
+				yield(envelope.Event{}, err)
+				return
+			}
+			if opts.Tenant == "" || len(opts.Types) > 0 || opts.StreamPrefix != "" || opts.CorrelationID != "" {
+				yield(envelope.Event{}, &envelope.InvalidError{Index: -1, Field: "query", Reason: "a read by query names its tenant and no other filter (types go in the query's items)"})
+				return
+			}
+			f.Query = opts.Query.driverQuery()
+		}
 		next := max(opts.From, 1)
 		if opts.Backward && opts.From <= 0 {
 			next = math.MaxInt64

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/oklog/ulid/v2"
@@ -25,8 +26,9 @@ var appendCommand = &command{
 	name:    "append",
 	args:    []string{"STREAM"},
 	summary: "append an event, or the CloudEvents read from stdin, to a stream",
-	usage: "eventlite append STREAM --type TYPE [--data JSON | --data @FILE] [--expected E] [--id ID] [--source URI] [--erasure-key SUBJECT]\n" +
-		"eventlite append STREAM [--expected E] [--erasure-key SUBJECT] < events.json",
+	usage: "eventlite append STREAM --type TYPE [--data JSON | --data @FILE] [--tag TAG]... [--expected E] [--id ID] [--source URI] [--erasure-key SUBJECT]\n" +
+		"          [--if-tag TAG]... [--if-type TYPE]... [--if-after POSITION]\n" +
+		"eventlite append STREAM [--tag TAG]... [--expected E] [--erasure-key SUBJECT] [--if-tag TAG]... < events.json",
 	about: `Appends one event built from the flags, or, without --type, the CloudEvents
 read from stdin as one atomic batch: structured JSON events and JSON batch
 arrays, separated by any white space (pretty-printed input is fine). Their
@@ -50,6 +52,22 @@ on every event appended) has its data encrypted with SUBJECT's data key
 $EVENTLITE_MASTER_KEY_FILE) it is refused (exit 4), never stored in clear.
 The data limit applies to the plaintext.
 
+--tag TAG (repeatable) tags every event appended, after the tags it
+carries (stdin events carry theirs in the eventlitetags extension). A tag
+is 1-255 bytes of UTF-8 without control characters or white space at
+either end, at most 32 per event, none twice; any other is refused (exit
+4, nothing stored). Tags are kept byte for byte in the order given.
+
+--if-tag TAG and --if-type TYPE (repeatable) make the append conditional:
+it fails, storing nothing, when an event of the tenant carrying every
+--if-tag tag (and of one of the --if-type types, when given) has a
+position after --if-after POSITION (default 0: any such event). That
+failure exits 3 and names the first such event's position; when
+--expected fails too, the version conflict is reported. A retry of a
+stored append prints its first result, whatever the condition says.
+"tail --tag T --type Y" reads the events a condition looks at; pass the
+position the decision read up to as --if-after.
+
 Prints what was appended: the stream's new version and the events' global
 positions; with --json, one object:
   {"tenant":"default","stream":"order-1","version":3,"first_position":"17","last_position":"17"}`,
@@ -60,6 +78,9 @@ type appendCmd struct {
 	typ, data, id, source stringFlag
 	erasureKey            stringFlag
 	expected              expectedFlag
+	tags, ifTags, ifTypes listFlag
+	ifAfter               countFlag
+	ifAfterSet            bool
 }
 
 func (a *appendCmd) flags(fs *flag.FlagSet) {
@@ -69,6 +90,13 @@ func (a *appendCmd) flags(fs *flag.FlagSet) {
 	fs.Var(&a.id, "id", "the event `ID` (default: a new ULID); the same id, type and data again is a retry")
 	fs.Var(&a.erasureKey, "erasure-key", "encrypt the events' data with the data key of `SUBJECT` (sets the erasurekey extension; needs --master-key-file)")
 	fs.Var(&a.source, "source", "the event source, a `URI`-reference (default \""+defaultSource+"\")")
+	fs.Var(&a.tags, "tag", "tag every event appended with `TAG` (repeatable)")
+	fs.Var(&a.ifTags, "if-tag", "append only if no event carrying `TAG` (every --if-tag) is after --if-after (repeatable)")
+	fs.Var(&a.ifTypes, "if-type", "with --if-tag: only events of one of these `TYPE`s count (repeatable; alone: any event of the types)")
+	fs.Func("if-after", "the `POSITION` the condition counts events after (default 0: any)", func(s string) error {
+		a.ifAfterSet = true
+		return a.ifAfter.Set(s)
+	})
 }
 
 func (a *appendCmd) run(ctx context.Context, c *cli, args []string) error {
@@ -90,10 +118,21 @@ func (a *appendCmd) run(ctx context.Context, c *cli, args []string) error {
 			events[i] = events[i].WithErasureKey(a.erasureKey.value)
 		}
 	}
+	if len(a.tags) > 0 {
+		for i := range events {
+			events[i].Tags = append(slices.Clip(events[i].Tags), a.tags...)
+		}
+	}
+	expected := a.expected.expected
+	if q := queryItem(a.ifTags, a.ifTypes); !q.All() {
+		expected = expected.If(store.Condition{Query: q, After: int64(a.ifAfter)})
+	} else if a.ifAfterSet {
+		return &usageError{cmd: appendCommand, err: errors.New("--if-after needs --if-tag or --if-type: they name the events the condition counts")}
+	}
 	var res store.AppendResult
 	err = c.withStore(ctx, true, func(s *store.Store) error {
 		var err error
-		res, err = s.Append(ctx, string(c.global.tenant), stream, a.expected.expected, events...)
+		res, err = s.Append(ctx, string(c.global.tenant), stream, expected, events...)
 		if errors.Is(err, context.Canceled) {
 			again := "run the same command again"
 			if a.typ.set && !a.id.set {

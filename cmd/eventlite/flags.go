@@ -103,3 +103,22 @@ func (f *stringFlag) Set(s string) error {
 	f.value, f.set = s, true
 	return nil
 }
+
+// listFlag is a repeatable string flag: each use adds one value.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(s string) error {
+	*l = append(*l, s)
+	return nil
+}
+
+// queryItem is the query of one item that --tag and --type name, the
+// zero Query when neither is given.
+func queryItem(tags, types listFlag) store.Query {
+	if len(tags) == 0 && len(types) == 0 {
+		return store.Query{}
+	}
+	return store.Query{Items: []store.QueryItem{{Types: types, Tags: tags}}}
+}

@@ -102,7 +102,7 @@ var exitCodes = []struct {
 		"command that works on a file (backup, restore, scavenge --vacuum, demo --db) on PostgreSQL\n     " +
 		"(store.ErrFileOnly); copy: a source that is not a SQLite file, a target that is not\n     " +
 		"PostgreSQL, or data the target cannot hold exactly (store.ErrUnsupported)"},
-	{exitConflict, "version conflict (the message names expected and actual version)"},
+	{exitConflict, "version conflict (the message names expected and actual version), or a failed append condition (append --if-tag: the message names the first matching event's position and id)"},
 	{exitInvalid, "invalid input, a reused id included (the message names the field and the reason), a\n     " +
 		"hard-deleted stream (store.ErrStreamDeleted), truncate --before beyond the stream's version,\n     " +
 		"a write to one of the store's own streams (ids starting with eventlite-: append, delete,\n     " +
@@ -387,13 +387,16 @@ func (c *cli) exit(err error) int {
 // classify maps an error to its exit code and the message to print.
 func classify(err error) (code int, msg string) {
 	var (
-		ce *store.ConflictError
-		ie *interruptedError
-		xe *exitError
+		ce  *store.ConflictError
+		cde *store.ConditionError
+		ie  *interruptedError
+		xe  *exitError
 	)
 	switch {
 	case errors.As(err, &xe):
 		return xe.code, xe.Error()
+	case errors.As(err, &cde):
+		return exitConflict, fmt.Sprintf("%v (append with --if-after %d once the decision has seen it)", cde, cde.Position)
 	case errors.Is(err, store.ErrFileOnly):
 		return exitUsage, err.Error()
 	case errors.As(err, &ce):

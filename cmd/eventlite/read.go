@@ -59,7 +59,7 @@ func (r *readCmd) run(ctx context.Context, c *cli, args []string) error {
 var tailCommand = &command{
 	name:    "tail",
 	summary: "print the tenant's events in log order, and with --follow wait for new ones",
-	usage:   "eventlite tail [--from POSITION] [--follow]",
+	usage:   "eventlite tail [--from POSITION] [--tag TAG]... [--type TYPE]... [--follow]",
 	about: `Prints the tenant's events of the global log, one structured CloudEvent
 JSON per line, in position order from the start (or from --from). Without
 --follow it stops at the newest event, printing nothing when there is none;
@@ -67,18 +67,27 @@ with --follow it then waits for new events until interrupted (SIGINT or
 SIGTERM), and exits 0. Without --follow it only reads: it never creates,
 migrates or converts the database file (a missing file exits 5); with
 --follow it opens the file as a writer does, creating it when missing (it
-waits for the first append) and upgrading an older schema.`,
+waits for the first append) and upgrading an older schema.
+
+--tag TAG and --type TYPE (repeatable) print only the events that carry
+every --tag tag and, when --type is given, are of one of the types: a
+query of one item, read through the tag index (types alone read the log
+from --from on). Events before a truncate or of a deleted stream do not
+match. With --follow the new matching events follow.`,
 	new: func() runner { return &tailCmd{} },
 }
 
 type tailCmd struct {
-	from   countFlag
-	follow bool
+	from        countFlag
+	follow      bool
+	tags, types listFlag
 }
 
 func (t *tailCmd) flags(fs *flag.FlagSet) {
 	fs.Var(&t.from, "from", "start at global position `POSITION`, inclusive (default: the start of the log)")
 	fs.BoolVar(&t.follow, "follow", false, "wait for new events until interrupted")
+	fs.Var(&t.tags, "tag", "only events carrying `TAG` (repeatable: every tag)")
+	fs.Var(&t.types, "type", "only events of `TYPE` (repeatable: any of the types)")
 }
 
 func (t *tailCmd) run(ctx context.Context, c *cli, _ []string) error {
@@ -106,7 +115,7 @@ func (t *tailCmd) tail(ctx context.Context, s *store.Store, w *eventWriter, tena
 	for {
 		// Take the channel before reading, so no commit goes unseen.
 		changed := s.Changed()
-		for e, err := range s.ReadAll(ctx, store.ReadAllOptions{From: next, Tenant: tenant}) {
+		for e, err := range s.ReadAll(ctx, store.ReadAllOptions{From: next, Tenant: tenant, Query: queryItem(t.tags, t.types)}) {
 			if err != nil {
 				return errors.Join(err, w.flush())
 			}

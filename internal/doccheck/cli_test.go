@@ -154,9 +154,9 @@ func TestCLIReference(t *testing.T) {
 		for c, fs := range h.flags {
 			added.flags[c] = fs
 		}
-		added.flags["append"] = append(slices.Clone(h.flags["append"]), "--tag")
+		added.flags["append"] = append(slices.Clone(h.flags["append"]), "--frobnicate-level")
 		problems := checkCLIReference(page, added)
-		requireReport(t, problems, "docs/cli.md:", "command append: flag --tag (eventlite help append) is not in its row")
+		requireReport(t, problems, "docs/cli.md:", "command append: flag --frobnicate-level (eventlite help append) is not in its row")
 		requireReport(t, problems, "docs/cli.md:", "command frobnicate (eventlite help) has no row")
 		// A row whose synopsis names a flag the command does not have.
 		planted := newDoc(page.path, strings.Replace(page.text(), "| `read STREAM [--from N]", "| `read STREAM [--since N] [--from N]", 1))

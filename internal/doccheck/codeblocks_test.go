@@ -35,6 +35,10 @@ import (
 //     non-test files), and makes it the body of a function of that
 //     signature (a function with results ends with a panic, so the
 //     fragment need not return on every path).
+//   - <!-- go: excerpt decision/example_test.go --> says the block is
+//     an excerpt of that Go file of the module, which go test compiles
+//     (and whose Examples it runs): the block must be in it word for
+//     word, and is not compiled alone.
 //   - Unused variables and imports are allowed in fragments only.
 //   - A block whose info string is "go run" is a package main file that
 //     must also run: exit 0 in a temporary directory within a minute,
@@ -51,6 +55,9 @@ type goBlock struct {
 	run   bool
 	pkg   string // the module-relative package it compiles in, "" for none
 	sig   string // the signature of the function a body fragment becomes
+	// excerpt is the module-relative Go file the block is copied from,
+	// word for word; "" for a block compiled on its own.
+	excerpt string
 }
 
 // where names the block's first line.
@@ -83,8 +90,10 @@ func goBlocks(d *doc) ([]goBlock, []string) {
 						b.pkg = strings.TrimSpace(strings.TrimPrefix(clause, "package "))
 					case strings.HasPrefix(clause, "func("):
 						b.sig = clause
+					case strings.HasPrefix(clause, "excerpt "):
+						b.excerpt = strings.TrimSpace(strings.TrimPrefix(clause, "excerpt "))
 					default:
-						problems = append(problems, fmt.Sprintf("%s: marker clause %q: want \"package DIR\" or \"func(...)\"", d.at(fence), clause))
+						problems = append(problems, fmt.Sprintf("%s: marker clause %q: want \"package DIR\", \"func(...)\" or \"excerpt FILE.go\"", d.at(fence), clause))
 					}
 				}
 			}
@@ -186,6 +195,9 @@ func path2name(p string) string { return p[strings.LastIndex(p, "/")+1:] }
 func (c *blockChecker) check(b goBlock) []string {
 	lines := b.block.lines
 	name := b.doc.path
+	if b.excerpt != "" {
+		return c.checkExcerpt(b)
+	}
 	if isFile(lines) {
 		if b.pkg != "" {
 			return []string{b.where() + ": a block with a package clause takes no package marker"}
@@ -373,6 +385,32 @@ func expectedOutput(lines []string) (string, bool) {
 
 // TestGoBlocks: every Go block of the README and docs/ compiles, under
 // the rules above, and every "go run" block runs and prints its Output.
+// checkExcerpt holds an excerpt block to its file: a Go file of the
+// module that contains the block's lines word for word, in order.
+func (c *blockChecker) checkExcerpt(b goBlock) []string {
+	if b.run || b.pkg != "" || b.sig != defaultSignature {
+		return []string{b.where() + ": an excerpt block takes no other marker clause and is not run"}
+	}
+	if !strings.HasSuffix(b.excerpt, ".go") || strings.Contains(b.excerpt, "..") || filepath.IsAbs(b.excerpt) {
+		return []string{fmt.Sprintf("%s: excerpt %q: want a module-relative .go file", b.where(), b.excerpt)}
+	}
+	src, err := os.ReadFile(filepath.Join(c.root, filepath.FromSlash(b.excerpt)))
+	if err != nil {
+		return []string{fmt.Sprintf("%s: excerpt %s: %v", b.where(), b.excerpt, err)}
+	}
+	if !strings.Contains(string(src), strings.Join(b.block.lines, "\n")+"\n") {
+		first := ""
+		for _, l := range b.block.lines {
+			if strings.TrimSpace(l) != "" {
+				first = strings.TrimSpace(l)
+				break
+			}
+		}
+		return []string{fmt.Sprintf("%s: the block starting %q is not in %s word for word: copy it from there again", b.where(), first, b.excerpt)}
+	}
+	return nil
+}
+
 func TestGoBlocks(t *testing.T) {
 	t.Parallel()
 	c := newBlockChecker(t)
@@ -414,6 +452,10 @@ func TestGoBlocks(t *testing.T) {
 			}
 		}
 		requireReport(t, problems, fmt.Sprintf("README.md:%d:", line), "LastPositon")
+
+		ex := newDoc("docs/planted.md", "<!-- go: excerpt decision/example_test.go -->\n```go\nconst MaxCoursesPerStudent = 6\n```\n")
+		bs, _ = goBlocks(ex)
+		requireReport(t, c.check(bs[0]), "docs/planted.md:3:", "is not in decision/example_test.go word for word")
 
 		run := newDoc("docs/planted.md", "```go run\npackage main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Println(\"one\")\n\t// Output:\n\t// two\n}\n```\n")
 		bs, _ = goBlocks(run)

@@ -24,6 +24,7 @@ var allowed = []string{
 	"natsjs",
 	"serve",
 	"aggregate",
+	"decision",
 	"metrics",
 	"cmd/eventlite",
 }

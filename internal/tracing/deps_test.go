@@ -12,7 +12,7 @@ func TestLibraryLinksOnlyTheOTelAPI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the go tool")
 	}
-	pkgs := []string{"envelope", "store", "aggregate", "projection", "publish", "natsjs", "replay", "metrics", "internal/tracing"}
+	pkgs := []string{"envelope", "store", "aggregate", "decision", "projection", "publish", "natsjs", "replay", "metrics", "internal/tracing"}
 	args := []string{"list", "-deps"}
 	for _, p := range pkgs {
 		args = append(args, "github.com/eventlite/eventlite/"+p)

@@ -81,7 +81,8 @@ type Driver struct {
 }
 
 // suiteEvents returns events as the store hands them to a relay: tenants,
-// streams, versions and positions set, a mix of data and extensions.
+// streams, versions and positions set, a mix of data, extensions and
+// tags.
 func suiteEvents(t *testing.T) []envelope.Event {
 	t.Helper()
 	type spec struct{ tenant, stream string }
@@ -105,6 +106,10 @@ func suiteEvents(t *testing.T) []envelope.Event {
 			e.Data = nil
 		case 4:
 			e.DataSchema = "https://example.com/schemas/order/2"
+		case 5:
+			// Tags travel as one extension: the separator and the
+			// escape inside tags come back byte for byte.
+			e.Tags = []string{"order:2", `a,b`, `\`, `x\,y`, "ünï"}
 		}
 		out = append(out, e)
 	}

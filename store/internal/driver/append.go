@@ -106,13 +106,21 @@ type Writer interface {
 	// failed statement aborts the whole transaction).
 	SingleStatementInsert(n int) bool
 	// InsertEvents writes a batch's events at positions
-	// b.FirstPosition, +1..., each with the StreamVersion the store set.
+	// b.FirstPosition, +1..., each with the StreamVersion the store set,
+	// and their tags' rows in event_tags (a second statement: the store
+	// opens a savepoint for a batch with tags).
 	// A failure may leave part of the batch written: the store rolls
 	// back. A refused write is returned wrapped in an *OpError naming the
 	// events refused; an event id already stored in the tenant is
 	// Constraint. An extension that cannot be encoded is an
 	// *envelope.InvalidError.
 	InsertEvents(ctx context.Context, b EventBatch) error
+	// FirstMatch reads, inside the write transaction, the tenant's first
+	// readable event after position after that matches q (FirstMatchSQL):
+	// an append's condition. It sees what the transaction wrote so far
+	// (the requests before this one in a group). ok is false when none
+	// matches.
+	FirstMatch(ctx context.Context, tenant string, q *Query, after int64) (m Match, ok bool, err error)
 	// CreateStream writes the lifecycle row of a stream that had none.
 	CreateStream(ctx context.Context, tenant, stream string, now int64) error
 	// ReviveStream marks a soft-deleted stream live again.

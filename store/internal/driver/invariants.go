@@ -22,6 +22,11 @@ type Invariants interface {
 	// and the position sequence (the last position handed out, which
 	// may be below the newest position in a file of an old schema).
 	LogFacts(ctx context.Context, q ReadQuerier) (LogFacts, error)
+	// EachEventTags calls fn, in position order, for every event whose
+	// stored extensions hold the envelope.ExtTags extension as a string:
+	// value is that string, as stored. Nothing on a database without
+	// the tag index (an older schema).
+	EachEventTags(ctx context.Context, q ReadQuerier, fn func(tenant string, position int64, value string) error) error
 }
 
 // Invariant is one invariant of the log that CheckLog counts breaks of.

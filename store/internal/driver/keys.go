@@ -50,6 +50,13 @@ type Keys interface {
 	// of subject's events of tenant (a sink's reply may have quoted the
 	// data) to ErasedError, and returns how many rows it changed.
 	EraseOutboxErrors(ctx context.Context, q Querier, tenant, subject string) (int64, error)
+	// EraseSubjectTags erases the tags of the tenant's events under
+	// subject (the erasurekey extension): the envelope.ExtTags extension
+	// leaves their stored extensions and their rows leave event_tags, so
+	// that no query or condition matches them again (a user name the
+	// subject claimed becomes free). It returns how many events lost
+	// their tags.
+	EraseSubjectTags(ctx context.Context, q Querier, tenant, subject string) (int64, error)
 	// ScrubErased removes the ciphertext of the events of forgotten
 	// subjects and returns how many events lost it.
 	ScrubErased(ctx context.Context, q Querier) (int64, error)

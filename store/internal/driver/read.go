@@ -59,6 +59,9 @@ type LogFilter struct {
 	StreamPrefix  string // stream ids that start with it, in characters
 	CorrelationID string
 	Backward      bool
+	// Query, when not nil, selects the tenant's readable events that
+	// match it (see QueryRead); the store sets no other filter with it.
+	Query *Query
 }
 
 // StreamVersion is a stream's version and state.

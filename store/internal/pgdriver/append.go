@@ -3,7 +3,6 @@ package pgdriver
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -120,8 +119,8 @@ func (c *eventCols) fill(b driver.EventBatch) error {
 			return &envelope.InvalidError{Index: i, Field: "time", Reason: "outside the years 1678-2262, which this store's time column holds"}
 		}
 		var ext *string
-		if len(e.Extensions) > 0 {
-			x, err := json.Marshal(e.Extensions)
+		if len(e.Extensions) > 0 || len(e.Tags) > 0 {
+			x, err := driver.ExtensionsJSON(e)
 			if err != nil {
 				return &envelope.InvalidError{Index: i, Field: "extensions", Reason: err.Error()}
 			}
@@ -168,7 +167,9 @@ type writer struct {
 	reviveStream *sql.Stmt
 	eventByID    *sql.Stmt
 	insertEvents *sql.Stmt
-	cols         eventCols
+	// insertTagRows is InsertTagsSQL, prepared on first use.
+	insertTagRows *sql.Stmt
+	cols          eventCols
 	// released: a request's savepoint was released (Release) and the
 	// RELEASE not sent yet. It goes with the writer's next statement of
 	// transaction control, in the same round trip: the next request's
@@ -218,7 +219,7 @@ func (Exec) PrepareWriter(ctx context.Context, conn *sql.Conn) (driver.Writer, e
 // Close closes every statement.
 func (w *writer) Close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{w.streamState, w.streamVer, w.createStream, w.reviveStream, w.eventByID, w.insertEvents} {
+	for _, st := range []*sql.Stmt{w.streamState, w.streamVer, w.createStream, w.reviveStream, w.eventByID, w.insertEvents, w.insertTagRows} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -461,7 +462,7 @@ func (w *writer) InsertEvents(ctx context.Context, b driver.EventBatch) error {
 		}
 		return &driver.OpError{Op: op, Err: errIDTaken}
 	}
-	return nil
+	return w.insertTags(ctx, b)
 }
 
 // CreateStream inserts the streams row.

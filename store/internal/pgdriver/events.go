@@ -8,6 +8,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/timecol"
+	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
 // SelectEvents reads the columns of events that EventScanner scans.
@@ -98,5 +99,6 @@ func DecodeExtensions(b []byte, e *envelope.Event) error {
 		}
 		e.Extensions[k] = x
 	}
+	driver.LiftTags(e)
 	return nil
 }

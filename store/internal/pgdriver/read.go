@@ -108,6 +108,9 @@ func (r *reader) ReadAll(ctx context.Context, page []envelope.Event, f *driver.L
 		err  error
 	)
 	switch {
+	case f.Query != nil:
+		q, args := driver.QueryRead(true, SelectEvents, f, from, n)
+		rows, err = r.db.QueryContext(ctx, q, args...)
 	case len(f.Types) > 0, f.StreamPrefix != "", f.CorrelationID != "", f.Backward:
 		q, args := logQuery(f, from, n)
 		rows, err = r.db.QueryContext(ctx, q, args...)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 
+	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
@@ -83,6 +84,21 @@ func (Exec) LoadScavengeBatch(ctx context.Context, q driver.Querier, positions [
 func (Exec) RaisePositionFloor(ctx context.Context, q driver.Querier) error {
 	_, err := q.ExecContext(ctx, `UPDATE log_head SET position = GREATEST(position, (SELECT COALESCE(max(position), 0) FROM events))`)
 	return err
+}
+
+// DeleteBatchEvents deletes the batch's events.
+func (Exec) DeleteBatchEvents(ctx context.Context, q driver.Querier) (int64, error) {
+	// Their tag index rows first, found by the tags the events store.
+	if err := driver.DeleteTagRowsOf(ctx, q, true, `SELECT tenant, position, extensions::json ->> '`+envelope.ExtTags+`' FROM events
+		WHERE position IN (SELECT position FROM pg_temp.scavenge_batch) AND extensions IS NOT NULL
+		AND json_typeof(extensions::json -> '`+envelope.ExtTags+`') = 'string'`); err != nil {
+		return 0, err
+	}
+	res, err := q.ExecContext(ctx, `DELETE FROM events WHERE position IN (SELECT position FROM pg_temp.scavenge_batch)`)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 // The Space methods are SQLite's file management. PostgreSQL keeps its

@@ -240,6 +240,8 @@ type writer struct {
 
 	// cache answers StreamState across transactions (statecache.go).
 	cache stateCache
+	// tags holds the tag index's statements (tags.go).
+	tags tagWriter
 }
 
 // PrepareWriter prepares the append path on conn.
@@ -353,6 +355,7 @@ func (w *writer) Close() error {
 			errs = append(errs, st.Close())
 		}
 	}
+	errs = append(errs, w.tags.close()...)
 	raw := []sqldriver.Stmt{w.streamState, w.streamVer}
 	for s := range w.insertEvents {
 		raw = append(raw, w.insertEvents[s][:]...)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/timecol"
+	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
 // SelectEvents reads the columns of events that EventScanner scans.
@@ -111,16 +112,12 @@ func (s *EventScanner) Scan(r Scanner) (envelope.Event, error) {
 // JoinAttrs is e's attrs column: nil (NULL) when its dataschema,
 // correlationid, causationid and other extensions are all empty.
 func JoinAttrs(e *envelope.Event) ([]byte, error) {
-	if e.DataSchema == "" && e.CorrelationID == "" && e.CausationID == "" && len(e.Extensions) == 0 {
+	if e.DataSchema == "" && e.CorrelationID == "" && e.CausationID == "" && len(e.Extensions) == 0 && len(e.Tags) == 0 {
 		return nil, nil
 	}
-	var ext []byte
-	if len(e.Extensions) > 0 {
-		x, err := json.Marshal(e.Extensions)
-		if err != nil {
-			return nil, err
-		}
-		ext = x
+	ext, err := driver.ExtensionsJSON(e)
+	if err != nil {
+		return nil, err
 	}
 	b := make([]byte, 0, len(e.DataSchema)+len(e.CorrelationID)+len(e.CausationID)+len(ext)+3)
 	b = append(b, e.DataSchema...)
@@ -196,5 +193,6 @@ func decodeExtensions(b []byte, e *envelope.Event) error {
 		}
 		e.Extensions[k] = x
 	}
+	driver.LiftTags(e)
 	return nil
 }

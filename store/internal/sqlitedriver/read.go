@@ -173,6 +173,15 @@ func tenantWindow(n int) int64 { return max(4096, int64(n)*256) }
 // the reads that filter by tenant at most.
 func (r *reader) readAll(ctx context.Context, page []envelope.Event, f *driver.LogFilter, from int64, n int, w int64) ([]envelope.Event, error) {
 	var packed func() (*sql.Rows, error)
+	if f.Query != nil {
+		return readPacked(page, &packedScanner{}, func() (*sql.Rows, error) {
+			q, args := driver.QueryRead(false, SelectPacked, f, from, n)
+			return r.db.QueryContext(ctx, q, args...)
+		}, func() (*sql.Rows, error) {
+			q, args := driver.QueryRead(false, SelectEvents, f, from, n)
+			return r.db.QueryContext(ctx, q, args...)
+		})
+	}
 	switch {
 	case len(f.Types) > 0, f.StreamPrefix != "", f.CorrelationID != "":
 		packed = func() (*sql.Rows, error) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
@@ -83,6 +84,22 @@ func (Exec) LoadScavengeBatch(ctx context.Context, q driver.Querier, positions [
 func (Exec) RaisePositionFloor(ctx context.Context, q driver.Querier) error {
 	_, err := q.ExecContext(ctx, `UPDATE position_floor SET position = max(position, (SELECT COALESCE(MAX(position), 0) FROM events))`)
 	return err
+}
+
+// DeleteBatchEvents deletes the batch's events.
+func (Exec) DeleteBatchEvents(ctx context.Context, q driver.Querier) (int64, error) {
+	// Their tag index rows first, found by the tags the events store.
+	if err := driver.DeleteTagRowsOf(ctx, q, false, `SELECT tenant, position, json_extract(x, '$.`+envelope.ExtTags+`') FROM (
+		SELECT tenant, position, `+ExtensionsSQL+` AS x FROM events
+		WHERE position IN (SELECT position FROM temp.scavenge_batch) AND attrs IS NOT NULL)
+		WHERE x IS NOT NULL AND json_valid(x) AND json_type(x, '$.`+envelope.ExtTags+`') = 'text'`); err != nil {
+		return 0, err
+	}
+	res, err := q.ExecContext(ctx, `DELETE FROM events WHERE position IN (SELECT position FROM temp.scavenge_batch)`)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 // SetSecureDelete sets PRAGMA secure_delete to ON, or to FAST (the

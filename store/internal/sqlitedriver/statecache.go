@@ -201,6 +201,9 @@ func (w *writer) StreamState(ctx context.Context, tenant, stream string, head bo
 // new version and the last position.
 func (w *writer) InsertEvents(ctx context.Context, b driver.EventBatch) error {
 	err := w.insertBatch(ctx, b)
+	if err == nil {
+		err = w.insertTags(ctx, b)
+	}
 	c := &w.cache
 	if err != nil || !c.tracked || len(b.Events) == 0 {
 		c.tracked = c.tracked && err == nil

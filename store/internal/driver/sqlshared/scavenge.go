@@ -82,15 +82,6 @@ func (x Exec[D]) DeleteBatchOutbox(ctx context.Context, q driver.Querier) error 
 	return err
 }
 
-// DeleteBatchEvents deletes the batch's events.
-func (x Exec[D]) DeleteBatchEvents(ctx context.Context, q driver.Querier) (int64, error) {
-	res, err := q.ExecContext(ctx, `DELETE FROM events WHERE position IN (SELECT position FROM `+x.dialect().ScavengeBatch()+`)`)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
-}
-
 // IDRemoved looks removed_event_ids up.
 func (x Exec[D]) IDRemoved(ctx context.Context, q driver.ReadQuerier, tenant, id string) (bool, error) {
 	var one int

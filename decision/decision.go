@@ -1,0 +1,387 @@
+package decision
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/eventlite/eventlite/aggregate"
+	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
+	"github.com/eventlite/eventlite/store"
+)
+
+// Definition describes one decision: the command it takes (C), the
+// events it depends on (Query), how they fold into its state (S) and how
+// the state and the command become new events (Decide).
+type Definition[S, C any] struct {
+	// Name of the decision, such as "register_user". Required. It
+	// prefixes the operation type in the ledger and the default event
+	// source.
+	Name string
+	// Registry maps event types to the Go types of their data (and
+	// upcasts old schema versions). Required: Decide returns values of
+	// registered types, evolvers receive them decoded.
+	Registry *envelope.Registry
+	// Query returns the consistency boundary of a command: the events
+	// (types and tags, in the command's tenant) the decision depends on.
+	// Required. The events it matches are folded in position order; the
+	// append then carries the condition that no event matching it was
+	// appended after the position read.
+	Query func(cmd C) store.Query
+	// Initial returns the state before any event is folded. It receives
+	// the command, so that the state can hold the ids the evolvers look
+	// for (the course and the student of a subscription). Default: the
+	// zero S.
+	Initial func(cmd C) S
+	// Evolvers fold the events the query matches, one per Go event type
+	// (see On). Required. Erased events (their subject was forgotten)
+	// carry no data and no tags and are skipped.
+	Evolvers *Evolvers[S]
+	// Decide turns the state and the command into new events, each naming
+	// its stream and tags. An error is a business rule violation: Handle
+	// returns it unchanged and appends nothing. No events and no error is
+	// a command with nothing to do. Required.
+	Decide func(state S, cmd Command[C]) ([]Event, error)
+	// Source is the CloudEvents source of the events appended. Default the
+	// Registry's (envelope.Registry.SetSource), else "/eventlite/<Name>".
+	Source string
+}
+
+// Command asks a decision to be made.
+type Command[C any] struct {
+	// Tenant whose events are read and appended. Default "default".
+	Tenant string
+	// OperationID, when set, makes the command idempotent, as
+	// aggregate.Command's: the first execution's result is recorded in
+	// the transaction of its events; a retry with the same id and input
+	// returns it and appends nothing; the same id with another input is
+	// refused with store.ErrIdempotencyMismatch. Ids never cross tenants
+	// and share the ledger with aggregate commands.
+	OperationID string
+	// ID identifies this command; appended events carry it as their
+	// causation id. Default: OperationID when set, else a new ULID.
+	ID string
+	// CorrelationID is copied to every appended event. Default: ID.
+	CorrelationID string
+	// ErasureKey, when set, is the erasurekey extension of every event the
+	// command appends (see store.Erasure; the store needs a master key).
+	ErasureKey string
+	// Payload is the command itself. Its JSON encoding makes the input
+	// hash; top-level struct fields tagged `idem:"-"` are left out of it.
+	Payload C
+}
+
+// Event is a new event a decision appends: the stream it goes to (every
+// eventlite event has one), its tags, and its data, a value of a
+// registered type.
+type Event struct {
+	// Stream is the stream id. Required.
+	Stream string
+	// Tags are the event's tags: what later queries find it by.
+	Tags []string
+	// Payload is the event's data, a value of a registered Go type.
+	Payload any
+}
+
+// Options configures a Handler. nil means the defaults.
+type Options struct {
+	// MaxAttempts bounds read-decide-append rounds when an event matching
+	// the query was appended meanwhile. Default 3.
+	MaxAttempts int
+	// Logger receives structured logs. Default: none.
+	Logger hclog.Logger
+}
+
+// Result is the outcome of a handled command.
+type Result struct {
+	Tenant string `json:"tenant"`
+	// Streams, Positions and EventIDs describe the appended events, in
+	// order (none for a command with nothing to do).
+	Streams   []string `json:"streams"`
+	Positions []int64  `json:"positions"`
+	EventIDs  []string `json:"event_ids"`
+	// Replayed is true when the result came from the operation ledger: the
+	// command had already been carried out and nothing was appended now.
+	Replayed bool `json:"-"`
+}
+
+// LastPosition returns the position of the last appended event, or 0 when
+// nothing was appended (what projection.WaitFor takes as nothing to wait
+// for).
+func (r Result) LastPosition() int64 {
+	if len(r.Positions) == 0 {
+		return 0
+	}
+	return r.Positions[len(r.Positions)-1]
+}
+
+// Handler reads, folds, decides and appends, for one decision. It is safe
+// for concurrent use.
+type Handler[S, C any] struct {
+	store  *store.Store
+	def    Definition[S, C]
+	opType string
+	opts   Options
+	log    hclog.Logger
+}
+
+// New returns a handler for def on s. It checks def up front.
+func New[S, C any](s *store.Store, def Definition[S, C], opts *Options) (*Handler[S, C], error) {
+	switch {
+	case s == nil:
+		return nil, errors.New("decision: nil store")
+	case def.Name == "":
+		return nil, errors.New("decision: Definition.Name is required")
+	case def.Registry == nil:
+		return nil, &DefinitionError{def.Name, "Registry", "required"}
+	case def.Query == nil:
+		return nil, &DefinitionError{def.Name, "Query", "required: the events the decision depends on"}
+	case def.Evolvers == nil:
+		return nil, &DefinitionError{def.Name, "Evolvers", "required: add one with decision.On for each event type the query matches"}
+	case def.Decide == nil:
+		return nil, &DefinitionError{def.Name, "Decide", "required"}
+	}
+	if err := checkEvolvers(def.Name, def.Evolvers, def.Registry); err != nil {
+		return nil, err
+	}
+	if def.Source == "" {
+		def.Source = def.Registry.Source()
+	}
+	if def.Source == "" {
+		def.Source = "/eventlite/" + def.Name
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.MaxAttempts < 0 {
+		return nil, fmt.Errorf("decision %s: MaxAttempts must not be negative", def.Name)
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = 3
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	return &Handler[S, C]{store: s, def: def, opType: def.Name + "." + typeName(reflect.TypeFor[C]()), opts: o,
+		log: o.Logger.Named("decision." + def.Name)}, nil
+}
+
+// Handle reads the events matching the command's query, folds them, runs
+// Decide and appends the new events with the condition that no event
+// matching the query was appended after the position read (the log's
+// head, read before the events, or the newest matching event's when that
+// is higher). When one was,
+// it reads, folds and decides again, up to MaxAttempts, and never
+// appends a stale decision; the last attempt's error then matches
+// store.ErrConditionFailed. Decide's errors come back unchanged.
+func (h *Handler[S, C]) Handle(ctx context.Context, cmd Command[C]) (Result, error) {
+	if cmd.Tenant == "" {
+		cmd.Tenant = "default"
+	}
+	if err := envelope.ValidateTenant(cmd.Tenant); err != nil {
+		return Result{}, err
+	}
+	if cmd.ID == "" {
+		cmd.ID = cmd.OperationID
+		if cmd.ID == "" {
+			cmd.ID = ulid.Make().String()
+		}
+	}
+	if cmd.CorrelationID == "" {
+		cmd.CorrelationID = cmd.ID
+	}
+	var op *store.Operation
+	if cmd.OperationID != "" {
+		hash, err := aggregate.InputHash("", cmd.Payload)
+		if err != nil {
+			return Result{}, err
+		}
+		op = &store.Operation{Tenant: cmd.Tenant, ID: cmd.OperationID, Type: h.opType, InputHash: hash, ErasureKey: cmd.ErasureKey}
+		// Fast path for a retry: the ledger already has the answer.
+		if stored, ok, err := h.store.Aggregates().Operation(ctx, cmd.Tenant, cmd.OperationID); err != nil {
+			return Result{}, err
+		} else if ok {
+			return h.replay(ctx, stored, *op)
+		}
+	}
+	var lastErr error
+	for attempt := 1; attempt <= h.opts.MaxAttempts; attempt++ {
+		res, err := h.attempt(ctx, cmd, op)
+		if !retryable(err) {
+			return res, err
+		}
+		lastErr = err
+		h.log.Debug("the boundary moved; reading and deciding again", "tenant", cmd.Tenant, "attempt", attempt, "error", err)
+	}
+	return Result{}, fmt.Errorf("decision %s: gave up after %d attempts: %w", h.def.Name, h.opts.MaxAttempts, lastErr)
+}
+
+// errAnswered ends an Update whose operation turned out to be done.
+var errAnswered = errors.New("operation already answered")
+
+// fold reads the events of q in tenant and folds them into the initial
+// state. after is the position the decision is made at: the newest
+// matching event's, or the head read before the events when none (or
+// only older ones) matched, so that an event matching q that the read
+// did not see is always after it.
+func (h *Handler[S, C]) fold(ctx context.Context, tenant string, q store.Query, payload C) (S, int64, error) {
+	var state S
+	if h.def.Initial != nil {
+		state = h.def.Initial(payload)
+	}
+	// The head first: an event committed after this read is above it,
+	// so the condition sees it even when the query read below missed it.
+	after, err := h.store.Head(ctx)
+	if err != nil {
+		return state, 0, err
+	}
+	for e, err := range h.store.ReadAll(ctx, store.ReadAllOptions{Tenant: tenant, Query: q}) {
+		if err != nil {
+			return state, 0, fmt.Errorf("decision %s: read: %w", h.def.Name, err)
+		}
+		after = max(after, e.Position)
+		if envelope.Erased(e) {
+			continue
+		}
+		p, err := h.def.Registry.Decode(e)
+		if err != nil {
+			return state, 0, fmt.Errorf("decision %s: event %d (%s): %w", h.def.Name, e.Position, e.ID, err)
+		}
+		fn := h.def.Evolvers.byGo[reflect.TypeOf(p)]
+		if fn == nil {
+			return state, 0, &DefinitionError{h.def.Name, "Evolvers", fmt.Sprintf("event %d of type %q (Go type %T) matches the query and has no evolver: add decision.On for it, or narrow the query", e.Position, e.Type, p)}
+		}
+		state = fn(state, e, p)
+	}
+	return state, after, nil
+}
+
+func (h *Handler[S, C]) attempt(ctx context.Context, cmd Command[C], op *store.Operation) (Result, error) {
+	q := h.def.Query(cmd.Payload)
+	state, after, err := h.fold(ctx, cmd.Tenant, q, cmd.Payload)
+	if err != nil {
+		return Result{}, err
+	}
+	decided, err := h.def.Decide(state, cmd)
+	if err != nil {
+		if op != nil {
+			// The same operation may have just been carried out by a
+			// concurrent call, whose events made Decide refuse: its
+			// result is the answer. Its ledger row committed with the
+			// events the fold read, so the read below sees it.
+			if stored, ok, lerr := h.store.Aggregates().Operation(ctx, cmd.Tenant, cmd.OperationID); lerr != nil {
+				return Result{}, lerr
+			} else if ok {
+				return h.replay(ctx, stored, *op)
+			}
+		}
+		return Result{}, err
+	}
+	events := make([]envelope.Event, 0, len(decided))
+	for i, d := range decided {
+		if err := envelope.ValidateStream(d.Stream); err != nil {
+			return Result{}, fmt.Errorf("decision %s: event %d: %w", h.def.Name, i, err)
+		}
+		typ, ok := h.def.Registry.TypeOf(d.Payload)
+		if !ok {
+			return Result{}, fmt.Errorf("decision %s: Decide returned %T (event %d), which is not registered: register it with envelope.Register", h.def.Name, d.Payload, i)
+		}
+		e, err := h.def.Registry.Encode(typ, d.Payload)
+		if err != nil {
+			return Result{}, err
+		}
+		e.Stream = d.Stream
+		e.Tags = d.Tags
+		e.Source = h.def.Source
+		e.CorrelationID = cmd.CorrelationID
+		e.CausationID = cmd.ID
+		if cmd.ErasureKey != "" {
+			e = e.WithErasureKey(cmd.ErasureKey)
+		}
+		events = append(events, e)
+	}
+	res := Result{Tenant: cmd.Tenant}
+	var answered store.Operation
+	err = h.store.Update(ctx, func(tx *store.Tx) error {
+		if op != nil {
+			stored, ok, err := store.Bookkeeping(inside.Key{}, tx).Operation(ctx, cmd.Tenant, cmd.OperationID)
+			if err != nil {
+				return err
+			}
+			if ok {
+				answered = stored
+				return errAnswered
+			}
+		}
+		cond := &store.Condition{Query: q, After: after}
+		// Consecutive events of one stream go in one append; the condition
+		// rides on the first, before any of this decision's events exist
+		// (the later appends would match their own predecessors).
+		for i := 0; i < len(events); {
+			j := i + 1
+			for j < len(events) && events[j].Stream == events[i].Stream {
+				j++
+			}
+			ar, err := appendIf(ctx, tx, cmd.Tenant, events[i].Stream, cond, events[i:j])
+			if err != nil {
+				return err
+			}
+			cond = nil
+			for _, e := range ar.Events {
+				res.Streams = append(res.Streams, e.Stream)
+				res.Positions = append(res.Positions, e.Position)
+				res.EventIDs = append(res.EventIDs, e.ID)
+			}
+			i = j
+		}
+		if op != nil {
+			rec := *op
+			rec.Result, _ = json.Marshal(res)
+			if _, err := store.Bookkeeping(inside.Key{}, tx).RecordOperation(ctx, rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, errAnswered) {
+		return h.replay(ctx, answered, *op)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
+// replay answers a repeated operation from the ledger.
+func (h *Handler[S, C]) replay(ctx context.Context, stored, given store.Operation) (Result, error) {
+	same, err := h.store.Aggregates().SameInput(ctx, stored, given)
+	if err != nil {
+		return Result{}, err
+	}
+	if !same {
+		return Result{}, &store.IdempotencyMismatchError{Tenant: given.Tenant, OperationID: given.ID, StoredType: stored.Type, GivenType: given.Type}
+	}
+	var r Result
+	if err := json.Unmarshal(stored.Result, &r); err != nil {
+		return Result{}, fmt.Errorf("operation %q: stored result does not decode: %w", given.ID, err)
+	}
+	r.Replayed = true
+	return r, nil
+}
+
+func typeName(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Name() == "" {
+		return t.String()
+	}
+	return t.Name()
+}
