@@ -43,6 +43,9 @@ type reader struct {
 	all            *sql.Stmt
 	allTenant      *sql.Stmt
 	streamVersion  *sql.Stmt
+	// queries keeps the reads by query prepared: compiling one cost
+	// more than reading its 100 events.
+	queries stmtCache
 }
 
 // PrepareReader prepares the common reads on db.
@@ -77,6 +80,7 @@ func (r *reader) Close() error {
 			errs = append(errs, st.Close())
 		}
 	}
+	errs = append(errs, r.queries.close()...)
 	return errors.Join(errs...)
 }
 
@@ -114,7 +118,7 @@ func (r *reader) ReadAll(ctx context.Context, page []envelope.Event, f *driver.L
 	if f.Query != nil {
 		return readPacked(page, &packedScanner{}, func() (*sql.Rows, error) {
 			q, args := driver.QueryRead(false, SelectPacked, f, from, n)
-			return r.db.QueryContext(ctx, q, args...)
+			return r.queries.query(ctx, r.db, q, args...)
 		}, func() (*sql.Rows, error) {
 			q, args := driver.QueryRead(false, SelectEvents, f, from, n)
 			return r.db.QueryContext(ctx, q, args...)
