@@ -58,6 +58,9 @@ type reader struct {
 	tenantWindow     *sql.Stmt
 	tenantWindowBack *sql.Stmt
 	streamVersion    *sql.Stmt
+	// queries keeps the reads by query prepared: compiling one cost
+	// more than reading its 100 events.
+	queries stmtCache
 }
 
 // PrepareReader prepares the common reads on db.
@@ -96,6 +99,7 @@ func (r *reader) Close() error {
 			errs = append(errs, st.Close())
 		}
 	}
+	errs = append(errs, r.queries.close()...)
 	return errors.Join(errs...)
 }
 
@@ -139,7 +143,9 @@ func (r *reader) ReadStream(ctx context.Context, page []envelope.Event, tenant, 
 // log, the page is read again through the (tenant, event_id) index and a
 // sort, as before: a tenant with few events among many others.
 func (r *reader) ReadAll(ctx context.Context, page []envelope.Event, f *driver.LogFilter, from int64, n int) ([]envelope.Event, error) {
-	if f.Tenant == "" {
+	if f.Tenant == "" || f.Query != nil {
+		// Every tenant, or a read by query (the tag index finds its
+		// events): no window.
 		return r.readAll(ctx, page, f, from, n, 0)
 	}
 	head, err := Exec{}.Head(ctx, r.db)
@@ -176,7 +182,7 @@ func (r *reader) readAll(ctx context.Context, page []envelope.Event, f *driver.L
 	if f.Query != nil {
 		return readPacked(page, &packedScanner{}, func() (*sql.Rows, error) {
 			q, args := driver.QueryRead(false, SelectPacked, f, from, n)
-			return r.db.QueryContext(ctx, q, args...)
+			return r.queries.query(ctx, r.db, q, args...)
 		}, func() (*sql.Rows, error) {
 			q, args := driver.QueryRead(false, SelectEvents, f, from, n)
 			return r.db.QueryContext(ctx, q, args...)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"strings"
+	"sync"
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store/internal/driver"
@@ -197,4 +198,50 @@ func (Exec) EraseSubjectTags(ctx context.Context, q driver.Querier, tenant, subj
 		}
 	}
 	return int64(len(changes)), nil
+}
+
+// maxQueryStmts bounds the prepared reads by query a reader keeps.
+const maxQueryStmts = 64
+
+// stmtCache keeps statements prepared on a pool, by their SQL, at most
+// maxQueryStmts; a statement is never closed while the reader is open
+// (another read may be running on it), so past the bound a query runs
+// unprepared.
+type stmtCache struct {
+	mu    sync.Mutex
+	stmts map[string]*sql.Stmt
+}
+
+// query runs q with args, on its prepared statement when the cache holds
+// or takes one.
+func (c *stmtCache) query(ctx context.Context, db *sql.DB, q string, args ...any) (*sql.Rows, error) {
+	c.mu.Lock()
+	st := c.stmts[q]
+	if st == nil && len(c.stmts) < maxQueryStmts {
+		var err error
+		if st, err = db.PrepareContext(ctx, q); err != nil {
+			c.mu.Unlock()
+			return nil, err
+		}
+		if c.stmts == nil {
+			c.stmts = make(map[string]*sql.Stmt)
+		}
+		c.stmts[q] = st
+	}
+	c.mu.Unlock()
+	if st == nil {
+		return db.QueryContext(ctx, q, args...)
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+func (c *stmtCache) close() []error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for _, st := range c.stmts {
+		errs = append(errs, st.Close())
+	}
+	c.stmts = nil
+	return errs
 }
