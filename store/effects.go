@@ -86,10 +86,10 @@ type Effect struct {
 
 	// Fixed by the effect's first run (Effects.Do; Run and Reserve record
 	// an external effect without arguments).
-	Kind          EffectKind
-	Resource      string
-	Summary       string
-	Args          json.RawMessage // RFC 8785 canonical JSON; nil: no arguments
+	Kind     EffectKind
+	Resource string
+	Summary  string
+	Args     json.RawMessage // RFC 8785 canonical JSON; nil: no arguments
 	// ErasureKey names the subject whose data the arguments hold
 	// (EffectRun.ErasureKey): Args and LastError are stored encrypted
 	// with its data key.
