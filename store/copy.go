@@ -328,6 +328,9 @@ func Copy(ctx context.Context, from, to string, opts *CopyOptions) (res CopyResu
 			err = fmt.Errorf("copy: close target: %w", cerr)
 		}
 	}()
+	if err := announceForgets(ctx, dst, res.Reforgotten); err != nil {
+		return res, fmt.Errorf("copy into %s: committed, with the subjects forgotten again, but announcing it: %w", res.Target, err)
+	}
 	if err := dst.CheckInvariants(ctx); err != nil {
 		return res, fmt.Errorf("copy into %s: committed, but the target's invariants: %w", res.Target, err)
 	}

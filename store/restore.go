@@ -173,6 +173,9 @@ func Restore(ctx context.Context, src, target string, opts *RestoreOptions) (res
 	if err := verifyRestored(ctx, targetAbs, snap, floor, rolledBack, o); err != nil {
 		return res, err
 	}
+	if err := announceRestoredForgets(ctx, targetAbs, res.Reforgotten, o); err != nil {
+		return res, &RestoreUnverifiedError{Path: targetAbs, Err: fmt.Errorf("the subjects were forgotten again, but announcing it: %w", err)}
+	}
 	snap.sequence = floor
 	res.BackupResult = snap.result(targetAbs, start)
 	return res, nil

@@ -84,9 +84,9 @@ func unforgotten(ctx context.Context, ex driver.Executor, q driver.ReadQuerier, 
 // the time of the original forget, drops the snapshots of the subject's
 // streams, removes the data from the copies of its events and the error
 // texts of its outbox rows, then removes the ciphertext of every
-// forgotten subject's events. No eventlite.subject.forgotten event is
-// appended: the original ones were in the log the source lacks, and
-// went downstream from there.
+// forgotten subject's events. The caller appends an
+// eventlite.subject.forgotten event per subject once the copy committed
+// (announceForgets): the original ones were in the log the source lacks.
 func reapplyForgets(ctx context.Context, ex driver.Executor, q driver.Querier, keys []driver.ForgottenKey) error {
 	if len(keys) == 0 {
 		return nil
@@ -202,4 +202,41 @@ func reforgetCopy(ctx context.Context, tmp, src string, forgotten []driver.Forgo
 		return nil, mapErr(err)
 	}
 	return subjectsOf(back), nil
+}
+
+// announceForgets appends, in s, one eventlite.subject.forgotten event
+// per subject forgotten again by a restore or a copy: the source's log
+// lacks the original ones, and read models in the file, replayed or
+// caught up from it, purge the subject on this event.
+func announceForgets(ctx context.Context, s *Store, subjects []ForgottenSubject) error {
+	for _, f := range subjects {
+		a, err := s.prepareForget(f.Tenant, f.Subject)
+		if err != nil {
+			return err
+		}
+		if err := s.Update(ctx, func(tx *Tx) error {
+			_, err := tx.appendPrepared(ctx, a)
+			return err
+		}); err != nil {
+			return fmt.Errorf("append %s for subject %q (tenant %s): %w", TypeSubjectForgotten, f.Subject, f.Tenant, err)
+		}
+	}
+	return nil
+}
+
+// announceRestoredForgets opens the restored target and announces the
+// subjects the restore forgot again (announceForgets).
+func announceRestoredForgets(ctx context.Context, target string, subjects []ForgottenSubject, o RestoreOptions) error {
+	if len(subjects) == 0 {
+		return nil
+	}
+	s, err := Open(ctx, target, &Options{BusyTimeout: o.BusyTimeout})
+	if err != nil {
+		return err
+	}
+	err = announceForgets(ctx, s, subjects)
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

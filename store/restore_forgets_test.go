@@ -106,6 +106,21 @@ func TestRestoreRefusesToUnforget(t *testing.T) {
 	if n := countSnapshots(t, s, "default", "user-alice"); n != 0 {
 		t.Errorf("alice's snapshot survived the restore: %d", n)
 	}
+	// Each subject forgotten again is announced in the restored log, so
+	// that read models in the file purge it.
+	var announced []string
+	for _, e := range drivertest.ReadStream(t, s, "default", store.ForgottenStream) {
+		if e.Type == store.TypeSubjectForgotten {
+			d, err := envelope.DecodeData[store.SubjectForgotten](e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			announced = append(announced, d.ErasureKey)
+		}
+	}
+	if diff := cmp.Diff([]string{"alice", "carol"}, announced); diff != "" {
+		t.Errorf("eventlite.subject.forgotten in the restored log (-want +got):\n%s", diff)
+	}
 	_, err = s.Append(ctx, "default", "user-carol", store.Any, drivertest.Personal(t, "carol", "c@example.org"))
 	if !errors.Is(err, store.ErrInvalidEvent) {
 		t.Errorf("an append under carol (tombstone re-applied): %v, want refused", err)

@@ -98,8 +98,9 @@ it forgets them again in what it restores, under the same lock: each key
 destroyed (or tombstone kept) as the database had it, the subjects' snapshots
 dropped, the copies of their events in quarantine, deferral and version
 conflicts and their outbox error texts cleared, their ciphertext removed, and
-prints how many. No eventlite.subject.forgotten event is appended again: the
-ones the database had went downstream before.
+prints how many. The database's eventlite.subject.forgotten events are lost
+with the interval the backup lacks: after the commit the restore appends one
+again per subject, so that read models in the file purge it.
 
 With --json, one object: {"path","source","events","streams","head_position",
 "sequence","previous_events","previous_sequence","reforgotten","bytes",
