@@ -38,6 +38,10 @@ type dataKey struct {
 	// (the operation ledger's input hash), derived from the data key:
 	// nil with aead.
 	inputKey []byte
+	// wrapped is the key as stored, wrapped by the master key: the
+	// append checks in its transaction that the file still holds this
+	// very key (a restore may have replaced it).
+	wrapped []byte
 }
 
 // keyring unwraps and caches data keys (table erasure_keys, migration
@@ -120,7 +124,7 @@ func (k *keyring) lookup(ctx context.Context, q driver.ReadQuerier, r keyRef, ca
 	if !found {
 		return nil, nil
 	}
-	d := &dataKey{forgotten: row.Forgotten}
+	d := &dataKey{forgotten: row.Forgotten, wrapped: row.Wrapped}
 	if !d.forgotten && k.master != nil {
 		if d.aead, d.inputKey, err = k.unwrap(r, row.MasterKeyID, row.Wrapped); err != nil {
 			return nil, err
