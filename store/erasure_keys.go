@@ -225,6 +225,11 @@ func (k *keyring) openEvents(ctx context.Context, q driver.ReadQuerier, cache bo
 }
 
 func (k *keyring) openEvent(ctx context.Context, q driver.ReadQuerier, cache bool, e *envelope.Event, subject string) error {
+	return k.openEventOnce(ctx, q, cache, e, subject, true)
+}
+
+// openEventOnce is openEvent; retry lets it read a cached key again once.
+func (k *keyring) openEventOnce(ctx context.Context, q driver.ReadQuerier, cache bool, e *envelope.Event, subject string, retry bool) error {
 	d, err := k.lookup(ctx, q, keyRef{e.Tenant, subject}, cache)
 	if err != nil {
 		var me *MasterKeyError
@@ -250,6 +255,12 @@ func (k *keyring) openEvent(ctx context.Context, q driver.ReadQuerier, cache boo
 		return nil
 	}
 	plain, err := open(d.aead, e.Data, dataAD(e.Tenant, e.Stream, e.ID))
+	if err != nil && retry && k.cached(keyRef{e.Tenant, subject}) == d {
+		// A key cached before a restore replaced the file is not the
+		// file's: read the key again, once.
+		k.drop(keyRef{e.Tenant, subject})
+		return k.openEventOnce(ctx, q, cache, e, subject, false)
+	}
 	if err != nil {
 		return fmt.Errorf("event at position %d: its data does not decrypt with the data key of subject %q (tenant %s): it was altered", e.Position, subject, e.Tenant)
 	}
