@@ -14,7 +14,8 @@ import (
 func (Exec) ScavengeCandidates(ctx context.Context, q driver.ReadQuerier) ([]driver.ScavengeCandidate, error) {
 	rows, err := q.QueryContext(ctx, `SELECT s.tenant, s.stream_id,
 		(SELECT MIN(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id),
-		MIN(s.first_version, (SELECT MAX(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id))
+		MIN(s.first_version, (SELECT COALESCE(MAX(CASE WHEN e.type <> '`+driver.StreamRestoredType+`' THEN e.version END), MAX(e.version))
+			FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id))
 		FROM streams s WHERE s.first_version > 1 ORDER BY s.tenant, s.stream_id`)
 	if err != nil {
 		return nil, err
@@ -40,10 +41,13 @@ func (Exec) OldestVersion(ctx context.Context, q driver.ReadQuerier, tenant, str
 	return lo, err
 }
 
-// RemovableBefore reads min(first_version, newest version).
+// RemovableBefore reads min(first_version, newest version), the newest
+// version not a restore's eventlite.stream.restored (that event lands
+// above a deleted stream's tombstone, which must stay).
 func (Exec) RemovableBefore(ctx context.Context, q driver.ReadQuerier, tenant, stream string) (int64, error) {
 	var now int64
-	err := q.QueryRowContext(ctx, `SELECT MIN(s.first_version, (SELECT MAX(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id))
+	err := q.QueryRowContext(ctx, `SELECT MIN(s.first_version, (SELECT COALESCE(MAX(CASE WHEN e.type <> '`+driver.StreamRestoredType+`' THEN e.version END), MAX(e.version))
+			FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id))
 		FROM streams s WHERE s.tenant = ? AND s.stream_id = ?`, tenant, stream).Scan(&now)
 	return now, err
 }
