@@ -21,7 +21,7 @@ import (
 // effectFields are the members of each effect, in order: those of
 // 'eventlite effects list --json'.
 var effectFields = []string{"tenant", "key", "state", "kind", "resource", "summary", "args", "args_hash", "requested_by", "requested_at",
-	"decided_by", "decided_at", "reason", "attempts", "last_error", "provider_ref", "created", "updated"}
+	"decided_by", "decided_at", "reason", "attempts", "last_error", "provider_ref", "created", "updated", "erasure_key", "args_erased", "args_encrypted"}
 
 // calls records an effect's calls and the arguments each received.
 type calls struct {

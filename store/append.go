@@ -132,8 +132,9 @@ type appendReq struct {
 	// sealed holds, for the events that carry erasurekey, their encrypted
 	// data (what insertEvents stores) and aeads their data keys; both are
 	// nil when no event does (see sealAppend).
-	sealed [][]byte
-	aeads  []cipher.AEAD
+	sealed  [][]byte
+	aeads   []cipher.AEAD
+	wrapped [][]byte // the wrapped data key of each sealed event (checkKeysLive)
 	// cond is the append condition's query for the driver, nil for
 	// none; condAfter its position.
 	cond      *driver.Query

@@ -76,6 +76,20 @@ type CopyOptions struct {
 	// (the store cannot: projections are defined above it). Its error is
 	// Copy's, the copy staying committed.
 	Rebuild func(ctx context.Context, target *Store) error
+	// ForgetsFrom names a store (a SQLite file or a postgres://
+	// address, opened read-only) whose forgotten subjects the copy must
+	// not bring back: typically the live store the source file is an
+	// older backup of. A subject forgotten there and not in the source
+	// refuses the copy with an *UnforgetError (ErrUnforget), nothing
+	// written, unless ReapplyForgets. Default "": the source's own
+	// forgets are copied as they are, and nothing else is known.
+	ForgetsFrom string
+	// ReapplyForgets forgets those subjects again in the target, in the
+	// copy's transaction after it read itself back: keys destroyed or
+	// tombstones kept as ForgetsFrom has them, snapshots dropped,
+	// copies and outbox error texts cleared, ciphertext removed.
+	// Default false.
+	ReapplyForgets bool
 }
 
 // CopyPhase is a stage of a copy.
@@ -121,6 +135,9 @@ type CopyResult struct {
 	// sequence. Copy may still fail after that, on the target's
 	// invariants or in Rebuild.
 	Committed bool
+	// Reforgotten lists the subjects forgotten again in the target
+	// (CopyOptions.ReapplyForgets), in (tenant, subject) order.
+	Reforgotten []ForgottenSubject
 	// Elapsed is how long the copy took, the rebuild included.
 	Elapsed time.Duration
 }
@@ -258,6 +275,10 @@ func Copy(ctx context.Context, from, to string, opts *CopyOptions) (res CopyResu
 	}
 	res.ReleasedLeases = plan.live
 	res.Sequence = plan.sequence
+	back, err := copyUnforgets(ctx, src, snap, o, res.Source)
+	if err != nil {
+		return res, err
+	}
 
 	dst, err := Open(ctx, to, &topts)
 	if err != nil {
@@ -272,7 +293,14 @@ func Copy(ctx context.Context, from, to string, opts *CopyOptions) (res CopyResu
 	err = plan.shapeTarget(ctx, dst, ct)
 	if err == nil {
 		err = dst.Update(ctx, func(tx *Tx) error {
-			return plan.write(ctx, cs, snap, ct, tx, o.Progress, &res)
+			if err := plan.write(ctx, cs, snap, ct, tx, o.Progress, &res); err != nil {
+				return err
+			}
+			if err := reapplyForgets(ctx, dst.ex, tx, back); err != nil {
+				return err
+			}
+			res.Reforgotten = subjectsOf(back)
+			return nil
 		})
 	}
 	var te *CopyTargetError
@@ -300,6 +328,9 @@ func Copy(ctx context.Context, from, to string, opts *CopyOptions) (res CopyResu
 			err = fmt.Errorf("copy: close target: %w", cerr)
 		}
 	}()
+	if err := announceForgets(ctx, dst, res.Reforgotten); err != nil {
+		return res, fmt.Errorf("copy into %s: committed, with the subjects forgotten again, but announcing it: %w", res.Target, err)
+	}
 	if err := dst.CheckInvariants(ctx); err != nil {
 		return res, fmt.Errorf("copy into %s: committed, but the target's invariants: %w", res.Target, err)
 	}
@@ -311,6 +342,32 @@ func Copy(ctx context.Context, from, to string, opts *CopyOptions) (res CopyResu
 	}
 	o.Progress(CopyProgress{Phase: CopyPhaseDone, Done: res.Rows, Total: res.Rows})
 	return res, nil
+}
+
+// copyUnforgets reads the forgotten subjects of o.ForgetsFrom and
+// returns those the source's snapshot q would bring back: an
+// *UnforgetError unless o.ReapplyForgets.
+func copyUnforgets(ctx context.Context, src *Store, q driver.ReadQuerier, o CopyOptions, source string) ([]driver.ForgottenKey, error) {
+	if o.ForgetsFrom == "" {
+		return nil, nil
+	}
+	ref, err := Open(ctx, o.ForgetsFrom, &Options{ReadOnly: true, Logger: src.log})
+	if err != nil {
+		return nil, fmt.Errorf("copy: the store to take the forgets from: %w", err)
+	}
+	defer ref.Close()
+	forgotten, err := ref.ex.ForgottenSubjects(ctx, ref.rdb)
+	if err != nil {
+		return nil, fmt.Errorf("copy: read the forgotten subjects of %s: %w", ref.Path(), mapErr(err))
+	}
+	back, err := unforgotten(ctx, src.ex, q, forgotten)
+	if err != nil {
+		return nil, fmt.Errorf("copy: compare the source's keys with the forgotten subjects: %w", err)
+	}
+	if len(back) > 0 && !o.ReapplyForgets {
+		return nil, &UnforgetError{Op: "copy", Source: source, Subjects: subjectsOf(back)}
+	}
+	return back, nil
 }
 
 // copyPlan is what Copy read of the source before writing: each table's

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
 // Finding severities.
@@ -382,6 +383,18 @@ func (s *Store) diagnoseLog(ctx context.Context, o DiagnoseOptions, emit func(*f
 		return mapErr(err)
 	}
 	emit(gaps, "streams whose versions are not 1..n (but for the versions a scavenge removed before where their reads start): events were removed or changed behind eventlite's back; restore from a backup")
+	// The version gaps a restore recorded: information, as its hole is.
+	if files, ok := s.ex.(driver.Files); ok {
+		restoredGaps, err := files.VersionGapsDetectedBy(ctx, s.rdb, HoleRestore)
+		if err != nil {
+			return mapErr(err)
+		}
+		rg := newFinding("stream_version_gaps_restore", SeverityInfo, o.MaxIDs)
+		for _, g := range restoredGaps {
+			rg.add(fmt.Sprintf("%s/%s:%d-%d", g.Tenant, g.Stream, g.Have+1, g.Had), time.Time{})
+		}
+		emit(rg, "stream versions the file had handed out before it was restored from an older backup (tenant/stream:from-to): never handed out again; each stream's "+TypeStreamRestored+" event says so downstream")
+	}
 	deleted, err := s.ex.DeletedStreams(ctx, s.rdb, ReservedStreamPrefix)
 	if err != nil {
 		return mapErr(err)

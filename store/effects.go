@@ -86,10 +86,20 @@ type Effect struct {
 
 	// Fixed by the effect's first run (Effects.Do; Run and Reserve record
 	// an external effect without arguments).
-	Kind          EffectKind
-	Resource      string
-	Summary       string
-	Args          json.RawMessage // RFC 8785 canonical JSON; nil: no arguments
+	Kind     EffectKind
+	Resource string
+	Summary  string
+	Args     json.RawMessage // RFC 8785 canonical JSON; nil: no arguments
+	// ErasureKey names the subject whose data the arguments hold
+	// (EffectRun.ErasureKey): Args and LastError are stored encrypted
+	// with its data key.
+	ErasureKey string
+	// ArgsErased: the subject was forgotten; Args and LastError are gone
+	// (nil and "") for good.
+	ArgsErased bool
+	// ArgsEncrypted: read without the master key; Args and LastError are
+	// not shown.
+	ArgsEncrypted bool
 	NeedsApproval bool
 	// ApprovalValidFor: an approval older than this no longer counts
 	// (0: forever).
@@ -177,7 +187,8 @@ func (ef *Effects) Get(ctx context.Context, tenant, key string) (Effect, bool, e
 	if err != nil || !ok {
 		return Effect{}, false, mapErr(err)
 	}
-	return effectOf(r), true, nil
+	e, err := s.openEffectRow(ctx, s.rdb, r)
+	return e, err == nil, err
 }
 
 // Reserve records the intent to perform an effect. A second reserve
@@ -197,8 +208,9 @@ func (ef effectSteps) Reserve(ctx context.Context, tenant, key string) (Effect, 
 		if err != nil {
 			return mapErr(err)
 		}
-		e, created = effectOf(r), c
-		return nil
+		created = c
+		e, err = s.openEffectRow(ctx, tx, r)
+		return err
 	})
 	if err != nil {
 		return Effect{}, false, fmt.Errorf("reserve effect %q: %w", key, err)
@@ -215,7 +227,10 @@ func (s *Store) transition(ctx context.Context, tenant, key, step string, from [
 	var e Effect
 	err := s.Update(ctx, func(tx *Tx) error {
 		_, found, err := s.ex.UpdateEffect(ctx, s.wconn, tenant, key, func(r *driver.EffectRow) (bool, error) {
-			cur := effectOf(*r)
+			cur, err := s.openEffectRow(ctx, tx, *r)
+			if err != nil {
+				return false, err
+			}
 			if !slices.Contains(from, cur.State) {
 				return false, &EffectStateError{Tenant: tenant, Key: key, State: cur.State, Step: step}
 			}
@@ -227,7 +242,11 @@ func (s *Store) transition(ctx context.Context, tenant, key, step string, from [
 					return false, err
 				}
 			}
-			e, *r = cur, effectRow(cur)
+			row, err := s.sealEffectRow(ctx, tx, cur, r, false)
+			if err != nil {
+				return false, err
+			}
+			e, *r = cur, row
 			return true, nil
 		})
 		if err != nil {
@@ -408,7 +427,11 @@ func (ef *Effects) List(ctx context.Context, f EffectFilter) ([]Effect, error) {
 	}
 	var out []Effect
 	for _, r := range rows {
-		out = append(out, effectOf(r))
+		e, err := s.openEffectRow(ctx, s.rdb, r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
 	}
 	return out, nil
 }

@@ -140,6 +140,13 @@ type EffectRun struct {
 	// form, at most MaxEffectArgsBytes, and the call always receives the
 	// stored bytes. nil or JSON null: no arguments.
 	Args any
+	// ErasureKey, when set, names the subject whose data the arguments
+	// hold (the erasurekey of its events): the arguments and the error
+	// text are stored encrypted with the subject's data key (created on
+	// first use; the store needs its master key), so that Forget makes
+	// them unreadable for good. A Do after the forget is refused (an
+	// *envelope.InvalidError on erasurekey). Fixed by the first run.
+	ErasureKey string
 	// NeedsApproval: a person approves the exact arguments before the
 	// effect runs. Irreversible effects require it.
 	NeedsApproval bool
@@ -303,15 +310,30 @@ func (ef *Effects) record(ctx context.Context, r EffectRun, kind EffectKind, arg
 		row := driver.EffectRow{Tenant: r.Tenant, Key: r.Key, State: string(state), CreatedAt: tx.now, UpdatedAt: tx.now,
 			Kind: string(kind), Resource: r.Resource, Summary: r.Summary, Args: args, NeedsApproval: r.NeedsApproval,
 			ApprovalValidFor: int64(r.ApprovalValidFor), RequestedBy: r.RequestedBy, RequestedAt: requested}
+		if r.ErasureKey != "" {
+			// Sealed before anything is stored; a forgotten subject is
+			// refused here.
+			ne := effectOf(row)
+			ne.ErasureKey = r.ErasureKey
+			var err error
+			if row, err = ef.s.sealEffectRow(ctx, tx, ne, nil, true); err != nil {
+				return err
+			}
+		}
 		_, _, err := ef.s.ex.ReserveEffect(ctx, ef.s.wconn, row, func(cur *driver.EffectRow) (bool, error) {
-			e = effectOf(*cur)
+			var err error
+			if e, err = ef.s.openEffectRow(ctx, tx, *cur); err != nil {
+				return false, err
+			}
 			if err := matches(e, r, kind, args); err != nil {
 				return false, err
 			}
 			if e.NeedsApproval && (e.State == EffectApproved || e.State == EffectFailed) && approvalExpired(e, tx.now) {
 				askAgain(&e, tx.now)
 				e.UpdatedAt = time.Unix(0, tx.now).UTC()
-				*cur = effectRow(e)
+				if *cur, err = ef.s.sealEffectRow(ctx, tx, e, cur, false); err != nil {
+					return false, err
+				}
 				return true, nil
 			}
 			return false, nil
@@ -336,6 +358,12 @@ func matches(e Effect, r EffectRun, kind EffectKind, args string) error {
 		return mismatch("resource", fmt.Sprintf("%q", e.Resource), fmt.Sprintf("%q", r.Resource))
 	case e.NeedsApproval != r.NeedsApproval:
 		return mismatch("needs_approval", fmt.Sprint(e.NeedsApproval), fmt.Sprint(r.NeedsApproval))
+	case e.ErasureKey != r.ErasureKey:
+		return mismatch("erasure_key", fmt.Sprintf("%q", e.ErasureKey), fmt.Sprintf("%q", r.ErasureKey))
+	case e.ArgsErased:
+		return &envelope.InvalidError{Index: -1, Field: ExtErasureKey, Reason: fmt.Sprintf("subject %q (tenant %s) was forgotten: effect %q's arguments are erased, so it cannot be compared or run again", e.ErasureKey, e.Tenant, e.Key)}
+	case e.ArgsEncrypted:
+		return fmt.Errorf("effect %q carries %s %q: %w: open the store with a master key", e.Key, ExtErasureKey, e.ErasureKey, ErrNoMasterKey)
 	case string(e.Args) != args:
 		given := Effect{Args: json.RawMessage(args)}
 		return mismatch("args", "of hash "+e.ArgsHash(), "of hash "+given.ArgsHash())
@@ -419,6 +447,12 @@ func (ef *Effects) Approve(ctx context.Context, a EffectApproval) (Effect, error
 		return Effect{}, err
 	}
 	return ef.decide(ctx, tenant, key, "approve", func(tx *Tx, prev EffectState, e *Effect) error {
+		switch {
+		case e.ArgsErased:
+			return &envelope.InvalidError{Index: -1, Field: ExtErasureKey, Reason: fmt.Sprintf("subject %q (tenant %s) was forgotten: effect %q's arguments are erased and cannot be approved; reject it", e.ErasureKey, tenant, key)}
+		case e.ArgsEncrypted:
+			return fmt.Errorf("effect %q carries %s %q: %w: its arguments cannot be shown or approved without the master key", key, ExtErasureKey, e.ErasureKey, ErrNoMasterKey)
+		}
 		if h := e.ArgsHash(); argsHash != h {
 			return &ArgsHashMismatchError{Tenant: tenant, Key: key, Recorded: h, Given: argsHash}
 		}
@@ -491,7 +525,7 @@ func (ef *Effects) ResumeApproved(ctx context.Context, tenant string, call func(
 		if err := ctx.Err(); err != nil {
 			return out, errors.Join(append(errs, err)...)
 		}
-		r := EffectRun{Tenant: a.Tenant, Key: a.Key, Kind: a.Kind, Resource: a.Resource, NeedsApproval: a.NeedsApproval}
+		r := EffectRun{Tenant: a.Tenant, Key: a.Key, Kind: a.Kind, Resource: a.Resource, NeedsApproval: a.NeedsApproval, ErasureKey: a.ErasureKey}
 		e, err := ef.record(ctx, r, a.Kind, string(a.Args))
 		if err != nil {
 			errs = append(errs, err)

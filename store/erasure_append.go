@@ -46,7 +46,7 @@ func (s *Store) sealAppend(ctx context.Context, a *appendReq, tx *Tx) error {
 		if s.keys.master == nil {
 			return fmt.Errorf("event %d carries %s %q: %w: open the store with a master key (--master-key-file, $EVENTLITE_MASTER_KEY_FILE or Options.MasterKeyFile); nothing was stored", i, ExtErasureKey, subject, ErrNoMasterKey)
 		}
-		aead, err := s.dataKeyFor(ctx, tx, keyRef{a.tenant, subject})
+		d, err := s.dataKeyFor(ctx, tx, keyRef{a.tenant, subject})
 		if err != nil {
 			if ie, ok := err.(*envelope.InvalidError); ok {
 				c := *ie
@@ -59,7 +59,11 @@ func (s *Store) sealAppend(ctx context.Context, a *appendReq, tx *Tx) error {
 			a.aeads = make([]cipher.AEAD, len(a.events))
 			a.sealed = make([][]byte, len(a.events))
 		}
-		a.aeads[i] = aead
+		if a.wrapped == nil {
+			a.wrapped = make([][]byte, len(a.events))
+		}
+		aead := d.aead
+		a.aeads[i], a.wrapped[i] = aead, d.wrapped
 		if e.Data == nil {
 			continue
 		}
@@ -73,7 +77,7 @@ func (s *Store) sealAppend(ctx context.Context, a *appendReq, tx *Tx) error {
 // dataKeyFor returns the live data key of r, creating it on first use. A
 // forgotten subject is refused: its events read as erased, and a new key
 // would not open them.
-func (s *Store) dataKeyFor(ctx context.Context, tx *Tx, r keyRef) (cipher.AEAD, error) {
+func (s *Store) dataKeyFor(ctx context.Context, tx *Tx, r keyRef) (*dataKey, error) {
 	var (
 		d   *dataKey
 		err error
@@ -102,7 +106,7 @@ func (s *Store) dataKeyFor(ctx context.Context, tx *Tx, r keyRef) (cipher.AEAD, 
 	if d.forgotten {
 		return nil, &envelope.InvalidError{Index: -1, Field: ExtErasureKey, Reason: fmt.Sprintf("subject %q (tenant %s) was forgotten: its key is destroyed; give new data another subject key", r.subject, r.tenant)}
 	}
-	return d.aead, nil
+	return d, nil
 }
 
 // sameData reports whether stored data (sealed when aead is set) holds
@@ -169,9 +173,17 @@ func (s *Store) checkKeysLive(a *appendReq) error {
 		if seen {
 			continue
 		}
-		live, err := s.stmts.SealedUnder(bg, a.tenant, a.stream, subject)
+		live, forgotten, err := s.stmts.SealedUnder(bg, a.tenant, a.stream, subject, a.wrapped[i])
 		if err != nil {
 			return fmt.Errorf("read data key of subject %q (tenant %s): %w", subject, a.tenant, mapErr(err))
+		}
+		if !live && !forgotten {
+			// The key this process holds is not the file's (a restore
+			// replaced the file since it was cached): sealed under it,
+			// the data would never open. Nothing is stored; the retry
+			// reads the file's key.
+			s.keys.drop(keyRef{a.tenant, subject})
+			return fmt.Errorf("%w: the data key of subject %q (tenant %s) this process held is no longer the database's (it was restored from a backup since): nothing was stored; retry", ErrBusy, subject, a.tenant)
 		}
 		if !live {
 			s.keys.drop(keyRef{a.tenant, subject})

@@ -38,6 +38,10 @@ type dataKey struct {
 	// (the operation ledger's input hash), derived from the data key:
 	// nil with aead.
 	inputKey []byte
+	// wrapped is the key as stored, wrapped by the master key: the
+	// append checks in its transaction that the file still holds this
+	// very key (a restore may have replaced it).
+	wrapped []byte
 }
 
 // keyring unwraps and caches data keys (table erasure_keys, migration
@@ -120,7 +124,7 @@ func (k *keyring) lookup(ctx context.Context, q driver.ReadQuerier, r keyRef, ca
 	if !found {
 		return nil, nil
 	}
-	d := &dataKey{forgotten: row.Forgotten}
+	d := &dataKey{forgotten: row.Forgotten, wrapped: row.Wrapped}
 	if !d.forgotten && k.master != nil {
 		if d.aead, d.inputKey, err = k.unwrap(r, row.MasterKeyID, row.Wrapped); err != nil {
 			return nil, err
@@ -221,6 +225,11 @@ func (k *keyring) openEvents(ctx context.Context, q driver.ReadQuerier, cache bo
 }
 
 func (k *keyring) openEvent(ctx context.Context, q driver.ReadQuerier, cache bool, e *envelope.Event, subject string) error {
+	return k.openEventOnce(ctx, q, cache, e, subject, true)
+}
+
+// openEventOnce is openEvent; retry lets it read a cached key again once.
+func (k *keyring) openEventOnce(ctx context.Context, q driver.ReadQuerier, cache bool, e *envelope.Event, subject string, retry bool) error {
 	d, err := k.lookup(ctx, q, keyRef{e.Tenant, subject}, cache)
 	if err != nil {
 		var me *MasterKeyError
@@ -246,6 +255,12 @@ func (k *keyring) openEvent(ctx context.Context, q driver.ReadQuerier, cache boo
 		return nil
 	}
 	plain, err := open(d.aead, e.Data, dataAD(e.Tenant, e.Stream, e.ID))
+	if err != nil && retry && k.cached(keyRef{e.Tenant, subject}) == d {
+		// A key cached before a restore replaced the file is not the
+		// file's: read the key again, once.
+		k.drop(keyRef{e.Tenant, subject})
+		return k.openEventOnce(ctx, q, cache, e, subject, false)
+	}
 	if err != nil {
 		return fmt.Errorf("event at position %d: its data does not decrypt with the data key of subject %q (tenant %s): it was altered", e.Position, subject, e.Tenant)
 	}

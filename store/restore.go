@@ -33,6 +33,15 @@ type RestoreOptions struct {
 	// consumers have seen. Default 0; at most envelope.MaxPosition (past
 	// it, or negative: *PositionRangeError, nothing changed).
 	MinSequence int64
+	// ReapplyForgets forgets again, in the restored database, every
+	// subject the database replaced had forgotten and the backup has not
+	// (a backup taken before the forget still holds the subject's key):
+	// the key destroyed or the tombstone kept as the database had it,
+	// the subject's snapshots dropped, the copies of its events and its
+	// outbox error texts cleared, its ciphertext removed. Default false:
+	// such a restore is refused with an *UnforgetError (ErrUnforget)
+	// and the database left unchanged.
+	ReapplyForgets bool
 }
 
 // RestoreResult describes what Restore did.
@@ -51,6 +60,9 @@ type RestoreResult struct {
 	// or the backup's schema records no version gaps (older than this
 	// binary's): see docs/backup.md.
 	RolledBack []RolledBackStream
+	// Reforgotten lists, in (tenant, subject) order, the subjects the
+	// restore forgot again (RestoreOptions.ReapplyForgets).
+	Reforgotten []ForgottenSubject
 }
 
 // RolledBackStream is a stream a restore took back: the backup had its
@@ -145,11 +157,12 @@ func Restore(ctx context.Context, src, target string, opts *RestoreOptions) (res
 	if err != nil {
 		return res, err
 	}
-	prev, floor, rolledBack, err := restoreInto(ctx, tmp, targetAbs, snap, o)
+	prev, floor, rolledBack, reforgot, err := restoreInto(ctx, tmp, targetAbs, srcAbs, snap, o)
 	if err != nil {
 		release()
 		return res, err
 	}
+	res.Reforgotten = reforgot
 	// The database is replaced: whatever fails from here on says so.
 	res.PreviousEvents, res.PreviousSequence = prev.events, prev.sequence
 	res.RolledBack = rolledBack
@@ -159,6 +172,9 @@ func Restore(ctx context.Context, src, target string, opts *RestoreOptions) (res
 	report(o.Progress, PhaseVerify, 0, 0, 0)
 	if err := verifyRestored(ctx, targetAbs, snap, floor, rolledBack, o); err != nil {
 		return res, err
+	}
+	if err := announceRestoredForgets(ctx, targetAbs, res.Reforgotten, o); err != nil {
+		return res, &RestoreUnverifiedError{Path: targetAbs, Err: fmt.Errorf("the subjects were forgotten again, but announcing it: %w", err)}
 	}
 	snap.sequence = floor
 	res.BackupResult = snap.result(targetAbs, start)
@@ -277,7 +293,7 @@ func copySource(ctx context.Context, src, target string, o RestoreOptions) (file
 // holding target's write lock from before it reads target's state until
 // the copy commits. It returns what target held before and the position
 // floor the copy took.
-func restoreInto(ctx context.Context, tmp, target string, snap fileFacts, o RestoreOptions) (prev fileFacts, floor int64, rolledBack []RolledBackStream, err error) {
+func restoreInto(ctx context.Context, tmp, target, src string, snap fileFacts, o RestoreOptions) (prev fileFacts, floor int64, rolledBack []RolledBackStream, reforgot []ForgottenSubject, err error) {
 	if restoreHooks.beforeLock != nil {
 		restoreHooks.beforeLock(target)
 	}
@@ -289,9 +305,9 @@ func restoreInto(ctx context.Context, tmp, target string, snap fileFacts, o Rest
 			removeDB(target)
 		}
 		if classify(err) == driver.NotADatabase {
-			return prev, 0, nil, fmt.Errorf("restore: %w", &NotEventliteError{Path: target, Reason: "is not a SQLite database"})
+			return prev, 0, nil, nil, fmt.Errorf("restore: %w", &NotEventliteError{Path: target, Reason: "is not a SQLite database"})
 		}
-		return prev, 0, nil, fmt.Errorf("restore into %s: %w", target, mapErr(err))
+		return prev, 0, nil, nil, fmt.Errorf("restore into %s: %w", target, mapErr(err))
 	}
 	defer db.Close()
 	defer func() {
@@ -311,6 +327,17 @@ func restoreInto(ctx context.Context, tmp, target string, snap fileFacts, o Rest
 		}
 		if prev.events > 0 && !o.Force {
 			lockedErr = &TargetNotEmptyError{Path: target, Events: prev.events, HeadPosition: prev.head}
+			return lockedErr
+		}
+		// A forget committed in target after the backup was taken must
+		// not be undone by it: refused, or applied to the copy.
+		var forgotten []driver.ForgottenKey
+		if prev.version > 0 {
+			if forgotten, lockedErr = forgottenInFile(ctx, target, o); lockedErr != nil {
+				return lockedErr
+			}
+		}
+		if reforgot, lockedErr = reforgetCopy(ctx, tmp, src, forgotten, o); lockedErr != nil {
 			return lockedErr
 		}
 		floor = max(snap.sequence, prev.sequence, prev.head, o.MinSequence)
@@ -337,9 +364,9 @@ func restoreInto(ctx context.Context, tmp, target string, snap fileFacts, o Rest
 		err = fmt.Errorf("restore into %s: %w", target, mapErr(err))
 	}
 	if err != nil {
-		rolledBack = nil
+		rolledBack, reforgot = nil, nil
 	}
-	return prev, floor, rolledBack, err
+	return prev, floor, rolledBack, reforgot, err
 }
 
 // markCopy prepares the copy at path, under the target's lock, so that

@@ -126,10 +126,21 @@ func TestRestoreHandsNoVersionOutTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var listed []string
 	for _, f := range findings {
 		if f.Severity == store.SeverityProblem {
 			t.Errorf("doctor after the restore: %s %v: %s", f.Kind, f.IDs, f.Detail)
 		}
+		if f.Kind == "stream_version_gaps_restore" {
+			if f.Severity != store.SeverityInfo {
+				t.Errorf("the restore's gaps are %s, want info", f.Severity)
+			}
+			listed = f.IDs
+		}
+	}
+	// Doctor lists the restore's gaps as information.
+	if diff := cmp.Diff([]string{"t1/order-1:11-15", "t1/order-3:1-4"}, listed); diff != "" {
+		t.Errorf("doctor's stream_version_gaps_restore (-want +got):\n%s", diff)
 	}
 }
 

@@ -49,7 +49,7 @@ var restoreCommand = &command{
 	name:    "restore",
 	args:    []string{"SRC"},
 	summary: "replace the database with the backup SRC, in place",
-	usage:   "eventlite restore SRC [--force] [--min-sequence N] [--json]",
+	usage:   "eventlite restore SRC [--force] [--min-sequence N] [--reapply-forgets] [--json]",
 	about: `Replaces the database (--db) with the eventlite database SRC (a file that
 eventlite backup wrote, or any eventlite database).
 
@@ -90,9 +90,22 @@ of a position the restore removes after it commits; the relay then takes its
 lease back and publishes again from the restored watermark. docs/backup.md
 says what an operator sees after a restore.
 
+A restore does not un-forget. When the database has forgotten subjects (eventlite
+forget: keys destroyed, or tombstones) that SRC has not, because SRC was taken
+before the forget, their data would decrypt again: the restore is refused with
+exit 4, naming them, and the database is left unchanged. With --reapply-forgets
+it forgets them again in what it restores, under the same lock: each key
+destroyed (or tombstone kept) as the database had it, the subjects' snapshots
+dropped, the copies of their events in quarantine, deferral and version
+conflicts and their outbox error texts cleared, their ciphertext removed, and
+prints how many. The database's eventlite.subject.forgotten events are lost
+with the interval the backup lacks: after the commit the restore appends one
+again per subject, so that read models in the file purge it.
+
 With --json, one object: {"path","source","events","streams","head_position",
-"sequence","previous_events","previous_sequence","bytes","seconds"}, positions
-as decimal strings.
+"sequence","previous_events","previous_sequence","reforgotten","bytes",
+"seconds"}, positions as decimal strings, reforgotten a list of
+{"tenant","subject"}.
 
 A SQLite file only: with a PostgreSQL --db (or SRC) it exits 2, "not
 supported on PostgreSQL"; restore a PostgreSQL database with pg_restore or the
@@ -133,32 +146,50 @@ func (b *backupCmd) run(ctx context.Context, c *cli, args []string) error {
 }
 
 type restoreCmd struct {
-	force       bool
-	minSequence countFlag
+	force          bool
+	minSequence    countFlag
+	reapplyForgets bool
 }
 
 func (r *restoreCmd) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&r.force, "force", false, "replace a database that has events")
 	fs.Var(&r.minSequence, "min-sequence", "the next append gets a position above `N` too (for a lost database: the highest position consumers saw)")
+	fs.BoolVar(&r.reapplyForgets, "reapply-forgets", false, "forget again, in what is restored, the subjects the database forgot after SRC was taken (without it such a restore exits 4)")
+}
+
+// subjectJSON is a forgotten subject in --json output.
+type subjectJSON struct {
+	Tenant  string `json:"tenant"`
+	Subject string `json:"subject"`
+}
+
+func subjectsJSON(subjects []store.ForgottenSubject) []subjectJSON {
+	out := make([]subjectJSON, 0, len(subjects))
+	for _, s := range subjects {
+		out = append(out, subjectJSON{Tenant: s.Tenant, Subject: s.Subject})
+	}
+	return out
 }
 
 // restoreJSON is restore's --json output.
 type restoreJSON struct {
-	Path             string  `json:"path"`
-	Source           string  `json:"source"`
-	Events           int64   `json:"events"`
-	Streams          int64   `json:"streams"`
-	HeadPosition     int64   `json:"head_position,string"`
-	Sequence         int64   `json:"sequence,string"`
-	PreviousEvents   int64   `json:"previous_events"`
-	PreviousSequence int64   `json:"previous_sequence,string"`
-	Bytes            int64   `json:"bytes"`
-	Seconds          float64 `json:"seconds"`
+	Path             string        `json:"path"`
+	Source           string        `json:"source"`
+	Events           int64         `json:"events"`
+	Streams          int64         `json:"streams"`
+	HeadPosition     int64         `json:"head_position,string"`
+	Sequence         int64         `json:"sequence,string"`
+	PreviousEvents   int64         `json:"previous_events"`
+	PreviousSequence int64         `json:"previous_sequence,string"`
+	Reforgotten      []subjectJSON `json:"reforgotten"`
+	Bytes            int64         `json:"bytes"`
+	Seconds          float64       `json:"seconds"`
 }
 
 func (r *restoreCmd) run(ctx context.Context, c *cli, args []string) error {
 	rep := newCopyReporter(c, "restore")
-	res, err := store.Restore(ctx, args[0], c.global.db, &store.RestoreOptions{Force: r.force, MinSequence: int64(r.minSequence), Progress: rep.progress})
+	res, err := store.Restore(ctx, args[0], c.global.db, &store.RestoreOptions{Force: r.force, MinSequence: int64(r.minSequence),
+		ReapplyForgets: r.reapplyForgets, Progress: rep.progress})
 	rep.finish()
 	if err != nil {
 		return backupError(err)
@@ -166,13 +197,16 @@ func (r *restoreCmd) run(ctx context.Context, c *cli, args []string) error {
 	if c.global.json {
 		return writeJSON(c.stdout, restoreJSON{Path: res.Path, Source: res.Source, Events: res.Events, Streams: res.Streams,
 			HeadPosition: res.HeadPosition, Sequence: res.Sequence, PreviousEvents: res.PreviousEvents,
-			PreviousSequence: res.PreviousSequence, Bytes: res.Bytes, Seconds: seconds(res.Elapsed)})
+			PreviousSequence: res.PreviousSequence, Reforgotten: subjectsJSON(res.Reforgotten), Bytes: res.Bytes, Seconds: seconds(res.Elapsed)})
 	}
 	_, err = fmt.Fprintf(c.stdout, "restore %s from %s: %d events in %d streams, head position %d, in %s; the next append gets a position above %d (the database held %d events before)\n",
 		res.Path, res.Source, res.Events, res.Streams, res.HeadPosition, res.Elapsed.Round(time.Millisecond), res.Sequence, res.PreviousEvents)
 	if err == nil && len(res.RolledBack) > 0 {
 		_, err = fmt.Fprintf(c.stdout, "%d streams taken back: each got an %s event above the versions it had, which are never handed out again\n",
 			len(res.RolledBack), store.TypeStreamRestored)
+	}
+	if err == nil && len(res.Reforgotten) > 0 {
+		_, err = fmt.Fprintf(c.stdout, "%d subjects forgotten again, as the database had them (the backup was taken before they were forgotten)\n", len(res.Reforgotten))
 	}
 	return err
 }
@@ -186,7 +220,8 @@ func backupError(err error) error {
 	case errors.Is(err, store.ErrNotFound):
 		return &exitError{code: exitNotFound, err: err}
 	case errors.Is(err, store.ErrDestExists), errors.Is(err, store.ErrTargetNotEmpty), errors.Is(err, store.ErrNotEventlite),
-		errors.Is(err, store.ErrSchemaTooNew), errors.Is(err, store.ErrBackupInvalid), errors.Is(err, store.ErrPositionRange):
+		errors.Is(err, store.ErrSchemaTooNew), errors.Is(err, store.ErrBackupInvalid), errors.Is(err, store.ErrPositionRange),
+		errors.Is(err, store.ErrUnforget):
 		return &exitError{code: exitInvalid, err: err}
 	}
 	return err // classify: ErrBusy exits 7, an interruption 6

@@ -17,7 +17,7 @@ import (
 var copyCommand = &command{
 	name:    "copy",
 	summary: "copy a SQLite database into an empty PostgreSQL schema, verified",
-	usage:   "eventlite copy --from FILE.db --to postgres://... [--force] [--json]",
+	usage:   "eventlite copy --from FILE.db --to postgres://... [--force] [--forgets-from DB [--reapply-forgets]] [--json]",
 	about: `Copies the eventlite database in the SQLite file --from into PostgreSQL at
 --to (a postgres:// address; the schema is its eventlite_schema parameter,
 default "eventlite", created and migrated if it does not exist).
@@ -48,31 +48,46 @@ your own projections on the target with --from-scratch before their runners
 start there). A store with encrypted events needs --master-key-file for that
 rebuild.
 
+A copy does not un-forget, when it is told what was forgotten. FILE's own
+forgets are copied as they are; a FILE that is an older backup may still hold
+the keys of subjects the live store forgot since. Name that store with
+--forgets-from DB (a SQLite file or a postgres:// address, read only): a
+subject forgotten there and not in FILE refuses the copy with exit 4, naming
+it, nothing written. With --reapply-forgets the copy forgets them again in the
+target, in its transaction: keys destroyed or tombstones kept, snapshots
+dropped, copies of their events and outbox error texts cleared, ciphertext
+removed; it prints how many ("reforgotten" in --json).
+
 Progress goes to stderr, a line per phase and every few seconds. It prints
 a summary, also when the invariants or the rebuild fail after the commit
 (the exit code is then theirs); with --json one object:
   {"source","target","tables":{NAME:ROWS},"rows","events","sequence",
-   "digest","released_leases","rebuilt","seconds"}
+   "digest","released_leases","reforgotten","rebuilt","seconds"}
 with sequence a decimal string.
 
 Exit 0: copied, verified and rebuilt. 2: a missing or bad flag, a source that
 is not a SQLite file, a target that is not PostgreSQL, or data the target
 cannot hold exactly (text that is not UTF-8 or holds a NUL byte, an event
-time outside the years 1677-2262). 4: the target is not empty, or FILE is
-not an eventlite database of this binary's schema. 5: FILE does not exist.
+time outside the years 1677-2262). 4: the target is not empty, FILE is
+not an eventlite database of this binary's schema, or the copy would bring
+back a subject forgotten in --forgets-from (without --reapply-forgets). 5: FILE does not exist.
 7: a lease in FILE is held, or a database stayed locked.`,
 	new: func() runner { return &copyCmd{} },
 }
 
 type copyCmd struct {
-	from, to string
-	force    bool
+	from, to       string
+	force          bool
+	forgetsFrom    string
+	reapplyForgets bool
 }
 
 func (cc *copyCmd) flags(fs *flag.FlagSet) {
 	fs.StringVar(&cc.from, "from", "", "the SQLite database `FILE` to copy")
 	fs.StringVar(&cc.to, "to", "", "the PostgreSQL `ADDRESS` (postgres://...; eventlite_schema=NAME picks the schema)")
 	fs.BoolVar(&cc.force, "force", false, "copy even while a lease in the source is held")
+	fs.StringVar(&cc.forgetsFrom, "forgets-from", "", "refuse to bring back a subject forgotten in the store `DB` (the live store FILE is a backup of)")
+	fs.BoolVar(&cc.reapplyForgets, "reapply-forgets", false, "with --forgets-from: forget those subjects again in the target instead of refusing")
 }
 
 // copyJSON is copy's --json output.
@@ -85,6 +100,7 @@ type copyJSON struct {
 	Sequence       int64            `json:"sequence,string"`
 	Digest         string           `json:"digest"`
 	ReleasedLeases []string         `json:"released_leases"`
+	Reforgotten    []subjectJSON    `json:"reforgotten"`
 	Rebuilt        []string         `json:"rebuilt"`
 	Seconds        float64          `json:"seconds"`
 }
@@ -111,9 +127,11 @@ func (cc *copyCmd) run(ctx context.Context, c *cli, _ []string) error {
 	rep := &copyProgress{c: c, last: time.Now()}
 	var rebuilt []string
 	res, err := store.Copy(ctx, cc.from, cc.to, &store.CopyOptions{
-		Force:    cc.force,
-		Target:   &store.Options{Logger: c.log, MasterKeyFile: c.global.masterKeyFile},
-		Progress: rep.progress,
+		Force:          cc.force,
+		ForgetsFrom:    cc.forgetsFrom,
+		ReapplyForgets: cc.reapplyForgets,
+		Target:         &store.Options{Logger: c.log, MasterKeyFile: c.global.masterKeyFile},
+		Progress:       rep.progress,
 		Rebuild: func(ctx context.Context, s *store.Store) error {
 			for _, p := range builtinProjections() {
 				r, err := replay.Rebuild(ctx, s, p, &replay.Options{FromScratch: true, Logger: c.log, Progress: rep.replay(p.Name)})
@@ -137,7 +155,7 @@ func (cc *copyCmd) run(ctx context.Context, c *cli, _ []string) error {
 			tables[t.Name] = t.Rows
 		}
 		if werr := writeJSON(c.stdout, copyJSON{Source: res.Source, Target: res.Target, Tables: tables, Rows: res.Rows, Events: res.Events,
-			Sequence: res.Sequence, Digest: res.Digest, ReleasedLeases: nonNil(res.ReleasedLeases), Rebuilt: nonNil(rebuilt), Seconds: seconds(res.Elapsed)}); err == nil {
+			Sequence: res.Sequence, Digest: res.Digest, ReleasedLeases: nonNil(res.ReleasedLeases), Reforgotten: subjectsJSON(res.Reforgotten), Rebuilt: nonNil(rebuilt), Seconds: seconds(res.Elapsed)}); err == nil {
 			err = werr
 		}
 		return copyError(err)
@@ -151,6 +169,9 @@ func (cc *copyCmd) run(ctx context.Context, c *cli, _ []string) error {
 		}
 	}
 	fmt.Fprintf(&b, "verified before the commit: row counts, event digest %s, position sequence\n", res.Digest)
+	if len(res.Reforgotten) > 0 {
+		fmt.Fprintf(&b, "%d subjects forgotten again in the target, as %s has them\n", len(res.Reforgotten), cc.forgetsFrom)
+	}
 	if err == nil {
 		fmt.Fprintf(&b, "verified after: invariants; rebuilt: %s\n", strings.Join(rebuilt, ", "))
 	}
@@ -199,7 +220,7 @@ func copyError(err error) error {
 		return &exitError{code: exitUsage, err: err}
 	case errors.Is(err, store.ErrLeaseHeld):
 		return &exitError{code: exitBusy, err: err}
-	case errors.Is(err, store.ErrTargetNotEmpty):
+	case errors.Is(err, store.ErrTargetNotEmpty), errors.Is(err, store.ErrUnforget):
 		return &exitError{code: exitInvalid, err: err}
 	case errors.Is(err, store.ErrNotFound):
 		return &exitError{code: exitNotFound, err: err}

@@ -153,3 +153,29 @@ func TestCopyUsage(t *testing.T) {
 		t.Errorf("copy from a missing file: exit %d, want %d\n%s", r.code, exitNotFound, r.stderr)
 	}
 }
+
+// TestCopyDoesNotUnforget copies, from the CLI, a backup taken before a
+// forget, naming the live store with --forgets-from: exit 4 naming the
+// subject, then --reapply-forgets copies with the subject erased.
+func TestCopyDoesNotUnforget(t *testing.T) {
+	target := copyTarget(t)
+	db := newDB(t)
+	key, _, _ := masterKeyFiles(t)
+	mustRun(t, "", "append", "u-1", "--type", "user.registered", "--data", `{"email":"alice.c36@example.org"}`, "--erasure-key", "alice", "--master-key-file", key, "--db", db)
+	backup := filepath.Join(t.TempDir(), "before.db")
+	mustRun(t, "", "backup", backup, "--db", db)
+	mustRun(t, "", "forget", "alice", "--db", db)
+
+	r := run(t, "", "copy", "--from", backup, "--to", target, "--forgets-from", db, "--master-key-file", key)
+	if r.code != exitInvalid || !strings.Contains(r.stderr, `"alice"`) || !strings.Contains(r.stderr, "--reapply-forgets") {
+		t.Fatalf("copy of a backup taken before the forget: exit %d, stderr %s; want 4 naming alice and --reapply-forgets", r.code, r.stderr)
+	}
+	out := mustRun(t, "", "copy", "--from", backup, "--to", target, "--forgets-from", db, "--reapply-forgets", "--master-key-file", key, "--json").stdout
+	if !strings.Contains(out, `"reforgotten":[{"tenant":"default","subject":"alice"}]`) {
+		t.Errorf("copy --reapply-forgets --json: %s", out)
+	}
+	out = mustRun(t, "", "read", "u-1", "--master-key-file", key, "--db", target).stdout
+	if !strings.Contains(out, `"dataerased":true`) || strings.Contains(out, "alice.c36") {
+		t.Fatalf("read the copy: %s", out)
+	}
+}

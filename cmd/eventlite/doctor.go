@@ -32,7 +32,8 @@ held by a process on this host that is gone, with no runner taking over), or
 more than --projection-lag behind while a runner holds
 their lease (a projection with no runner is information; catalog is brought up
 to date on demand and does not count), global-position holes and per-stream
-version gaps, streams of the store's own (eventlite-...) that an older
+version gaps (a restore's are information: position_holes_restore and
+stream_version_gaps_restore, which lists tenant/stream:from-to), streams of the store's own (eventlite-...) that an older
 eventlite let a user delete (own_stream_deleted: forget restores them), and
 data keys wrapped by more than one master key (master_keys_mixed). With --deep it also dry-runs a rebuild of each projection this
 binary knows (catalog) at the live read model's checkpoint and reports drift

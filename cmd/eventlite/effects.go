@@ -32,8 +32,14 @@ the key (Effects.Do) or with Effects.ResumeApproved. Only --tenant's effects.
    "resource":"order/o-1","summary":"refund 12.50","args":{"amount":1250},
    "args_hash":"<64 hex>","requested_by":"support-bot","requested_at":"2025-01-02T03:04:05Z",
    "decided_by":"","decided_at":"","reason":"","attempts":0,"last_error":"",
-   "provider_ref":"","created":"2025-01-02T03:04:05Z","updated":"2025-01-02T03:04:05Z"}
+   "provider_ref":"","created":"2025-01-02T03:04:05Z","updated":"2025-01-02T03:04:05Z",
+   "erasure_key":"","args_erased":false,"args_encrypted":false}
                    args are the stored RFC 8785 canonical JSON (null: none);
+                   erasure_key names the subject whose data they hold
+                   (stored encrypted with its key): after 'eventlite forget'
+                   args_erased is true, args null and last_error "" for good;
+                   without --master-key-file args_encrypted is true and they
+                   are not shown;
                    args_hash is the SHA-256 of exactly those bytes, in 64
                    lowercase hex digits (printf '%s' ARGS | sha256sum). Times
                    are RFC 3339 UTC, "" when unset.

@@ -20,7 +20,7 @@ import (
 
 // effectFields are the fields of effects list --json, in order.
 var effectFields = []string{"tenant", "key", "state", "kind", "resource", "summary", "args", "args_hash", "requested_by", "requested_at",
-	"decided_by", "decided_at", "reason", "attempts", "last_error", "provider_ref", "created", "updated"}
+	"decided_by", "decided_at", "reason", "attempts", "last_error", "provider_ref", "created", "updated", "erasure_key", "args_erased", "args_encrypted"}
 
 // listEffects runs effects list --json and returns each line's fields as
 // printed, checking the field names and their order.

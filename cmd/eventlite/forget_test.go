@@ -110,3 +110,37 @@ func TestForgetCommand(t *testing.T) {
 		t.Errorf("forget without a subject: exit %d, want 2", r.code)
 	}
 }
+
+// TestRestoreDoesNotUnforget restores, from the CLI, a backup taken
+// before a forget: exit 4 naming the subject and --reapply-forgets, the
+// database unchanged; with --reapply-forgets the subject reads as erased
+// afterwards and the output says so.
+func TestRestoreDoesNotUnforget(t *testing.T) {
+	db := newDB(t)
+	key, _, _ := masterKeyFiles(t)
+	data := `{"email":"alice.36@example.org"}`
+	mustRun(t, "", "append", "u-1", "--type", "user.registered", "--data", data, "--erasure-key", "alice", "--master-key-file", key, "--db", db)
+	backup := filepath.Join(t.TempDir(), "before.db")
+	mustRun(t, "", "backup", backup, "--db", db)
+	mustRun(t, "", "forget", "alice", "--db", db)
+	before := readBytes(t, db)
+
+	r := run(t, "", "restore", backup, "--db", db, "--force")
+	if r.code != exitInvalid || !strings.Contains(r.stderr, `"alice"`) || !strings.Contains(r.stderr, "--reapply-forgets") {
+		t.Fatalf("restore of a backup taken before the forget: exit %d, stderr %s; want 4 naming alice and --reapply-forgets", r.code, r.stderr)
+	}
+	if readBytes(t, db) != before {
+		t.Fatal("the refused restore changed the database")
+	}
+	out := mustRun(t, "", "restore", backup, "--db", db, "--force", "--reapply-forgets", "--json").stdout
+	if !strings.Contains(out, `"reforgotten":[{"tenant":"default","subject":"alice"}]`) {
+		t.Errorf("restore --reapply-forgets --json: %s", out)
+	}
+	out = mustRun(t, "", "read", "u-1", "--master-key-file", key, "--db", db).stdout
+	if !strings.Contains(out, `"dataerased":true`) || strings.Contains(out, "alice.36") {
+		t.Fatalf("read after the restore: %s", out)
+	}
+	if out := mustRun(t, "", "help", "restore").stdout; !strings.Contains(out, "--reapply-forgets") {
+		t.Errorf("help restore does not name --reapply-forgets: %s", out)
+	}
+}

@@ -38,6 +38,13 @@ type Effect struct {
 	ProviderRef string          `json:"provider_ref"`
 	Created     string          `json:"created"`
 	Updated     string          `json:"updated"`
+	// ErasureKey names the subject whose data the arguments hold ("":
+	// none); ArgsErased says the subject was forgotten (args null and
+	// last_error "" for good), ArgsEncrypted that they were read without
+	// the master key.
+	ErasureKey    string `json:"erasure_key"`
+	ArgsErased    bool   `json:"args_erased"`
+	ArgsEncrypted bool   `json:"args_encrypted"`
 }
 
 // From returns e's JSON form.
@@ -45,7 +52,8 @@ func From(e store.Effect) Effect {
 	return Effect{Tenant: e.Tenant, Key: e.Key, State: string(e.State), Kind: string(e.Kind), Resource: e.Resource, Summary: e.Summary,
 		Args: e.ArgsText(), ArgsHash: e.ArgsHash(), RequestedBy: e.RequestedBy, RequestedAt: Time(e.RequestedAt),
 		DecidedBy: e.DecidedBy, DecidedAt: Time(e.DecidedAt), Reason: e.Reason, Attempts: e.Attempts, LastError: e.LastError,
-		ProviderRef: e.ProviderRef, Created: Time(e.CreatedAt), Updated: Time(e.UpdatedAt)}
+		ProviderRef: e.ProviderRef, Created: Time(e.CreatedAt), Updated: Time(e.UpdatedAt),
+		ErasureKey: e.ErasureKey, ArgsErased: e.ArgsErased, ArgsEncrypted: e.ArgsEncrypted}
 }
 
 // Time is t in RFC 3339 UTC with its fraction of a second, "" when zero.

@@ -137,8 +137,12 @@ type Writer interface {
 	// encrypts under, whatever its key cache holds: a forget another
 	// process committed before this transaction took the write lock is
 	// seen here. It always runs its statements; no cache of the driver
-	// (SQLite's stream-state cache) answers it.
-	SealedUnder(ctx context.Context, tenant, stream, subject string) (live bool, err error)
+	// (SQLite's stream-state cache) answers it. live is true only when
+	// the stored key is wrapped, the bytes given: the key the append
+	// sealed with (a key cached before a restore replaced the file is
+	// another, or none). forgotten tells a forgotten subject from a key
+	// that is missing or another.
+	SealedUnder(ctx context.Context, tenant, stream, subject string, wrapped []byte) (live, forgotten bool, err error)
 	// Close releases the statements.
 	Close() error
 }

@@ -60,6 +60,17 @@ type Keys interface {
 	// ScrubErased removes the ciphertext of the events of forgotten
 	// subjects and returns how many events lost it.
 	ScrubErased(ctx context.Context, q Querier) (int64, error)
+	// ForgottenSubjects lists every forgotten subject (destroyed keys
+	// and tombstones) in (tenant, subject) order, with when it was
+	// forgotten.
+	ForgottenSubjects(ctx context.Context, q ReadQuerier) ([]ForgottenKey, error)
+}
+
+// ForgottenKey is a forgotten subject of a tenant and when it was
+// forgotten (unix nanoseconds).
+type ForgottenKey struct {
+	Tenant, Subject string
+	At              int64
 }
 
 // DataKeyRow is a stored data key: the id of the master key that wrapped

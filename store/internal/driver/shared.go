@@ -40,6 +40,25 @@ func ReadAnyMasterKey(ctx context.Context, q ReadQuerier) ([]byte, bool, error) 
 	return id, err == nil, err
 }
 
+// ReadForgottenSubjects is Keys.ForgottenSubjects.
+func ReadForgottenSubjects(ctx context.Context, q ReadQuerier) ([]ForgottenKey, error) {
+	rows, err := q.QueryContext(ctx, `SELECT tenant, subject, forgotten_at FROM erasure_keys
+		WHERE forgotten_at IS NOT NULL ORDER BY tenant, subject`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []ForgottenKey
+	for rows.Next() {
+		var k ForgottenKey
+		if err := rows.Scan(&k.Tenant, &k.Subject, &k.At); err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
 // ReadHoles runs query, the engine's spelling of a select of
 // (from_position, to_position) from position_holes with args, and scans
 // its rows.

@@ -18,7 +18,8 @@ const (
 	FROM events e JOIN streams s ON s.tenant = e.tenant AND s.stream_id = e.stream_id GROUP BY e.tenant, e.stream_id`
 	streamVersionGap = `v.hi - v.lo + 1 <> v.n + (SELECT COALESCE(sum(g.to_version - g.from_version + 1), 0) FROM version_gaps g
 		WHERE g.tenant = v.tenant AND g.stream_id = v.stream_id AND g.from_version > v.lo AND g.to_version < v.hi)
-	OR (v.lo <> 1 AND v.lo > LEAST(v.fv, v.hi))`
+	OR (v.lo <> 1 AND v.lo > LEAST(v.fv, v.hi) AND NOT EXISTS (SELECT 1 FROM version_gaps g
+		WHERE g.tenant = v.tenant AND g.stream_id = v.stream_id AND g.from_version <= v.fv AND g.to_version = v.lo - 1))`
 )
 
 // invariantChecks are the log's invariants. A PostgreSQL schema is always

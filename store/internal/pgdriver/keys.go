@@ -276,3 +276,8 @@ func (Exec) MasterKeys(ctx context.Context, q driver.ReadQuerier) ([]driver.Mast
 func (Exec) AnyMasterKey(ctx context.Context, q driver.ReadQuerier) ([]byte, bool, error) {
 	return driver.ReadAnyMasterKey(ctx, q)
 }
+
+// ForgottenSubjects lists the forgotten subjects.
+func (Exec) ForgottenSubjects(ctx context.Context, q driver.ReadQuerier) ([]driver.ForgottenKey, error) {
+	return driver.ReadForgottenSubjects(ctx, q)
+}

@@ -15,7 +15,8 @@ import (
 func (Exec) ScavengeCandidates(ctx context.Context, q driver.ReadQuerier) ([]driver.ScavengeCandidate, error) {
 	rows, err := q.QueryContext(ctx, `SELECT s.tenant, s.stream_id,
 		(SELECT MIN(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id),
-		MIN(s.first_version, (SELECT MAX(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id))
+		MIN(s.first_version, (SELECT COALESCE(MAX(CASE WHEN e.type <> '`+driver.StreamRestoredType+`' THEN e.version END), MAX(e.version))
+			FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id))
 		FROM streams s WHERE s.first_version > 1 ORDER BY s.tenant, s.stream_id`)
 	if err != nil {
 		return nil, err

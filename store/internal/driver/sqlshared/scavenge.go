@@ -12,10 +12,12 @@ import (
 // positions are in the temporary table Dialect.ScavengeBatch names.
 
 // RemovableBefore reads the least of first_version and the newest
-// version.
+// version not a restore's eventlite.stream.restored (that event lands
+// above a deleted stream's tombstone, which must stay).
 func (x Exec[D]) RemovableBefore(ctx context.Context, q driver.ReadQuerier, tenant, stream string) (int64, error) {
 	var now int64
-	err := q.QueryRowContext(ctx, x.bind(`SELECT `+x.dialect().Least()+`(s.first_version, (SELECT max(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id))
+	err := q.QueryRowContext(ctx, x.bind(`SELECT `+x.dialect().Least()+`(s.first_version, (SELECT COALESCE(max(CASE WHEN e.type <> '`+driver.StreamRestoredType+`' THEN e.version END), max(e.version))
+			FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id))
 		FROM streams s WHERE s.tenant = ? AND s.stream_id = ?`), tenant, stream).Scan(&now)
 	return now, err
 }
