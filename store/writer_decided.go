@@ -1,0 +1,122 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/eventlite/eventlite/store/internal/driver"
+)
+
+// decidable reports whether the engine can decide the whole group
+// (driver.GroupWriter): every request is an append whose events carry
+// no erasure key (checkKeysLive reads each subject's key in the
+// transaction, an answer the store needs before it writes).
+func decidable(live []*request) bool {
+	for _, r := range live {
+		if r.fn != nil || r.a.aeads != nil || r.a.sealed != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// runDecided runs a group of appends the engine decides: one round trip
+// begins the transaction and sends every append, each one statement that
+// checks and writes (or, refused, writes nothing and fails nothing), in
+// the group's order; then the store works out what each refused append
+// answers (a conflict, a retry of a stored append, a reused id) by
+// reading in the same transaction, and commits. A group of appends that
+// all hold is two round trips whatever its size: the pipelined batch and
+// the COMMIT.
+//
+// It reports false when the group is to run the slow way (runGroup's
+// savepoint per request) with nothing of it done: a statement failed
+// unexpectedly (the driver rolled back: the slow way gives that request
+// its own error and its neighbours their commit), or the session was
+// lost and a new connection taken.
+func (s *Store) runDecided(gw driver.GroupWriter, live []*request) bool {
+	now := s.opts.Now().UnixNano()
+	bs := make([]driver.DecidedBatch, len(live))
+	for i, r := range live {
+		a := r.a
+		lo, hi := a.expected.bounds()
+		bs[i] = driver.DecidedBatch{EventBatch: driver.EventBatch{Tenant: a.tenant, Stream: a.stream, Events: a.events, RecordedAt: now}, Lo: lo, Hi: hi}
+	}
+	out := make([]driver.Decision, len(live))
+	failed, err := gw.AppendGroup(bg, bs, out)
+	if err != nil {
+		if s.connLost(err) {
+			// As runGroup's begin: a new connection, and the group tried
+			// once more (the slow way).
+			rerr := s.reconnectWriter()
+			if rerr == nil {
+				return false
+			}
+			err = fmt.Errorf("%w (reconnect: %v)", err, rerr)
+		}
+		if failed >= 0 {
+			return false
+		}
+		err = fmt.Errorf("begin: %w", mapErr(err))
+		for _, r := range live {
+			r.err = err
+			close(r.done)
+		}
+		return true
+	}
+	s.wconn.stmtCtx = bg
+	defer func() { s.wconn.stmtCtx = nil }()
+	ok := 0
+	for i, r := range live {
+		r.res, r.err = s.decided(r.a, out[i])
+		switch {
+		case errors.Is(r.err, errRetried):
+			r.err = nil // the first append's result; this one wrote nothing
+		case r.err == nil:
+			ok++
+		}
+	}
+	if ok == 0 {
+		s.rollback()
+	} else if err := s.commit(); err != nil {
+		for _, r := range live {
+			if r.err == nil {
+				r.res, r.err = AppendResult{}, err
+			}
+		}
+		ok = 0
+	}
+	for _, r := range live {
+		close(r.done)
+	}
+	if ok > 0 {
+		s.notify()
+	}
+	return true
+}
+
+// decided is what an append the engine decided answers: its result when
+// the engine wrote it, else why not, found as appendLocked finds it.
+func (s *Store) decided(a *appendReq, d driver.Decision) (AppendResult, error) {
+	st := d.State
+	if d.Inserted {
+		for i := range a.events {
+			a.events[i].StreamVersion = st.Version + int64(i) + 1
+			a.events[i].Position = st.LastPosition + int64(i) + 1
+		}
+		return AppendResult{Tenant: a.tenant, Stream: a.stream, Version: st.Version + int64(len(a.events)), Events: a.events}, nil
+	}
+	if res, err := s.refusal(a, st); err != nil {
+		return res, err
+	}
+	// Every check of the state held: an id of the batch is stored in the
+	// tenant, or a scavenge removed it.
+	res, retry, err := s.retryResult(a, st.Version)
+	switch {
+	case err != nil:
+		return AppendResult{}, err
+	case retry:
+		return res, errRetried
+	}
+	return AppendResult{}, &DuplicateError{Tenant: a.tenant, EventID: a.events[0].ID, Reason: "an event id of the batch is stored"}
+}
