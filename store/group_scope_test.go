@@ -122,9 +122,9 @@ type countingGroupWriter struct {
 	largest int
 }
 
-func (c *countingGroupWriter) AppendGroup(ctx context.Context, bs []driver.DecidedBatch, out []driver.Decision) (int, error) {
+func (c *countingGroupWriter) AppendGroup(ctx context.Context, bs []driver.DecidedBatch, out []driver.Decision, commit bool) (int, error) {
 	c.largest = max(c.largest, len(bs))
-	return c.gw.AppendGroup(ctx, bs, out)
+	return c.gw.AppendGroup(ctx, bs, out, commit)
 }
 
 func testGroupRequestScopes(t *testing.T, s *Store, skip map[string]bool) {

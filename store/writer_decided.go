@@ -21,13 +21,14 @@ func decidable(live []*request) bool {
 }
 
 // runDecided runs a group of appends the engine decides: one round trip
-// begins the transaction and sends every append, each one statement that
-// checks and writes (or, refused, writes nothing and fails nothing), in
-// the group's order; then the store works out what each refused append
-// answers (a conflict, a retry of a stored append, a reused id) by
-// reading in the same transaction, and commits. A group of appends that
-// all hold is two round trips whatever its size: the pipelined batch and
-// the COMMIT.
+// begins the transaction, sends every append, each one statement that
+// checks and writes, in the group's order, and commits. When an append
+// is refused, that round trip committed nothing, and a second one sends
+// the group again without the COMMIT, each refused append now writing
+// nothing and failing nothing; the store then works out what each
+// refused append answers (a conflict, a retry of a stored append, a
+// reused id) by reading in the same transaction, and commits. A group
+// of appends that all hold is one round trip whatever its size.
 //
 // It reports false when the group is to run the slow way (runGroup's
 // savepoint per request) with nothing of it done: a statement failed
@@ -43,7 +44,29 @@ func (s *Store) runDecided(gw driver.GroupWriter, live []*request) bool {
 		bs[i] = driver.DecidedBatch{EventBatch: driver.EventBatch{Tenant: a.tenant, Stream: a.stream, Events: a.events, RecordedAt: now}, Lo: lo, Hi: hi}
 	}
 	out := make([]driver.Decision, len(live))
-	failed, err := gw.AppendGroup(bg, bs, out)
+	// First as a group whose appends all hold: with its COMMIT, one
+	// round trip. When one is refused, nothing of the group committed,
+	// and it goes again without its COMMIT, to find out why.
+	failed, err := gw.AppendGroup(bg, bs, out, true)
+	switch {
+	case err == nil:
+		for i, r := range live {
+			r.res, r.err = s.decided(r.a, out[i])
+			close(r.done)
+		}
+		s.notify()
+		return true
+	case failed == len(bs):
+		// The COMMIT failed: as commit's failure, every request fails.
+		err = fmt.Errorf("commit: %w", mapErr(err))
+		for _, r := range live {
+			r.res, r.err = AppendResult{}, err
+			close(r.done)
+		}
+		return true
+	case failed >= 0 && !s.connLost(err):
+		failed, err = gw.AppendGroup(bg, bs, out, false)
+	}
 	if err != nil {
 		if s.connLost(err) {
 			// As runGroup's begin: a new connection, and the group tried

@@ -206,12 +206,19 @@ type GroupWriter interface {
 	// batch i's decision. Positions follow the head as each append moves
 	// it, so a refused append leaves no gap.
 	//
-	// On error nothing is open: the driver rolled the transaction back.
-	// failed is -1 when beginning failed (the write lock waited past the
-	// busy timeout: Busy; or the session is lost), else the index of the
-	// batch whose statement failed (an unexpected failure: the store runs
-	// the group again the slow way, each request in its savepoint).
-	AppendGroup(ctx context.Context, bs []DecidedBatch, out []Decision) (failed int, err error)
+	// With commit, the COMMIT goes in the same round trip, and a refused
+	// append fails its statement instead, so that nothing of the group
+	// commits unless every append held: for a group the store expects to
+	// hold, which then costs one round trip.
+	//
+	// On error nothing is open: the driver rolled the transaction back
+	// (or the COMMIT failed). failed is -1 when beginning failed (the
+	// write lock waited past the busy timeout: Busy; or the session is
+	// lost), len(bs) when the COMMIT failed, else the index of the batch
+	// whose statement failed (with commit: refused, or a failure;
+	// without: an unexpected failure, and the store runs the group again
+	// the slow way, each request in its savepoint).
+	AppendGroup(ctx context.Context, bs []DecidedBatch, out []Decision, commit bool) (failed int, err error)
 }
 
 // DecidedBatch is an append the engine decides (GroupWriter): the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/eventlite/eventlite/envelope"
@@ -44,6 +45,17 @@ var DecidedAppendSQL = `WITH ` + appendStateSQL + `,
 	` + appendWritesSQL + `
 	SELECT st.deleted, st.version, st.last, EXISTS (SELECT 1 FROM ok) FROM st`
 
+// DecidedAppendOrFailSQL is DecidedAppendSQL for a group sent with its
+// COMMIT (AppendGroup's commit): a refused append fails its statement
+// (dividing by the number of rows of ok, 0), so that the COMMIT after it
+// in the pipeline never runs: the server skips the rest of the pipeline
+// and the group is rolled back whole. The store then sends the group
+// again without its COMMIT, to find out why.
+var DecidedAppendOrFailSQL = `WITH ` + appendStateSQL + `,
+	` + appendGateSQL + `,
+	` + appendWritesSQL + `
+	SELECT st.deleted, st.version, st.last, 1 / (SELECT count(*) FROM ok)::int = 1 FROM st`
+
 const appendStateSQL = `st AS (
 	SELECT (SELECT deleted FROM streams WHERE tenant = $1 AND stream_id = $2) AS deleted,
 		COALESCE((SELECT max(version) FROM events WHERE tenant = $1 AND stream_id = $2), 0) AS version,
@@ -74,9 +86,11 @@ const appendWritesSQL = `ins AS (
 
 // AppendGroup sends, in one round trip (a pipelined batch), the write
 // transaction's beginning (BeginSQL's three statements) and each batch's
-// DecidedAppendSQL. The COMMIT is the store's next call: it decides
-// first what a refused append answers, reading in the transaction.
-func (w *writer) AppendGroup(ctx context.Context, bs []driver.DecidedBatch, out []driver.Decision) (int, error) {
+// DecidedAppendSQL. Without commit the COMMIT is the store's next call:
+// it decides first what a refused append answers, reading in the
+// transaction. With commit, each batch's DecidedAppendOrFailSQL and the
+// COMMIT: one round trip for a group whose appends all hold.
+func (w *writer) AppendGroup(ctx context.Context, bs []driver.DecidedBatch, out []driver.Decision, commit bool) (int, error) {
 	w.released, w.opened, w.trackErr = false, false, nil
 	for len(w.group) < len(bs) {
 		w.group = append(w.group, eventCols{})
@@ -91,8 +105,15 @@ func (w *writer) AppendGroup(ctx context.Context, bs []driver.DecidedBatch, out 
 		if err := c.fill(bs[i].EventBatch); err != nil {
 			return i, err // nothing sent
 		}
-		b.Queue(DecidedAppendSQL, bs[i].Tenant, bs[i].Stream, bs[i].Lo, bs[i].Hi, bs[i].RecordedAt,
+		q := DecidedAppendSQL
+		if commit {
+			q = DecidedAppendOrFailSQL
+		}
+		b.Queue(q, bs[i].Tenant, bs[i].Stream, bs[i].Lo, bs[i].Hi, bs[i].RecordedAt,
 			c.ids, c.types, c.sources, c.times, c.contentTypes, c.schemas, c.data, c.corrs, c.causes, c.exts)
+	}
+	if commit {
+		b.Queue("COMMIT")
 	}
 	failed := -1
 	err := w.conn.Raw(func(dc any) error {
@@ -112,6 +133,17 @@ func (w *writer) AppendGroup(ctx context.Context, bs []driver.DecidedBatch, out 
 					break
 				}
 				st.Row, st.Deleted = deleted.Valid, deleted.Int64
+			}
+		}
+		if err == nil && commit {
+			// PostgreSQL answers the COMMIT of a failed transaction with
+			// ROLLBACK and no error.
+			var tag pgconn.CommandTag
+			if tag, err = br.Exec(); err == nil && tag.String() != "COMMIT" {
+				err = errors.New("the transaction was rolled back at its commit")
+			}
+			if err != nil {
+				failed = len(bs)
 			}
 		}
 		return errors.Join(err, br.Close())

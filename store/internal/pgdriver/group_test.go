@@ -52,7 +52,7 @@ func TestWriterAppendGroup(t *testing.T) {
 	out := make([]driver.Decision, len(bs))
 	// Warm the statements: the count starts with them prepared, as the
 	// store's writer runs them.
-	if _, err := w.AppendGroup(ctx, bs[:1], out); err != nil {
+	if _, err := w.AppendGroup(ctx, bs[:1], out, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := wi.Rollback(ctx); err != nil {
@@ -60,7 +60,7 @@ func TestWriterAppendGroup(t *testing.T) {
 	}
 	rt.n.Store(0)
 	rt.log = nil
-	if failed, err := w.AppendGroup(ctx, bs, out); err != nil {
+	if failed, err := w.AppendGroup(ctx, bs, out, false); err != nil {
 		t.Fatalf("batch %d: %v", failed, err)
 	}
 	if err := wi.Commit(ctx); err != nil {
@@ -143,7 +143,7 @@ func TestWriterAppendGroupFailure(t *testing.T) {
 		{EventBatch: testBatch("boom", 0, 0, 1), Lo: 0, Hi: 0},
 		{EventBatch: testBatch("c", 0, 0, 1), Lo: 0, Hi: 0},
 	}
-	failed, err := w.AppendGroup(ctx, bs, make([]driver.Decision, len(bs)))
+	failed, err := w.AppendGroup(ctx, bs, make([]driver.Decision, len(bs)), false)
 	if err == nil || failed != 1 {
 		t.Fatalf("failed %d, %v; want batch 1 and its error", failed, err)
 	}
@@ -153,5 +153,61 @@ func TestWriterAppendGroupFailure(t *testing.T) {
 	}
 	if n != 0 || head != 0 {
 		t.Errorf("%d events, head %d after a failed group; want none", n, head)
+	}
+}
+
+// TestWriterAppendGroupWithCommit: a group sent with its COMMIT is one
+// round trip and commits when every append holds; when one is refused,
+// its statement fails, the COMMIT never runs, and nothing of the group
+// stays (the store then sends it again without the COMMIT).
+func TestWriterAppendGroupWithCommit(t *testing.T) {
+	rt := &roundTrips{}
+	c, wi := tracedWriter(t, rt)
+	w := wi.(driver.GroupWriter)
+	ctx := context.Background()
+	count := func() (n, head int64) {
+		t.Helper()
+		if err := c.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM events), (SELECT position FROM log_head)`).Scan(&n, &head); err != nil {
+			t.Fatalf("count (is a transaction left open?): %v", err)
+		}
+		return n, head
+	}
+	hold := []driver.DecidedBatch{
+		{EventBatch: testBatch("a", 0, 0, 2), Lo: 0, Hi: 0},
+		{EventBatch: testBatch("b", 0, 0, 1), Lo: 0, Hi: 0},
+	}
+	out := make([]driver.Decision, 3)
+	// Warm the statements, then count.
+	if _, err := w.AppendGroup(ctx, hold[:1], out, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ExecContext(ctx, `DELETE FROM events; DELETE FROM streams; UPDATE log_head SET position = 0`); err != nil {
+		t.Fatal(err)
+	}
+	rt.n.Store(0)
+	rt.log = nil
+	if failed, err := w.AppendGroup(ctx, hold, out, true); err != nil {
+		t.Fatalf("batch %d: %v", failed, err)
+	}
+	if got := rt.n.Load(); got != 1 {
+		t.Errorf("%d round trips, want 1:\n%s", got, strings.Join(rt.log, "\n"))
+	}
+	if out[0].State.LastPosition != 0 || out[1].State.LastPosition != 2 || !out[0].Inserted || !out[1].Inserted {
+		t.Errorf("decisions %+v", out[:2])
+	}
+	if n, head := count(); n != 3 || head != 3 {
+		t.Errorf("%d events, head %d; want 3 and 3 committed", n, head)
+	}
+	refused := []driver.DecidedBatch{
+		{EventBatch: testBatch("c", 0, 0, 1), Lo: 0, Hi: 0},
+		{EventBatch: testBatch("a", 0, 0, 1), Lo: 0, Hi: 0}, // a is at 2: refused
+		{EventBatch: testBatch("d", 0, 0, 1), Lo: 0, Hi: 0},
+	}
+	failed, err := w.AppendGroup(ctx, refused, out, true)
+	if err == nil || failed != 1 {
+		t.Fatalf("failed %d, %v; want batch 1 refused", failed, err)
+	}
+	if n, head := count(); n != 3 || head != 3 {
+		t.Errorf("%d events, head %d after a refused group; want 3 and 3: nothing of it", n, head)
 	}
 }
