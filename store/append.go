@@ -411,64 +411,10 @@ func (s *Store) appendLocked(a *appendReq, now int64, g *reqScope) (AppendResult
 	if known {
 		state.LastPosition = g.head
 	}
-	current, last := state.Version, state.LastPosition
-	if state.Deleted == deletedHard {
-		return AppendResult{}, fmt.Errorf("tenant %s: it was hard-deleted: %w", a.tenant, ErrStreamDeleted)
+	if res, err := s.refusal(a, state); err != nil {
+		return res, err
 	}
-	effective := current
-	if !state.Row || state.Deleted == deletedSoft {
-		effective = 0 // a soft-deleted stream counts as absent
-	}
-	if lo, hi := a.expected.bounds(); effective < lo || effective > hi {
-		// expected does not hold: nothing was written.
-		res, retry, err := s.retryResult(a, current)
-		if err != nil {
-			return AppendResult{}, err
-		}
-		if retry {
-			return res, errRetried
-		}
-		exp := a.expected
-		exp.cond = nil // the error reports the version expected
-		return AppendResult{}, &ConflictError{Tenant: a.tenant, Stream: a.stream, Expected: exp, Actual: effective}
-	}
-	if a.cond != nil {
-		// The condition, under the same lock: it sees every commit
-		// before this transaction and the requests before this one in
-		// it. A retry of a stored append matches its own events: it
-		// gets its first result before the condition is looked at.
-		m, found, err := w.FirstMatch(bg, a.tenant, a.cond, a.condAfter)
-		if err != nil {
-			return AppendResult{}, fmt.Errorf("check the append condition: %w", mapErr(err))
-		}
-		if found {
-			res, retry, err := s.retryResult(a, current)
-			if err != nil {
-				return AppendResult{}, err
-			}
-			if retry {
-				return res, errRetried
-			}
-			return AppendResult{}, &ConditionError{Tenant: a.tenant, Stream: a.stream, After: a.condAfter, Position: m.Position, EventID: m.ID}
-		}
-	}
-	version := current + n
-	if version > envelope.MaxStreamVersion {
-		return AppendResult{}, &envelope.InvalidError{Index: -1, Field: "streamversion", Reason: fmt.Sprintf("stream %q would pass %d events, the most a stream holds: start a new stream", a.stream, envelope.MaxStreamVersion)}
-	}
-	if last > envelope.MaxPosition-n {
-		// last+n would pass the highest position (and wrap around). A
-		// retry of a stored append still gets its first result.
-		res, retry, err := s.retryResult(a, current)
-		if err != nil {
-			return AppendResult{}, err
-		}
-		if retry {
-			return res, errRetried
-		}
-		return AppendResult{}, &PositionRangeError{Events: int(n), Value: last, Max: envelope.MaxPosition}
-	}
-	first := last + 1
+	current, first, version := state.Version, state.LastPosition+1, state.Version+n
 	if g != nil && !g.open && (!state.Row || state.Deleted != 0 || a.tagged || !w.SingleStatementInsert(len(a.events))) {
 		// More than one statement writes: a failure between them must
 		// undo the first.
@@ -502,6 +448,73 @@ func (s *Store) appendLocked(a *appendReq, now int64, g *reqScope) (AppendResult
 		a.events[i].Position = first + int64(i)
 	}
 	return AppendResult{Tenant: a.tenant, Stream: a.stream, Version: version, Events: a.events}, nil
+}
+
+// refusal decides, from the state an append read under the write lock,
+// whether the append must not write: the stream was hard-deleted, the
+// expected version does not hold, or the stream's version or the log's
+// position would pass its range. It answers nil when the append may
+// write; errRetried, with the first result, for a retry of a stored
+// append that refused so. A check that refuses wrote nothing.
+func (s *Store) refusal(a *appendReq, state driver.StreamState) (AppendResult, error) {
+	n := int64(len(a.events))
+	current, last := state.Version, state.LastPosition
+	if state.Deleted == deletedHard {
+		return AppendResult{}, fmt.Errorf("tenant %s: it was hard-deleted: %w", a.tenant, ErrStreamDeleted)
+	}
+	effective := current
+	if !state.Row || state.Deleted == deletedSoft {
+		effective = 0 // a soft-deleted stream counts as absent
+	}
+	if lo, hi := a.expected.bounds(); effective < lo || effective > hi {
+		// expected does not hold: nothing was written.
+		res, retry, err := s.retryResult(a, current)
+		if err != nil {
+			return AppendResult{}, err
+		}
+		if retry {
+			return res, errRetried
+		}
+		exp := a.expected
+		exp.cond = nil // the error reports the version expected
+		return AppendResult{}, &ConflictError{Tenant: a.tenant, Stream: a.stream, Expected: exp, Actual: effective}
+	}
+	if a.cond != nil {
+		// The condition, under the same lock: it sees every commit
+		// before this transaction and the requests before this one in
+		// it. A retry of a stored append matches its own events: it
+		// gets its first result before the condition is looked at.
+		m, found, err := s.stmts.FirstMatch(bg, a.tenant, a.cond, a.condAfter)
+		if err != nil {
+			return AppendResult{}, fmt.Errorf("check the append condition: %w", mapErr(err))
+		}
+		if found {
+			res, retry, err := s.retryResult(a, current)
+			if err != nil {
+				return AppendResult{}, err
+			}
+			if retry {
+				return res, errRetried
+			}
+			return AppendResult{}, &ConditionError{Tenant: a.tenant, Stream: a.stream, After: a.condAfter, Position: m.Position, EventID: m.ID}
+		}
+	}
+	if current+n > envelope.MaxStreamVersion {
+		return AppendResult{}, &envelope.InvalidError{Index: -1, Field: "streamversion", Reason: fmt.Sprintf("stream %q would pass %d events, the most a stream holds: start a new stream", a.stream, envelope.MaxStreamVersion)}
+	}
+	if last > envelope.MaxPosition-n {
+		// last+n would pass the highest position (and wrap around). A
+		// retry of a stored append still gets its first result.
+		res, retry, err := s.retryResult(a, current)
+		if err != nil {
+			return AppendResult{}, err
+		}
+		if retry {
+			return res, errRetried
+		}
+		return AppendResult{}, &PositionRangeError{Events: int(n), Value: last, Max: envelope.MaxPosition}
+	}
+	return AppendResult{}, nil
 }
 
 // insertEvents inserts a's events as versions current+1... at positions

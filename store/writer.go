@@ -281,6 +281,9 @@ func (s *Store) runGroup(group []*request) {
 	if len(live) == 0 {
 		return
 	}
+	if gw, ok := s.stmts.(driver.GroupWriter); ok && decidable(live) && s.runDecided(gw, live) {
+		return
+	}
 	finish := func() {
 		for _, r := range live {
 			close(r.done)

@@ -202,3 +202,55 @@ type OpError struct {
 
 func (e *OpError) Error() string { return e.Op + ": " + e.Err.Error() }
 func (e *OpError) Unwrap() error { return e.Err }
+
+// GroupWriter is a Writer that decides an append in the engine: one
+// statement reads the stream's state under the write lock, checks the
+// expected version, the stream's lifecycle, the version and position
+// ranges and the batch's event ids, and writes the events, the streams
+// row and the head only when every check holds; a refused append writes
+// nothing and fails no statement. So a group's appends need no answer
+// from the store in between, and go to the server together. PostgreSQL
+// implements it (a round trip costs more there than the statements);
+// SQLite does not (it has no round trips).
+type GroupWriter interface {
+	// AppendGroup begins the write transaction (as Begin) and runs each
+	// batch's append in order, in one round trip, filling out[i] with
+	// batch i's decision. Positions follow the head as each append moves
+	// it, so a refused append leaves no gap.
+	//
+	// With commit, the COMMIT goes in the same round trip, and a refused
+	// append fails its statement instead, so that nothing of the group
+	// commits unless every append held: for a group the store expects to
+	// hold, which then costs one round trip.
+	//
+	// On error nothing is open: the driver rolled the transaction back
+	// (or the COMMIT failed). failed is -1 when beginning failed (the
+	// write lock waited past the busy timeout: Busy; or the session is
+	// lost), len(bs) when the COMMIT failed, else the index of the batch
+	// whose statement failed (with commit: refused, or a failure;
+	// without: an unexpected failure, and the store runs the group again
+	// the slow way, each request in its savepoint).
+	AppendGroup(ctx context.Context, bs []DecidedBatch, out []Decision, commit bool) (failed int, err error)
+}
+
+// DecidedBatch is an append the engine decides (GroupWriter): the
+// events (their Position and StreamVersion are ignored: the engine
+// assigns them) and the versions the stream may have for the append to
+// hold, Lo to Hi. A stream without a streams row, or soft-deleted, has
+// version 0 there; one hard-deleted is refused whatever the versions.
+type DecidedBatch struct {
+	EventBatch
+	Lo, Hi int64
+}
+
+// Decision is what the engine decided for a DecidedBatch: the state it
+// read (the stream's before the append, and the last position handed out
+// before it), and whether it wrote the batch. When it did, the events
+// are versions State.Version+1.. at positions State.LastPosition+1...
+// When it did not, the store finds out why from State (a check that did
+// not hold) or, every check holding, from the stored ids (a retry, or an
+// id taken).
+type Decision struct {
+	State    StreamState
+	Inserted bool
+}

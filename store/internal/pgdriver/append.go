@@ -170,6 +170,10 @@ type writer struct {
 	// insertTagRows is InsertTagsSQL, prepared on first use.
 	insertTagRows *sql.Stmt
 	cols          eventCols
+	// schema and channel: BeginSQL's, for AppendGroup; group: its
+	// batches' columns, kept from one group to the next.
+	schema, channel string
+	group           []eventCols
 	// released: a request's savepoint was released (Release) and the
 	// RELEASE not sent yet. It goes with the writer's next statement of
 	// transaction control, in the same round trip: the next request's
@@ -193,7 +197,7 @@ func (Exec) PrepareWriter(ctx context.Context, conn *sql.Conn) (driver.Writer, e
 	if err := conn.QueryRowContext(ctx, `SELECT current_schema()`).Scan(&current); err != nil {
 		return nil, err
 	}
-	w := &writer{conn: conn, begin: BeginSQL(schema, channel(current))}
+	w := &writer{conn: conn, begin: BeginSQL(schema, channel(current)), schema: schema, channel: channel(current)}
 	var err error
 	prep := func(q string) *sql.Stmt {
 		if err != nil {
