@@ -82,8 +82,9 @@ func unforgotten(ctx context.Context, ex driver.Executor, q driver.ReadQuerier, 
 // reapplyForgets forgets again, in q (a write transaction), each of
 // keys as Forget did: it destroys the key (or keeps a tombstone) with
 // the time of the original forget, drops the snapshots of the subject's
-// streams, removes the data from the copies of its events and the error
-// texts of its outbox rows, then removes the ciphertext of every
+// streams, removes the data and tags from the copies of its events, the
+// tags from its events and their index, and the error texts of its
+// outbox rows, then removes the ciphertext of every
 // forgotten subject's events. The caller appends an
 // eventlite.subject.forgotten event per subject once the copy committed
 // (announceForgets): the original ones were in the log the source lacks.
@@ -118,6 +119,11 @@ func reapplyForgets(ctx context.Context, ex driver.Executor, q driver.Querier, k
 			if _, err := ex.EraseCopies(ctx, q, kind, k.Tenant, k.Subject); err != nil {
 				return fmt.Errorf("erase copies in %s: %w", kind, mapErr(err))
 			}
+		}
+		// The tags of the subject's events go with their data, as in
+		// Forget: the source still carries them and their index rows.
+		if _, err := ex.EraseSubjectTags(ctx, q, k.Tenant, k.Subject); err != nil {
+			return fmt.Errorf("erase the tags of subject %q (tenant %s): %w", k.Subject, k.Tenant, mapErr(err))
 		}
 		if _, err := ex.EraseOutboxErrors(ctx, q, k.Tenant, k.Subject); err != nil {
 			return fmt.Errorf("erase the outbox's error texts: %w", mapErr(err))

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
@@ -179,7 +180,8 @@ func (Exec) EraseOutboxErrors(ctx context.Context, q driver.Querier, tenant, sub
 }
 
 // eraseCopy returns the structured-JSON event copy b without its data
-// (data and data_base64 removed) and marked dataerased: true, when b is a
+// (data and data_base64 removed) and its tags (the eventlitetags
+// extension), marked dataerased: true, when b is a
 // JSON object whose erasurekey is subject. The other members keep their
 // order and bytes; dataerased takes the place of an earlier one, or
 // comes last.
@@ -217,7 +219,7 @@ func eraseCopy(b []byte, subject string) ([]byte, bool) {
 			return nil, false
 		}
 		switch name {
-		case "data", "data_base64":
+		case "data", "data_base64", envelope.ExtTags:
 			continue
 		case "dataerased":
 			if !erased {

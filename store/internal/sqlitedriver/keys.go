@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
@@ -96,9 +97,10 @@ func (Exec) DropSubjectSnapshots(ctx context.Context, q driver.Querier, tenant, 
 
 // eraseCopyQuery sets a structured-JSON event copy (column %[2]s of
 // table %[1]s) of subject ?2's events of tenant ?1 to the copy without
-// its data, marked dataerased: true.
+// its data and its tags (the eventlitetags extension), marked
+// dataerased: true.
 const eraseCopyQuery = `UPDATE %[1]s
-	SET %[2]s = CAST(json_set(json_remove(CAST(%[2]s AS TEXT), '$.data', '$.data_base64'), '$.dataerased', json('true')) AS BLOB)
+	SET %[2]s = CAST(json_set(json_remove(CAST(%[2]s AS TEXT), '$.data', '$.data_base64', '$.` + envelope.ExtTags + `'), '$.dataerased', json('true')) AS BLOB)
 	WHERE tenant = ?1 AND %[2]s IS NOT NULL AND json_valid(CAST(%[2]s AS TEXT))
 	AND json_extract(CAST(%[2]s AS TEXT), '$.erasurekey') = ?2`
 
@@ -110,7 +112,7 @@ var copyColumns = map[driver.CopyKind]string{
 	driver.CopiesVersionConflicts: "conflicting_event",
 }
 
-// EraseCopies rewrites the copies' JSON without their data.
+// EraseCopies rewrites the copies' JSON without their data and tags.
 func (Exec) EraseCopies(ctx context.Context, q driver.Querier, kind driver.CopyKind, tenant, subject string) (int64, error) {
 	col, ok := copyColumns[kind]
 	if !ok {

@@ -143,8 +143,14 @@ func (x Exec) EachEventTags(ctx context.Context, q driver.ReadQuerier, fn func(t
 }
 
 // EraseSubjectTags rewrites the attrs of the subject's tagged events
-// without the tags and deletes their index rows.
-func (Exec) EraseSubjectTags(ctx context.Context, q driver.Querier, tenant, subject string) (int64, error) {
+// without the tags and deletes their index rows (a file older than the
+// index, as a restore may reapply forgets to, has none: the extension
+// is stripped all the same, so its migration indexes nothing of them).
+func (x Exec) EraseSubjectTags(ctx context.Context, q driver.Querier, tenant, subject string) (int64, error) {
+	indexed, err := x.TableExists(ctx, q, "event_tags")
+	if err != nil {
+		return 0, err
+	}
 	rows, err := q.QueryContext(ctx, `SELECT position, attrs FROM events
 		WHERE tenant = ?1 AND attrs IS NOT NULL AND json_extract(`+ExtensionsSQL+`, '$.erasurekey') = ?2
 		AND json_extract(`+ExtensionsSQL+`, '$.`+envelope.ExtTags+`') IS NOT NULL`, tenant, subject)
@@ -192,6 +198,9 @@ func (Exec) EraseSubjectTags(ctx context.Context, q driver.Querier, tenant, subj
 			return 0, err
 		}
 		for _, tag := range c.tags {
+			if !indexed {
+				break
+			}
 			if _, err := q.ExecContext(ctx, `DELETE FROM event_tags WHERE tenant = ? AND tag = ? AND position = ?`, tenant, tag, c.pos); err != nil {
 				return 0, err
 			}
