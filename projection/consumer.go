@@ -112,7 +112,8 @@ func (c *Consumer) Name() string { return c.opts.Name }
 // stores or applies it: eventlite.subject.forgotten forgets its subject
 // in the tenant here too (the key, or a tombstone for a subject whose
 // events this store only received; the deferral buffer's copies), and an
-// event of a subject forgotten here loses its data (marked dataerased),
+// event of a subject forgotten here loses its data and tags (marked
+// dataerased),
 // so a redelivery after the forget is stored and applied without it.
 func (c *Consumer) eraseForgotten(ctx context.Context, tx *store.Tx, tenant string, e envelope.Event) (envelope.Event, error) {
 	bk := store.Bookkeeping(inside.Key{}, tx)
@@ -131,7 +132,7 @@ func (c *Consumer) eraseForgotten(ctx context.Context, tx *store.Tx, tenant stri
 		return e, nil
 	}
 	subject, _ := e.Extensions[envelope.ExtErasureKey].(string)
-	if subject == "" || envelope.Erased(e) {
+	if subject == "" || (envelope.Erased(e) && len(e.Tags) == 0) {
 		return e, nil
 	}
 	forgotten, err := bk.SubjectForgotten(ctx, tenant, subject)
@@ -143,7 +144,8 @@ func (c *Consumer) eraseForgotten(ctx context.Context, tx *store.Tx, tenant stri
 		ext[k] = v
 	}
 	ext[envelope.ExtDataErased] = true
-	e.Extensions, e.Data = ext, nil
+	// Its tags go with its data, as Forget erases them from stored events.
+	e.Extensions, e.Data, e.Tags = ext, nil, nil
 	return e, nil
 }
 

@@ -16,8 +16,9 @@ import (
 // TestConsumerForgetsOutsideSubjects: a service that only received a
 // subject's events (published in clear by another service, erasurekey
 // in their attributes) forgets it: Forget keeps a tombstone (no key
-// here), the deferral buffer's copy loses its data, and a redelivered
-// event of the subject is applied and stored without data. Receiving
+// here), the deferral buffer's copy loses its data and tags, and a
+// redelivered event of the subject is applied and stored without data
+// or tags. Receiving
 // eventlite.subject.forgotten does the same for another subject.
 func TestConsumerForgetsOutsideSubjects(t *testing.T) {
 	for _, engine := range []struct {
@@ -51,6 +52,8 @@ func testConsumerForgetsOutsideSubjects(t *testing.T, s *store.Store) {
 		}
 		e.ID = fmt.Sprintf("%s-%d", stream, version)
 		e.Source, e.Stream, e.StreamVersion = "/upstream", stream, version
+		// A tag that quotes the subject: erased with its data.
+		e.Tags = []string{"username:" + subject + ".secret-name"}
 		return e.WithErasureKey(subject)
 	}
 	handle := func(e envelope.Event, want projection.Outcome) {
@@ -87,8 +90,8 @@ func testConsumerForgetsOutsideSubjects(t *testing.T, s *store.Store) {
 	handle(a1, projection.Applied) // redelivered after the forget; drains a2
 	for _, e := range []envelope.Event{a1, a2} {
 		got, ok := applied[e.ID]
-		if !ok || got.Data != nil || !envelope.Erased(got) {
-			t.Errorf("alice's v%d applied as %s (erased %v, applied %v); want no data, dataerased", e.StreamVersion, got.Data, envelope.Erased(got), ok)
+		if !ok || got.Data != nil || !envelope.Erased(got) || len(got.Tags) > 0 {
+			t.Errorf("alice's v%d applied as %s, tags %q (erased %v, applied %v); want no data, no tags, dataerased", e.StreamVersion, got.Data, got.Tags, envelope.Erased(got), ok)
 		}
 	}
 
@@ -105,8 +108,8 @@ func testConsumerForgetsOutsideSubjects(t *testing.T, s *store.Store) {
 	noSecret("bob")
 	handle(b1, projection.Applied)
 	for _, e := range []envelope.Event{b1, b2} {
-		if got := applied[e.ID]; got.Data != nil || !envelope.Erased(got) {
-			t.Errorf("bob's v%d applied with data %s after the forgotten event arrived", e.StreamVersion, got.Data)
+		if got := applied[e.ID]; got.Data != nil || !envelope.Erased(got) || len(got.Tags) > 0 {
+			t.Errorf("bob's v%d applied with data %s, tags %q after the forgotten event arrived", e.StreamVersion, got.Data, got.Tags)
 		}
 	}
 	if v, err := s.StreamVersion(ctx, "default", store.ForgottenStream); err != nil || v != 2 {
