@@ -147,8 +147,9 @@ func erasureKey(e envelope.Event) string {
 // TestCopyRefusesToUnforget copies a backup taken before a forget into
 // PostgreSQL, naming the live store that forgot (ForgetsFrom): refused
 // with an *UnforgetError and nothing written; with ReapplyForgets the
-// target reads the subject as erased, has no snapshot of its stream and
-// refuses appends under it.
+// target reads the subject as erased, without its tags (no query by
+// them matches), has no snapshot of its stream and refuses appends
+// under it.
 func TestCopyRefusesToUnforget(t *testing.T) {
 	base := storetest.PostgresBase(t)
 	ctx := context.Background()
@@ -161,6 +162,7 @@ func TestCopyRefusesToUnforget(t *testing.T) {
 	}
 	defer s.Close()
 	for _, e := range []envelope.Event{drivertest.Personal(t, "alice", "alice.36c@example.org"), drivertest.Personal(t, "bob", "bob.36c@example.org")} {
+		e.Tags = []string{"user:" + erasureKey(e)}
 		if _, err := s.Append(ctx, "default", "user-"+erasureKey(e), store.Any, e); err != nil {
 			t.Fatal(err)
 		}
@@ -196,8 +198,15 @@ func TestCopyRefusesToUnforget(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pg.Close()
-	if evs := drivertest.ReadStream(t, pg, "default", "user-alice"); len(evs) != 1 || !envelope.Erased(evs[0]) {
-		t.Fatalf("alice in the copy: %+v, want erased", evs)
+	if evs := drivertest.ReadStream(t, pg, "default", "user-alice"); len(evs) != 1 || !envelope.Erased(evs[0]) || len(evs[0].Tags) > 0 {
+		t.Fatalf("alice in the copy: %+v, want erased, without tags", evs)
+	}
+	// Her tags went with her data, from the event and the index; bob's stay.
+	if n := tagMatches(t, pg, "default", "user:alice"); n != 0 {
+		t.Errorf("%d events match user:alice in the copy", n)
+	}
+	if n := tagMatches(t, pg, "default", "user:bob"); n != 1 {
+		t.Errorf("%d events match user:bob in the copy, want 1", n)
 	}
 	if evs := drivertest.ReadStream(t, pg, "default", "user-bob"); len(evs) != 1 || !strings.Contains(string(evs[0].Data), "bob.36c") {
 		t.Fatalf("bob in the copy: %+v", evs)
