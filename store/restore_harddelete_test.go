@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/storetest"
 )
@@ -26,10 +29,26 @@ func TestRestoreAfterHardDeleteAndScavengeHandsNoVersionOutTwice(t *testing.T) {
 		}
 		return p
 	}
-	restore := func(from string) {
+	restore := func(from string, want ...store.RolledBackStream) {
 		t.Helper()
-		if _, err := store.Restore(ctx, from, path, &store.RestoreOptions{Force: true}); err != nil {
+		res, err := store.Restore(ctx, from, path, &store.RestoreOptions{Force: true})
+		if err != nil {
 			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, res.RolledBack, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("restore of %s: streams taken back (-want +got):\n%s", filepath.Base(from), diff)
+		}
+		if err := s.CheckInvariants(ctx); err != nil {
+			t.Fatalf("after the restore of %s: %v", filepath.Base(from), err)
+		}
+		findings, err := s.Diagnose(ctx, store.DiagnoseOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range findings {
+			if f.Severity == store.SeverityProblem {
+				t.Errorf("doctor after the restore of %s: %s %v: %s", filepath.Base(from), f.Kind, f.IDs, f.Detail)
+			}
 		}
 	}
 	seen := map[int64]string{}
@@ -55,21 +74,24 @@ func TestRestoreAfterHardDeleteAndScavengeHandsNoVersionOutTwice(t *testing.T) {
 	gone := backup("gone.db")
 	// Back to the backup in which order-2 lives: it continues at 7 (the
 	// restored event), and an append takes 8.
-	restore(alive)
+	restore(alive, store.RolledBackStream{Tenant: "t1", Stream: "order-2", Kept: 3, Had: 6})
+	note(7, "the first restore's eventlite.stream.restored event")
 	note(appendN(t, s, "t1", "order-2", 1).Version, "an append after the first restore")
 	// Back to the hard-deleted stream, whose tombstone is version 6:
-	// versions 7 and 8 were handed out all the same. A scavenge removes
-	// what the hard delete allows.
-	restore(gone)
+	// versions 7 and 8 were handed out all the same, and the restore
+	// records them as a gap (no event: the tombstone stays the newest).
+	// A scavenge removes what the hard delete allows.
+	restore(gone, store.RolledBackStream{Tenant: "t1", Stream: "order-2", Kept: 6, Had: 8, HardDeleted: true})
 	if _, err := s.Lifecycle().Scavenge(ctx, store.ScavengeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// Back once more to the backup in which order-2 lives: its versions
 	// continue above 8.
-	restore(alive)
+	restore(alive, store.RolledBackStream{Tenant: "t1", Stream: "order-2", Kept: 3, Had: 8})
 	r := appendN(t, s, "t1", "order-2", 1)
-	if r.Version <= 8 {
-		t.Fatalf("order-2's append after the last restore got version %d, want above 8 (versions 4-8 were handed out before)", r.Version)
+	if r.Version != 10 {
+		t.Fatalf("order-2's append after the last restore got version %d, want 10 (versions 4-8 were handed out before, 9 is the restored event)", r.Version)
 	}
+	note(9, "the last restore's eventlite.stream.restored event")
 	note(r.Version, "an append after the last restore")
 }
