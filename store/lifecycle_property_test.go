@@ -136,17 +136,12 @@ type propModel struct {
 	counts    map[string]int
 	trace     []string // the steps so far, printed on a failure
 	restored  bool     // a restore ran
-	// hardDeleted are the streams hard-deleted since the last restore:
-	// once a scavenge removed their events, a restore cannot know the
-	// versions they had (docs/backup.md says so), so a restore forgets
-	// their versions in the model.
-	hardDeleted map[string]bool
 }
 
 func newPropModel(t *testing.T, seed uint64, pg string) *propModel {
 	m := &propModel{t: t, ctx: context.Background(), rnd: rand.New(rand.NewPCG(seed, seed^0x5eed)),
 		posID: map[int64]string{}, verID: map[string]string{}, maxVer: map[string]int64{},
-		markers: map[string][]string{}, forgotten: map[string]bool{}, counts: map[string]int{}, hardDeleted: map[string]bool{}}
+		markers: map[string][]string{}, forgotten: map[string]bool{}, counts: map[string]int{}}
 	opts := &store.Options{MasterKey: drivertest.MasterKey(t, seed)}
 	m.dir = t.TempDir()
 	if pg == "" {
@@ -393,12 +388,9 @@ func (m *propModel) delete() {
 	if m.rnd.IntN(2) == 0 {
 		stream = "user-" + propSubjects[m.rnd.IntN(len(propSubjects))]
 	}
-	hard := m.rnd.IntN(3) == 0 && os.Getenv("EVENTLITE_PROPERTY_DELETE") == "hard"
+	hard := m.rnd.IntN(3) == 0
 	m.trace[len(m.trace)-1] += fmt.Sprintf(":%s:hard=%v", stream, hard)
 	_, err := m.s.Lifecycle().Delete(m.ctx, "default", stream, store.DeleteOptions{Hard: hard})
-	if err == nil && hard {
-		m.hardDeleted[stream] = true
-	}
 	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrStreamDeleted) {
 		m.fatalf("delete %s: %v", stream, err)
 	}
@@ -492,14 +484,12 @@ func (m *propModel) restore() {
 	}
 	if err == nil {
 		m.restored = true
-		m.forgetHardDeleted()
 	}
 	if len(back) == 0 {
 		return
 	}
 	res, err := store.Restore(m.ctx, b.path, m.path, &store.RestoreOptions{Force: true, ReapplyForgets: true})
 	m.restored = true
-	m.forgetHardDeleted()
 	if err != nil {
 		m.fatalf("restore --reapply-forgets of %s: %v", filepath.Base(b.path), err)
 	}
@@ -514,29 +504,8 @@ func (m *propModel) restore() {
 	}
 }
 
-// propDeletes is the weight of stream deletes (soft ones; hard ones too
-// with EVENTLITE_PROPERTY_DELETE=hard). A hard delete crossed with a
-// scavenge and a restore still breaks the version rule, found by this
-// test and not fixed yet: a stream hard-deleted and scavenged has no
-// newest version left, so a restore of a backup in which it lives hands
-// its versions out again (EVENTLITE_SEED=36 EVENTLITE_PROPERTY_DELETE=hard).
+// propDeletes is the weight of stream deletes, soft and hard.
 func propDeletes() int { return 1 }
-
-// forgetHardDeleted drops from the model the versions of the streams
-// hard-deleted since the last restore: the documented limit of the
-// version rule (a stream whose events a scavenge removed after its hard
-// delete has no newest version left to compare with).
-func (m *propModel) forgetHardDeleted() {
-	for stream := range m.hardDeleted {
-		delete(m.maxVer, stream)
-		for k := range m.verID {
-			if strings.HasPrefix(k, stream+"/") {
-				delete(m.verID, k)
-			}
-		}
-	}
-	clear(m.hardDeleted)
-}
 
 // readLog reads every event of the log, erased ones included.
 func (m *propModel) readLog() []envelope.Event {

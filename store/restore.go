@@ -56,7 +56,8 @@ type RestoreResult struct {
 	// versions the restore took back: the target had handed out
 	// versions above the backup's. Each got an eventlite.stream.restored
 	// event (TypeStreamRestored) above every version it had, so that no
-	// version is handed out twice. Empty when the target had no events,
+	// version is handed out twice (a stream the backup holds
+	// hard-deleted gets the recorded gap alone). Empty when the target had no events,
 	// or the backup's schema records no version gaps (older than this
 	// binary's): see docs/backup.md.
 	RolledBack []RolledBackStream
@@ -67,11 +68,17 @@ type RestoreResult struct {
 
 // RolledBackStream is a stream a restore took back: the backup had its
 // versions up to Kept (0: none of its events), the replaced database up
-// to Had. Versions Kept+1..Had are a recorded gap, and the
-// eventlite.stream.restored event is version Had+1.
+// to Had (the highest version it had handed out, by an event or an
+// earlier restore's gap). Versions Kept+1..Had are a recorded gap, and
+// the eventlite.stream.restored event is version Had+1, but for a stream
+// the backup holds hard-deleted (HardDeleted): it is never written nor
+// read again, its tombstone stays its newest event, and the gap alone
+// keeps those versions from being handed out again should a later
+// restore bring back a backup in which the stream lives.
 type RolledBackStream struct {
 	Tenant, Stream string
 	Kept, Had      int64
+	HardDeleted    bool
 }
 
 // TypeStreamRestored is the type of the event a restore appends to each
@@ -395,8 +402,14 @@ func markCopy(ctx context.Context, path, target string, snap fileFacts, floor in
 	if floor == snap.sequence && len(rolled) == 0 {
 		return nil, nil
 	}
-	if floor > envelope.MaxPosition-int64(len(rolled)) {
-		return nil, &PositionRangeError{Field: "the restore's stream events (one per stream it takes back, above the position floor)", Value: floor, Max: envelope.MaxPosition - int64(len(rolled))}
+	events := 0 // one restored event per stream the copy does not hold hard-deleted
+	for _, r := range rolled {
+		if !r.HardDeleted {
+			events++
+		}
+	}
+	if floor > envelope.MaxPosition-int64(events) {
+		return nil, &PositionRangeError{Field: "the restore's stream events (one per stream it takes back, above the position floor)", Value: floor, Max: envelope.MaxPosition - int64(events)}
 	}
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
@@ -413,21 +426,29 @@ func markCopy(ctx context.Context, path, target string, snap fileFacts, floor in
 		}
 	}
 	out := make([]RolledBackStream, 0, len(rolled))
-	for i, r := range rolled {
-		ev, err := envelope.New(TypeStreamRestored, StreamRestored{From: r.Have + 1, To: r.Had})
-		if err != nil {
-			return nil, err
+	next := floor + 1
+	for _, r := range rolled {
+		var row driver.RestoredEvent
+		// A stream the copy holds hard-deleted is never written nor read
+		// again: its gap alone keeps the versions the target handed out,
+		// for a later restore of an older file in which it lives.
+		if !r.HardDeleted {
+			ev, err := envelope.New(TypeStreamRestored, StreamRestored{From: r.Have + 1, To: r.Had})
+			if err != nil {
+				return nil, err
+			}
+			ev.Source = "eventlite"
+			if err := ev.Prepare(now, 0); err != nil {
+				return nil, err
+			}
+			row = driver.RestoredEvent{Position: next, ID: ev.ID, Type: ev.Type, Source: ev.Source,
+				Time: ev.Time, ContentType: ev.DataContentType, Data: ev.Data}
+			next++
 		}
-		ev.Source = "eventlite"
-		if err := ev.Prepare(now, 0); err != nil {
-			return nil, err
-		}
-		row := driver.RestoredEvent{Position: floor + 1 + int64(i), ID: ev.ID, Type: ev.Type, Source: ev.Source,
-			Time: ev.Time, ContentType: ev.DataContentType, Data: ev.Data}
 		if err := fileExec.RecordVersionGap(ctx, tx, r, row, HoleRestore, now.UnixNano()); err != nil {
 			return nil, fmt.Errorf("restore: record the versions %d-%d of stream %q (tenant %q) as a restore's gap: %w", r.Have+1, r.Had, r.Stream, r.Tenant, mapErr(err))
 		}
-		out = append(out, RolledBackStream{Tenant: r.Tenant, Stream: r.Stream, Kept: r.Have, Had: r.Had})
+		out = append(out, RolledBackStream{Tenant: r.Tenant, Stream: r.Stream, Kept: r.Have, Had: r.Had, HardDeleted: r.HardDeleted})
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, err

@@ -202,7 +202,7 @@ func (r *restoreCmd) run(ctx context.Context, c *cli, args []string) error {
 	_, err = fmt.Fprintf(c.stdout, "restore %s from %s: %d events in %d streams, head position %d, in %s; the next append gets a position above %d (the database held %d events before)\n",
 		res.Path, res.Source, res.Events, res.Streams, res.HeadPosition, res.Elapsed.Round(time.Millisecond), res.Sequence, res.PreviousEvents)
 	if err == nil && len(res.RolledBack) > 0 {
-		_, err = fmt.Fprintf(c.stdout, "%d streams taken back: each got an %s event above the versions it had, which are never handed out again\n",
+		_, err = fmt.Fprintf(c.stdout, "%d streams taken back: each got an %s event above the versions it had (a stream the backup holds hard-deleted, only the recorded gap), which are never handed out again\n",
 			len(res.RolledBack), store.TypeStreamRestored)
 	}
 	if err == nil && len(res.Reforgotten) > 0 {

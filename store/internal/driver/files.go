@@ -85,8 +85,11 @@ type Files interface {
 	// is about to copy in) with the database file replaced (the target,
 	// read as it is under the restore's lock) and lists, in (tenant,
 	// stream) order, every stream whose newest version in replaced is
-	// above its newest in conn, but for the streams conn holds as
-	// hard-deleted (never written again). A copy whose schema records no
+	// above its newest in conn, a stream's newest version being the
+	// highest its events or its recorded version gaps reach (streams
+	// conn holds as hard-deleted included, HardDeleted set: their gap
+	// is all that keeps those versions for a later restore of an
+	// older file in which they live). A copy whose schema records no
 	// version gaps lists none. It runs outside a transaction on conn (a
 	// file engine attaches replaced); a server engine answers
 	// ErrUnsupported.
@@ -95,8 +98,10 @@ type Files interface {
 	// transaction on it), the versions r.Have+1..r.Had as a gap left by
 	// detectedBy at now (unix nanoseconds), and inserts ev at version
 	// r.Had+1 and position ev.Position: the stream's row is created
-	// when r.Exists is false, its reads starting at ev's version. A
-	// server engine answers ErrUnsupported.
+	// when r.Exists is false, its reads starting at ev's version. For
+	// r.HardDeleted it records the gap alone (ev unused): the stream's
+	// tombstone stays its newest event. A server engine answers
+	// ErrUnsupported.
 	RecordVersionGap(ctx context.Context, q Querier, r RolledBackStream, ev RestoredEvent, detectedBy string, now int64) error
 	// VersionGapsDetectedBy lists the recorded version gaps that
 	// detectedBy left (Have+1..Had each); none in a file that records
@@ -129,11 +134,14 @@ const StreamRestoredType = "eventlite.stream.restored"
 
 // RolledBackStream is a stream a restore takes back: Had is the newest
 // version the replaced database had handed out, Have the copy's (0: the
-// copy has no events of it), Exists whether the copy has its row.
+// copy has no events of it), Exists whether the copy has its row,
+// HardDeleted whether the copy holds it as hard-deleted (it gets the gap
+// and no event).
 type RolledBackStream struct {
 	Tenant, Stream string
 	Have, Had      int64
 	Exists         bool
+	HardDeleted    bool
 }
 
 // RestoredEvent is the event a restore appends to a stream it took back,

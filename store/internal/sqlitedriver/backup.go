@@ -288,10 +288,12 @@ func (Exec) EventsUpTo(ctx context.Context, q driver.ReadQuerier, position int64
 	return count, highest, err
 }
 
-// RolledBackStreams attaches replaced to conn and compares each stream's
-// newest version there with the copy's. Only a copy with the
-// version_gaps table (migration 0018) records gaps: an older one lists
-// none.
+// RolledBackStreams attaches replaced to conn and compares, per stream,
+// the newest version each file ever handed out: its newest event's, or
+// the top of a gap a restore recorded there, whichever is higher (a
+// stream hard-deleted in a copy keeps the versions it lost only as such
+// a gap, with no event above it). Only a copy with the version_gaps
+// table (migration 0018) records gaps: an older one lists none.
 func (x Exec) RolledBackStreams(ctx context.Context, conn *sql.Conn, replaced string) (out []driver.RolledBackStream, err error) {
 	gaps, err := x.TableExists(ctx, conn, "version_gaps")
 	if err != nil || !gaps {
@@ -305,19 +307,26 @@ func (x Exec) RolledBackStreams(ctx context.Context, conn *sql.Conn, replaced st
 			err = derr
 		}
 	}()
-	var hasEvents int
+	var hasEvents, hasGaps int
 	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM replaced.sqlite_schema WHERE type = 'table' AND name = 'events'`).Scan(&hasEvents); err != nil || hasEvents == 0 {
 		return nil, err
 	}
+	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM replaced.sqlite_schema WHERE type = 'table' AND name = 'version_gaps'`).Scan(&hasGaps); err != nil {
+		return nil, err
+	}
 	// The replaced file's newest version per stream comes from its
-	// (tenant, stream_id, version) index; the copy's is one index
-	// lookup per stream.
-	rows, err := conn.QueryContext(ctx, `SELECT o.tenant, o.stream_id, o.had,
-		COALESCE((SELECT MAX(e.version) FROM main.events e WHERE e.tenant = o.tenant AND e.stream_id = o.stream_id), 0),
-		s.deleted
-		FROM (SELECT tenant, stream_id, MAX(version) AS had FROM replaced.events GROUP BY tenant, stream_id) o
+	// (tenant, stream_id, version) index and its recorded gaps; the
+	// copy's is one index lookup and one gap lookup per stream.
+	had := `SELECT tenant, stream_id, MAX(version) AS v FROM replaced.events GROUP BY tenant, stream_id`
+	if hasGaps > 0 {
+		had += ` UNION ALL SELECT tenant, stream_id, MAX(to_version) FROM replaced.version_gaps GROUP BY tenant, stream_id`
+	}
+	have := `max(COALESCE((SELECT MAX(e.version) FROM main.events e WHERE e.tenant = o.tenant AND e.stream_id = o.stream_id), 0),
+		COALESCE((SELECT MAX(g.to_version) FROM main.version_gaps g WHERE g.tenant = o.tenant AND g.stream_id = o.stream_id), 0))`
+	rows, err := conn.QueryContext(ctx, `SELECT o.tenant, o.stream_id, o.had, `+have+`, s.deleted
+		FROM (SELECT tenant, stream_id, MAX(v) AS had FROM (`+had+`) GROUP BY tenant, stream_id) o
 		LEFT JOIN main.streams s ON s.tenant = o.tenant AND s.stream_id = o.stream_id
-		WHERE o.had > COALESCE((SELECT MAX(e.version) FROM main.events e WHERE e.tenant = o.tenant AND e.stream_id = o.stream_id), 0)
+		WHERE o.had > `+have+`
 		ORDER BY o.tenant, o.stream_id`)
 	if err != nil {
 		return nil, err
@@ -329,10 +338,11 @@ func (x Exec) RolledBackStreams(ctx context.Context, conn *sql.Conn, replaced st
 		if err := rows.Scan(&r.Tenant, &r.Stream, &r.Had, &r.Have, &deleted); err != nil {
 			return nil, err
 		}
-		if deleted.Valid && deleted.Int64 == 2 {
-			continue // hard-deleted in the copy: never written again
-		}
 		r.Exists = deleted.Valid
+		// Hard-deleted in the copy: never written again there, but a
+		// later restore of an older file in which it lives must still
+		// see the versions the replaced file handed out.
+		r.HardDeleted = deleted.Valid && deleted.Int64 == 2
 		out = append(out, r)
 	}
 	return out, rows.Err()
@@ -340,11 +350,15 @@ func (x Exec) RolledBackStreams(ctx context.Context, conn *sql.Conn, replaced st
 
 // RecordVersionGap writes the gap, the stream's row when the copy has
 // none (its reads start at the restored event), and the event, in the
-// events layout of migration 0016 (attrs NULL: the event has none).
+// events layout of migration 0016 (attrs NULL: the event has none). A
+// stream hard-deleted in the copy gets the gap alone.
 func (Exec) RecordVersionGap(ctx context.Context, q driver.Querier, r driver.RolledBackStream, ev driver.RestoredEvent, detectedBy string, now int64) error {
 	if _, err := q.ExecContext(ctx, `INSERT INTO version_gaps (tenant, stream_id, from_version, to_version, detected_by, recorded_at)
 		VALUES (?, ?, ?, ?, ?, ?)`, r.Tenant, r.Stream, r.Have+1, r.Had, detectedBy, now); err != nil {
 		return err
+	}
+	if r.HardDeleted {
+		return nil
 	}
 	if !r.Exists {
 		if _, err := q.ExecContext(ctx, `INSERT INTO streams (tenant, stream_id, created_at, first_version) VALUES (?, ?, ?, ?)`,
