@@ -24,18 +24,35 @@ const writers = 16
 
 // The course fixture: courses of a capacity, students who take at most
 // MaxCoursesPerStudent courses, and writers that subscribe random
-// students to random courses, more often than seats and limits allow: the seats (courses x
-// capacity) are as many as the students' places (students x 5), more
-// students than a course's capacity, and attempts enough to fill both.
+// students to random courses, more often than seats and limits allow:
+// fewer seats (courses x capacity) than the students' places (students x
+// 5), so that every course fills, more students than a course's
+// capacity, and attempts enough to bring students to the limit first.
 type courseFixture struct {
 	courses, capacity, students, opsPerWriter int
+}
+
+// courseSeed is the writers' seed: 1, or EVENTLITE_SEED to replay
+// another; the commands are then the same on every run, and only their
+// interleaving differs.
+func courseSeed(t *testing.T) uint64 {
+	seed := uint64(1)
+	if v := os.Getenv("EVENTLITE_SEED"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("EVENTLITE_SEED=%q: %v", v, err)
+		}
+		seed = n
+	}
+	t.Logf("seed %d (EVENTLITE_SEED=%d to replay)", seed, seed)
+	return seed
 }
 
 func fixture() courseFixture {
 	if testing.Short() {
 		return courseFixture{courses: 8, capacity: 4, students: 6, opsPerWriter: 10}
 	}
-	return courseFixture{courses: 8, capacity: 30, students: 45, opsPerWriter: 30}
+	return courseFixture{courses: 8, capacity: 20, students: 40, opsPerWriter: 30}
 }
 
 func (f courseFixture) define(t testing.TB, s *store.Store) {
@@ -197,8 +214,7 @@ func TestCoursesConcurrentGoroutines(t *testing.T) {
 		f := fixture()
 		f.define(t, s)
 		h := mustSubscribe(t, s, &decision.Options{MaxAttempts: 1000})
-		seed := uint64(time.Now().UnixNano())
-		t.Logf("seed %d", seed)
+		seed := courseSeed(t)
 		var mu sync.Mutex
 		var reports []string
 		start := make(chan struct{})
@@ -379,8 +395,7 @@ func TestCoursesConcurrentProcesses(t *testing.T) {
 		s, addr := eng.open(t, nil)
 		f := fixture()
 		f.define(t, s)
-		seed := uint64(time.Now().UnixNano())
-		t.Logf("seed %d", seed)
+		seed := courseSeed(t)
 		var envs [][]string
 		for w := range writers {
 			envs = append(envs, []string{"EVENTLITE_DECISION_HELPER=courses", "EVENTLITE_DB=" + addr, fmt.Sprintf("EVENTLITE_SEED=%d", seed+uint64(w))})
