@@ -113,7 +113,7 @@ var schemeRE = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*:`)
 
 // checkLinks reports every link of d (outside code) to a file that does
 // not exist, to a heading that the target does not have, and to a place
-// outside the repository. read returns another document by its
+// outside the repository or up from the page's folder. read returns another document by its
 // module-relative path (nil when there is none); exists says whether a
 // module-relative path names a file or directory.
 func checkLinks(d *doc, read func(string) *doc, exists func(string) bool) []string {
@@ -132,6 +132,13 @@ func checkLinks(d *doc, read func(string) *doc, exists func(string) bool) []stri
 			where := d.at(i + 1)
 			if schemeRE.MatchString(target) {
 				problems = append(problems, fmt.Sprintf("%s: link to %s: docs link only inside the repository", where, target))
+				continue
+			}
+			if strings.HasPrefix(target, "../") {
+				// A page links down from its own folder only: a link up
+				// reads as leaving the repository wherever the page is
+				// shown on its own. Name the file in a code span instead.
+				problems = append(problems, fmt.Sprintf("%s: link %q goes up a folder: name the file as text (`%s`) instead", where, target, strings.TrimPrefix(path.Clean(path.Join(path.Dir(d.path), target)), "./")))
 				continue
 			}
 			file, anchor, _ := strings.Cut(target, "#")
@@ -208,5 +215,7 @@ func TestLinks(t *testing.T) {
 		requireReport(t, problems, "README.md:", "no file docs/guide.md")
 		requireReport(t, problems, "README.md:", "docs/errors.md has no heading with the anchor #no-such-heading")
 		requireReport(t, problems, "README.md:", "https://example.com/", "only inside the repository")
+		up := newDoc("docs/planted.md", "See [the README](../README.md).\n")
+		requireReport(t, checkLinks(up, read, exists), "docs/planted.md:1:", "goes up a folder")
 	})
 }
