@@ -10,6 +10,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/erasure"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -21,7 +22,7 @@ import (
 // erasurekey) rather than confirmed or mismatched. SQLite and
 // PostgreSQL.
 func TestOperationLedgerHashIsKeyedBySubject(t *testing.T) {
-	key := make([]byte, store.MasterKeySize)
+	key := make([]byte, erasure.MasterKeySize)
 	for i := range key {
 		key[i] = byte(i*13 + 1)
 	}
@@ -85,7 +86,7 @@ func testOperationLedgerHashIsKeyed(t *testing.T, s *store.Store) {
 	if stored == guess || strings.Contains(stored, guess) {
 		t.Fatalf("the ledger stores the unsalted hash of the input (%s): a guess of the email is confirmed by it", stored)
 	}
-	if _, err := s.Erasure().Forget(ctx, "default", "alice"); err != nil {
+	if _, err := erasure.For(s).Forget(ctx, "default", "alice"); err != nil {
 		t.Fatal(err)
 	}
 	var ie *envelope.InvalidError

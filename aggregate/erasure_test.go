@@ -8,6 +8,7 @@ import (
 	"github.com/eventlite/eventlite/aggregate"
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/erasure"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -72,7 +73,7 @@ func TestAggregateFoldsErasedEvents(t *testing.T) {
 
 func testFoldsErased(t *testing.T, profileDef func() aggregate.Definition[profile]) {
 	ctx := context.Background()
-	key := make([]byte, store.MasterKeySize)
+	key := make([]byte, erasure.MasterKeySize)
 	for i := range key {
 		key[i] = byte(i * 7)
 	}
@@ -95,7 +96,7 @@ func testFoldsErased(t *testing.T, profileDef func() aggregate.Definition[profil
 	if err != nil || len(st.Emails) != 2 || st.Erased != 0 || v != 2 {
 		t.Fatalf("before forget: %+v v%d, %v", st, v, err)
 	}
-	if _, err := s.Erasure().Forget(ctx, "default", "alice"); err != nil {
+	if _, err := erasure.For(s).Forget(ctx, "default", "alice"); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, _ := s.Aggregates().LoadSnapshot(ctx, "default", "p-1", 1); ok {

@@ -15,6 +15,7 @@ import (
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/internal/tracing"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/erasure"
 )
 
 // ErrUninterpretable marks an event a consumer cannot interpret (unknown
@@ -117,8 +118,8 @@ func (c *Consumer) Name() string { return c.opts.Name }
 // so a redelivery after the forget is stored and applied without it.
 func (c *Consumer) eraseForgotten(ctx context.Context, tx *store.Tx, tenant string, e envelope.Event) (envelope.Event, error) {
 	bk := store.Bookkeeping(inside.Key{}, tx)
-	if e.Type == store.TypeSubjectForgotten {
-		var f store.SubjectForgotten
+	if e.Type == erasure.TypeSubjectForgotten {
+		var f erasure.SubjectForgotten
 		if err := json.Unmarshal(e.Data, &f); err != nil || f.ErasureKey == "" {
 			return e, nil // not ours to act on: Apply sees it as it is
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/erasure"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -79,7 +80,7 @@ func testConsumerForgetsOutsideSubjects(t *testing.T, s *store.Store) {
 	// alice: forgotten here by the operator.
 	a1, a2 := received("alice", "user-a", 1), received("alice", "user-a", 2)
 	handle(a2, projection.Deferred)
-	res, err := s.Erasure().Forget(ctx, "default", "alice")
+	res, err := erasure.For(s).Forget(ctx, "default", "alice")
 	if err != nil {
 		t.Fatalf("forget a subject whose events were only received: %v", err)
 	}
@@ -98,12 +99,12 @@ func testConsumerForgetsOutsideSubjects(t *testing.T, s *store.Store) {
 	// bob: forgotten upstream; the consumer receives the event.
 	b1, b2 := received("bob", "user-b", 1), received("bob", "user-b", 2)
 	handle(b2, projection.Deferred)
-	f, err := envelope.New(store.TypeSubjectForgotten, store.SubjectForgotten{ErasureKey: "bob"})
+	f, err := envelope.New(erasure.TypeSubjectForgotten, erasure.SubjectForgotten{ErasureKey: "bob"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.ID = "forgotten-bob"
-	f.Source, f.Stream, f.StreamVersion = "/upstream", store.ForgottenStream, 1
+	f.Source, f.Stream, f.StreamVersion = "/upstream", erasure.ForgottenStream, 1
 	handle(f, projection.Applied)
 	noSecret("bob")
 	handle(b1, projection.Applied)
@@ -112,7 +113,7 @@ func testConsumerForgetsOutsideSubjects(t *testing.T, s *store.Store) {
 			t.Errorf("bob's v%d applied with data %s, tags %q after the forgotten event arrived", e.StreamVersion, got.Data, got.Tags)
 		}
 	}
-	if v, err := s.StreamVersion(ctx, "default", store.ForgottenStream); err != nil || v != 2 {
-		t.Errorf("local %s at version %d (%v); want 2: one forget each, so local read models purge too", store.ForgottenStream, v, err)
+	if v, err := s.StreamVersion(ctx, "default", erasure.ForgottenStream); err != nil || v != 2 {
+		t.Errorf("local %s at version %d (%v); want 2: one forget each, so local read models purge too", erasure.ForgottenStream, v, err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/erasure"
 )
 
 type userRegistered struct {
@@ -76,12 +77,12 @@ func catchUp(t *testing.T, s *store.Store, p projection.Projection) {
 // data, untyped, typed or delivering: it applies nothing of the batch, quarantines
 // nothing and leaves the checkpoint where it was.
 func TestRunnerRefusesEncryptedWithoutKey(t *testing.T) {
-	key := bytes.Repeat([]byte{3}, store.MasterKeySize)
+	key := bytes.Repeat([]byte{3}, erasure.MasterKeySize)
 	path := erasureFixture(t, key)
 	// With a wrong master key no runner starts: the store refuses to
 	// open (a store uses one master key).
 	var me *store.StoreMasterKeyError
-	if s, err := store.Open(context.Background(), path, &store.Options{MasterKey: bytes.Repeat([]byte{4}, store.MasterKeySize)}); !errors.As(err, &me) {
+	if s, err := store.Open(context.Background(), path, &store.Options{MasterKey: bytes.Repeat([]byte{4}, erasure.MasterKeySize)}); !errors.As(err, &me) {
 		if err == nil {
 			s.Close()
 		}
@@ -149,13 +150,13 @@ func TestRunnerRefusesEncryptedWithoutKey(t *testing.T) {
 // TestRunnerAppliesErasedWithoutKey: erased events are not encrypted
 // ones: without the master key, a runner passes them as it does with it.
 func TestRunnerAppliesErasedWithoutKey(t *testing.T) {
-	path := erasureFixture(t, bytes.Repeat([]byte{3}, store.MasterKeySize))
+	path := erasureFixture(t, bytes.Repeat([]byte{3}, erasure.MasterKeySize))
 	s, err := store.Open(context.Background(), path, &store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.Erasure().Forget(context.Background(), "default", "alice"); err != nil {
+	if _, err := erasure.For(s).Forget(context.Background(), "default", "alice"); err != nil {
 		t.Fatal(err)
 	}
 	catchUp(t, s, countingProjection("counting", nil))

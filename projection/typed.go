@@ -97,7 +97,7 @@ func On[T any](h *Handlers, fn func(ctx context.Context, tx *Tx, e Event[T]) err
 // never called for them, and without a hook they are passed: nothing
 // quarantines or stops on them. A projection that derived anything from
 // a subject's events purges it on eventlite.subject.forgotten (register
-// store.SubjectForgotten under store.TypeSubjectForgotten and handle it
+// erasure.SubjectForgotten under erasure.TypeSubjectForgotten and handle it
 // with On), so that a rebuild, which sees the events erased, equals the
 // live read model.
 func (h *Handlers) OnErased(fn func(ctx context.Context, tx *Tx, e envelope.Event) error) {

@@ -13,10 +13,11 @@ import (
 
 	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/erasure"
 )
 
 // masterKey returns a master key made of b.
-func masterKey(b byte) []byte { return bytes.Repeat([]byte{b}, store.MasterKeySize) }
+func masterKey(b byte) []byte { return bytes.Repeat([]byte{b}, erasure.MasterKeySize) }
 
 // encryptedFile writes, with a master key, a plain event then an
 // encrypted one (subject "alice") and returns the database's path.
@@ -112,7 +113,7 @@ func TestRelayRefusesEncryptedWithoutKey(t *testing.T) {
 func TestRelayPublishesErasedWithoutKey(t *testing.T) {
 	path := encryptedFile(t)
 	s := openAt(t, path, &store.Options{})
-	if _, err := s.Erasure().Forget(context.Background(), "default", "alice"); err != nil {
+	if _, err := erasure.For(s).Forget(context.Background(), "default", "alice"); err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer

@@ -15,6 +15,7 @@ import (
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/replay"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/erasure"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -28,7 +29,7 @@ type registered struct {
 func emails(typedCalls, erasedCalls *[]string) projection.Projection {
 	var reg envelope.Registry
 	envelope.Register[registered](&reg, "user.registered")
-	envelope.Register[store.SubjectForgotten](&reg, store.TypeSubjectForgotten)
+	envelope.Register[erasure.SubjectForgotten](&reg, erasure.TypeSubjectForgotten)
 	h := projection.NewHandlers(&reg)
 	const schema = `CREATE TABLE {table} (tenant TEXT NOT NULL, subject TEXT NOT NULL, email TEXT NOT NULL)`
 	projection.On(h, func(ctx context.Context, tx *projection.Tx, e projection.Event[registered]) error {
@@ -36,7 +37,7 @@ func emails(typedCalls, erasedCalls *[]string) projection.Projection {
 		_, err := tx.ExecContext(ctx, `INSERT INTO `+tx.Table("emails")+` VALUES (?, ?, ?)`, e.Tenant, e.Stream, e.Data.Email)
 		return err
 	})
-	projection.On(h, func(ctx context.Context, tx *projection.Tx, e projection.Event[store.SubjectForgotten]) error {
+	projection.On(h, func(ctx context.Context, tx *projection.Tx, e projection.Event[erasure.SubjectForgotten]) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM `+tx.Table("emails")+` WHERE tenant = ? AND subject = ?`, e.Tenant, e.Data.ErasureKey)
 		return err
 	})
@@ -54,7 +55,7 @@ func emails(typedCalls, erasedCalls *[]string) projection.Projection {
 // eventlite.subject.forgotten.
 func TestErasedEventsInProjections(t *testing.T) {
 	ctx := context.Background()
-	key := make([]byte, store.MasterKeySize)
+	key := make([]byte, erasure.MasterKeySize)
 	for i := range key {
 		key[i] = byte(255 - i)
 	}
@@ -77,7 +78,7 @@ func TestErasedEventsInProjections(t *testing.T) {
 	add("bob", "bob@x")
 	catchUp(t, s, p) // the live model sees the plaintext
 	late := add("alice", "alice2@x")
-	if _, err := s.Erasure().Forget(ctx, "default", "alice"); err != nil {
+	if _, err := erasure.For(s).Forget(ctx, "default", "alice"); err != nil {
 		t.Fatal(err)
 	}
 	typed, erased = nil, nil
@@ -138,7 +139,7 @@ func rawData() projection.Projection {
 // without their data; the live read model is untouched.
 func TestRebuildRefusesEncryptedWithoutKey(t *testing.T) {
 	ctx := context.Background()
-	key := make([]byte, store.MasterKeySize)
+	key := make([]byte, erasure.MasterKeySize)
 	path := filepath.Join(t.TempDir(), "eventlite.db")
 	var typed, erased []string
 	projections := []projection.Projection{emails(&typed, &erased), rawData()}
@@ -161,7 +162,7 @@ func TestRebuildRefusesEncryptedWithoutKey(t *testing.T) {
 	// With a wrong master key no rebuild starts: the store refuses to
 	// open (a store uses one master key).
 	var me *store.StoreMasterKeyError
-	if s, err := store.Open(ctx, path, &store.Options{MasterKey: bytes.Repeat([]byte{9}, store.MasterKeySize)}); !errors.As(err, &me) {
+	if s, err := store.Open(ctx, path, &store.Options{MasterKey: bytes.Repeat([]byte{9}, erasure.MasterKeySize)}); !errors.As(err, &me) {
 		if err == nil {
 			s.Close()
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/erasure"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -19,7 +20,7 @@ import (
 // library append is; reads over HTTP decrypt; without the store's master
 // key it is refused as an invalid event, storing nothing.
 func TestServeErasureKey(t *testing.T) {
-	key := make([]byte, store.MasterKeySize)
+	key := make([]byte, erasure.MasterKeySize)
 	for i := range key {
 		key[i] = byte(3*i + 1)
 	}
@@ -59,7 +60,7 @@ func TestServeErasureKey(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ts.s.Erasure().Forget(ctx, "default", "alice"); err != nil {
+	if _, err := erasure.For(ts.s).Forget(ctx, "default", "alice"); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range ts.events("default", "u-1") {
@@ -103,7 +104,7 @@ func unkeyedFingerprint(t *testing.T, path string, body []byte) string {
 // forget it cannot be compared and is refused as an append under the
 // forgotten subject, storing nothing.
 func TestServeIdempotencyFingerprintKeyed(t *testing.T) {
-	key := make([]byte, store.MasterKeySize)
+	key := make([]byte, erasure.MasterKeySize)
 	for i := range key {
 		key[i] = byte(5*i + 2)
 	}
@@ -158,7 +159,7 @@ func testFingerprintKeyed(t *testing.T, s *store.Store) {
 	post("k1", []byte(`{"specversion":"1.0","id":"s1","source":"/x","type":"user.registered","erasurekey":"alice","data":{"email":"other@x"}}`)).
 		wantProblem(t, 422, "idempotency-key-mismatch")
 
-	if _, err := ts.s.Erasure().Forget(ctx, "default", "alice"); err != nil {
+	if _, err := erasure.For(ts.s).Forget(ctx, "default", "alice"); err != nil {
 		t.Fatal(err)
 	}
 	head := ts.head()
@@ -187,7 +188,7 @@ func testFingerprintKeyed(t *testing.T, s *store.Store) {
 	if r := postBatch(); r.header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("batch retry before forget: %d %v %s", r.status, r.header, r.body)
 	}
-	if _, err := ts.s.Erasure().Forget(ctx, "default", "dave"); err != nil {
+	if _, err := erasure.For(ts.s).Forget(ctx, "default", "dave"); err != nil {
 		t.Fatal(err)
 	}
 	if p := postBatch().wantProblem(t, http.StatusBadRequest, "invalid-event"); p["field"] != "erasurekey" {

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/erasure"
 )
 
 // The store's own streams (ids starting with "eventlite-") cannot be
@@ -14,12 +14,12 @@ func TestOwnStreamsRefusedOverHTTP(t *testing.T) {
 	ts := newServer(t, nil)
 	ts.appendN("default", "s", 1, "t")
 	ct := []string{"Content-Type", "application/json"}
-	own := streamPath + store.ForgottenStream
+	own := streamPath + erasure.ForgottenStream
 	for _, tc := range []struct {
 		method, path, body string
 		header             []string
 	}{
-		{"POST", streamEvents("default", store.ForgottenStream), string(structured("x-1", "t", "1")), []string{"Content-Type", "application/cloudevents+json"}},
+		{"POST", streamEvents("default", erasure.ForgottenStream), string(structured("x-1", "t", "1")), []string{"Content-Type", "application/cloudevents+json"}},
 		{"POST", streamEvents("default", "eventlite-mine"), string(structured("x-2", "t", "1")), []string{"Content-Type", "application/cloudevents+json"}},
 		{"DELETE", own + "?hard=true", "", nil},
 		{"DELETE", own, "", nil},

@@ -408,7 +408,7 @@ func (s *Store) diagnoseLog(ctx context.Context, o DiagnoseOptions, emit func(*f
 		own.add(d.Tenant+"/"+d.Stream+" ("+kind+")", time.Time{})
 	}
 	emit(own, "streams of the store's own (ids starting with "+ReservedStreamPrefix+") that a user deleted, which an older eventlite allowed; while "+
-		ForgottenStream+" was hard-deleted, every forget in its tenant failed (exit 4) and the subject's data stayed readable. "+
+		forgottenStream+" was hard-deleted, every forget in its tenant failed (exit 4) and the subject's data stayed readable. "+
 		"To repair, run eventlite forget SUBJECT --tenant TENANT again for each subject whose forget failed "+
 		"(or, if none did, once more for a subject forgotten before): forget restores the stream first")
 	tags, err := checkTagIndex(ctx, s.ex, s.rdb)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/erasure"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -74,7 +75,7 @@ func TestEffectArgsSealedUnderSubject(t *testing.T) {
 		t.Fatalf("the effect's plaintext is in %v", in)
 	}
 
-	if _, err := s.Erasure().Forget(ctx, "default", "alice"); err != nil {
+	if _, err := erasure.For(s).Forget(ctx, "default", "alice"); err != nil {
 		t.Fatal(err)
 	}
 	got, _, err = s.Effects().Get(ctx, "default", "mail-1")

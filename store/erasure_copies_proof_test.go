@@ -12,6 +12,7 @@ import (
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/erasure"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -99,7 +100,7 @@ func TestErasureReachesEveryCopy(t *testing.T) {
 		}
 	}
 
-	fr, err := s.Erasure().Forget(ctx, "default", "alice")
+	fr, err := erasure.For(s).Forget(ctx, "default", "alice")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,9 +13,9 @@ import (
 	"os"
 )
 
-// MasterKeySize is the size of a master key and of every data key: 32
-// bytes, AES-256.
-const MasterKeySize = 32
+// masterKeySize is the size of a master key and of every data key: 32
+// bytes, AES-256 (erasure.MasterKeySize).
+const masterKeySize = 32
 
 // masterKeyIDSize is the size of a master key's id: the first 8 bytes of
 // its SHA-256, stored beside every key it wraps.
@@ -83,12 +83,13 @@ func (e *StoreMasterKeyError) Error() string {
 // Unwrap lets errors.Is(err, ErrMasterKey) match.
 func (e *StoreMasterKeyError) Unwrap() error { return ErrMasterKey }
 
-// ReadMasterKeyFile reads a master key file: exactly 32 bytes (the raw
+// readMasterKeyFile reads a master key file (Options.MasterKeyFile,
+// erasure.ReadMasterKeyFile): exactly 32 bytes (the raw
 // key), or 64 hexadecimal digits, optionally followed by one newline
 // (make one with `openssl rand -hex 32 > master.key`). Anything else is
 // refused with an error matching ErrMasterKey. The key never goes into
 // the database.
-func ReadMasterKeyFile(path string) ([]byte, error) {
+func readMasterKeyFile(path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w file %s: %w", ErrMasterKey, path, err)
@@ -100,14 +101,14 @@ func ReadMasterKeyFile(path string) ([]byte, error) {
 	return k, nil
 }
 
-// parseMasterKey reads the forms ReadMasterKeyFile accepts.
+// parseMasterKey reads the forms readMasterKeyFile accepts.
 func parseMasterKey(b []byte) ([]byte, error) {
-	if len(b) == MasterKeySize {
+	if len(b) == masterKeySize {
 		return bytes.Clone(b), nil
 	}
 	t := bytes.TrimSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("\r"))
-	if len(t) == 2*MasterKeySize {
-		k := make([]byte, MasterKeySize)
+	if len(t) == 2*masterKeySize {
+		k := make([]byte, masterKeySize)
 		if _, err := hex.Decode(k, t); err == nil {
 			return k, nil
 		}

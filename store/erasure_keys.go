@@ -66,8 +66,8 @@ func newKeyring(master []byte) (*keyring, error) {
 	if master == nil {
 		return k, nil
 	}
-	if len(master) != MasterKeySize {
-		return nil, fmt.Errorf("%w: %d bytes, want %d", ErrMasterKey, len(master), MasterKeySize)
+	if len(master) != masterKeySize {
+		return nil, fmt.Errorf("%w: %d bytes, want %d", ErrMasterKey, len(master), masterKeySize)
 	}
 	aead, err := newGCM(master)
 	if err != nil {
@@ -181,7 +181,7 @@ func (k *keyring) create(ctx context.Context, tx *Tx, r keyRef, now int64) (*dat
 	if err := k.checkStoreKey(ctx, tx); err != nil {
 		return nil, err
 	}
-	raw := make([]byte, MasterKeySize)
+	raw := make([]byte, masterKeySize)
 	if _, err := rand.Read(raw); err != nil {
 		return nil, fmt.Errorf("new data key: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/erasure"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -69,8 +70,8 @@ func applyReadModel(t *testing.T, s *store.Store) {
 		}
 		for _, e := range evs {
 			switch {
-			case e.Type == store.TypeSubjectForgotten:
-				d, err := envelope.DecodeData[store.SubjectForgotten](e)
+			case e.Type == erasure.TypeSubjectForgotten:
+				d, err := envelope.DecodeData[erasure.SubjectForgotten](e)
 				if err != nil {
 					return err
 				}
@@ -172,7 +173,7 @@ func erasureProof(t *testing.T, scavenge bool) {
 	}
 
 	// 3. Forget, let the read model purge, scrub, checkpoint.
-	if _, err := s.Erasure().Forget(ctx, "default", "alice"); err != nil {
+	if _, err := erasure.For(s).Forget(ctx, "default", "alice"); err != nil {
 		t.Fatal(err)
 	}
 	applyReadModel(t, s)
@@ -182,7 +183,7 @@ func erasureProof(t *testing.T, scavenge bool) {
 			t.Fatalf("Scavenge: erased %d, %v; want 2 events and the WAL checkpointed", res.Erased, err)
 		}
 	} else {
-		sr, err := s.Erasure().Scrub(ctx)
+		sr, err := erasure.For(s).Scrub(ctx)
 		if err != nil || sr.Events != 2 || !sr.Checkpointed {
 			t.Fatalf("Scrub: %+v, %v; want 2 events and the WAL checkpointed", sr, err)
 		}

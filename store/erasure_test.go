@@ -14,6 +14,7 @@ import (
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/erasure"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -77,7 +78,7 @@ func TestErasureNeedsMasterKey(t *testing.T) {
 	if len(evs) != 1 || evs[0].Data != nil || !envelope.Encrypted(evs[0]) || envelope.Erased(evs[0]) || evs[0].Type != "user.registered" {
 		t.Fatalf("read without a master key: %+v, want the attributes, no data, dataencrypted", evs)
 	}
-	if enc, err := plain.Erasure().Encrypted(ctx); err != nil || !enc {
+	if enc, err := erasure.For(plain).Encrypted(ctx); err != nil || !enc {
 		t.Fatalf("Encrypted: %v, %v, want true", enc, err)
 	}
 	if _, err := new(envelope.Registry).Decode(evs[0]); !errors.Is(err, envelope.ErrEncrypted) {
@@ -116,19 +117,19 @@ func TestMasterKeyFile(t *testing.T) {
 	}
 	hexKey := []byte(strings.ToUpper(string(hexEncode(key))) + "\n")
 	for _, p := range []string{write("raw", key), write("hex", hexKey)} {
-		got, err := store.ReadMasterKeyFile(p)
+		got, err := erasure.ReadMasterKeyFile(p)
 		if err != nil || !bytes.Equal(got, key) {
 			t.Errorf("%s: %x, %v", p, got, err)
 		}
 	}
 	for name, b := range map[string][]byte{"short": key[:31], "nothex": bytes.Repeat([]byte("z"), 64), "long": append(key, 'x', 'y'), "empty": nil} {
-		_, err := store.ReadMasterKeyFile(write(name, b))
+		_, err := erasure.ReadMasterKeyFile(write(name, b))
 		if !errors.Is(err, store.ErrMasterKey) || !strings.Contains(err.Error(), "want 32 raw bytes or 64 hex digits") {
 			t.Errorf("%s: %v, want a clear ErrMasterKey", name, err)
 		}
 	}
 	s := storetest.MustOpenPath(t, filepath.Join(dir, "e.db"), &store.Options{MasterKeyFile: filepath.Join(dir, "hex")})
-	if !s.Erasure().HasMasterKey() {
+	if !erasure.For(s).HasMasterKey() {
 		t.Fatal("Options.MasterKeyFile: no master key")
 	}
 }
@@ -172,7 +173,7 @@ func TestForget(t *testing.T) {
 		}
 	}
 
-	fr, err := s.Erasure().Forget(ctx, "a", "alice")
+	fr, err := erasure.For(s).Forget(ctx, "a", "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,24 +246,24 @@ func TestForget(t *testing.T) {
 		t.Errorf("deferred copies after forget: %q", deferred)
 	}
 	// The forgotten event.
-	fe := drivertest.ReadStream(t, s, "a", store.ForgottenStream)
-	if len(fe) != 1 || fe[0].Type != store.TypeSubjectForgotten || string(fe[0].Data) != `{"erasurekey":"alice"}` {
-		t.Fatalf("%s stream: %+v", store.ForgottenStream, fe)
+	fe := drivertest.ReadStream(t, s, "a", erasure.ForgottenStream)
+	if len(fe) != 1 || fe[0].Type != erasure.TypeSubjectForgotten || string(fe[0].Data) != `{"erasurekey":"alice"}` {
+		t.Fatalf("%s stream: %+v", erasure.ForgottenStream, fe)
 	}
-	if _, err := s.StreamVersion(ctx, "b", store.ForgottenStream); err != nil {
+	if _, err := s.StreamVersion(ctx, "b", erasure.ForgottenStream); err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := s.StreamVersion(ctx, "b", store.ForgottenStream); v != 0 {
+	if v, _ := s.StreamVersion(ctx, "b", erasure.ForgottenStream); v != 0 {
 		t.Error("tenant b got a forgotten event")
 	}
 	// Again: nothing more.
-	if again, err := s.Erasure().Forget(ctx, "a", "alice"); err != nil || !again.Already {
+	if again, err := erasure.For(s).Forget(ctx, "a", "alice"); err != nil || !again.Already {
 		t.Errorf("forget again: %+v, %v; want Already", again, err)
 	}
-	if res, err := s.Erasure().Forget(ctx, "a", "nobody"); err != nil || !res.Tombstone || res.Event.Type != store.TypeSubjectForgotten {
+	if res, err := erasure.For(s).Forget(ctx, "a", "nobody"); err != nil || !res.Tombstone || res.Event.Type != erasure.TypeSubjectForgotten {
 		t.Errorf("forget a subject without a key: %+v, %v; want a tombstone and the forgotten event", res, err)
 	}
-	if again, err := s.Erasure().Forget(ctx, "a", "nobody"); err != nil || !again.Already {
+	if again, err := erasure.For(s).Forget(ctx, "a", "nobody"); err != nil || !again.Already {
 		t.Errorf("forget a tombstoned subject again: %+v, %v; want Already", again, err)
 	}
 	var tie *envelope.InvalidError

@@ -19,6 +19,7 @@ import (
 	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/erasure"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -288,7 +289,7 @@ func (m *propModel) appendSubject() {
 func (m *propModel) forget() {
 	subject := propSubjects[m.rnd.IntN(len(propSubjects))]
 	m.trace[len(m.trace)-1] += ":" + subject
-	res, err := m.s.Erasure().Forget(m.ctx, "default", subject)
+	res, err := erasure.For(m.s).Forget(m.ctx, "default", subject)
 	if err != nil {
 		m.fatalf("forget %s: %v", subject, err)
 	}
@@ -413,7 +414,7 @@ func (m *propModel) truncate() {
 // forgotten subject's plaintext.
 func (m *propModel) scrub() {
 	applyReadModel(m.t, m.s)
-	res, err := m.s.Erasure().Scrub(m.ctx)
+	res, err := erasure.For(m.s).Scrub(m.ctx)
 	if err != nil {
 		m.fatalf("scrub: %v", err)
 	}

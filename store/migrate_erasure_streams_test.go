@@ -11,6 +11,7 @@ import (
 
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/erasure"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -51,7 +52,7 @@ func TestMigrateErasureStreams(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("erasure_streams after the migration (-want +got):\n%s", diff)
 	}
-	if _, err := s.Erasure().Forget(ctx, "default", "alice"); err != nil {
+	if _, err := erasure.For(s).Forget(ctx, "default", "alice"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -116,7 +117,7 @@ func TestMigrateErasureStreamsPostgres(t *testing.T) {
 	if res := drivertest.Scavenge(t, s, store.ScavengeOptions{}); res.Removed != 1 {
 		t.Fatalf("the scavenge removed %d events, want alice's event of profile-2: %+v", res.Removed, res)
 	}
-	fr, err := s.Erasure().Forget(ctx, "default", "alice")
+	fr, err := erasure.For(s).Forget(ctx, "default", "alice")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 )
 
 // ReservedStreamPrefix begins the ids of the store's own streams (such
-// as ForgottenStream). Only the store writes them: a user's append,
+// as forgottenStream). Only the store writes them: a user's append,
 // delete or truncate of one, and a retention policy whose prefix starts
 // with it, are refused with *ReservedStreamError; a retention policy of
 // a shorter prefix never trims them.

@@ -12,6 +12,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/erasure"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -64,7 +65,7 @@ func ownStreamDeletedRepair(t *testing.T, open func(*store.Options) *store.Store
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Erasure().Forget(ctx, "default", "alice"); err != nil {
+	if _, err := erasure.For(s).Forget(ctx, "default", "alice"); err != nil {
 		t.Fatal(err)
 	}
 	// What an older eventlite's `delete eventlite-forgotten --hard` left.
@@ -74,7 +75,7 @@ func ownStreamDeletedRepair(t *testing.T, open func(*store.Options) *store.Store
 	if !ok || len(f.IDs) != 1 || f.IDs[0] != "default/eventlite-forgotten (hard)" || !strings.Contains(f.Detail, "eventlite forget") {
 		t.Fatalf("doctor on a file whose own stream was hard-deleted: %+v (found %v)", f, ok)
 	}
-	if _, err := s.Erasure().Forget(ctx, "default", "bob"); err != nil {
+	if _, err := erasure.For(s).Forget(ctx, "default", "bob"); err != nil {
 		t.Fatalf("forget in a tenant whose own stream was hard-deleted: %v", err)
 	}
 	if evs := drivertest.ReadStream(t, s, "default", "user-bob"); !envelope.Erased(evs[0]) {
@@ -83,7 +84,7 @@ func ownStreamDeletedRepair(t *testing.T, open func(*store.Options) *store.Store
 	if _, ok := drivertest.Problems(drivertest.Diagnose(t, s))["own_stream_deleted"]; ok {
 		t.Error("doctor still finds the own stream deleted after the forget restored it")
 	}
-	if _, err := s.Append(ctx, "default", store.ForgottenStream, store.Any, envelope.Event{Source: "/t", Type: "t"}); !errors.Is(err, store.ErrReservedStream) {
+	if _, err := s.Append(ctx, "default", erasure.ForgottenStream, store.Any, envelope.Event{Source: "/t", Type: "t"}); !errors.Is(err, store.ErrReservedStream) {
 		t.Errorf("a user's append to the restored stream: %v", err)
 	}
 }

@@ -224,7 +224,7 @@ func announceForgets(ctx context.Context, s *Store, subjects []ForgottenSubject)
 			_, err := tx.appendPrepared(ctx, a)
 			return err
 		}); err != nil {
-			return fmt.Errorf("append %s for subject %q (tenant %s): %w", TypeSubjectForgotten, f.Subject, f.Tenant, err)
+			return fmt.Errorf("append %s for subject %q (tenant %s): %w", typeSubjectForgotten, f.Subject, f.Tenant, err)
 		}
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/erasure"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -58,11 +59,11 @@ func TestRestoreRefusesToUnforget(t *testing.T) {
 	if _, err := store.Backup(ctx, path, backup, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Erasure().Forget(ctx, "default", "alice"); err != nil {
+	if _, err := erasure.For(s).Forget(ctx, "default", "alice"); err != nil {
 		t.Fatal(err)
 	}
 	// carol's events only ever came from another service: a tombstone.
-	if fr, err := s.Erasure().Forget(ctx, "default", "carol"); err != nil || !fr.Tombstone {
+	if fr, err := erasure.For(s).Forget(ctx, "default", "carol"); err != nil || !fr.Tombstone {
 		t.Fatalf("forget carol: %+v, %v; want a tombstone", fr, err)
 	}
 	head, _ := s.Head(ctx)
@@ -109,9 +110,9 @@ func TestRestoreRefusesToUnforget(t *testing.T) {
 	// Each subject forgotten again is announced in the restored log, so
 	// that read models in the file purge it.
 	var announced []string
-	for _, e := range drivertest.ReadStream(t, s, "default", store.ForgottenStream) {
-		if e.Type == store.TypeSubjectForgotten {
-			d, err := envelope.DecodeData[store.SubjectForgotten](e)
+	for _, e := range drivertest.ReadStream(t, s, "default", erasure.ForgottenStream) {
+		if e.Type == erasure.TypeSubjectForgotten {
+			d, err := envelope.DecodeData[erasure.SubjectForgotten](e)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,7 +177,7 @@ func TestCopyRefusesToUnforget(t *testing.T) {
 	if _, err := store.Backup(ctx, path, backup, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Erasure().Forget(ctx, "default", "alice"); err != nil {
+	if _, err := erasure.For(s).Forget(ctx, "default", "alice"); err != nil {
 		t.Fatal(err)
 	}
 

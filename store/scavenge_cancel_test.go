@@ -9,6 +9,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/erasure"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -56,14 +57,14 @@ func TestForgetCancelledDestroysNothing(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := s.Erasure().Forget(ctx, "default", "alice"); !errors.Is(err, context.Canceled) {
+	if _, err := erasure.For(s).Forget(ctx, "default", "alice"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled forget: %v, want context.Canceled", err)
 	}
 	evs := drivertest.ReadStream(t, s, "default", "user-1")
 	if len(evs) != 1 || envelope.Erased(evs[0]) || string(evs[0].Data) != `{"email":"alice@example.org"}` {
 		t.Fatalf("after a cancelled forget: %+v, want the event decrypted", evs)
 	}
-	if _, err := s.Erasure().Forget(context.Background(), "default", "alice"); err != nil {
+	if _, err := erasure.For(s).Forget(context.Background(), "default", "alice"); err != nil {
 		t.Fatal(err)
 	}
 	if evs := drivertest.ReadStream(t, s, "default", "user-1"); !envelope.Erased(evs[0]) {

@@ -85,7 +85,7 @@ type Options struct {
 	// context. Default: none.
 	Latency LatencyObserver
 	// MasterKey is the master key (32 bytes) that wraps the data keys of
-	// erasure (see Erasure): with it, appends carrying the erasurekey
+	// erasure (package store/erasure): with it, appends carrying the erasurekey
 	// extension are encrypted and reads decrypt them. It is never stored
 	// in the database. Default: none (MasterKeyFile, when set).
 	MasterKey []byte
@@ -95,7 +95,7 @@ type Options struct {
 	// different values is an error. Ignored for a SQLite file.
 	Schema string
 	// MasterKeyFile, when MasterKey is not set, is a file holding the
-	// master key (see ReadMasterKeyFile for its format). Default: none,
+	// master key (see erasure.ReadMasterKeyFile for its format). Default: none,
 	// and then an append carrying erasurekey fails with ErrNoMasterKey
 	// and reads return encrypted events without data, marked
 	// dataencrypted: true.
@@ -217,7 +217,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	}
 	master := o.MasterKey
 	if master == nil && o.MasterKeyFile != "" {
-		if master, err = ReadMasterKeyFile(o.MasterKeyFile); err != nil {
+		if master, err = readMasterKeyFile(o.MasterKeyFile); err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/erasure"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -100,7 +101,7 @@ func TestForgetErasesTagsInCopies(t *testing.T) {
 					t.Fatalf("the %s copy does not hold its tag before the forget: %s", place, b)
 				}
 			}
-			if fr, err := s.Erasure().Forget(ctx, "default", "alice"); err != nil || fr.Copies != 2 {
+			if fr, err := erasure.For(s).Forget(ctx, "default", "alice"); err != nil || fr.Copies != 2 {
 				t.Fatalf("forget: %+v, %v; want 2 copies erased", fr, err)
 			}
 			for place, b := range copies() {
@@ -162,7 +163,7 @@ func TestRestoreReapplyErasesTags(t *testing.T) {
 	if in := holds(t, []byte(tag), backup); len(in) == 0 {
 		t.Fatal("the tag is not found in the backup: the byte search does not work there")
 	}
-	if _, err := s.Erasure().Forget(ctx, "default", "alice"); err != nil {
+	if _, err := erasure.For(s).Forget(ctx, "default", "alice"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := store.Restore(ctx, backup, path, &store.RestoreOptions{Force: true, ReapplyForgets: true}); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/erasure"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -68,7 +69,7 @@ func TestForgetErasesTags(t *testing.T) {
 			if err := claim("user-2", "subj-2"); !errors.Is(err, store.ErrConditionFailed) {
 				t.Fatalf("second claim before the forget: %v", err)
 			}
-			if _, err := s.Erasure().Forget(ctx, "default", "subj-1"); err != nil {
+			if _, err := erasure.For(s).Forget(ctx, "default", "subj-1"); err != nil {
 				t.Fatal(err)
 			}
 			for ev, err := range s.ReadStream(ctx, "default", "user-1", store.ReadStreamOptions{}) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/erasure"
 )
 
 var forgetCommand = &command{
@@ -60,10 +61,10 @@ type forgetOutput struct {
 
 func (f *forgetCmd) run(ctx context.Context, c *cli, args []string) error {
 	tenant, subject := string(c.global.tenant), args[0]
-	var res store.ForgetResult
+	var res erasure.ForgetResult
 	err := c.withStore(ctx, false, func(s *store.Store) error {
 		var err error
-		res, err = s.Erasure().Forget(ctx, tenant, subject)
+		res, err = erasure.For(s).Forget(ctx, tenant, subject)
 		return err
 	})
 	if err != nil {
@@ -95,7 +96,7 @@ func (f *forgetCmd) run(ctx context.Context, c *cli, args []string) error {
 // store holds encrypted events: it would publish or derive them without
 // their data. Exit 2, naming the flag.
 func requireMasterKey(ctx context.Context, s *store.Store, name string) error {
-	e := s.Erasure()
+	e := erasure.For(s)
 	if e.HasMasterKey() {
 		return nil
 	}

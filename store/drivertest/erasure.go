@@ -9,6 +9,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/erasure"
 )
 
 // MasterKey returns a master key drawn from a seeded generator (the
@@ -17,7 +18,7 @@ func MasterKey(t testing.TB, seed uint64) []byte {
 	t.Helper()
 	t.Logf("master key seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	k := make([]byte, store.MasterKeySize)
+	k := make([]byte, erasure.MasterKeySize)
 	for i := range k {
 		k[i] = byte(r.UintN(256))
 	}
@@ -92,7 +93,7 @@ func testForgetNeedsNoMasterKeyAndIsSeenByAnotherStore(t *testing.T, h Harness) 
 		t.Fatal("erased before forget")
 	}
 	other := h.reopen(t, keyed, nil) // another process would do the same
-	if _, err := other.Erasure().Forget(ctx, "default", "alice"); err != nil {
+	if _, err := erasure.For(other).Forget(ctx, "default", "alice"); err != nil {
 		t.Fatal(err)
 	}
 	// keyed's poller sees the commit and drops its cached key; wait for

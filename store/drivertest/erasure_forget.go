@@ -9,6 +9,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/erasure"
 	"github.com/eventlite/eventlite/store/internal/testhook"
 	"github.com/eventlite/eventlite/store/storetest"
 )
@@ -42,7 +43,7 @@ func testForgetBeatsACachedKey(t *testing.T, h Harness) {
 			return
 		}
 		fired = true
-		if _, err := other.Erasure().Forget(ctx, "default", "alice"); err != nil {
+		if _, err := erasure.For(other).Forget(ctx, "default", "alice"); err != nil {
 			t.Errorf("forget by the other store: %v", err)
 		}
 	})
@@ -66,7 +67,7 @@ func testForgetBeatsACachedKey(t *testing.T, h Harness) {
 	}
 
 	// Inside an Update closure: bob's key is cached too.
-	if _, err := other.Erasure().Forget(ctx, "default", "bob"); err != nil {
+	if _, err := erasure.For(other).Forget(ctx, "default", "bob"); err != nil {
 		t.Fatal(err)
 	}
 	err = keyed.Update(ctx, func(tx *store.Tx) error {
@@ -108,7 +109,7 @@ func testForgetDropsSnapshotsAfterScavenge(t *testing.T, h Harness) {
 	if res := Scavenge(t, s, store.ScavengeOptions{}); res.Removed != 3 {
 		t.Fatalf("scavenge removed %d events, want alice's 3", res.Removed)
 	}
-	res, err := s.Erasure().Forget(ctx, "default", "alice")
+	res, err := erasure.For(s).Forget(ctx, "default", "alice")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/erasure"
 )
 
 // testOwnStreamsAreTheStores: a user cannot append to, delete, truncate
@@ -23,7 +24,7 @@ func testOwnStreamsAreTheStores(t *testing.T, h Harness) {
 	if _, err := s.Append(ctx, "default", "user-1", store.Any, Personal(t, "alice", "a@x")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Erasure().Forget(ctx, "default", "alice"); err != nil {
+	if _, err := erasure.For(s).Forget(ctx, "default", "alice"); err != nil {
 		t.Fatal(err)
 	}
 	want := func(what string, err error) {
@@ -34,7 +35,7 @@ func testOwnStreamsAreTheStores(t *testing.T, h Harness) {
 		}
 	}
 	ev := envelope.Event{Source: "/test", Type: "t.user"}
-	for _, stream := range []string{store.ForgottenStream, "eventlite-other"} {
+	for _, stream := range []string{erasure.ForgottenStream, "eventlite-other"} {
 		_, err := s.Append(ctx, "default", stream, store.Any, ev)
 		want("append to "+stream, err)
 		err = s.Update(ctx, func(tx *store.Tx) error {
@@ -43,14 +44,14 @@ func testOwnStreamsAreTheStores(t *testing.T, h Harness) {
 		})
 		want("tx.Append to "+stream, err)
 	}
-	_, err := s.Lifecycle().Delete(ctx, "default", store.ForgottenStream, store.DeleteOptions{Hard: true})
+	_, err := s.Lifecycle().Delete(ctx, "default", erasure.ForgottenStream, store.DeleteOptions{Hard: true})
 	want("hard delete", err)
-	_, err = s.Lifecycle().Delete(ctx, "default", store.ForgottenStream, store.DeleteOptions{})
+	_, err = s.Lifecycle().Delete(ctx, "default", erasure.ForgottenStream, store.DeleteOptions{})
 	want("delete", err)
-	_, err = s.Lifecycle().Truncate(ctx, "default", store.ForgottenStream, 2, store.Any)
+	_, err = s.Lifecycle().Truncate(ctx, "default", erasure.ForgottenStream, 2, store.Any)
 	want("truncate", err)
 	err = s.Update(ctx, func(tx *store.Tx) error {
-		_, err := tx.DeleteStream(ctx, "default", store.ForgottenStream, store.DeleteOptions{Hard: true})
+		_, err := tx.DeleteStream(ctx, "default", erasure.ForgottenStream, store.DeleteOptions{Hard: true})
 		return err
 	})
 	want("tx.DeleteStream", err)
@@ -59,14 +60,14 @@ func testOwnStreamsAreTheStores(t *testing.T, h Harness) {
 	if ps, err := s.Lifecycle().Retention(ctx); err != nil || len(ps) != 0 {
 		t.Errorf("policies after the refusal: %v %v", ps, err)
 	}
-	if evs := ReadStream(t, s, "default", store.ForgottenStream); len(evs) != 1 || evs[0].Type != store.TypeSubjectForgotten {
+	if evs := ReadStream(t, s, "default", erasure.ForgottenStream); len(evs) != 1 || evs[0].Type != erasure.TypeSubjectForgotten {
 		t.Errorf("the store's own stream after the refusals: %+v", evs)
 	}
 	// The store still writes it.
 	if _, err := s.Append(ctx, "default", "user-2", store.Any, Personal(t, "bob", "b@x")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Erasure().Forget(ctx, "default", "bob"); err != nil {
+	if _, err := erasure.For(s).Forget(ctx, "default", "bob"); err != nil {
 		t.Fatalf("forget after the refusals: %v", err)
 	}
 }
@@ -108,7 +109,7 @@ func testForgetErasesErrorTexts(t *testing.T, h Harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Erasure().Forget(ctx, "default", "alice"); err != nil {
+	if _, err := erasure.For(s).Forget(ctx, "default", "alice"); err != nil {
 		t.Fatal(err)
 	}
 	entries, err := s.Outbox().Entries(ctx, 0, 100)
