@@ -1,4 +1,4 @@
-package store_test
+package erasure_test
 
 import (
 	"bytes"
