@@ -102,7 +102,7 @@ type Command struct {
 	Expected store.Expected
 	// ErasureKey, when set, is the erasurekey extension of every event
 	// the command appends: their data is encrypted with the subject's key
-	// and erased when the subject is forgotten (see store.Erasure; the
+	// and erased when the subject is forgotten (see package store/erasure; the
 	// store needs a master key).
 	ErasureKey string
 	// Payload is the command itself. Its Go type names the operation and,

@@ -70,7 +70,7 @@ type Command[C any] struct {
 	// CorrelationID is copied to every appended event. Default: ID.
 	CorrelationID string
 	// ErasureKey, when set, is the erasurekey extension of every event the
-	// command appends (see store.Erasure; the store needs a master key).
+	// command appends (see package store/erasure; the store needs a master key).
 	ErasureKey string
 	// Payload is the command itself. Its JSON encoding makes the input
 	// hash; top-level struct fields tagged `idem:"-"` are left out of it.

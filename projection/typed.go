@@ -92,7 +92,7 @@ func On[T any](h *Handlers, fn func(ctx context.Context, tx *Tx, e Event[T]) err
 }
 
 // OnErased registers fn as the hook for erased events of the handlers'
-// types: events whose subject was forgotten (see store.Erasure), read
+// types: events whose subject was forgotten (see package store/erasure), read
 // with their attributes and no data (envelope.Erased). Typed handlers are
 // never called for them, and without a hook they are passed: nothing
 // quarantines or stops on them. A projection that derived anything from

@@ -101,7 +101,7 @@ func applyReadModel(t *testing.T, s *store.Store) {
 // TestErasureProof is the proof of crypto-shredding, byte by byte, on the
 // database file, its WAL and backups (docs/erasure.md tells it).
 func TestErasureProof(t *testing.T) {
-	// The proof runs a scavenge; Erasure.Scrub is the same removal
+	// The proof runs a scavenge; erasure.Eraser.Scrub is the same removal
 	// for a service that does not scavenge.
 	t.Run("scavenge", func(t *testing.T) { erasureProof(t, true) })
 	t.Run("scrub", func(t *testing.T) { erasureProof(t, false) })
