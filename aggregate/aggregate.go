@@ -39,7 +39,7 @@ type Definition[S any] struct {
 	// event type with no evolver. Set Evolve or Evolvers, not both.
 	Evolvers *Evolvers[S]
 	// Erased folds an erased event: one whose subject was forgotten (see
-	// store.Erasure), read with its attributes and no data
+	// package store/erasure), read with its attributes and no data
 	// (envelope.Erased). Evolve never receives one. Default: the state is
 	// unchanged (the version still moves past the event). Forgetting drops
 	// the stream's snapshots, so the state is folded again from the
