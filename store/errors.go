@@ -109,7 +109,7 @@ var ErrPositionRange = errors.New("position out of range")
 // PositionRangeError names what would pass envelope.MaxPosition.
 // errors.Is(err, ErrPositionRange) holds for it.
 type PositionRangeError struct {
-	Field  string // the option asked beyond it ("RestoreOptions.MinSequence"); "" for an append
+	Field  string // the option asked beyond it ("backup.RestoreOptions.MinSequence"); "" for an append
 	Events int    // an append's events
 	Value  int64  // the option's value, or the last position the log handed out
 	Max    int64  // envelope.MaxPosition
@@ -126,7 +126,7 @@ func (e *PositionRangeError) Error() string {
 // Unwrap lets errors.Is(err, ErrPositionRange) match.
 func (e *PositionRangeError) Unwrap() error { return ErrPositionRange }
 
-// ErrNoPostgresDriver: Open (or Copy) was given a PostgreSQL address in
+// ErrNoPostgresDriver: Open (or backup.Copy) was given a PostgreSQL address in
 // a program that does not link the PostgreSQL driver. Permanent for the
 // binary: import store/postgres and rebuild. The error that wraps it
 // names the address, its password replaced by "xxxxx", and the import.
