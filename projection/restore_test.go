@@ -11,6 +11,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/backup"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -38,12 +39,12 @@ func TestConsumerAfterRestore(t *testing.T) {
 		return r.Events
 	}
 	before := appendEvents(10)
-	backup := filepath.Join(dir, "backup.db")
-	if _, err := store.Backup(ctx, path, backup, nil); err != nil {
+	bak := filepath.Join(dir, "backup.db")
+	if _, err := backup.Create(ctx, path, bak, nil); err != nil {
 		t.Fatal(err)
 	}
 	lost := appendEvents(5)
-	if _, err := store.Restore(ctx, backup, path, &store.RestoreOptions{Force: true}); err != nil {
+	if _, err := backup.Restore(ctx, bak, path, &backup.RestoreOptions{Force: true}); err != nil {
 		t.Fatal(err)
 	}
 	fresh := appendEvents(3)

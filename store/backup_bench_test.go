@@ -12,6 +12,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/backup"
 )
 
 // The backup benchmark's file: the 1M-event file of bench_test.go
@@ -149,13 +150,13 @@ func BenchmarkBackup1M(b *testing.B) {
 		b.StopTimer()
 		_ = os.Remove(dest)
 		b.StartTimer()
-		var res store.BackupResult
+		var res backup.Result
 		var verifyAt time.Time
 		t0 := time.Now()
 		rate, lat := m.measure(b, 0, func() {
 			var err error
-			res, err = store.Backup(ctx, s.Path(), dest, &store.BackupOptions{Progress: func(p store.BackupProgress) {
-				if p.Phase == store.PhaseVerify && verifyAt.IsZero() {
+			res, err = backup.Create(ctx, s.Path(), dest, &backup.Options{Progress: func(p backup.Progress) {
+				if p.Phase == backup.PhaseVerify && verifyAt.IsZero() {
 					verifyAt = time.Now()
 				}
 			}})

@@ -1,10 +1,5 @@
 package store
 
-import (
-	"github.com/eventlite/eventlite/store/internal/driver"
-	"github.com/eventlite/eventlite/store/internal/sqlitedriver"
-)
-
 // Dialect names the database engine a store runs on. A projection
 // handler writes its own SQL through a Tx; tx.Dialect() tells it which
 // engine runs that SQL, and a projection table may declare its DDL per
@@ -40,12 +35,3 @@ func (tx *Tx) Dialect() Dialect { return Dialect(tx.s.ex.Dialect()) }
 
 // Dialect returns the engine the snapshot reads from (see Tx.Dialect).
 func (r *ReadTx) Dialect() Dialect { return Dialect(r.ex.Dialect()) }
-
-// fileExec runs the operations of functions that work on a file rather
-// than on an open store (Backup, Restore, Inspect, the checks of a copy):
-// the SQLite driver's, the one engine with files (driver.Files). Each
-// refuses a PostgreSQL address first (fileOnly).
-var fileExec interface {
-	driver.Executor
-	driver.Files
-} = sqlitedriver.Exec{}

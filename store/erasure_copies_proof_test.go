@@ -11,6 +11,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/backup"
 	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/erasure"
 	"github.com/eventlite/eventlite/store/storetest"
@@ -113,7 +114,7 @@ func TestErasureReachesEveryCopy(t *testing.T) {
 	}
 	t.Logf("scavenge --vacuum: %+v", sr)
 	after := filepath.Join(dir, "after.db")
-	if _, err := store.Backup(ctx, path, after, nil); err != nil {
+	if _, err := backup.Create(ctx, path, after, nil); err != nil {
 		t.Fatal(err)
 	}
 	for place, m := range marker {

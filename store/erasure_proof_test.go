@@ -12,6 +12,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/backup"
 	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/erasure"
 	"github.com/eventlite/eventlite/store/storetest"
@@ -168,7 +169,7 @@ func erasureProof(t *testing.T, scavenge bool) {
 		t.Fatal("the snapshot and read model's plaintext is not found in the file: the byte search does not work")
 	}
 	before := filepath.Join(dir, "before.db")
-	if _, err := store.Backup(ctx, s.Path(), before, nil); err != nil {
+	if _, err := backup.Create(ctx, s.Path(), before, nil); err != nil {
 		t.Fatal(err)
 	}
 
@@ -189,7 +190,7 @@ func erasureProof(t *testing.T, scavenge bool) {
 		}
 	}
 	after := filepath.Join(dir, "after.db")
-	if _, err := store.Backup(ctx, s.Path(), after, nil); err != nil {
+	if _, err := backup.Create(ctx, s.Path(), after, nil); err != nil {
 		t.Fatal(err)
 	}
 	if in := holds(t, email, path, after); len(in) > 0 {

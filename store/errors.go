@@ -3,9 +3,9 @@ package store
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
 // Sentinel errors. Decide with errors.Is; the typed errors below carry the
@@ -92,27 +92,13 @@ func (e *InvariantError) Error() string {
 	return fmt.Sprintf("%d store invariant(s) broken: %q", len(e.Problems), e.Problems)
 }
 
-// Errors of Backup and Restore (and ErrNotEventlite, in readonly.go).
-// The CLI maps all of them to exit 4 but ErrRestoreUnverified (exit 8).
-var (
-	// ErrBackupInvalid: a file to restore from, or a copy just made,
-	// fails a backup's checks (integrity_check, the store's invariants,
-	// the head and event count of the snapshot). Permanent: restore
-	// another backup; a live store that fails them needs eventlite doctor.
-	ErrBackupInvalid = errors.New("the database fails a backup's checks")
-	// ErrDestExists: the backup's destination exists. Pass Force (the
-	// CLI's --force) to replace it, or choose another path.
-	ErrDestExists = errors.New("backup destination exists")
-	// ErrTargetNotEmpty: the database a restore would replace has
-	// events. Pass Force (--force) to replace them.
-	ErrTargetNotEmpty = errors.New("restore target has events")
-	// ErrRestoreUnverified: a restore committed (the database was
-	// replaced by the backup's content), and then its check of what
-	// writers cannot change failed or could not run. Unlike every other
-	// error of Restore, the target did change: run eventlite doctor on
-	// it before serving from it.
-	ErrRestoreUnverified = errors.New("the database was replaced by the restore, but its check after the commit failed")
-)
+// ErrUnsupported: the engines or the data cannot make the operation: a
+// store on PostgreSQL asked for what only a SQLite file has (its
+// application id), a copy (package store/backup) from anything but a
+// SQLite file or into anything but PostgreSQL, or a value the target's
+// column cannot hold exactly (text that is not UTF-8, an event time
+// outside the years 1677-2262). Permanent.
+var ErrUnsupported = driver.ErrUnsupported
 
 // ErrPositionRange: a position past envelope.MaxPosition, the highest a
 // store hands out: an append the log has no positions left for (nothing
@@ -123,7 +109,7 @@ var ErrPositionRange = errors.New("position out of range")
 // PositionRangeError names what would pass envelope.MaxPosition.
 // errors.Is(err, ErrPositionRange) holds for it.
 type PositionRangeError struct {
-	Field  string // the option asked beyond it ("RestoreOptions.MinSequence"); "" for an append
+	Field  string // the option asked beyond it ("backup.RestoreOptions.MinSequence"); "" for an append
 	Events int    // an append's events
 	Value  int64  // the option's value, or the last position the log handed out
 	Max    int64  // envelope.MaxPosition
@@ -140,88 +126,7 @@ func (e *PositionRangeError) Error() string {
 // Unwrap lets errors.Is(err, ErrPositionRange) match.
 func (e *PositionRangeError) Unwrap() error { return ErrPositionRange }
 
-// RestoreUnverifiedError is a restore whose copy committed, followed by a
-// failed check. errors.Is(err, ErrRestoreUnverified) holds for it, and
-// errors.Is and errors.As see Err (a reading error) too.
-type RestoreUnverifiedError struct {
-	Path     string
-	Problems []string // what the check found wrong; none when Err is set
-	Err      error    // the check could not run
-}
-
-func (e *RestoreUnverifiedError) Error() string {
-	what := strings.Join(e.Problems, "; ")
-	if e.Err != nil {
-		what = e.Err.Error()
-	}
-	return fmt.Sprintf("%v: %s: %s: the database holds the backup's content now, not its old one; run eventlite doctor on it before serving from it",
-		ErrRestoreUnverified, e.Path, what)
-}
-
-// Unwrap lets errors.Is(err, ErrRestoreUnverified) match, and Err.
-func (e *RestoreUnverifiedError) Unwrap() []error {
-	if e.Err != nil {
-		return []error{ErrRestoreUnverified, e.Err}
-	}
-	return []error{ErrRestoreUnverified}
-}
-
-// BackupCheckError lists what a backup's checks found wrong in a file.
-// errors.Is(err, ErrBackupInvalid) holds for it.
-type BackupCheckError struct {
-	Path     string
-	Problems []string
-}
-
-func (e *BackupCheckError) Error() string {
-	return fmt.Sprintf("%v: %s: %s", ErrBackupInvalid, e.Path, strings.Join(e.Problems, "; "))
-}
-
-// Unwrap lets errors.Is(err, ErrBackupInvalid) match.
-func (e *BackupCheckError) Unwrap() error { return ErrBackupInvalid }
-
-// TargetNotEmptyError: a restore refused to replace a database with
-// events. errors.Is(err, ErrTargetNotEmpty) holds for it.
-type TargetNotEmptyError struct {
-	Path         string
-	Events       int64
-	HeadPosition int64
-}
-
-func (e *TargetNotEmptyError) Error() string {
-	return fmt.Sprintf("%v: %s holds %d events (head position %d); it was left unchanged: pass --force (RestoreOptions.Force) to replace them",
-		ErrTargetNotEmpty, e.Path, e.Events, e.HeadPosition)
-}
-
-// Unwrap lets errors.Is(err, ErrTargetNotEmpty) match.
-func (e *TargetNotEmptyError) Unwrap() error { return ErrTargetNotEmpty }
-
-// ErrFileOnly: an operation that works on a database file (Backup,
-// Restore, Inspect) was given a PostgreSQL server's address. Permanent:
-// a database on a server is backed up and restored with the server's own
-// tools (pg_dump and pg_restore, or its base backups).
-var ErrFileOnly = errors.New("not supported on PostgreSQL")
-
-// FileOnlyError is ErrFileOnly with the facts: the operation and the
-// address (its password replaced by "xxxxx"). errors.Is(err,
-// ErrFileOnly) holds for it.
-type FileOnlyError struct {
-	Op      string // "backup", "restore" or "inspect"
-	Address string // redacted
-}
-
-func (e *FileOnlyError) Error() string {
-	instead := "back up and restore a PostgreSQL database with pg_dump and pg_restore, or the server's own backups"
-	if e.Op == "inspect" {
-		instead = "open the store to read its schema version (eventlite migrate or doctor)"
-	}
-	return fmt.Sprintf("%s %s: %v: it works on a SQLite database file; %s", e.Op, e.Address, ErrFileOnly, instead)
-}
-
-// Unwrap lets errors.Is(err, ErrFileOnly) match.
-func (e *FileOnlyError) Unwrap() error { return ErrFileOnly }
-
-// ErrNoPostgresDriver: Open (or Copy) was given a PostgreSQL address in
+// ErrNoPostgresDriver: Open (or backup.Copy) was given a PostgreSQL address in
 // a program that does not link the PostgreSQL driver. Permanent for the
 // binary: import store/postgres and rebuild. The error that wraps it
 // names the address, its password replaced by "xxxxx", and the import.

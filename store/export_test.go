@@ -44,14 +44,6 @@ func WriterQueued(s *Store) int { return len(s.queue) }
 // WriterPending counts the write submissions that have not returned.
 func WriterPending(s *Store) int64 { return s.w.pending.Load() }
 
-// SetRestoreHooks sets the functions a restore calls before it opens its
-// target and between its commit and its check after it, and returns a
-// function that removes them.
-func SetRestoreHooks(beforeLock, afterCommit func(target string)) func() {
-	restoreHooks.beforeLock, restoreHooks.afterCommit = beforeLock, afterCommit
-	return func() { restoreHooks.beforeLock, restoreHooks.afterCommit = nil, nil }
-}
-
 // SetScavengeCheckpoint replaces what a scavenge's WAL checkpoint
 // answered (a fault a test injects), and returns a function that removes
 // the replacement.

@@ -15,7 +15,7 @@ import (
 // stream with a failed row, neither above the newest position) and every
 // outbox row's event, positions increasing with versions inside a stream, no hole
 // in the global positions (but for the positions a restore left unused:
-// see Restore), no removed position that the next append would hand out
+// see backup.Restore), no removed position that the next append would hand out
 // again (the position floor), every stored event's tags in the tag
 // index and no index row beside them, and SQLite's own integrity check. It reads
 // everything: use it in tests and reconciliation, not on a hot path.

@@ -18,6 +18,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/backup"
 	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/erasure"
 	"github.com/eventlite/eventlite/store/storetest"
@@ -422,7 +423,7 @@ func (m *propModel) scrub() {
 		return
 	}
 	after := filepath.Join(m.dir, fmt.Sprintf("scrubbed-%d.db", m.steps))
-	if _, err := store.Backup(m.ctx, m.path, after, nil); err != nil {
+	if _, err := backup.Create(m.ctx, m.path, after, nil); err != nil {
 		m.fatalf("backup: %v", err)
 	}
 	defer os.Remove(after)
@@ -441,7 +442,7 @@ func (m *propModel) scrub() {
 func (m *propModel) backup() {
 	p := filepath.Join(m.dir, fmt.Sprintf("backup-%d.db", m.steps))
 	m.trace[len(m.trace)-1] += fmt.Sprintf(":%d", m.steps)
-	if _, err := store.Backup(m.ctx, m.path, p, nil); err != nil {
+	if _, err := backup.Create(m.ctx, m.path, p, nil); err != nil {
 		m.fatalf("backup: %v", err)
 	}
 	m.backups = append(m.backups, propBackup{path: p, forgotten: copySet(m.forgotten)})
@@ -472,9 +473,9 @@ func (m *propModel) restore() {
 	if err != nil {
 		m.fatalf("head: %v", err)
 	}
-	_, err = store.Restore(m.ctx, b.path, m.path, &store.RestoreOptions{Force: true})
+	_, err = backup.Restore(m.ctx, b.path, m.path, &backup.RestoreOptions{Force: true})
 	switch {
-	case len(back) > 0 && !errors.Is(err, store.ErrUnforget):
+	case len(back) > 0 && !errors.Is(err, backup.ErrUnforget):
 		m.fatalf("restore of %s, taken before %v were forgotten: %v; want ErrUnforget", filepath.Base(b.path), back, err)
 	case len(back) > 0:
 		if h, _ := m.s.Head(m.ctx); h != head {
@@ -489,7 +490,7 @@ func (m *propModel) restore() {
 	if len(back) == 0 {
 		return
 	}
-	res, err := store.Restore(m.ctx, b.path, m.path, &store.RestoreOptions{Force: true, ReapplyForgets: true})
+	res, err := backup.Restore(m.ctx, b.path, m.path, &backup.RestoreOptions{Force: true, ReapplyForgets: true})
 	m.restored = true
 	if err != nil {
 		m.fatalf("restore --reapply-forgets of %s: %v", filepath.Base(b.path), err)

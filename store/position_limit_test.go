@@ -10,6 +10,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/backup"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -23,13 +24,13 @@ func TestPositionLimit(t *testing.T) {
 	dir := t.TempDir()
 	live := filepath.Join(dir, "live.db")
 	fillStore(t, live, "b", 3)
-	backup := filepath.Join(dir, "backup.db")
-	if _, err := store.Backup(ctx, live, backup, nil); err != nil {
+	bak := filepath.Join(dir, "backup.db")
+	if _, err := backup.Create(ctx, live, bak, nil); err != nil {
 		t.Fatal(err)
 	}
 	target := filepath.Join(dir, "target.db")
 	for _, min := range []int64{envelope.MaxPosition + 1, -1} {
-		_, err := store.Restore(ctx, backup, target, &store.RestoreOptions{MinSequence: min})
+		_, err := backup.Restore(ctx, bak, target, &backup.RestoreOptions{MinSequence: min})
 		var re *store.PositionRangeError
 		if !errors.As(err, &re) || !errors.Is(err, store.ErrPositionRange) || re.Value != min || re.Max != envelope.MaxPosition {
 			t.Errorf("restore --min-sequence %d: %v, want *PositionRangeError", min, err)
@@ -38,7 +39,7 @@ func TestPositionLimit(t *testing.T) {
 			t.Fatalf("a refused restore created the target")
 		}
 	}
-	if _, err := store.Restore(ctx, backup, target, &store.RestoreOptions{MinSequence: envelope.MaxPosition - 2}); err != nil {
+	if _, err := backup.Restore(ctx, bak, target, &backup.RestoreOptions{MinSequence: envelope.MaxPosition - 2}); err != nil {
 		t.Fatal(err)
 	}
 	s := storetest.MustOpenPath(t, target, nil)

@@ -304,17 +304,6 @@ func chooseDriver(addr string) (driver.Driver, string, error) {
 // than a database file's path.
 func IsPostgresAddress(addr string) bool { return pgaddr.IsAddress(addr) }
 
-// fileOnly refuses, with *FileOnlyError, an operation on a database file
-// (op) that was given PostgreSQL addresses among addrs.
-func fileOnly(op string, addrs ...string) error {
-	for _, a := range addrs {
-		if IsPostgresAddress(a) {
-			return &FileOnlyError{Op: op, Address: pgaddr.Redact(a)}
-		}
-	}
-	return nil
-}
-
 // classify returns err's driver.Class as the engine it came from tells
 // it: SQLite's driver, always linked, then the PostgreSQL driver when the
 // program imported it. The engines' error types are disjoint.

@@ -10,6 +10,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/backup"
 	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/erasure"
 	"github.com/eventlite/eventlite/store/storetest"
@@ -156,17 +157,17 @@ func TestRestoreReapplyErasesTags(t *testing.T) {
 	if _, err := s.Append(ctx, "default", "user-bob", store.NoStream, b); err != nil {
 		t.Fatal(err)
 	}
-	backup := filepath.Join(dir, "backup.db")
-	if _, err := store.Backup(ctx, path, backup, nil); err != nil {
+	bak := filepath.Join(dir, "backup.db")
+	if _, err := backup.Create(ctx, path, bak, nil); err != nil {
 		t.Fatal(err)
 	}
-	if in := holds(t, []byte(tag), backup); len(in) == 0 {
+	if in := holds(t, []byte(tag), bak); len(in) == 0 {
 		t.Fatal("the tag is not found in the backup: the byte search does not work there")
 	}
 	if _, err := erasure.For(s).Forget(ctx, "default", "alice"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Restore(ctx, backup, path, &store.RestoreOptions{Force: true, ReapplyForgets: true}); err != nil {
+	if _, err := backup.Restore(ctx, bak, path, &backup.RestoreOptions{Force: true, ReapplyForgets: true}); err != nil {
 		t.Fatal(err)
 	}
 	for _, st := range []*store.Store{storetest.MustOpenPath(t, path, opts), s} {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/backup"
 	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/erasure"
 	"github.com/eventlite/eventlite/store/storetest"
@@ -257,7 +258,7 @@ func TestTagsScavengeAndCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	target := storetest.PostgresSchema(t, storetest.PostgresBase(t))
-	if _, err := store.Copy(ctx, path, target, nil); err != nil {
+	if _, err := backup.Copy(ctx, path, target, nil); err != nil {
 		t.Fatal(err)
 	}
 	dst := storetest.MustOpenPath(t, target, nil)

@@ -10,6 +10,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/backup"
 )
 
 var backupCommand = &command{
@@ -131,7 +132,7 @@ type backupJSON struct {
 
 func (b *backupCmd) run(ctx context.Context, c *cli, args []string) error {
 	rep := newCopyReporter(c, "backup")
-	res, err := store.Backup(ctx, c.global.db, args[0], &store.BackupOptions{Force: b.force, Progress: rep.progress})
+	res, err := backup.Create(ctx, c.global.db, args[0], &backup.Options{Force: b.force, Progress: rep.progress})
 	rep.finish()
 	if err != nil {
 		return backupError(err)
@@ -163,7 +164,7 @@ type subjectJSON struct {
 	Subject string `json:"subject"`
 }
 
-func subjectsJSON(subjects []store.ForgottenSubject) []subjectJSON {
+func subjectsJSON(subjects []backup.ForgottenSubject) []subjectJSON {
 	out := make([]subjectJSON, 0, len(subjects))
 	for _, s := range subjects {
 		out = append(out, subjectJSON{Tenant: s.Tenant, Subject: s.Subject})
@@ -188,7 +189,7 @@ type restoreJSON struct {
 
 func (r *restoreCmd) run(ctx context.Context, c *cli, args []string) error {
 	rep := newCopyReporter(c, "restore")
-	res, err := store.Restore(ctx, args[0], c.global.db, &store.RestoreOptions{Force: r.force, MinSequence: int64(r.minSequence),
+	res, err := backup.Restore(ctx, args[0], c.global.db, &backup.RestoreOptions{Force: r.force, MinSequence: int64(r.minSequence),
 		ReapplyForgets: r.reapplyForgets, Progress: rep.progress})
 	rep.finish()
 	if err != nil {
@@ -214,14 +215,14 @@ func (r *restoreCmd) run(ctx context.Context, c *cli, args []string) error {
 // backupError gives backup's and restore's errors their exit codes.
 func backupError(err error) error {
 	switch {
-	case errors.Is(err, store.ErrRestoreUnverified):
+	case errors.Is(err, backup.ErrRestoreUnverified):
 		// First: the database did change, whatever the check met.
 		return &exitError{code: exitReplaced, err: err}
 	case errors.Is(err, store.ErrNotFound):
 		return &exitError{code: exitNotFound, err: err}
-	case errors.Is(err, store.ErrDestExists), errors.Is(err, store.ErrTargetNotEmpty), errors.Is(err, store.ErrNotEventlite),
-		errors.Is(err, store.ErrSchemaTooNew), errors.Is(err, store.ErrBackupInvalid), errors.Is(err, store.ErrPositionRange),
-		errors.Is(err, store.ErrUnforget):
+	case errors.Is(err, backup.ErrDestExists), errors.Is(err, backup.ErrTargetNotEmpty), errors.Is(err, store.ErrNotEventlite),
+		errors.Is(err, store.ErrSchemaTooNew), errors.Is(err, backup.ErrInvalid), errors.Is(err, store.ErrPositionRange),
+		errors.Is(err, backup.ErrUnforget):
 		return &exitError{code: exitInvalid, err: err}
 	}
 	return err // classify: ErrBusy exits 7, an interruption 6
@@ -236,14 +237,14 @@ type copyReporter struct {
 	bar   *progressbar.ProgressBar
 	phase string
 	last  time.Time
-	prev  store.BackupProgress
+	prev  backup.Progress
 }
 
 func newCopyReporter(c *cli, name string) *copyReporter {
 	return &copyReporter{c: c, name: name, tty: c.stderrIsTerminal(), last: time.Now()}
 }
 
-func (r *copyReporter) progress(p store.BackupProgress) {
+func (r *copyReporter) progress(p backup.Progress) {
 	r.prev = p
 	total, done := p.TotalPages*p.PageSize, p.Pages*p.PageSize
 	changed := p.Phase != r.phase

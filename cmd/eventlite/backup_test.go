@@ -17,6 +17,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/backup"
 )
 
 // fillDB appends n events (streams of 5) to the store at db.
@@ -112,12 +113,12 @@ func TestRestoreCommand(t *testing.T) {
 	dir := t.TempDir()
 	live := filepath.Join(dir, "live.db")
 	fillDB(t, live, "b", 10)
-	backup := filepath.Join(dir, "backup.db")
-	mustRun(t, "", "backup", backup, "--db", live)
+	bak := filepath.Join(dir, "backup.db")
+	mustRun(t, "", "backup", bak, "--db", live)
 
 	// Into a database that does not exist.
 	fresh := newDB(t)
-	r := mustRun(t, "", "restore", backup, "--db", fresh, "--json")
+	r := mustRun(t, "", "restore", bak, "--db", fresh, "--json")
 	var out map[string]any
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
 		t.Fatalf("--json output %q: %v", r.stdout, err)
@@ -131,14 +132,14 @@ func TestRestoreCommand(t *testing.T) {
 	target := newDB(t)
 	fillDB(t, target, "old", 25)
 	before := readBytes(t, target)
-	r = run(t, "", "restore", backup, "--db", target)
+	r = run(t, "", "restore", bak, "--db", target)
 	if r.code != exitInvalid || !strings.Contains(r.stderr, "25 events") || !strings.Contains(r.stderr, "--force") {
 		t.Fatalf("restore over 25 events: exit %d, stderr %q; want 4 naming the events and --force", r.code, r.stderr)
 	}
 	if readBytes(t, target) != before {
 		t.Fatalf("the refused target changed")
 	}
-	mustRun(t, "", "restore", backup, "--db", target, "--force")
+	mustRun(t, "", "restore", bak, "--db", target, "--force")
 	r = mustRun(t, "", "append", "after", "--type", "t.after", "--db", target, "--json")
 	var appended struct {
 		Position string `json:"last_position"`
@@ -157,7 +158,7 @@ func TestRestoreCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	corrupt := filepath.Join(dir, "corrupt.db")
-	b := []byte(readBytes(t, backup))
+	b := []byte(readBytes(t, bak))
 	for i := 4096; i < len(b); i++ {
 		b[i] = byte(i)
 	}
@@ -202,7 +203,7 @@ func TestRestoreCommand(t *testing.T) {
 		t.Fatalf("lock child said %q (%v)", line, err)
 	}
 	before = readBytes(t, target)
-	r = run(t, "", "restore", backup, "--db", target, "--force")
+	r = run(t, "", "restore", bak, "--db", target, "--force")
 	if r.code != exitBusy || !strings.Contains(r.stderr, "write lock") {
 		t.Errorf("restore while another process holds the write lock: exit %d, stderr %q; want 7", r.code, r.stderr)
 	}
@@ -263,11 +264,11 @@ func TestBackupHelp(t *testing.T) {
 // nothing between the few-seconds lines otherwise.
 func TestCopyReporter(t *testing.T) {
 	t.Parallel()
-	steps := []store.BackupProgress{
-		{Phase: store.PhaseCopy, Pages: 0, TotalPages: 256, PageSize: 4096},
-		{Phase: store.PhaseCopy, Pages: 128, TotalPages: 256, PageSize: 4096},
-		{Phase: store.PhaseCopy, Pages: 256, TotalPages: 256, PageSize: 4096},
-		{Phase: store.PhaseVerify, Pages: 256, TotalPages: 256, PageSize: 4096},
+	steps := []backup.Progress{
+		{Phase: backup.PhaseCopy, Pages: 0, TotalPages: 256, PageSize: 4096},
+		{Phase: backup.PhaseCopy, Pages: 128, TotalPages: 256, PageSize: 4096},
+		{Phase: backup.PhaseCopy, Pages: 256, TotalPages: 256, PageSize: 4096},
+		{Phase: backup.PhaseVerify, Pages: 256, TotalPages: 256, PageSize: 4096},
 	}
 	var tty strings.Builder
 	r := &copyReporter{c: &cli{stderr: &tty}, name: "backup", tty: true}
@@ -297,9 +298,9 @@ func TestCopyReporter(t *testing.T) {
 func TestRestoreUnverifiedExits8(t *testing.T) {
 	t.Parallel()
 	for _, err := range []error{
-		&store.RestoreUnverifiedError{Path: "x.db", Problems: []string{"it holds 19 events up to position 20; the backup held 20 up to 20"}},
-		&store.RestoreUnverifiedError{Path: "x.db", Err: context.Canceled},
-		&store.RestoreUnverifiedError{Path: "x.db", Err: store.ErrBusy},
+		&backup.RestoreUnverifiedError{Path: "x.db", Problems: []string{"it holds 19 events up to position 20; the backup held 20 up to 20"}},
+		&backup.RestoreUnverifiedError{Path: "x.db", Err: context.Canceled},
+		&backup.RestoreUnverifiedError{Path: "x.db", Err: store.ErrBusy},
 	} {
 		code, msg := classify(backupError(fmt.Errorf("restore: %w", err)))
 		if code != exitReplaced || !strings.Contains(msg, "replaced") || !strings.Contains(msg, "doctor") {
@@ -317,17 +318,17 @@ func TestRestoreMinSequenceLimit(t *testing.T) {
 	dir := t.TempDir()
 	live := filepath.Join(dir, "live.db")
 	fillDB(t, live, "b", 3)
-	backup := filepath.Join(dir, "backup.db")
-	mustRun(t, "", "backup", backup, "--db", live)
+	bak := filepath.Join(dir, "backup.db")
+	mustRun(t, "", "backup", bak, "--db", live)
 	target := newDB(t)
-	r := run(t, "", "restore", backup, "--db", target, "--min-sequence", "9223372036854775807")
+	r := run(t, "", "restore", bak, "--db", target, "--min-sequence", "9223372036854775807")
 	if r.code != exitInvalid || !strings.Contains(r.stderr, "9223372036854775806") || !strings.Contains(r.stderr, "min-sequence") {
 		t.Fatalf("restore --min-sequence 2^63-1: exit %d, stderr %q; want 4 naming the flag and the highest position", r.code, r.stderr)
 	}
 	if _, err := os.Stat(target); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the refused restore created the database: %v", err)
 	}
-	mustRun(t, "", "restore", backup, "--db", target, "--min-sequence", "9223372036854775805")
+	mustRun(t, "", "restore", bak, "--db", target, "--min-sequence", "9223372036854775805")
 	r = mustRun(t, events(1), "append", "s", "--db", target, "--json")
 	if !strings.Contains(r.stdout, `"last_position":9223372036854775806`) && !strings.Contains(r.stdout, `"last_position":"9223372036854775806"`) {
 		t.Errorf("the last position's append: %s", r.stdout)

@@ -12,6 +12,7 @@ import (
 	"github.com/eventlite/eventlite/replay"
 	"github.com/eventlite/eventlite/replay/replaycmd"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/backup"
 )
 
 var copyCommand = &command{
@@ -126,7 +127,7 @@ func (cc *copyCmd) run(ctx context.Context, c *cli, _ []string) error {
 	}
 	rep := &copyProgress{c: c, last: time.Now()}
 	var rebuilt []string
-	res, err := store.Copy(ctx, cc.from, cc.to, &store.CopyOptions{
+	res, err := backup.Copy(ctx, cc.from, cc.to, &backup.CopyOptions{
 		Force:          cc.force,
 		ForgetsFrom:    cc.forgetsFrom,
 		ReapplyForgets: cc.reapplyForgets,
@@ -220,7 +221,7 @@ func copyError(err error) error {
 		return &exitError{code: exitUsage, err: err}
 	case errors.Is(err, store.ErrLeaseHeld):
 		return &exitError{code: exitBusy, err: err}
-	case errors.Is(err, store.ErrTargetNotEmpty), errors.Is(err, store.ErrUnforget):
+	case errors.Is(err, backup.ErrTargetNotEmpty), errors.Is(err, backup.ErrUnforget):
 		return &exitError{code: exitInvalid, err: err}
 	case errors.Is(err, store.ErrNotFound):
 		return &exitError{code: exitNotFound, err: err}
@@ -237,11 +238,11 @@ func copyError(err error) error {
 type copyProgress struct {
 	c     *cli
 	last  time.Time
-	phase store.CopyPhase
+	phase backup.CopyPhase
 }
 
-func (r *copyProgress) progress(p store.CopyProgress) {
-	if p.Phase == store.CopyPhaseDone {
+func (r *copyProgress) progress(p backup.CopyProgress) {
+	if p.Phase == backup.CopyPhaseDone {
 		return
 	}
 	if p.Phase == r.phase && time.Since(r.last) < 2*time.Second {
@@ -249,11 +250,11 @@ func (r *copyProgress) progress(p store.CopyProgress) {
 	}
 	r.phase, r.last = p.Phase, time.Now()
 	switch p.Phase {
-	case store.CopyPhaseRows:
+	case backup.CopyPhaseRows:
 		fmt.Fprintf(r.c.stderr, "copy: %s: %d of %d rows\n", p.Table, p.Done, p.Total)
-	case store.CopyPhaseVerify:
+	case backup.CopyPhaseVerify:
 		fmt.Fprintf(r.c.stderr, "copy: committed %d rows; checking the target's invariants\n", p.Done)
-	case store.CopyPhaseRebuild:
+	case backup.CopyPhaseRebuild:
 		fmt.Fprintf(r.c.stderr, "copy: rebuilding the read models\n")
 	}
 }

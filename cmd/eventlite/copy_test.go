@@ -162,15 +162,15 @@ func TestCopyDoesNotUnforget(t *testing.T) {
 	db := newDB(t)
 	key, _, _ := masterKeyFiles(t)
 	mustRun(t, "", "append", "u-1", "--type", "user.registered", "--data", `{"email":"alice.c36@example.org"}`, "--erasure-key", "alice", "--master-key-file", key, "--db", db)
-	backup := filepath.Join(t.TempDir(), "before.db")
-	mustRun(t, "", "backup", backup, "--db", db)
+	bak := filepath.Join(t.TempDir(), "before.db")
+	mustRun(t, "", "backup", bak, "--db", db)
 	mustRun(t, "", "forget", "alice", "--db", db)
 
-	r := run(t, "", "copy", "--from", backup, "--to", target, "--forgets-from", db, "--master-key-file", key)
+	r := run(t, "", "copy", "--from", bak, "--to", target, "--forgets-from", db, "--master-key-file", key)
 	if r.code != exitInvalid || !strings.Contains(r.stderr, `"alice"`) || !strings.Contains(r.stderr, "--reapply-forgets") {
 		t.Fatalf("copy of a backup taken before the forget: exit %d, stderr %s; want 4 naming alice and --reapply-forgets", r.code, r.stderr)
 	}
-	out := mustRun(t, "", "copy", "--from", backup, "--to", target, "--forgets-from", db, "--reapply-forgets", "--master-key-file", key, "--json").stdout
+	out := mustRun(t, "", "copy", "--from", bak, "--to", target, "--forgets-from", db, "--reapply-forgets", "--master-key-file", key, "--json").stdout
 	if !strings.Contains(out, `"reforgotten":[{"tenant":"default","subject":"alice"}]`) {
 		t.Errorf("copy --reapply-forgets --json: %s", out)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/replay"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/backup"
 )
 
 // demoApplicationID marks a database the demo created ("ELDM" in the
@@ -81,7 +82,7 @@ func (*demoCmd) run(ctx context.Context, c *cli, _ []string) error {
 // prepareDemoFile removes a database an earlier demo made, and refuses to
 // touch any other file.
 func prepareDemoFile(ctx context.Context, path string) error {
-	fi, err := store.Inspect(ctx, path)
+	fi, err := backup.Inspect(ctx, path)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil

@@ -120,19 +120,19 @@ func TestRestoreDoesNotUnforget(t *testing.T) {
 	key, _, _ := masterKeyFiles(t)
 	data := `{"email":"alice.36@example.org"}`
 	mustRun(t, "", "append", "u-1", "--type", "user.registered", "--data", data, "--erasure-key", "alice", "--master-key-file", key, "--db", db)
-	backup := filepath.Join(t.TempDir(), "before.db")
-	mustRun(t, "", "backup", backup, "--db", db)
+	bak := filepath.Join(t.TempDir(), "before.db")
+	mustRun(t, "", "backup", bak, "--db", db)
 	mustRun(t, "", "forget", "alice", "--db", db)
 	before := readBytes(t, db)
 
-	r := run(t, "", "restore", backup, "--db", db, "--force")
+	r := run(t, "", "restore", bak, "--db", db, "--force")
 	if r.code != exitInvalid || !strings.Contains(r.stderr, `"alice"`) || !strings.Contains(r.stderr, "--reapply-forgets") {
 		t.Fatalf("restore of a backup taken before the forget: exit %d, stderr %s; want 4 naming alice and --reapply-forgets", r.code, r.stderr)
 	}
 	if readBytes(t, db) != before {
 		t.Fatal("the refused restore changed the database")
 	}
-	out := mustRun(t, "", "restore", backup, "--db", db, "--force", "--reapply-forgets", "--json").stdout
+	out := mustRun(t, "", "restore", bak, "--db", db, "--force", "--reapply-forgets", "--json").stdout
 	if !strings.Contains(out, `"reforgotten":[{"tenant":"default","subject":"alice"}]`) {
 		t.Errorf("restore --reapply-forgets --json: %s", out)
 	}

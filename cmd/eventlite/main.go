@@ -27,6 +27,7 @@ import (
 
 	"github.com/eventlite/eventlite/internal/cliflag"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/backup"
 	_ "github.com/eventlite/eventlite/store/postgres" // --db postgres:// (the library links it only by import)
 )
 
@@ -100,7 +101,7 @@ var exitCodes = []struct {
 	{exitUsage, "usage: unknown command or flag, malformed flag value, wrong arguments; relay, serve, replay,\n     " +
 		"catalog or copy without --master-key-file while the database holds encrypted events; a\n     " +
 		"command that works on a file (backup, restore, scavenge --vacuum, demo --db) on PostgreSQL\n     " +
-		"(store.ErrFileOnly); copy: a source that is not a SQLite file, a target that is not\n     " +
+		"(backup.ErrFileOnly); copy: a source that is not a SQLite file, a target that is not\n     " +
 		"PostgreSQL, or data the target cannot hold exactly (store.ErrUnsupported)"},
 	{exitConflict, "version conflict (the message names expected and actual version), or a failed append condition (append --if-tag: the message names the first matching event's position and id)"},
 	{exitInvalid, "invalid input, a reused id included (the message names the field and the reason), a\n     " +
@@ -126,7 +127,7 @@ var exitCodes = []struct {
 	{exitBusy, "busy: the database stayed locked past the timeout (restore: another process holds its write\n     " +
 		"lock; copy: a lease in the source is held); retry"},
 	{exitReplaced, "restore: the database was replaced by SRC, but the check after the commit failed\n     " +
-		"(store.ErrRestoreUnverified): it holds SRC's content, not its old one; run eventlite doctor\n     " +
+		"(backup.ErrRestoreUnverified): it holds SRC's content, not its old one; run eventlite doctor\n     " +
 		"on it before serving from it"},
 }
 
@@ -293,11 +294,11 @@ type fileOnlyError struct {
 }
 
 func (e *fileOnlyError) Error() string {
-	return fmt.Sprintf("%s: %v: %s", e.what, store.ErrFileOnly, e.instead)
+	return fmt.Sprintf("%s: %v: %s", e.what, backup.ErrFileOnly, e.instead)
 }
 
-// Unwrap lets errors.Is(err, store.ErrFileOnly) match: classify exits 2.
-func (e *fileOnlyError) Unwrap() error { return store.ErrFileOnly }
+// Unwrap lets errors.Is(err, backup.ErrFileOnly) match: classify exits 2.
+func (e *fileOnlyError) Unwrap() error { return backup.ErrFileOnly }
 
 // onPostgres reports whether --db (or $EVENTLITE_DB) is a PostgreSQL
 // address.
@@ -397,7 +398,7 @@ func classify(err error) (code int, msg string) {
 		return xe.code, xe.Error()
 	case errors.As(err, &cde):
 		return exitConflict, fmt.Sprintf("%v (append with --if-after %d once the decision has seen it)", cde, cde.Position)
-	case errors.Is(err, store.ErrFileOnly):
+	case errors.Is(err, backup.ErrFileOnly):
 		return exitUsage, err.Error()
 	case errors.As(err, &ce):
 		next := strconv.FormatInt(ce.Actual, 10)

@@ -2,7 +2,7 @@ package driver
 
 import "context"
 
-// CopySource is what the store's Copy reads from the store it copies:
+// CopySource is what backup.Copy reads from the store it copies:
 // every row of each of the store's tables, in one snapshot (the store
 // passes the Querier of one read transaction), the last position handed
 // out and the leases held now. It is not part of Executor: the store
@@ -33,7 +33,7 @@ type CopySource interface {
 	CopyLiveLeases(ctx context.Context, q ReadQuerier) ([]LiveLease, error)
 }
 
-// CopyTarget is what the store's Copy writes into: the rows, in the
+// CopyTarget is what backup.Copy writes into: the rows, in the
 // writer's transaction, of a store that holds none yet. A target also
 // reads (CopySource) so that the copy is checked on both sides by the
 // same code. Not part of Executor either.

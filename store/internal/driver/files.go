@@ -15,10 +15,10 @@ import (
 // other processes have it open, and the marks a restore leaves in the
 // log), reading a file's header (inspect), and stamping its application
 // id. A server engine (PostgreSQL) lacks it: its backups are the
-// server's own tools. The store reaches it on the SQLite driver for
-// Backup, Restore, Inspect and a copy's source, which refuse a
-// PostgreSQL address first, and by type assertion on an open store's
-// Executor for the application id.
+// server's own tools. Package store/backup calls it on the SQLite
+// driver for Create, Restore, Inspect and a copy's source, which refuse
+// a PostgreSQL address first; the store reaches it by type assertion on
+// an open store's Executor for the application id.
 //
 // The store keeps what a user sees: which file is refused and why, the
 // checks of a copy, progress, results and messages.

@@ -1,4 +1,4 @@
-package store_test
+package backup_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/backup"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -26,14 +27,14 @@ func TestRestoreKilled(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "live.db")
 	fillStore(t, src, "new", 300)
-	backup := filepath.Join(dir, "backup.db")
-	if _, err := store.Backup(context.Background(), src, backup, nil); err != nil {
+	bak := filepath.Join(dir, "backup.db")
+	if _, err := backup.Create(context.Background(), src, bak, nil); err != nil {
 		t.Fatal(err)
 	}
 	target := filepath.Join(dir, "target.db")
 	fillStore(t, target, "old", 40)
 	want := readLog(t, target)
-	cmd, _, out := startBackupChild(t, "restore", envBackupSrc+"="+backup, envBackupDest+"="+target)
+	cmd, _, out := startBackupChild(t, "restore", envBackupSrc+"="+bak, envBackupDest+"="+target)
 	expectLine(t, out, "STEP")
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -64,11 +65,11 @@ func TestRestore(t *testing.T) {
 	// The backup: 20 events.
 	live := filepath.Join(dir, "live.db")
 	fillStore(t, live, "b", 20)
-	backup := filepath.Join(dir, "backup.db")
-	if _, err := store.Backup(ctx, live, backup, nil); err != nil {
+	bak := filepath.Join(dir, "backup.db")
+	if _, err := backup.Create(ctx, live, bak, nil); err != nil {
 		t.Fatal(err)
 	}
-	wantBackup := readLog(t, backup)
+	wantBackup := readLog(t, bak)
 
 	// newTarget makes a directory with a target of n events (n < 0: no
 	// file; n == 0: an empty store).
@@ -84,7 +85,7 @@ func TestRestore(t *testing.T) {
 	}
 	// restored checks that target now holds the backup and that a new
 	// append gets a position above floor.
-	restored := func(t *testing.T, target string, res store.RestoreResult, floor int64) {
+	restored := func(t *testing.T, target string, res backup.RestoreResult, floor int64) {
 		t.Helper()
 		if diff := cmp.Diff(wantBackup, withoutRestored(t, readLog(t, target), res)); diff != "" {
 			t.Fatalf("restored log (-backup +target):\n%s", diff)
@@ -126,7 +127,7 @@ func TestRestore(t *testing.T) {
 
 	t.Run("no target", func(t *testing.T) {
 		target := newTarget(t, -1)
-		res, err := store.Restore(ctx, backup, target, nil)
+		res, err := backup.Restore(ctx, bak, target, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +135,7 @@ func TestRestore(t *testing.T) {
 	})
 	t.Run("min sequence", func(t *testing.T) {
 		target := newTarget(t, -1)
-		res, err := store.Restore(ctx, backup, target, &store.RestoreOptions{MinSequence: 1000})
+		res, err := backup.Restore(ctx, bak, target, &backup.RestoreOptions{MinSequence: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,7 +143,7 @@ func TestRestore(t *testing.T) {
 	})
 	t.Run("empty store", func(t *testing.T) {
 		target := newTarget(t, 0)
-		res, err := store.Restore(ctx, backup, target, nil)
+		res, err := backup.Restore(ctx, bak, target, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,15 +152,15 @@ func TestRestore(t *testing.T) {
 	t.Run("target with events", func(t *testing.T) {
 		target := newTarget(t, 50)
 		before := fileBytes(t, target)
-		_, err := store.Restore(ctx, backup, target, nil)
-		var te *store.TargetNotEmptyError
-		if !errors.Is(err, store.ErrTargetNotEmpty) || !errors.As(err, &te) || te.Events != 50 {
+		_, err := backup.Restore(ctx, bak, target, nil)
+		var te *backup.TargetNotEmptyError
+		if !errors.Is(err, backup.ErrTargetNotEmpty) || !errors.As(err, &te) || te.Events != 50 {
 			t.Fatalf("Restore over 50 events: %v, want a *TargetNotEmptyError with 50 events", err)
 		}
 		if fileBytes(t, target) != before {
 			t.Fatalf("the refused target changed")
 		}
-		res, err := store.Restore(ctx, backup, target, &store.RestoreOptions{Force: true})
+		res, err := backup.Restore(ctx, bak, target, &backup.RestoreOptions{Force: true})
 		if err != nil {
 			t.Fatalf("Restore with Force: %v", err)
 		}
@@ -176,7 +177,7 @@ func TestRestore(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s.Close()
-		res, err := store.Restore(ctx, backup, target, &store.RestoreOptions{Force: true})
+		res, err := backup.Restore(ctx, bak, target, &backup.RestoreOptions{Force: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -209,7 +210,7 @@ func TestRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	corrupt := filepath.Join(dir, "corrupt.db")
-	b := []byte(fileBytes(t, backup))
+	b := []byte(fileBytes(t, bak))
 	for i := 4096 * 2; i < len(b)-4096; i++ {
 		b[i] = byte(i * 7)
 	}
@@ -217,7 +218,7 @@ func TestRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	truncated := filepath.Join(dir, "truncated.db")
-	if err := os.WriteFile(truncated, []byte(fileBytes(t, backup))[:4096*3], 0o644); err != nil {
+	if err := os.WriteFile(truncated, []byte(fileBytes(t, bak))[:4096*3], 0o644); err != nil {
 		t.Fatal(err)
 	}
 	broken := filepath.Join(dir, "broken.db") // valid SQLite, broken invariants
@@ -230,14 +231,14 @@ func TestRestore(t *testing.T) {
 		{"foreign database", foreign, store.ErrNotEventlite},
 		{"text file", text, store.ErrNotEventlite},
 		{"empty file", empty, store.ErrNotEventlite},
-		{"corrupt pages", corrupt, store.ErrBackupInvalid},
-		{"truncated", truncated, store.ErrBackupInvalid},
-		{"broken invariants", broken, store.ErrBackupInvalid},
+		{"corrupt pages", corrupt, backup.ErrInvalid},
+		{"truncated", truncated, backup.ErrInvalid},
+		{"broken invariants", broken, backup.ErrInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			target := newTarget(t, 7)
 			before := storetest.DirDigest(t, filepath.Dir(target))
-			_, err := store.Restore(ctx, tc.src, target, &store.RestoreOptions{Force: true})
+			_, err := backup.Restore(ctx, tc.src, target, &backup.RestoreOptions{Force: true})
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("Restore from %s: %v, want %v", tc.name, err, tc.want)
 			}
@@ -253,7 +254,7 @@ func TestRestore(t *testing.T) {
 		storetest.RawExec(t, target, "PRAGMA page_size = 8192", "PRAGMA journal_mode = WAL")
 		fillStore(t, target, "old", 3) // an eventlite database of 8 KiB pages
 		before := storetest.DirDigest(t, filepath.Dir(target))
-		_, err := store.Restore(ctx, backup, target, &store.RestoreOptions{Force: true})
+		_, err := backup.Restore(ctx, bak, target, &backup.RestoreOptions{Force: true})
 		if err == nil || !strings.Contains(err.Error(), "8192") {
 			t.Fatalf("Restore into a WAL file of 8 KiB pages: %v, want an error naming the page sizes", err)
 		}
@@ -265,7 +266,7 @@ func TestRestore(t *testing.T) {
 		target := filepath.Join(t.TempDir(), "app.db")
 		storetest.RawExec(t, target, "PRAGMA journal_mode = WAL", "CREATE TABLE users (x)", "INSERT INTO users VALUES (1)")
 		before := storetest.DirDigest(t, filepath.Dir(target))
-		_, err := store.Restore(ctx, backup, target, &store.RestoreOptions{Force: true})
+		_, err := backup.Restore(ctx, bak, target, &backup.RestoreOptions{Force: true})
 		if !errors.Is(err, store.ErrNotEventlite) {
 			t.Fatalf("Restore over another program's database with Force: %v, want ErrNotEventlite", err)
 		}
@@ -278,7 +279,7 @@ func TestRestore(t *testing.T) {
 		before := fileBytes(t, target)
 		_, stdin, out := startBackupChild(t, "lock", envDB+"="+target)
 		expectLine(t, out, "LOCKED")
-		_, err := store.Restore(ctx, backup, target, &store.RestoreOptions{Force: true, BusyTimeout: 200 * time.Millisecond})
+		_, err := backup.Restore(ctx, bak, target, &backup.RestoreOptions{Force: true, BusyTimeout: 200 * time.Millisecond})
 		if !errors.Is(err, store.ErrBusy) {
 			t.Fatalf("Restore while another process holds the write lock: %v, want ErrBusy", err)
 		}
@@ -305,7 +306,7 @@ func TestRestoreOlderSchema(t *testing.T) {
 	old := filepath.Join(dir, "old.db")
 	var stmts []string
 	for _, name := range []string{"0001_event_log.sql", "0002_operations_snapshots.sql", "0003_leases_checkpoints.sql", "0004_outbox_relay.sql"} {
-		b, err := os.ReadFile(filepath.Join("internal", "sqlitedriver", "migrations", name))
+		b, err := os.ReadFile(filepath.Join("..", "internal", "sqlitedriver", "migrations", name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -320,15 +321,15 @@ func TestRestoreOlderSchema(t *testing.T) {
 	}
 	stmts = append(stmts, `INSERT INTO streams (tenant, stream_id, version, created_at, updated_at) VALUES ('default', 'old-1', 5, 1, 1)`)
 	storetest.RawExec(t, old, stmts...)
-	backup := filepath.Join(dir, "old-backup.db")
-	if _, err := store.Backup(ctx, old, backup, nil); err != nil {
+	bak := filepath.Join(dir, "old-backup.db")
+	if _, err := backup.Create(ctx, old, bak, nil); err != nil {
 		t.Fatalf("backup of a schema-4 file: %v", err)
 	}
 	if v := rawQueryString(t, old, "PRAGMA user_version"); v != "4" {
 		t.Fatalf("the backup changed its source's schema to %s", v)
 	}
 	target := filepath.Join(dir, "target.db")
-	res, err := store.Restore(ctx, backup, target, nil)
+	res, err := backup.Restore(ctx, bak, target, nil)
 	if err != nil {
 		t.Fatalf("restore of a schema-4 backup: %v", err)
 	}
@@ -352,7 +353,7 @@ func TestRestoreOlderSchema(t *testing.T) {
 	// the floor: the next append continues above 30.
 	newer := filepath.Join(dir, "newer.db")
 	fillStore(t, newer, "newer", 30)
-	if _, err := store.Restore(ctx, backup, newer, &store.RestoreOptions{Force: true}); err != nil {
+	if _, err := backup.Restore(ctx, bak, newer, &backup.RestoreOptions{Force: true}); err != nil {
 		t.Fatalf("restore of a schema-4 backup over 30 events: %v", err)
 	}
 	if v := rawQueryString(t, newer, "SELECT seq FROM sqlite_sequence WHERE name = 'events'"); v != "30" {

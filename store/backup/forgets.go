@@ -1,4 +1,4 @@
-package store
+package backup
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/eventlite/eventlite/internal/inside"
+	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
@@ -99,7 +101,7 @@ func reapplyForgets(ctx context.Context, ex driver.Executor, q driver.Querier, k
 		}
 		if !ok {
 			return fmt.Errorf("%w: the source's schema is older than erasure's record of subjects (no table %s), so the forgets cannot be applied to it: "+
-				"restore it into a new file first (eventlite restore --db NEW SRC), migrate that (eventlite migrate --db NEW), then restore or copy NEW", ErrUnsupported, t)
+				"restore it into a new file first (eventlite restore --db NEW SRC), migrate that (eventlite migrate --db NEW), then restore or copy NEW", store.ErrUnsupported, t)
 		}
 	}
 	for _, k := range keys {
@@ -157,11 +159,11 @@ func forgottenInFile(ctx context.Context, path string, o RestoreOptions) ([]driv
 	}
 	defer db.Close()
 	defer conn.Close()
-	ok, err := fileExec.TableExists(ctx, conn, "erasure_keys")
+	ok, err := files.TableExists(ctx, conn, "erasure_keys")
 	if err != nil || !ok {
 		return nil, mapErr(err)
 	}
-	keys, err := fileExec.ForgottenSubjects(ctx, conn)
+	keys, err := files.ForgottenSubjects(ctx, conn)
 	if err != nil {
 		return nil, fmt.Errorf("restore: read the target's forgotten subjects: %w", mapErr(err))
 	}
@@ -177,13 +179,13 @@ func reforgetCopy(ctx context.Context, tmp, src string, forgotten []driver.Forgo
 	if len(forgotten) == 0 {
 		return nil, nil
 	}
-	db, conn, err := fileExec.OpenFile(ctx, tmp, driver.FileOptions{})
+	db, conn, err := files.OpenFile(ctx, tmp, driver.FileOptions{})
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
 	defer conn.Close()
-	back, err := unforgotten(ctx, fileExec, conn, forgotten)
+	back, err := unforgotten(ctx, files, conn, forgotten)
 	if err != nil {
 		return nil, fmt.Errorf("restore: compare the backup's keys with the forgotten subjects: %w", err)
 	}
@@ -193,7 +195,7 @@ func reforgetCopy(ctx context.Context, tmp, src string, forgotten []driver.Forgo
 	if !o.ReapplyForgets {
 		return nil, &UnforgetError{Op: "restore", Source: src, Subjects: subjectsOf(back)}
 	}
-	if err := fileExec.SetSecureDelete(ctx, conn, true); err != nil {
+	if err := files.SetSecureDelete(ctx, conn, true); err != nil {
 		return nil, mapErr(err)
 	}
 	tx, err := conn.BeginTx(ctx, nil)
@@ -201,7 +203,7 @@ func reforgetCopy(ctx context.Context, tmp, src string, forgotten []driver.Forgo
 		return nil, mapErr(err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	if err := reapplyForgets(ctx, fileExec, tx, back); err != nil {
+	if err := reapplyForgets(ctx, files, tx, back); err != nil {
 		return nil, fmt.Errorf("restore: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -214,17 +216,11 @@ func reforgetCopy(ctx context.Context, tmp, src string, forgotten []driver.Forgo
 // per subject forgotten again by a restore or a copy: the source's log
 // lacks the original ones, and read models in the file, replayed or
 // caught up from it, purge the subject on this event.
-func announceForgets(ctx context.Context, s *Store, subjects []ForgottenSubject) error {
+func announceForgets(ctx context.Context, s *store.Store, subjects []ForgottenSubject) error {
+	in := store.Inner(inside.Key{}, s)
 	for _, f := range subjects {
-		a, err := s.prepareForget(f.Tenant, f.Subject)
-		if err != nil {
+		if err := in.AnnounceForgotten(ctx, f.Tenant, f.Subject); err != nil {
 			return err
-		}
-		if err := s.Update(ctx, func(tx *Tx) error {
-			_, err := tx.appendPrepared(ctx, a)
-			return err
-		}); err != nil {
-			return fmt.Errorf("append %s for subject %q (tenant %s): %w", typeSubjectForgotten, f.Subject, f.Tenant, err)
 		}
 	}
 	return nil
@@ -236,7 +232,7 @@ func announceRestoredForgets(ctx context.Context, target string, subjects []Forg
 	if len(subjects) == 0 {
 		return nil
 	}
-	s, err := Open(ctx, target, &Options{BusyTimeout: o.BusyTimeout})
+	s, err := store.Open(ctx, target, &store.Options{BusyTimeout: o.BusyTimeout})
 	if err != nil {
 		return err
 	}

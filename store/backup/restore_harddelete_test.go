@@ -1,4 +1,4 @@
-package store_test
+package backup_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/backup"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -21,17 +22,17 @@ func TestRestoreAfterHardDeleteAndScavengeHandsNoVersionOutTwice(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "live.db")
 	s := storetest.MustOpenPath(t, path, nil)
-	backup := func(name string) string {
+	bak := func(name string) string {
 		t.Helper()
 		p := filepath.Join(dir, name)
-		if _, err := store.Backup(ctx, path, p, nil); err != nil {
+		if _, err := backup.Create(ctx, path, p, nil); err != nil {
 			t.Fatal(err)
 		}
 		return p
 	}
-	restore := func(from string, want ...store.RolledBackStream) {
+	restore := func(from string, want ...backup.RolledBackStream) {
 		t.Helper()
-		res, err := store.Restore(ctx, from, path, &store.RestoreOptions{Force: true})
+		res, err := backup.Restore(ctx, from, path, &backup.RestoreOptions{Force: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +63,7 @@ func TestRestoreAfterHardDeleteAndScavengeHandsNoVersionOutTwice(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		note(appendN(t, s, "t1", "order-2", 1).Version, "an append before the backups")
 	}
-	alive := backup("alive.db") // order-2 at 3
+	alive := bak("alive.db") // order-2 at 3
 	for i := 0; i < 2; i++ {
 		note(appendN(t, s, "t1", "order-2", 1).Version, "an append after the first backup")
 	}
@@ -71,23 +72,23 @@ func TestRestoreAfterHardDeleteAndScavengeHandsNoVersionOutTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	note(del.Version, "the hard delete's tombstone") // 6
-	gone := backup("gone.db")
+	gone := bak("gone.db")
 	// Back to the backup in which order-2 lives: it continues at 7 (the
 	// restored event), and an append takes 8.
-	restore(alive, store.RolledBackStream{Tenant: "t1", Stream: "order-2", Kept: 3, Had: 6})
+	restore(alive, backup.RolledBackStream{Tenant: "t1", Stream: "order-2", Kept: 3, Had: 6})
 	note(7, "the first restore's eventlite.stream.restored event")
 	note(appendN(t, s, "t1", "order-2", 1).Version, "an append after the first restore")
 	// Back to the hard-deleted stream, whose tombstone is version 6:
 	// versions 7 and 8 were handed out all the same, and the restore
 	// records them as a gap (no event: the tombstone stays the newest).
 	// A scavenge removes what the hard delete allows.
-	restore(gone, store.RolledBackStream{Tenant: "t1", Stream: "order-2", Kept: 6, Had: 8, HardDeleted: true})
+	restore(gone, backup.RolledBackStream{Tenant: "t1", Stream: "order-2", Kept: 6, Had: 8, HardDeleted: true})
 	if _, err := s.Lifecycle().Scavenge(ctx, store.ScavengeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// Back once more to the backup in which order-2 lives: its versions
 	// continue above 8.
-	restore(alive, store.RolledBackStream{Tenant: "t1", Stream: "order-2", Kept: 3, Had: 8})
+	restore(alive, backup.RolledBackStream{Tenant: "t1", Stream: "order-2", Kept: 3, Had: 8})
 	r := appendN(t, s, "t1", "order-2", 1)
 	if r.Version != 10 {
 		t.Fatalf("order-2's append after the last restore got version %d, want 10 (versions 4-8 were handed out before, 9 is the restored event)", r.Version)

@@ -1,4 +1,4 @@
-package store_test
+package backup_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/backup"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -56,19 +57,19 @@ func TestRestoreHandsNoVersionOutTwice(t *testing.T) {
 	s := storetest.MustOpenPath(t, path, nil)
 	appendN(t, s, "t1", "order-1", 10)
 	appendN(t, s, "t1", "order-2", 3)
-	backup := filepath.Join(dir, "backup.db")
-	if _, err := store.Backup(ctx, path, backup, nil); err != nil {
+	bak := filepath.Join(dir, "backup.db")
+	if _, err := backup.Create(ctx, path, bak, nil); err != nil {
 		t.Fatal(err)
 	}
 	// After the backup: order-1 goes to 15, order-3 is new (4), order-2
 	// stays. These are the events the restore loses.
 	appendN(t, s, "t1", "order-1", 5)
 	appendN(t, s, "t1", "order-3", 4)
-	res, err := store.Restore(ctx, backup, path, &store.RestoreOptions{Force: true})
+	res, err := backup.Restore(ctx, bak, path, &backup.RestoreOptions{Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []store.RolledBackStream{{Tenant: "t1", Stream: "order-1", Kept: 10, Had: 15}, {Tenant: "t1", Stream: "order-3", Kept: 0, Had: 4}}
+	want := []backup.RolledBackStream{{Tenant: "t1", Stream: "order-1", Kept: 10, Had: 15}, {Tenant: "t1", Stream: "order-3", Kept: 0, Had: 4}}
 	if diff := cmp.Diff(want, res.RolledBack); diff != "" {
 		t.Fatalf("streams taken back (-want +got):\n%s", diff)
 	}
@@ -147,7 +148,7 @@ func TestRestoreHandsNoVersionOutTwice(t *testing.T) {
 // withoutRestored removes from log (readLog's) the events a restore
 // appended to the streams it took back (res.RolledBack), and fails when
 // one of them is missing.
-func withoutRestored(t *testing.T, log map[string]logEvent, res store.RestoreResult) map[string]logEvent {
+func withoutRestored(t *testing.T, log map[string]logEvent, res backup.RestoreResult) map[string]logEvent {
 	t.Helper()
 	for _, r := range res.RolledBack {
 		found := false
@@ -177,19 +178,19 @@ func TestCopyRestoredToPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	appendN(t, s, "t1", "order-1", 3)
-	backup := filepath.Join(dir, "backup.db")
-	if _, err := store.Backup(ctx, path, backup, nil); err != nil {
+	bak := filepath.Join(dir, "backup.db")
+	if _, err := backup.Create(ctx, path, bak, nil); err != nil {
 		t.Fatal(err)
 	}
 	appendN(t, s, "t1", "order-1", 4)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Restore(ctx, backup, path, &store.RestoreOptions{Force: true}); err != nil {
+	if _, err := backup.Restore(ctx, bak, path, &backup.RestoreOptions{Force: true}); err != nil {
 		t.Fatal(err)
 	}
 	target := storetest.PostgresSchema(t, base)
-	if _, err := store.Copy(ctx, path, target, nil); err != nil {
+	if _, err := backup.Copy(ctx, path, target, nil); err != nil {
 		t.Fatalf("copy: %v", err)
 	}
 	pg, err := store.Open(ctx, target, nil)
@@ -232,19 +233,19 @@ func TestRestoreUnverifiedVersionGaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	appendN(t, s, "t1", "order-1", 2)
-	backup := filepath.Join(dir, "backup.db")
-	if _, err := store.Backup(ctx, path, backup, nil); err != nil {
+	bak := filepath.Join(dir, "backup.db")
+	if _, err := backup.Create(ctx, path, bak, nil); err != nil {
 		t.Fatal(err)
 	}
 	appendN(t, s, "t1", "order-1", 2)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	defer store.SetRestoreHooks(nil, func(target string) {
+	defer backup.SetRestoreHooks(nil, func(target string) {
 		storetest.RawExec(t, target, `DELETE FROM version_gaps`)
 	})()
-	_, err = store.Restore(ctx, backup, path, &store.RestoreOptions{Force: true})
-	var ue *store.RestoreUnverifiedError
+	_, err = backup.Restore(ctx, bak, path, &backup.RestoreOptions{Force: true})
+	var ue *backup.RestoreUnverifiedError
 	if !errors.As(err, &ue) || len(ue.Problems) != 1 || !strings.Contains(ue.Problems[0], `versions 3-4 of stream "order-1"`) {
 		t.Fatalf("restore whose version gap went missing after the commit: %v, want *RestoreUnverifiedError naming versions 3-4 of order-1", err)
 	}
@@ -292,14 +293,14 @@ func TestRestoredStreamCounts(t *testing.T) {
 	appendN(t, s, "t1", "order-1", 10)
 	appendN(t, s, "t1", "order-2", 3)
 	appendN(t, s, "t1", "order-4", 10)
-	backup := filepath.Join(dir, "backup.db")
-	if _, err := store.Backup(ctx, path, backup, nil); err != nil {
+	bak := filepath.Join(dir, "backup.db")
+	if _, err := backup.Create(ctx, path, bak, nil); err != nil {
 		t.Fatal(err)
 	}
 	appendN(t, s, "t1", "order-1", 5)
 	appendN(t, s, "t1", "order-3", 4)
 	appendN(t, s, "t1", "order-4", 5)
-	if _, err := store.Restore(ctx, backup, path, &store.RestoreOptions{Force: true}); err != nil {
+	if _, err := backup.Restore(ctx, bak, path, &backup.RestoreOptions{Force: true}); err != nil {
 		t.Fatal(err)
 	}
 	// order-1: 1-10 and the restored event (16); order-2: 1-3; order-3:

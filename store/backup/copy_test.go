@@ -1,4 +1,4 @@
-package store_test
+package backup_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/backup"
 	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/storetest"
 )
@@ -69,7 +70,7 @@ func copySource(t *testing.T) (path string, release func()) {
 		t.Fatal(err)
 	}
 	restored := filepath.Join(t.TempDir(), "restored.db")
-	if _, err := store.Restore(ctx, path, restored, &store.RestoreOptions{MinSequence: 30}); err != nil {
+	if _, err := backup.Restore(ctx, path, restored, &backup.RestoreOptions{MinSequence: 30}); err != nil {
 		t.Fatal(err)
 	}
 	s, err = store.Open(ctx, restored, nil)
@@ -95,18 +96,18 @@ func TestCopyToPostgres(t *testing.T) {
 	target := storetest.PostgresSchema(t, base)
 
 	// A live lease refuses the copy, which writes nothing.
-	_, err := store.Copy(ctx, src, target, nil)
-	var le *store.LiveLeaseError
+	_, err := backup.Copy(ctx, src, target, nil)
+	var le *backup.LiveLeaseError
 	if !errors.As(err, &le) || !errors.Is(err, store.ErrLeaseHeld) || len(le.Leases) != 1 {
 		t.Fatalf("copy while a lease is held: %v; want a *LiveLeaseError naming it", err)
 	}
 	release()
 
-	var phases []store.CopyPhase
+	var phases []backup.CopyPhase
 	rebuilt := false
-	res, err := store.Copy(ctx, src, target, &store.CopyOptions{
+	res, err := backup.Copy(ctx, src, target, &backup.CopyOptions{
 		Target: &store.Options{MasterKey: drivertest.MasterKey(t, 1)},
-		Progress: func(p store.CopyProgress) {
+		Progress: func(p backup.CopyProgress) {
 			if len(phases) == 0 || phases[len(phases)-1] != p.Phase {
 				phases = append(phases, p.Phase)
 			}
@@ -116,7 +117,7 @@ func TestCopyToPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatalf("copy: %v", err)
 	}
-	if !rebuilt || len(phases) == 0 || phases[len(phases)-1] != store.CopyPhaseDone {
+	if !rebuilt || len(phases) == 0 || phases[len(phases)-1] != backup.CopyPhaseDone {
 		t.Errorf("rebuild ran: %v; phases %v", rebuilt, phases)
 	}
 	want := map[string]int64{"events": 19, "outbox": 19, "streams": 9, "leases": 2, "checkpoints": 1, "quarantine": 1,
@@ -166,9 +167,9 @@ func TestCopyToPostgres(t *testing.T) {
 	}
 
 	// A target with rows is refused, unchanged.
-	_, err = store.Copy(ctx, src, target, nil)
-	var te *store.CopyTargetError
-	if !errors.As(err, &te) || !errors.Is(err, store.ErrTargetNotEmpty) {
+	_, err = backup.Copy(ctx, src, target, nil)
+	var te *backup.CopyTargetError
+	if !errors.As(err, &te) || !errors.Is(err, backup.ErrTargetNotEmpty) {
 		t.Fatalf("copy into a filled schema: %v; want a *CopyTargetError", err)
 	}
 	if h, err := s.Head(ctx); err != nil || h != res.Sequence+1 {
@@ -189,7 +190,7 @@ func TestCopyForceReleasesLiveLeases(t *testing.T) {
 	ctx := context.Background()
 	src, _ := copySource(t)
 	target := storetest.PostgresSchema(t, base)
-	res, err := store.Copy(ctx, src, target, &store.CopyOptions{Force: true})
+	res, err := backup.Copy(ctx, src, target, &backup.CopyOptions{Force: true})
 	if err != nil {
 		t.Fatalf("copy --force: %v", err)
 	}
@@ -214,7 +215,7 @@ func TestCopyForceReleasesLiveLeases(t *testing.T) {
 func TestCopyRefusesOtherEngines(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range [][2]string{{"postgres://h/db", "postgres://h/db2"}, {"a.db", "b.db"}} {
-		if _, err := store.Copy(ctx, c[0], c[1], nil); !errors.Is(err, store.ErrUnsupported) {
+		if _, err := backup.Copy(ctx, c[0], c[1], nil); !errors.Is(err, store.ErrUnsupported) {
 			t.Errorf("copy %s -> %s: %v; want ErrUnsupported", c[0], c[1], err)
 		}
 	}

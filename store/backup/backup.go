@@ -1,4 +1,4 @@
-package store
+package backup
 
 import (
 	"context"
@@ -10,18 +10,39 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/eventlite/eventlite/internal/inside"
+	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/internal/driver"
+	"github.com/eventlite/eventlite/store/internal/sqlitedriver"
 )
 
-// BackupOptions configures Backup. nil means the
-// defaults.
-type BackupOptions struct {
+// files runs the operations on a database file rather than on an open
+// store (Create, Restore, Inspect, the checks of a copy): the SQLite
+// driver's, the one engine with files (driver.Files). Each refuses a
+// PostgreSQL address first (fileOnly).
+var files interface {
+	driver.Executor
+	driver.Files
+} = sqlitedriver.Exec{}
+
+// st is what this package needs of package store without a Store: its
+// view of an engine's errors, its tables and its invariants.
+var st = store.Inner(inside.Key{}, nil)
+
+// mapErr maps an engine's error as the store's calls do (ErrBusy).
+func mapErr(err error) error { return st.FileErr(err) }
+
+// classify tells an engine's error apart.
+func classify(err error) driver.Class { return st.FileClass(err) }
+
+// Options configures Create. nil means the defaults.
+type Options struct {
 	// Force replaces a file at the destination. Default false: an
 	// existing destination is refused with ErrDestExists.
 	Force bool
 	// Progress, when set, is called from the backup's goroutine after
 	// every step of the copy and when the verification starts.
-	Progress func(BackupProgress)
+	Progress func(Progress)
 	// PagesPerStep is how many database pages each step of the copy
 	// takes (a page is 4 KiB unless the file says otherwise). Default
 	// 1024.
@@ -31,7 +52,7 @@ type BackupOptions struct {
 	BusyTimeout time.Duration
 }
 
-// Backup and restore phases, as BackupProgress.Phase reports them.
+// Backup and restore phases, as Progress.Phase reports them.
 const (
 	PhaseCheck   = "check"   // checking the source (Restore)
 	PhaseCopy    = "copy"    // copying pages into a temporary file
@@ -39,18 +60,18 @@ const (
 	PhaseRestore = "restore" // copying pages into the target (Restore)
 )
 
-// BackupProgress is how far a backup or restore got. Pages are the
+// Progress is how far a backup or restore got. Pages are the
 // source's pages; their size is PageSize bytes.
-type BackupProgress struct {
+type Progress struct {
 	Phase      string
 	Pages      int64 // pages copied so far in this phase
 	TotalPages int64
 	PageSize   int64
 }
 
-// BackupResult describes a verified backup (or, for Restore, the restored
+// Result describes a verified backup (or, for Restore, the restored
 // database).
-type BackupResult struct {
+type Result struct {
 	Path          string // the absolute path of the backup (or target)
 	Events        int64
 	Streams       int64
@@ -61,8 +82,8 @@ type BackupResult struct {
 	Elapsed       time.Duration
 }
 
-func (o *BackupOptions) withDefaults() BackupOptions {
-	var c BackupOptions
+func (o *Options) withDefaults() Options {
+	var c Options
 	if o != nil {
 		c = *o
 	}
@@ -80,32 +101,32 @@ func stepDefaults(pages int, busy time.Duration) (int, time.Duration) {
 	return pages, busy
 }
 
-// Backup writes a consistent copy of the eventlite database at src to
+// Create writes a consistent copy of the eventlite database at src to
 // dest, while other connections and processes go on appending to src.
 //
 // It copies pages with SQLite's online backup API inside one read
 // transaction on src, so the copy is the database as it was at one commit:
-// it holds every append acknowledged before Backup was called and no part
+// it holds every append acknowledged before Create was called and no part
 // of a transaction. Writers are never blocked; the -wal file of src cannot
 // be checkpointed past that snapshot until the copy ends. The copy goes to
 // a temporary file beside dest (".NAME.eventlite-backup-*.tmp"), is
 // switched to rollback-journal mode (one self-contained file), verified —
-// integrity_check, the store's invariants (see CheckInvariants), and the
+// integrity_check, the store's invariants (see store.Store.CheckInvariants), and the
 // snapshot's head position, event count and position sequence — and only
 // then renamed to dest. A backup that fails or is killed leaves no file at
 // dest (a killed one may leave its temporary file: delete it).
 //
-// A service backs up the store it has open with Backup(ctx, s.Path(),
+// A service backs up the store it has open with Create(ctx, s.Path(),
 // dest, opts): the copy is made on connections of its own, beside the
 // store's.
 //
 // src is opened without migrating or otherwise changing it. A missing src
-// is ErrNotFound; one that is not an eventlite database ErrNotEventlite;
-// one of a newer schema ErrSchemaTooNew. An existing dest is
+// is store.ErrNotFound; one that is not an eventlite database store.ErrNotEventlite;
+// one of a newer schema store.ErrSchemaTooNew. An existing dest is
 // ErrDestExists unless opts.Force; dest must not be src, and a dest with
 // a -wal file beside it (a database in use) is refused even with Force.
 // A PostgreSQL address for either is *FileOnlyError (ErrFileOnly).
-func Backup(ctx context.Context, src, dest string, opts *BackupOptions) (res BackupResult, err error) {
+func Create(ctx context.Context, src, dest string, opts *Options) (res Result, err error) {
 	if err := fileOnly("backup", src, dest); err != nil {
 		return res, err
 	}
@@ -124,7 +145,7 @@ func Backup(ctx context.Context, src, dest string, opts *BackupOptions) (res Bac
 	}
 	defer db.Close()
 	defer conn.Close()
-	endRead, err := fileExec.BeginFileRead(ctx, conn)
+	endRead, err := files.BeginFileRead(ctx, conn)
 	if err != nil {
 		return res, fmt.Errorf("backup %s: %w", srcAbs, mapErr(err))
 	}
@@ -135,7 +156,7 @@ func Backup(ctx context.Context, src, dest string, opts *BackupOptions) (res Bac
 		return res, err
 	}
 	if snap.version == 0 {
-		return res, &NotEventliteError{Path: srcAbs, Reason: "has no eventlite schema (an empty file): nothing to back up"}
+		return res, &store.NotEventliteError{Path: srcAbs, Reason: "has no eventlite schema (an empty file): nothing to back up"}
 	}
 	if err := readFacts(ctx, conn, &snap); err != nil {
 		return res, fmt.Errorf("backup %s: %w", srcAbs, err)
@@ -177,8 +198,8 @@ type fileFacts struct {
 	pageSize int64
 }
 
-func (f fileFacts) result(path string, start time.Time) BackupResult {
-	r := BackupResult{Path: path, Events: f.events, Streams: f.streams, HeadPosition: f.head,
+func (f fileFacts) result(path string, start time.Time) Result {
+	r := Result{Path: path, Events: f.events, Streams: f.streams, HeadPosition: f.head,
 		Sequence: f.sequence, SchemaVersion: f.version, Elapsed: time.Since(start)}
 	if fi, err := os.Stat(path); err == nil {
 		r.Bytes = fi.Size()
@@ -192,25 +213,25 @@ func (f fileFacts) result(path string, start time.Time) BackupResult {
 func readSchema(ctx context.Context, conn *sql.Conn, path string) (fileFacts, error) {
 	var f fileFacts
 	var err error
-	f.objects, f.ours, f.version, err = fileExec.SchemaObjects(ctx, conn, eventliteTables)
+	f.objects, f.ours, f.version, err = files.SchemaObjects(ctx, conn, st.FileTables())
 	if err == nil {
-		f.pageSize, err = fileExec.PageSize(ctx, conn)
+		f.pageSize, err = files.PageSize(ctx, conn)
 	}
 	switch classify(err) {
 	case driver.NotADatabase:
-		return f, &NotEventliteError{Path: path, Reason: "is not a SQLite database"}
+		return f, &store.NotEventliteError{Path: path, Reason: "is not a SQLite database"}
 	case driver.Corrupt:
-		return f, &BackupCheckError{Path: path, Problems: []string{"SQLite reports the file corrupt: " + err.Error()}}
+		return f, &CheckError{Path: path, Problems: []string{"SQLite reports the file corrupt: " + err.Error()}}
 	}
 	switch {
 	case err != nil:
 		return f, fmt.Errorf("read the schema of %s: %w", path, mapErr(err))
 	case f.objects == 0 && f.version == 0:
 		return f, nil
-	case f.ours != len(eventliteTables) || f.version == 0:
-		return f, &NotEventliteError{Path: path, Reason: fmt.Sprintf("holds %d tables or other schema objects of its own and no eventlite schema (user_version %d)", f.objects, f.version)}
-	case f.version > SchemaVersion():
-		return f, fmt.Errorf("%w: %s has schema %d, this eventlite knows up to %d: upgrade eventlite", ErrSchemaTooNew, path, f.version, SchemaVersion())
+	case f.ours != len(st.FileTables()) || f.version == 0:
+		return f, &store.NotEventliteError{Path: path, Reason: fmt.Sprintf("holds %d tables or other schema objects of its own and no eventlite schema (user_version %d)", f.objects, f.version)}
+	case f.version > store.SchemaVersion():
+		return f, fmt.Errorf("%w: %s has schema %d, this eventlite knows up to %d: upgrade eventlite", store.ErrSchemaTooNew, path, f.version, store.SchemaVersion())
 	}
 	return f, nil
 }
@@ -219,7 +240,7 @@ func readSchema(ctx context.Context, conn *sql.Conn, path string) (fileFacts, er
 // old schema may keep its sequence below its head: the head was handed
 // out all the same.
 func readFacts(ctx context.Context, q driver.ReadQuerier, f *fileFacts) error {
-	lf, err := fileExec.LogFacts(ctx, q)
+	lf, err := files.LogFacts(ctx, q)
 	if err != nil {
 		return mapErr(err)
 	}
@@ -236,17 +257,17 @@ func checkFile(ctx context.Context, conn *sql.Conn, path string) (fileFacts, err
 		return f, err
 	}
 	if f.version == 0 {
-		return f, &NotEventliteError{Path: path, Reason: "has no eventlite schema (an empty file)"}
+		return f, &store.NotEventliteError{Path: path, Reason: "has no eventlite schema (an empty file)"}
 	}
-	problems, err := invariantProblems(ctx, fileExec, conn)
+	problems, err := st.FileProblems(ctx, files, conn)
 	if err != nil {
 		if c := classify(err); c == driver.Corrupt || c == driver.NotADatabase {
-			return f, &BackupCheckError{Path: path, Problems: []string{"SQLite reports the file corrupt: " + err.Error()}}
+			return f, &CheckError{Path: path, Problems: []string{"SQLite reports the file corrupt: " + err.Error()}}
 		}
 		return f, fmt.Errorf("check %s: %w", path, err)
 	}
 	if len(problems) > 0 {
-		return f, &BackupCheckError{Path: path, Problems: problems}
+		return f, &CheckError{Path: path, Problems: problems}
 	}
 	if err := readFacts(ctx, conn, &f); err != nil {
 		return f, fmt.Errorf("check %s: %w", path, err)
@@ -258,13 +279,13 @@ func checkFile(ctx context.Context, conn *sql.Conn, path string) (fileFacts, err
 // that it holds what the snapshot held; full also runs the engine's
 // integrity check and the invariants on it.
 func verifyCopy(ctx context.Context, path string, want fileFacts, full bool) (fileFacts, error) {
-	db, conn, err := fileExec.OpenFile(ctx, path, driver.FileOptions{})
+	db, conn, err := files.OpenFile(ctx, path, driver.FileOptions{})
 	if err != nil {
 		return fileFacts{}, mapErr(err)
 	}
 	defer db.Close()
 	defer conn.Close()
-	if err := fileExec.SealFile(ctx, conn); err != nil {
+	if err := files.SealFile(ctx, conn); err != nil {
 		return fileFacts{}, fmt.Errorf("verify the copy: %w", mapErr(err))
 	}
 	var got fileFacts
@@ -287,7 +308,7 @@ func verifyCopy(ctx context.Context, path string, want fileFacts, full bool) (fi
 			got.events, got.streams, got.head, got.sequence, want.events, want.streams, want.head, want.sequence))
 	}
 	if len(problems) > 0 {
-		return got, &BackupCheckError{Path: path, Problems: problems}
+		return got, &CheckError{Path: path, Problems: problems}
 	}
 	if err := conn.Close(); err != nil {
 		return got, err
@@ -297,29 +318,29 @@ func verifyCopy(ctx context.Context, path string, want fileFacts, full bool) (fi
 
 // copyPages copies the database of conn (inside its read transaction,
 // which fixes the snapshot) to a new file at dst.
-func copyPages(ctx context.Context, conn *sql.Conn, dst string, step int, phase string, progress func(BackupProgress)) error {
-	return mapErr(fileExec.CopyFile(ctx, conn, dst, step, func(done, total, pageSize int64) {
+func copyPages(ctx context.Context, conn *sql.Conn, dst string, step int, phase string, progress func(Progress)) error {
+	return mapErr(files.CopyFile(ctx, conn, dst, step, func(done, total, pageSize int64) {
 		report(progress, phase, done, total, pageSize)
 	}))
 }
 
-func report(progress func(BackupProgress), phase string, done, total, pageSize int64) {
+func report(progress func(Progress), phase string, done, total, pageSize int64) {
 	if progress != nil {
-		progress(BackupProgress{Phase: phase, Pages: done, TotalPages: total, PageSize: pageSize})
+		progress(Progress{Phase: phase, Pages: done, TotalPages: total, PageSize: pageSize})
 	}
 }
 
 // openSource opens the database at path for reading only, on one
 // connection, without creating or changing it. A missing file is
-// ErrNotFound.
+// store.ErrNotFound.
 func openSource(ctx context.Context, path string, busy time.Duration) (*sql.DB, *sql.Conn, error) {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, fmt.Errorf("%s: %w", path, ErrNotFound)
+		return nil, nil, fmt.Errorf("%s: %w", path, store.ErrNotFound)
 	}
-	db, conn, err := fileExec.OpenFile(ctx, path, driver.FileOptions{ReadOnly: true, BusyTimeout: busy})
+	db, conn, err := files.OpenFile(ctx, path, driver.FileOptions{ReadOnly: true, BusyTimeout: busy})
 	if err != nil {
 		if classify(err) == driver.NotADatabase {
-			return nil, nil, &NotEventliteError{Path: path, Reason: "is not a SQLite database"}
+			return nil, nil, &store.NotEventliteError{Path: path, Reason: "is not a SQLite database"}
 		}
 		return nil, nil, fmt.Errorf("open %s: %w", path, mapErr(err))
 	}
@@ -340,7 +361,7 @@ func checkDest(src, dest string, force bool) error {
 	case fi.IsDir():
 		return fmt.Errorf("%w: %s is a directory: name the backup file", ErrDestExists, dest)
 	case !force:
-		return fmt.Errorf("%w: %s: pass --force (BackupOptions.Force) to replace it, or choose another path", ErrDestExists, dest)
+		return fmt.Errorf("%w: %s: pass --force (Options.Force) to replace it, or choose another path", ErrDestExists, dest)
 	}
 	if _, err := os.Stat(dest + "-wal"); err == nil {
 		return fmt.Errorf("%w: %s has a -wal file beside it, so a database may be in use there; a backup never replaces it: choose another path (to replace a live database, use eventlite restore)", ErrDestExists, dest)

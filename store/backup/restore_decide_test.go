@@ -1,4 +1,4 @@
-package store_test
+package backup_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/backup"
 )
 
 // TestRestoreAppendRightAfterCommit: a writer that appends between the
@@ -21,8 +22,8 @@ func TestRestoreAppendRightAfterCommit(t *testing.T) {
 	dir := t.TempDir()
 	live := filepath.Join(dir, "live.db")
 	fillStore(t, live, "b", 20)
-	backup := filepath.Join(dir, "backup.db")
-	if _, err := store.Backup(ctx, live, backup, nil); err != nil {
+	bak := filepath.Join(dir, "backup.db")
+	if _, err := backup.Create(ctx, live, bak, nil); err != nil {
 		t.Fatal(err)
 	}
 	target := filepath.Join(dir, "target.db")
@@ -33,7 +34,7 @@ func TestRestoreAppendRightAfterCommit(t *testing.T) {
 	}
 	defer w.Close()
 	var appended int64
-	defer store.SetRestoreHooks(nil, func(string) {
+	defer backup.SetRestoreHooks(nil, func(string) {
 		r, err := w.Append(ctx, "default", "racer", store.Any, envelope.Event{Source: "/test", Type: "t.raced"})
 		if err != nil {
 			t.Errorf("append right after the restore's commit: %v", err)
@@ -41,7 +42,7 @@ func TestRestoreAppendRightAfterCommit(t *testing.T) {
 		}
 		appended = r.LastPosition()
 	})()
-	res, err := store.Restore(ctx, backup, target, &store.RestoreOptions{Force: true})
+	res, err := backup.Restore(ctx, bak, target, &backup.RestoreOptions{Force: true})
 	if err != nil {
 		t.Fatalf("restore with an append right after its commit: %v", err)
 	}
@@ -67,13 +68,13 @@ func TestRestoreUnverifiedAfterCommit(t *testing.T) {
 	dir := t.TempDir()
 	live := filepath.Join(dir, "live.db")
 	fillStore(t, live, "b", 20)
-	backup := filepath.Join(dir, "backup.db")
-	if _, err := store.Backup(ctx, live, backup, nil); err != nil {
+	bak := filepath.Join(dir, "backup.db")
+	if _, err := backup.Create(ctx, live, bak, nil); err != nil {
 		t.Fatal(err)
 	}
 	target := filepath.Join(dir, "target.db")
 	fillStore(t, target, "old", 30)
-	defer store.SetRestoreHooks(nil, func(target string) {
+	defer backup.SetRestoreHooks(nil, func(target string) {
 		db, err := sql.Open("sqlite", "file:"+target)
 		if err != nil {
 			t.Error(err)
@@ -84,9 +85,9 @@ func TestRestoreUnverifiedAfterCommit(t *testing.T) {
 			t.Errorf("damage the restored file: %v", err)
 		}
 	})()
-	_, err := store.Restore(ctx, backup, target, &store.RestoreOptions{Force: true})
-	var ue *store.RestoreUnverifiedError
-	if !errors.As(err, &ue) || !errors.Is(err, store.ErrRestoreUnverified) || errors.Is(err, store.ErrBackupInvalid) {
+	_, err := backup.Restore(ctx, bak, target, &backup.RestoreOptions{Force: true})
+	var ue *backup.RestoreUnverifiedError
+	if !errors.As(err, &ue) || !errors.Is(err, backup.ErrRestoreUnverified) || errors.Is(err, backup.ErrInvalid) {
 		t.Fatalf("restore whose check after the commit fails: %v, want *RestoreUnverifiedError and not ErrBackupInvalid", err)
 	}
 	if len(ue.Problems) != 1 {
@@ -104,18 +105,18 @@ func TestRestoreDecidesUnderLockRollbackJournal(t *testing.T) {
 	dir := t.TempDir()
 	live := filepath.Join(dir, "live.db")
 	fillStore(t, live, "b", 20)
-	backup := filepath.Join(dir, "backup.db")
-	if _, err := store.Backup(ctx, live, backup, nil); err != nil {
+	bak := filepath.Join(dir, "backup.db")
+	if _, err := backup.Create(ctx, live, bak, nil); err != nil {
 		t.Fatal(err)
 	}
 	// An empty store, in rollback-journal mode (a backup of one is).
 	empty := filepath.Join(dir, "empty.db")
 	fillStore(t, empty, "e", 0)
 	target := filepath.Join(dir, "target.db")
-	if _, err := store.Backup(ctx, empty, target, nil); err != nil {
+	if _, err := backup.Create(ctx, empty, target, nil); err != nil {
 		t.Fatal(err)
 	}
-	defer store.SetRestoreHooks(func(target string) {
+	defer backup.SetRestoreHooks(func(target string) {
 		s, err := store.Open(ctx, target, nil)
 		if err != nil {
 			t.Error(err)
@@ -139,8 +140,8 @@ func TestRestoreDecidesUnderLockRollbackJournal(t *testing.T) {
 			t.Errorf("journal mode %q: %v", mode, err)
 		}
 	}, nil)()
-	_, err := store.Restore(ctx, backup, target, nil)
-	if !errors.Is(err, store.ErrTargetNotEmpty) {
+	_, err := backup.Restore(ctx, bak, target, nil)
+	if !errors.Is(err, backup.ErrTargetNotEmpty) {
 		t.Fatalf("restore over a rollback-journal target that got an event right before the lock: %v, want ErrTargetNotEmpty", err)
 	}
 	got := readLog(t, target)

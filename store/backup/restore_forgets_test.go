@@ -1,4 +1,4 @@
-package store_test
+package backup_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/backup"
 	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/erasure"
 	"github.com/eventlite/eventlite/store/storetest"
@@ -55,8 +56,8 @@ func TestRestoreRefusesToUnforget(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	backup := filepath.Join(dir, "backup.db")
-	if _, err := store.Backup(ctx, path, backup, nil); err != nil {
+	bak := filepath.Join(dir, "backup.db")
+	if _, err := backup.Create(ctx, path, bak, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := erasure.For(s).Forget(ctx, "default", "alice"); err != nil {
@@ -68,12 +69,12 @@ func TestRestoreRefusesToUnforget(t *testing.T) {
 	}
 	head, _ := s.Head(ctx)
 
-	_, err := store.Restore(ctx, backup, path, &store.RestoreOptions{Force: true})
-	var ue *store.UnforgetError
-	if !errors.As(err, &ue) || !errors.Is(err, store.ErrUnforget) {
+	_, err := backup.Restore(ctx, bak, path, &backup.RestoreOptions{Force: true})
+	var ue *backup.UnforgetError
+	if !errors.As(err, &ue) || !errors.Is(err, backup.ErrUnforget) {
 		t.Fatalf("restore of a backup taken before a forget: %v, want an *UnforgetError", err)
 	}
-	want := []store.ForgottenSubject{{Tenant: "default", Subject: "alice"}, {Tenant: "default", Subject: "carol"}}
+	want := []backup.ForgottenSubject{{Tenant: "default", Subject: "alice"}, {Tenant: "default", Subject: "carol"}}
 	if diff := cmp.Diff(want, ue.Subjects); diff != "" {
 		t.Errorf("subjects (-want +got):\n%s", diff)
 	}
@@ -87,7 +88,7 @@ func TestRestoreRefusesToUnforget(t *testing.T) {
 		t.Fatalf("after the refused restore alice's event reads %s", evs[0].Data)
 	}
 
-	res, err := store.Restore(ctx, backup, path, &store.RestoreOptions{Force: true, ReapplyForgets: true})
+	res, err := backup.Restore(ctx, bak, path, &backup.RestoreOptions{Force: true, ReapplyForgets: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,15 +127,13 @@ func TestRestoreRefusesToUnforget(t *testing.T) {
 	if !errors.Is(err, store.ErrInvalidEvent) {
 		t.Errorf("an append under carol (tombstone re-applied): %v, want refused", err)
 	}
-	if ok, err := store.CheckpointTruncate(ctx, s); err != nil || !ok {
-		t.Fatalf("checkpoint: %v %v", ok, err)
-	}
+	walCheckpoint(t, path)
 	if in := holds(t, []byte(email), path); len(in) > 0 {
 		t.Errorf("after the restore alice's plaintext is in %v", in)
 	}
 	// A restore of the same backup again finds nothing new to refuse
 	// only with the flag: the backup still holds alice's key.
-	if _, err := store.Restore(ctx, backup, path, &store.RestoreOptions{Force: true}); !errors.Is(err, store.ErrUnforget) {
+	if _, err := backup.Restore(ctx, bak, path, &backup.RestoreOptions{Force: true}); !errors.Is(err, backup.ErrUnforget) {
 		t.Errorf("a second restore of the backup: %v, want ErrUnforget", err)
 	}
 }
@@ -173,8 +172,8 @@ func TestCopyRefusesToUnforget(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	backup := filepath.Join(dir, "backup.db")
-	if _, err := store.Backup(ctx, path, backup, nil); err != nil {
+	bak := filepath.Join(dir, "backup.db")
+	if _, err := backup.Create(ctx, path, bak, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := erasure.For(s).Forget(ctx, "default", "alice"); err != nil {
@@ -182,12 +181,12 @@ func TestCopyRefusesToUnforget(t *testing.T) {
 	}
 
 	target := storetest.PostgresSchema(t, base)
-	_, err = store.Copy(ctx, backup, target, &store.CopyOptions{ForgetsFrom: path, Target: &store.Options{MasterKey: master}})
-	var ue *store.UnforgetError
+	_, err = backup.Copy(ctx, bak, target, &backup.CopyOptions{ForgetsFrom: path, Target: &store.Options{MasterKey: master}})
+	var ue *backup.UnforgetError
 	if !errors.As(err, &ue) || len(ue.Subjects) != 1 || ue.Subjects[0].Subject != "alice" {
 		t.Fatalf("copy of a backup taken before a forget: %v, want an *UnforgetError naming alice", err)
 	}
-	res, err := store.Copy(ctx, backup, target, &store.CopyOptions{ForgetsFrom: path, ReapplyForgets: true, Target: &store.Options{MasterKey: master}})
+	res, err := backup.Copy(ctx, bak, target, &backup.CopyOptions{ForgetsFrom: path, ReapplyForgets: true, Target: &store.Options{MasterKey: master}})
 	if err != nil {
 		t.Fatalf("copy --reapply-forgets into a target the refused copy left empty: %v", err)
 	}

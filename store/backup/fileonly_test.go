@@ -1,4 +1,4 @@
-package store_test
+package backup_test
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/backup"
 )
 
 // TestFileOnlyRefusesPostgres: the functions that work on a database file
@@ -24,19 +25,19 @@ func TestFileOnlyRefusesPostgres(t *testing.T) {
 		"POSTGRESQL://app:" + secret + "@127.0.0.1:1/db?eventlite_schema=orders",
 	} {
 		calls := map[string]func() error{
-			"backup from": func() error { _, err := store.Backup(ctx, addr, file, nil); return err },
-			"backup to":   func() error { _, err := store.Backup(ctx, file, addr, nil); return err },
+			"backup from": func() error { _, err := backup.Create(ctx, addr, file, nil); return err },
+			"backup to":   func() error { _, err := backup.Create(ctx, file, addr, nil); return err },
 			"restore from": func() error {
-				_, err := store.Restore(ctx, addr, file, nil)
+				_, err := backup.Restore(ctx, addr, file, nil)
 				return err
 			},
-			"restore to": func() error { _, err := store.Restore(ctx, file, addr, nil); return err },
-			"inspect":    func() error { _, err := store.Inspect(ctx, addr); return err },
+			"restore to": func() error { _, err := backup.Restore(ctx, file, addr, nil); return err },
+			"inspect":    func() error { _, err := backup.Inspect(ctx, addr); return err },
 		}
 		for name, call := range calls {
 			err := call()
-			var fe *store.FileOnlyError
-			if !errors.Is(err, store.ErrFileOnly) || !errors.As(err, &fe) {
+			var fe *backup.FileOnlyError
+			if !errors.Is(err, backup.ErrFileOnly) || !errors.As(err, &fe) {
 				t.Errorf("%s %s: got %v, want a *FileOnlyError", name, addr[:10], err)
 				continue
 			}

@@ -1,4 +1,4 @@
-package store_test
+package backup_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/backup"
 )
 
 // slowSink is a destination that stops, at the first event above after,
@@ -81,8 +82,8 @@ func TestRestoreStopsTheRelay(t *testing.T) {
 	}
 	defer s.Close()
 	appendN(t, s, "default", "order-1", 10)
-	backup := filepath.Join(dir, "backup.db")
-	if _, err := store.Backup(ctx, path, backup, nil); err != nil {
+	bak := filepath.Join(dir, "backup.db")
+	if _, err := backup.Create(ctx, path, bak, nil); err != nil {
 		t.Fatal(err)
 	}
 	appendN(t, s, "default", "order-1", 30) // positions 11-40: the restore removes them
@@ -102,11 +103,11 @@ func TestRestoreStopsTheRelay(t *testing.T) {
 		_ = r.Close()
 	}()
 	<-sink.inFlight
-	defer store.SetRestoreHooks(nil, func(string) {
+	defer backup.SetRestoreHooks(nil, func(string) {
 		committed.Store(true)
 		close(sink.release)
 	})()
-	if _, err := store.Restore(ctx, backup, path, &store.RestoreOptions{Force: true}); err != nil {
+	if _, err := backup.Restore(ctx, bak, path, &backup.RestoreOptions{Force: true}); err != nil {
 		t.Fatal(err)
 	}
 	// The relay takes its lease back and publishes the restored log; wait

@@ -1,4 +1,4 @@
-package store
+package backup
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
@@ -21,17 +22,17 @@ type RestoreOptions struct {
 	// Progress, when set, is called after every step of the two copies
 	// (the source to a temporary file beside the target, then that file
 	// into the target) and when a check starts.
-	Progress func(BackupProgress)
-	// PagesPerStep: as BackupOptions'. Default 1024.
+	Progress func(Progress)
+	// PagesPerStep: as Options'. Default 1024.
 	PagesPerStep int
 	// BusyTimeout is how long the restore waits for the target's write
-	// lock before it gives up with ErrBusy. Default 5s.
+	// lock before it gives up with store.ErrBusy. Default 5s.
 	BusyTimeout time.Duration
 	// MinSequence raises the restored position sequence to at least this
 	// value (the next append gets a position above it), besides the old
 	// target's: for a target that is lost, set it to the highest position
 	// consumers have seen. Default 0; at most envelope.MaxPosition (past
-	// it, or negative: *PositionRangeError, nothing changed).
+	// it, or negative: *store.PositionRangeError, nothing changed).
 	MinSequence int64
 	// ReapplyForgets forgets again, in the restored database, every
 	// subject the database replaced had forgotten and the backup has not
@@ -46,7 +47,7 @@ type RestoreOptions struct {
 
 // RestoreResult describes what Restore did.
 type RestoreResult struct {
-	BackupResult
+	Result
 	Source string // the absolute path of the file restored from
 	// Previous describes the target as it was (zero values when it did
 	// not exist or had no eventlite schema).
@@ -55,7 +56,7 @@ type RestoreResult struct {
 	// RolledBack lists, in (tenant, stream) order, the streams whose
 	// versions the restore took back: the target had handed out
 	// versions above the backup's. Each got an eventlite.stream.restored
-	// event (TypeStreamRestored) above every version it had, so that no
+	// event (store.TypeStreamRestored) above every version it had, so that no
 	// version is handed out twice (a stream the backup holds
 	// hard-deleted gets the recorded gap alone). Empty when the target had no events,
 	// or the backup's schema records no version gaps (older than this
@@ -81,21 +82,6 @@ type RolledBackStream struct {
 	HardDeleted    bool
 }
 
-// TypeStreamRestored is the type of the event a restore appends to each
-// stream whose versions it took back, above every version the stream
-// had; its data is StreamRestored. A consumer of the store's events
-// skips the versions From..To instead of waiting for them
-// (projection.Consumer does).
-const TypeStreamRestored = driver.StreamRestoredType
-
-// StreamRestored is the data of an eventlite.stream.restored event: the
-// versions From..To were handed out before a restore removed them, and
-// no event will ever have them again.
-type StreamRestored struct {
-	From int64 `json:"from"`
-	To   int64 `json:"to"`
-}
-
 func (o *RestoreOptions) withDefaults() RestoreOptions {
 	var c RestoreOptions
 	if o != nil {
@@ -112,16 +98,16 @@ func (o *RestoreOptions) withDefaults() RestoreOptions {
 //
 // Restore decides before it commits. It first checks src (read without
 // changing it): an eventlite database of a schema this binary knows (an
-// older one is restored as it is, and migrated by the next Open that
+// older one is restored as it is, and migrated by the next store.Open that
 // writes), integrity_check ok, the store's invariants holding. A src that
-// fails is refused — ErrNotEventlite, ErrSchemaTooNew or ErrBackupInvalid
+// fails is refused — store.ErrNotEventlite, store.ErrSchemaTooNew or ErrInvalid
 // — before target is touched. The checked snapshot is copied to a
 // temporary file beside target. Then Restore puts target in WAL mode (so
 // that it can be read while the restore holds its lock), takes target's
-// write lock and holds it until the copy commits (ErrBusy when another
+// write lock and holds it until the copy commits (store.ErrBusy when another
 // process holds it past opts.BusyTimeout; target unchanged), reads what
 // target holds under the lock, refuses another program's database
-// (ErrNotEventlite) and a target with events unless opts.Force
+// (store.ErrNotEventlite) and a target with events unless opts.Force
 // (ErrTargetNotEmpty; unchanged), raises the copy's position sequence to
 // at least target's and opts.MinSequence (a MinSequence past
 // MaxPosition is *RangeError before anything is read), so that no
@@ -141,7 +127,7 @@ func Restore(ctx context.Context, src, target string, opts *RestoreOptions) (res
 	}
 	o := opts.withDefaults()
 	if o.MinSequence < 0 || o.MinSequence > envelope.MaxPosition {
-		return res, &PositionRangeError{Field: "RestoreOptions.MinSequence (--min-sequence)", Value: o.MinSequence, Max: envelope.MaxPosition}
+		return res, &store.PositionRangeError{Field: "RestoreOptions.MinSequence (--min-sequence)", Value: o.MinSequence, Max: envelope.MaxPosition}
 	}
 	start := time.Now()
 	srcAbs, targetAbs, err := absPaths(src, target)
@@ -149,7 +135,7 @@ func Restore(ctx context.Context, src, target string, opts *RestoreOptions) (res
 		return res, err
 	}
 	if srcAbs == targetAbs || sameFile(srcAbs, targetAbs) {
-		return res, &BackupCheckError{Path: srcAbs, Problems: []string{"it is the restore's target itself: name another file to restore from"}}
+		return res, &CheckError{Path: srcAbs, Problems: []string{"it is the restore's target itself: name another file to restore from"}}
 	}
 	if fi, err := os.Stat(targetAbs); err == nil && fi.IsDir() {
 		return res, fmt.Errorf("restore: target %s is a directory: name the database file", targetAbs)
@@ -184,7 +170,7 @@ func Restore(ctx context.Context, src, target string, opts *RestoreOptions) (res
 		return res, &RestoreUnverifiedError{Path: targetAbs, Err: fmt.Errorf("the subjects were forgotten again, but announcing it: %w", err)}
 	}
 	snap.sequence = floor
-	res.BackupResult = snap.result(targetAbs, start)
+	res.Result = snap.result(targetAbs, start)
 	return res, nil
 }
 
@@ -215,28 +201,28 @@ func takeLeases(ctx context.Context, target string, o RestoreOptions) (release f
 	if _, err := os.Stat(target); err != nil {
 		return release, nil
 	}
-	db, conn, err := fileExec.OpenFile(ctx, target, driver.FileOptions{BusyTimeout: o.BusyTimeout})
+	db, conn, err := files.OpenFile(ctx, target, driver.FileOptions{BusyTimeout: o.BusyTimeout})
 	if err != nil {
 		return release, nil // restoreInto says what is wrong with target
 	}
 	defer db.Close()
 	defer conn.Close()
-	heldUntil, now, err := fileExec.TakeLeases(ctx, conn, restoreLeaseOwner, (restoreLeaseWait + o.BusyTimeout).Milliseconds())
+	heldUntil, now, err := files.TakeLeases(ctx, conn, restoreLeaseOwner, (restoreLeaseWait + o.BusyTimeout).Milliseconds())
 	switch {
 	case classify(err) == driver.Busy:
-		return release, fmt.Errorf("%w: restore into %s: another process holds its write lock; it was left unchanged: stop the process that writes to it, or retry", ErrBusy, target)
+		return release, fmt.Errorf("%w: restore into %s: another process holds its write lock; it was left unchanged: stop the process that writes to it, or retry", store.ErrBusy, target)
 	case err != nil || heldUntil == 0:
 		// Not a database, or none of eventlite's: restoreInto decides.
 		return release, nil
 	}
 	release = func() {
-		db, conn, err := fileExec.OpenFile(context.Background(), target, driver.FileOptions{BusyTimeout: o.BusyTimeout})
+		db, conn, err := files.OpenFile(context.Background(), target, driver.FileOptions{BusyTimeout: o.BusyTimeout})
 		if err != nil {
 			return
 		}
 		defer db.Close()
 		defer conn.Close()
-		_ = fileExec.ReleaseLeases(context.Background(), conn, restoreLeaseOwner)
+		_ = files.ReleaseLeases(context.Background(), conn, restoreLeaseOwner)
 	}
 	if restoreHooks.leasesTaken != nil {
 		restoreHooks.leasesTaken(target)
@@ -268,7 +254,7 @@ func copySource(ctx context.Context, src, target string, o RestoreOptions) (file
 	}
 	defer db.Close()
 	defer conn.Close()
-	endRead, err := fileExec.BeginFileRead(ctx, conn)
+	endRead, err := files.BeginFileRead(ctx, conn)
 	if err != nil {
 		return fileFacts{}, "", fmt.Errorf("restore from %s: %w", src, mapErr(err))
 	}
@@ -306,13 +292,13 @@ func restoreInto(ctx context.Context, tmp, target, src string, snap fileFacts, o
 	}
 	_, statErr := os.Stat(target)
 	created := errors.Is(statErr, fs.ErrNotExist)
-	db, conn, err := fileExec.OpenFile(ctx, target, driver.FileOptions{BusyTimeout: o.BusyTimeout, Durable: true})
+	db, conn, err := files.OpenFile(ctx, target, driver.FileOptions{BusyTimeout: o.BusyTimeout, Durable: true})
 	if err != nil {
 		if created {
 			removeDB(target)
 		}
 		if classify(err) == driver.NotADatabase {
-			return prev, 0, nil, nil, fmt.Errorf("restore: %w", &NotEventliteError{Path: target, Reason: "is not a SQLite database"})
+			return prev, 0, nil, nil, fmt.Errorf("restore: %w", &store.NotEventliteError{Path: target, Reason: "is not a SQLite database"})
 		}
 		return prev, 0, nil, nil, fmt.Errorf("restore into %s: %w", target, mapErr(err))
 	}
@@ -353,7 +339,7 @@ func restoreInto(ctx context.Context, tmp, target, src string, snap fileFacts, o
 		rolledBack, lockedErr = markCopy(ctx, tmp, target, snap, floor)
 		return lockedErr
 	}
-	err = fileExec.CopyInto(ctx, conn, tmp, snap.pageSize, o.PagesPerStep, underLock, func(done, total, pageSize int64) {
+	err = files.CopyInto(ctx, conn, tmp, snap.pageSize, o.PagesPerStep, underLock, func(done, total, pageSize int64) {
 		report(o.Progress, PhaseRestore, done, total, pageSize)
 	})
 	var locked *driver.LockedError
@@ -366,7 +352,7 @@ func restoreInto(ctx context.Context, tmp, target, src string, snap fileFacts, o
 			"restore into a new file (--db NEW), then move that into place while no process has the database open", target, pages.Target, pages.Source)
 	case errors.As(err, &locked):
 		err = fmt.Errorf("%w: restore into %s: another process holds its write lock (%v); it was left unchanged: stop the process that writes to it, or retry",
-			ErrBusy, target, locked.Err)
+			store.ErrBusy, target, locked.Err)
 	default:
 		err = fmt.Errorf("restore into %s: %w", target, mapErr(err))
 	}
@@ -386,16 +372,16 @@ func restoreInto(ctx context.Context, tmp, target, src string, snap fileFacts, o
 // eventlite.stream.restored event above them, at the positions after
 // floor.
 func markCopy(ctx context.Context, path, target string, snap fileFacts, floor int64) ([]RolledBackStream, error) {
-	db, conn, err := fileExec.OpenFile(ctx, path, driver.FileOptions{})
+	db, conn, err := files.OpenFile(ctx, path, driver.FileOptions{})
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
 	defer conn.Close()
-	if err := fileExec.FenceLeases(ctx, conn, target); err != nil {
+	if err := files.FenceLeases(ctx, conn, target); err != nil {
 		return nil, fmt.Errorf("restore: fence the leases: %w", mapErr(err))
 	}
-	rolled, err := fileExec.RolledBackStreams(ctx, conn, target)
+	rolled, err := files.RolledBackStreams(ctx, conn, target)
 	if err != nil {
 		return nil, fmt.Errorf("restore: compare the streams' versions with the target's: %w", mapErr(err))
 	}
@@ -409,7 +395,7 @@ func markCopy(ctx context.Context, path, target string, snap fileFacts, floor in
 		}
 	}
 	if floor > envelope.MaxPosition-int64(events) {
-		return nil, &PositionRangeError{Field: "the restore's stream events (one per stream it takes back, above the position floor)", Value: floor, Max: envelope.MaxPosition - int64(events)}
+		return nil, &store.PositionRangeError{Field: "the restore's stream events (one per stream it takes back, above the position floor)", Value: floor, Max: envelope.MaxPosition - int64(events)}
 	}
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
@@ -418,10 +404,10 @@ func markCopy(ctx context.Context, path, target string, snap fileFacts, floor in
 	defer func() { _ = tx.Rollback() }()
 	now := time.Now()
 	if floor > snap.sequence {
-		if err := fileExec.RaiseSequence(ctx, tx, floor); err != nil {
+		if err := files.RaiseSequence(ctx, tx, floor); err != nil {
 			return nil, fmt.Errorf("restore: keep the position sequence at %d: %w", floor, err)
 		}
-		if err := fileExec.RecordRestoreHole(ctx, tx, snap.head+1, floor, HoleRestore, now.UnixNano()); err != nil {
+		if err := files.RecordRestoreHole(ctx, tx, snap.head+1, floor, store.HoleRestore, now.UnixNano()); err != nil {
 			return nil, fmt.Errorf("restore: record the positions %d-%d as a restore's hole: %w", snap.head+1, floor, err)
 		}
 	}
@@ -433,7 +419,7 @@ func markCopy(ctx context.Context, path, target string, snap fileFacts, floor in
 		// again: its gap alone keeps the versions the target handed out,
 		// for a later restore of an older file in which it lives.
 		if !r.HardDeleted {
-			ev, err := envelope.New(TypeStreamRestored, StreamRestored{From: r.Have + 1, To: r.Had})
+			ev, err := envelope.New(store.TypeStreamRestored, store.StreamRestored{From: r.Have + 1, To: r.Had})
 			if err != nil {
 				return nil, err
 			}
@@ -445,7 +431,7 @@ func markCopy(ctx context.Context, path, target string, snap fileFacts, floor in
 				Time: ev.Time, ContentType: ev.DataContentType, Data: ev.Data}
 			next++
 		}
-		if err := fileExec.RecordVersionGap(ctx, tx, r, row, HoleRestore, now.UnixNano()); err != nil {
+		if err := files.RecordVersionGap(ctx, tx, r, row, store.HoleRestore, now.UnixNano()); err != nil {
 			return nil, fmt.Errorf("restore: record the versions %d-%d of stream %q (tenant %q) as a restore's gap: %w", r.Have+1, r.Had, r.Stream, r.Tenant, mapErr(err))
 		}
 		out = append(out, RolledBackStream{Tenant: r.Tenant, Stream: r.Stream, Kept: r.Have, Had: r.Had, HardDeleted: r.HardDeleted})
@@ -472,7 +458,7 @@ func verifyRestored(ctx context.Context, target string, snap fileFacts, floor in
 	}
 	defer db.Close()
 	defer conn.Close()
-	endRead, err := fileExec.BeginFileRead(ctx, conn)
+	endRead, err := files.BeginFileRead(ctx, conn)
 	if err != nil {
 		return unverified(mapErr(err))
 	}
@@ -491,7 +477,7 @@ func verifyRestored(ctx context.Context, target string, snap fileFacts, floor in
 	if err := readFacts(ctx, conn, &got); err != nil {
 		return unverified(err)
 	}
-	events, head, err := fileExec.EventsUpTo(ctx, conn, snap.head)
+	events, head, err := files.EventsUpTo(ctx, conn, snap.head)
 	if err != nil {
 		return unverified(mapErr(err))
 	}
@@ -501,12 +487,12 @@ func verifyRestored(ctx context.Context, target string, snap fileFacts, floor in
 	if got.sequence < floor {
 		problems = append(problems, fmt.Sprintf("its position sequence is %d, below the floor %d the restore set", got.sequence, floor))
 	}
-	recordsHoles, err := fileExec.TableExists(ctx, conn, "position_holes")
+	recordsHoles, err := files.TableExists(ctx, conn, "position_holes")
 	if err != nil {
 		return unverified(mapErr(err))
 	}
 	if floor > snap.sequence && recordsHoles {
-		holes, err := fileExec.HolesDetectedBy(ctx, conn, HoleRestore)
+		holes, err := files.HolesDetectedBy(ctx, conn, store.HoleRestore)
 		if err != nil {
 			return unverified(mapErr(err))
 		}
@@ -515,7 +501,7 @@ func verifyRestored(ctx context.Context, target string, snap fileFacts, floor in
 		}
 	}
 	if len(rolledBack) > 0 {
-		gaps, err := fileExec.VersionGapsDetectedBy(ctx, conn, HoleRestore)
+		gaps, err := files.VersionGapsDetectedBy(ctx, conn, store.HoleRestore)
 		if err != nil {
 			return unverified(mapErr(err))
 		}
@@ -534,7 +520,7 @@ func verifyRestored(ctx context.Context, target string, snap fileFacts, floor in
 }
 
 // readTarget reads what the database at path holds, on a connection of
-// its own. A file that is not eventlite's is refused (ErrNotEventlite);
+// its own. A file that is not eventlite's is refused (store.ErrNotEventlite);
 // one of a newer schema counts as holding events, so that only Force
 // replaces it.
 func readTarget(ctx context.Context, path string, busy time.Duration) (fileFacts, error) {
@@ -546,11 +532,11 @@ func readTarget(ctx context.Context, path string, busy time.Duration) (fileFacts
 	defer conn.Close()
 	f, err := readSchema(ctx, conn, path)
 	switch {
-	case errors.Is(err, ErrNotEventlite):
+	case errors.Is(err, store.ErrNotEventlite):
 		// Another program's database is never replaced, not even with
 		// Force: remove it first if it really is to go.
 		return f, fmt.Errorf("restore: %w", err)
-	case errors.Is(err, ErrSchemaTooNew):
+	case errors.Is(err, store.ErrSchemaTooNew):
 		// Newer: replaced only with Force, as if it had events.
 		f.events = max(int64(f.objects), 1)
 		return f, nil
@@ -563,32 +549,4 @@ func readTarget(ctx context.Context, path string, busy time.Duration) (fileFacts
 		return f, fmt.Errorf("restore: read the target %s: %w", path, err)
 	}
 	return f, nil
-}
-
-// HoleRestore is the DetectedBy of the hole a restore leaves: the
-// positions that the replaced database had handed out above the backup's
-// head. CheckInvariants and Diagnose know them as no damage.
-const HoleRestore = "restore"
-
-// restoreGaps returns the holes restores recorded.
-func (s *Store) restoreGaps(ctx context.Context) ([]Hole, error) {
-	holes, err := s.ex.HolesDetectedBy(ctx, s.rdb, HoleRestore)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	var out []Hole
-	for _, h := range holes {
-		out = append(out, Hole{From: h.From, To: h.To})
-	}
-	return out, nil
-}
-
-// coveredBy reports whether h lies inside one of gaps.
-func coveredBy(h Hole, gaps []Hole) bool {
-	for _, g := range gaps {
-		if h.From >= g.From && h.To <= g.To {
-			return true
-		}
-	}
-	return false
 }

@@ -1,9 +1,8 @@
-package store
+package backup
 
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -14,15 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eventlite/eventlite/internal/inside"
+	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/internal/driver"
 )
-
-// ErrUnsupported: the engines or the data cannot make the operation:
-// Copy from anything but a SQLite file or into anything but PostgreSQL,
-// a target whose operations are not built yet, or a value the target's
-// column cannot hold exactly (text that is not UTF-8, an event time
-// outside the years 1677-2262). Permanent.
-var ErrUnsupported = driver.ErrUnsupported
 
 // ErrCopyMismatch: the rows a copy wrote do not read back as the source's
 // (a table's row count, the events' digest or the position sequence
@@ -66,8 +60,8 @@ type CopyOptions struct {
 	Force bool
 	// Target configures the store opened on the target (its Schema,
 	// BusyTimeout, MasterKey, Logger...); ReadOnly is ignored. Default:
-	// the defaults of Options.
-	Target *Options
+	// the defaults of store.Options.
+	Target *store.Options
 	// Progress, when set, is called on Copy's goroutine after every
 	// batch of rows and at each change of phase; keep it quick.
 	Progress func(CopyProgress)
@@ -75,7 +69,7 @@ type CopyOptions struct {
 	// committed and passed its checks: rebuild the read models there
 	// (the store cannot: projections are defined above it). Its error is
 	// Copy's, the copy staying committed.
-	Rebuild func(ctx context.Context, target *Store) error
+	Rebuild func(ctx context.Context, target *store.Store) error
 	// ForgetsFrom names a store (a SQLite file or a postgres://
 	// address, opened read-only) whose forgotten subjects the copy must
 	// not bring back: typically the live store the source file is an
@@ -149,18 +143,18 @@ type CopiedTable struct {
 }
 
 // LiveLeaseError: Copy found leases held in the source. errors.Is(err,
-// ErrLeaseHeld) holds for it.
+// store.ErrLeaseHeld) holds for it.
 type LiveLeaseError struct {
 	Leases []string // "resource (owner)"
 }
 
 func (e *LiveLeaseError) Error() string {
 	return fmt.Sprintf("%v: %s: stop the processes that hold them (relay, runners, replays) or wait until they expire, or copy anyway with --force (CopyOptions.Force)",
-		ErrLeaseHeld, strings.Join(e.Leases, ", "))
+		store.ErrLeaseHeld, strings.Join(e.Leases, ", "))
 }
 
-// Unwrap lets errors.Is(err, ErrLeaseHeld) match.
-func (e *LiveLeaseError) Unwrap() error { return ErrLeaseHeld }
+// Unwrap lets errors.Is(err, store.ErrLeaseHeld) match.
+func (e *LiveLeaseError) Unwrap() error { return store.ErrLeaseHeld }
 
 // CopyTargetError: the target a copy would write into already holds
 // store rows. errors.Is(err, ErrTargetNotEmpty) holds for it.
@@ -191,7 +185,7 @@ func (e *CopyTargetError) Unwrap() error { return ErrTargetNotEmpty }
 //
 // It reads one snapshot of the source, in one read transaction, which it
 // opens read-only (never migrating it: an older schema is
-// ErrSchemaTooOld; a missing file ErrNotFound). While a lease in the
+// store.ErrSchemaTooOld; a missing file store.ErrNotFound). While a lease in the
 // source is held it refuses with a *LiveLeaseError, unless Force. It
 // writes in one transaction of the target's writer, after checking under
 // the target's write lock that the target holds no store rows and has
@@ -212,7 +206,7 @@ func (e *CopyTargetError) Unwrap() error { return ErrTargetNotEmpty }
 // rebuilds the built-in catalog; a projection of your own needs a replay
 // from scratch before its runner starts there).
 //
-// A value the target cannot hold exactly is ErrUnsupported, and so is a
+// A value the target cannot hold exactly is store.ErrUnsupported, and so is a
 // source that is not a SQLite file or a target that is not PostgreSQL.
 func Copy(ctx context.Context, from, to string, opts *CopyOptions) (res CopyResult, err error) {
 	start := time.Now()
@@ -221,7 +215,7 @@ func Copy(ctx context.Context, from, to string, opts *CopyOptions) (res CopyResu
 	if opts != nil {
 		o = *opts
 	}
-	var topts Options
+	var topts store.Options
 	if o.Target != nil {
 		topts = *o.Target
 	}
@@ -230,24 +224,24 @@ func Copy(ctx context.Context, from, to string, opts *CopyOptions) (res CopyResu
 		o.Progress = func(CopyProgress) {}
 	}
 	if from == "" || to == "" {
-		return res, errors.New("store: copy: empty source or target")
+		return res, errors.New("backup: copy: empty source or target")
 	}
-	srcDrv, srcName, err := chooseDriver(from)
+	srcDrv, srcName, err := st.CopyDriver(from)
 	if err != nil {
-		return res, fmt.Errorf("store: copy: %w", err)
+		return res, fmt.Errorf("backup: copy: %w", err)
 	}
-	dstDrv, dstName, err := chooseDriver(to)
+	dstDrv, dstName, err := st.CopyDriver(to)
 	if err != nil {
-		return res, fmt.Errorf("store: copy: %w", err)
+		return res, fmt.Errorf("backup: copy: %w", err)
 	}
 	switch {
 	case srcDrv.Dialect() != driver.SQLite:
-		return res, fmt.Errorf("store: copy from %s: %w: the source must be a SQLite file", srcName, ErrUnsupported)
+		return res, fmt.Errorf("backup: copy from %s: %w: the source must be a SQLite file", srcName, store.ErrUnsupported)
 	case dstDrv.Dialect() != driver.Postgres:
-		return res, fmt.Errorf("store: copy into %s: %w: the target must be a postgres:// address", dstName, ErrUnsupported)
+		return res, fmt.Errorf("backup: copy into %s: %w: the target must be a postgres:// address", dstName, store.ErrUnsupported)
 	}
 
-	src, err := Open(ctx, from, &Options{ReadOnly: true, Logger: topts.Logger, BusyTimeout: topts.BusyTimeout})
+	src, err := store.Open(ctx, from, &store.Options{ReadOnly: true, Logger: topts.Logger, BusyTimeout: topts.BusyTimeout})
 	if err != nil {
 		return res, fmt.Errorf("copy: source: %w", err)
 	}
@@ -257,46 +251,45 @@ func Copy(ctx context.Context, from, to string, opts *CopyOptions) (res CopyResu
 		}
 	}()
 	res.Source = src.Path()
-	cs, ok := src.ex.(driver.CopySource)
+	srcIn := store.Inner(inside.Key{}, src)
+	cs, ok := srcIn.CopyExec().(driver.CopySource)
 	if !ok {
-		return res, fmt.Errorf("copy from %s: %w", res.Source, ErrUnsupported)
+		return res, fmt.Errorf("copy from %s: %w", res.Source, store.ErrUnsupported)
 	}
-	snap, err := src.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	snap, err := srcIn.CopySnapshot(ctx)
 	if err != nil {
-		return res, fmt.Errorf("copy: source: %w", mapErr(err))
+		return res, fmt.Errorf("copy: source: %w", err)
 	}
 	defer func() { _ = snap.Rollback() }()
-	if err := src.ex.StartSnapshot(ctx, snap); err != nil {
-		return res, fmt.Errorf("copy: source: %w", mapErr(err))
-	}
-	plan, err := planCopy(ctx, src.ex, cs, snap, o.Force)
+	plan, err := planCopy(ctx, cs, snap, o.Force)
 	if err != nil {
 		return res, fmt.Errorf("copy from %s: %w", res.Source, err)
 	}
 	res.ReleasedLeases = plan.live
 	res.Sequence = plan.sequence
-	back, err := copyUnforgets(ctx, src, snap, o, res.Source)
+	back, err := copyUnforgets(ctx, srcIn.CopyExec(), snap, o, topts, res.Source)
 	if err != nil {
 		return res, err
 	}
 
-	dst, err := Open(ctx, to, &topts)
+	dst, err := store.Open(ctx, to, &topts)
 	if err != nil {
 		return res, fmt.Errorf("copy: target: %w", err)
 	}
 	res.Target = dst.Path()
-	ct, ok := dst.ex.(driver.CopyTarget)
+	dstEx := store.Inner(inside.Key{}, dst).CopyExec()
+	ct, ok := dstEx.(driver.CopyTarget)
 	if !ok {
 		_ = dst.Close()
-		return res, fmt.Errorf("copy into %s: %w", res.Target, ErrUnsupported)
+		return res, fmt.Errorf("copy into %s: %w", res.Target, store.ErrUnsupported)
 	}
 	err = plan.shapeTarget(ctx, dst, ct)
 	if err == nil {
-		err = dst.Update(ctx, func(tx *Tx) error {
+		err = dst.Update(ctx, func(tx *store.Tx) error {
 			if err := plan.write(ctx, cs, snap, ct, tx, o.Progress, &res); err != nil {
 				return err
 			}
-			if err := reapplyForgets(ctx, dst.ex, tx, back); err != nil {
+			if err := reapplyForgets(ctx, dstEx, tx, back); err != nil {
 				return err
 			}
 			res.Reforgotten = subjectsOf(back)
@@ -319,7 +312,7 @@ func Copy(ctx context.Context, from, to string, opts *CopyOptions) (res CopyResu
 	// Reopen the target: the checks and the rebuild see it as any later
 	// process will.
 	o.Progress(CopyProgress{Phase: CopyPhaseVerify, Done: res.Rows, Total: res.Rows})
-	dst, err = Open(ctx, to, &topts)
+	dst, err = store.Open(ctx, to, &topts)
 	if err != nil {
 		return res, fmt.Errorf("copy: reopen target: %w", err)
 	}
@@ -347,20 +340,21 @@ func Copy(ctx context.Context, from, to string, opts *CopyOptions) (res CopyResu
 // copyUnforgets reads the forgotten subjects of o.ForgetsFrom and
 // returns those the source's snapshot q would bring back: an
 // *UnforgetError unless o.ReapplyForgets.
-func copyUnforgets(ctx context.Context, src *Store, q driver.ReadQuerier, o CopyOptions, source string) ([]driver.ForgottenKey, error) {
+func copyUnforgets(ctx context.Context, ex driver.Executor, q driver.ReadQuerier, o CopyOptions, topts store.Options, source string) ([]driver.ForgottenKey, error) {
 	if o.ForgetsFrom == "" {
 		return nil, nil
 	}
-	ref, err := Open(ctx, o.ForgetsFrom, &Options{ReadOnly: true, Logger: src.log})
+	ref, err := store.Open(ctx, o.ForgetsFrom, &store.Options{ReadOnly: true, Logger: topts.Logger, BusyTimeout: topts.BusyTimeout})
 	if err != nil {
 		return nil, fmt.Errorf("copy: the store to take the forgets from: %w", err)
 	}
 	defer ref.Close()
-	forgotten, err := ref.ex.ForgottenSubjects(ctx, ref.rdb)
+	refIn := store.Inner(inside.Key{}, ref)
+	forgotten, err := refIn.CopyExec().ForgottenSubjects(ctx, refIn.CopyReader())
 	if err != nil {
 		return nil, fmt.Errorf("copy: read the forgotten subjects of %s: %w", ref.Path(), mapErr(err))
 	}
-	back, err := unforgotten(ctx, src.ex, q, forgotten)
+	back, err := unforgotten(ctx, ex, q, forgotten)
 	if err != nil {
 		return nil, fmt.Errorf("copy: compare the source's keys with the forgotten subjects: %w", err)
 	}
@@ -388,7 +382,7 @@ type copyTable struct {
 
 // planCopy reads, in the source's snapshot q, the leases held, the
 // tables' shapes and counts, and the sequence.
-func planCopy(ctx context.Context, ex driver.Executor, cs driver.CopySource, q driver.ReadQuerier, force bool) (copyPlan, error) {
+func planCopy(ctx context.Context, cs driver.CopySource, q driver.ReadQuerier, force bool) (copyPlan, error) {
 	var p copyPlan
 	live, err := cs.CopyLiveLeases(ctx, q)
 	if err != nil {
@@ -406,7 +400,7 @@ func planCopy(ctx context.Context, ex driver.Executor, cs driver.CopySource, q d
 			return p, fmt.Errorf("columns of %s: %w", name, mapErr(err))
 		}
 		if !sh.Exists {
-			return p, fmt.Errorf("no table %s: %w", name, ErrSchemaTooOld)
+			return p, fmt.Errorf("no table %s: %w", name, store.ErrSchemaTooOld)
 		}
 		key := sh.PK
 		if len(key) == 0 {
@@ -427,9 +421,9 @@ func planCopy(ctx context.Context, ex driver.Executor, cs driver.CopySource, q d
 
 // shapeTarget checks that every table of the target has the source's
 // columns, no more and no fewer.
-func (p *copyPlan) shapeTarget(ctx context.Context, dst *Store, ct driver.CopyTarget) error {
+func (p *copyPlan) shapeTarget(ctx context.Context, dst *store.Store, ct driver.CopyTarget) error {
 	for _, t := range p.tables {
-		sh, err := ct.CopyColumns(ctx, dst.rdb, t.name)
+		sh, err := ct.CopyColumns(ctx, store.Inner(inside.Key{}, dst).CopyReader(), t.name)
 		if err != nil {
 			return fmt.Errorf("columns of %s: %w", t.name, mapErr(err))
 		}
@@ -437,7 +431,7 @@ func (p *copyPlan) shapeTarget(ctx context.Context, dst *Store, ct driver.CopyTa
 		slices.Sort(a)
 		slices.Sort(b)
 		if !slices.Equal(a, b) {
-			return fmt.Errorf("table %s has columns %v in the source and %v in the target: %w", t.name, t.cols, sh.Cols, ErrUnsupported)
+			return fmt.Errorf("table %s has columns %v in the source and %v in the target: %w", t.name, t.cols, sh.Cols, store.ErrUnsupported)
 		}
 	}
 	return nil
@@ -445,7 +439,7 @@ func (p *copyPlan) shapeTarget(ctx context.Context, dst *Store, ct driver.CopyTa
 
 // write copies every table in the target's transaction tx, after
 // checking it holds nothing, then reads the copy back.
-func (p *copyPlan) write(ctx context.Context, cs driver.CopySource, snap driver.ReadQuerier, ct driver.CopyTarget, tx *Tx, progress func(CopyProgress), res *CopyResult) error {
+func (p *copyPlan) write(ctx context.Context, cs driver.CopySource, snap driver.ReadQuerier, ct driver.CopyTarget, tx *store.Tx, progress func(CopyProgress), res *CopyResult) error {
 	if err := p.targetEmpty(ctx, ct, tx); err != nil {
 		return err
 	}
