@@ -97,7 +97,7 @@ func TestClosedStore(t *testing.T) {
 			m := st.Method(i)
 			mt := m.Type // receiver first
 			if mt.NumIn() == 1 && mt.NumOut() == 1 && mt.Out(0).Kind() == reflect.Pointer {
-				// A handle (s.Outbox(), effect.For(s), ...): its methods too.
+				// A handle (s.Outbox(), s.Inventory(), ...): its methods too.
 				check(name+"."+m.Name+"()", sv.Method(i).Call(nil)[0])
 				continue
 			}
@@ -126,10 +126,12 @@ func TestClosedStore(t *testing.T) {
 		}
 	}
 	check("Store", reflect.ValueOf(s))
+	// The handles of the packages under store/.
+	check("effect.For(s)", reflect.ValueOf(effect.For(s)))
 	check("stale Tx", reflect.ValueOf(stale))
 	// What eventlite's packages call behind the internal boundary.
 	check("stale Tx bookkeeping", reflect.ValueOf(store.Bookkeeping(inside.Key{}, stale)))
-	check("Effects steps", reflect.ValueOf(effect.Steps(inside.Key{}, effect.For(s))))
+	check("effect.Steps", reflect.ValueOf(effect.Steps(inside.Key{}, effect.For(s))))
 	t.Logf("%d methods checked", checked)
 
 	for name, f := range map[string]func() error{

@@ -75,7 +75,7 @@ type openedEffect struct {
 	Encrypted bool
 }
 
-// An effect whose arguments hold a subject's data (EffectRun.ErasureKey)
+// An effect whose arguments hold a subject's data (effect.Intent.ErasureKey)
 // keeps its arguments and its error text encrypted with the subject's
 // data key, as an event's data is: forget destroys the key, and with it
 // every way to read them or to confirm a guess of them (their hash is

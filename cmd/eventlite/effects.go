@@ -25,7 +25,7 @@ system (an email, a refund, a deletion) once per tenant and key. An effect
 that needs a person's approval waits in AWAITING_APPROVAL with its exact
 arguments; an approval names their hash, so it covers those arguments and no
 others. Approval runs nothing: the service runs the effect on its next run of
-the key (Effects.Do) or with Effects.ResumeApproved. Only --tenant's effects.
+the key (effect.Ledger.Do) or with ResumeApproved. Only --tenant's effects.
   list             the effects, oldest update first (with --awaiting only those
                    AWAITING_APPROVAL). It only reads and never creates a file.
                    With --json one object per line:
@@ -174,7 +174,7 @@ func (x *effectsCmd) run(ctx context.Context, c *cli, args []string) error {
 	case unchanged:
 		_, err = fmt.Fprintf(c.stdout, "%s was already approved by %s at %s; nothing changed\n", printable(key), printable(e.DecidedBy), effectjson.Time(e.DecidedAt))
 	default:
-		_, err = fmt.Fprintf(c.stdout, "approved %s (args %s) by %s: it runs on the service's next run of its key, or Effects.ResumeApproved\n",
+		_, err = fmt.Fprintf(c.stdout, "approved %s (args %s) by %s: it runs on the service's next run of its key, or effect.Ledger.ResumeApproved\n",
 			printable(key), e.ArgsHash(), printable(e.DecidedBy))
 	}
 	return err
