@@ -12,6 +12,7 @@ import (
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/effect"
 )
 
 // DefaultTimeout bounds the store reads of one scrape unless
@@ -223,9 +224,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		emit(mQuarantined, float64(n.Quarantined))
 		emit(mDeferred, float64(n.Deferred))
 		emit(mConflicts, float64(n.Conflicts))
-		for _, kind := range store.EffectKinds {
-			for _, st := range store.EffectStates {
-				emit(mEffects, float64(n.EffectsByKind[kind][st]), string(st), string(kind))
+		for _, kind := range effect.Kinds {
+			for _, st := range effect.States {
+				emit(mEffects, float64(n.EffectsByKind[string(kind)][string(st)]), string(st), string(kind))
 			}
 		}
 		emit(mAwaiting, n.AwaitingApprovalAge.Seconds())

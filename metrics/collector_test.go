@@ -25,6 +25,7 @@ import (
 	"github.com/eventlite/eventlite/metrics"
 	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/effect"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -121,10 +122,10 @@ func TestMetricsCollector(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := store.EffectSteps(inside.Key{}, s.Effects()).Reserve(ctx, "default", "email:1"); err != nil {
+	if _, _, err := effect.Steps(inside.Key{}, effect.For(s)).Reserve(ctx, "default", "email:1"); err != nil {
 		t.Fatal(err)
 	}
-	_, _ = s.Effects().Run(ctx, "default", "charge:1", func(context.Context) (string, error) { return "", store.ErrOutcomeUnknown })
+	_, _ = effect.For(s).Run(ctx, "default", "charge:1", func(context.Context) (string, error) { return "", effect.ErrOutcomeUnknown })
 
 	// A drain publishes a's 3 events and stops at the dead letter.
 	rl, err := publish.New(publish.Options{Store: s, Publisher: publish.NewStdout(io.Discard), Once: true})
@@ -204,10 +205,10 @@ func TestMetricsEffectsAwaitingApproval(t *testing.T) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 	s := storetest.MustOpen(t, &store.Options{Now: clock})
-	ask := func(key string, kind store.EffectKind) store.Effect {
-		e, err := s.Effects().Do(ctx, store.EffectRun{Tenant: "default", Key: key, Kind: kind, NeedsApproval: true, RequestedBy: "svc", Args: map[string]string{"k": key}},
+	ask := func(key string, kind effect.Kind) effect.Effect {
+		e, err := effect.For(s).Do(ctx, effect.Intent{Tenant: "default", Key: key, Kind: kind, NeedsApproval: true, RequestedBy: "svc", Args: map[string]string{"k": key}},
 			func(context.Context, json.RawMessage) (string, error) { return "ref", nil })
-		if !errors.Is(err, store.ErrAwaitingApproval) {
+		if !errors.Is(err, effect.ErrAwaitingApproval) {
 			t.Fatal(err)
 		}
 		return e
@@ -223,9 +224,9 @@ func TestMetricsEffectsAwaitingApproval(t *testing.T) {
 	if got := scrapeAll()[age]; got != 0 {
 		t.Errorf("no request: age %v", got)
 	}
-	first := ask("delete:1", store.EffectIrreversible)
+	first := ask("delete:1", effect.Irreversible)
 	advance(30 * time.Second)
-	ask("refund:1", store.EffectExternal)
+	ask("refund:1", effect.External)
 	advance(60 * time.Second)
 	got := scrapeAll()
 	if got[age] != 90 {
@@ -235,7 +236,7 @@ func TestMetricsEffectsAwaitingApproval(t *testing.T) {
 		t.Errorf("by kind: %v", got)
 	}
 	// Decided, the oldest no longer waits.
-	if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "delete:1", ArgsHash: first.ArgsHash(), By: "alice"}); err != nil {
+	if _, err := effect.For(s).Approve(ctx, effect.Approval{Tenant: "default", Key: "delete:1", ArgsHash: first.ArgsHash(), By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	got = scrapeAll()

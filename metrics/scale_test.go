@@ -12,6 +12,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/effect"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -75,7 +76,7 @@ func fill(tb testing.TB, s *store.Store, n int) {
 	for w := range 8 {
 		wg.Go(func() {
 			for i := w; i < n; i += 8 {
-				if _, _, err := store.EffectSteps(inside.Key{}, s.Effects()).Reserve(ctx, "default", fmt.Sprintf("effect:%d", i)); err != nil {
+				if _, _, err := effect.Steps(inside.Key{}, effect.For(s)).Reserve(ctx, "default", fmt.Sprintf("effect:%d", i)); err != nil {
 					tb.Error(err)
 					return
 				}

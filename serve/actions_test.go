@@ -13,6 +13,7 @@ import (
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/serve"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/effect"
 )
 
 // actionTokens: * write, * read-only, acme write, acme read-only.
@@ -273,7 +274,7 @@ func TestEffectDecisionKeys(t *testing.T) {
 	// then serves the corrected request.
 	ts.do("POST", "/v1/tenants/acme/effects/refund-2/reject", []byte(`{"nope":1}`), rk...).wantProblem(t, 400, "invalid-body")
 	r := ts.do("POST", "/v1/tenants/acme/effects/refund-2/reject", []byte(`{"by":"ops","reason":"no"}`), rk...)
-	if r.status != 200 || ts.effect("acme", "refund-2").State != store.EffectRejected {
+	if r.status != 200 || ts.effect("acme", "refund-2").State != effect.Rejected {
 		t.Fatalf("reject after a refusal with the same key: %d %s", r.status, r.body)
 	}
 	if got := c.got(); len(got) != 0 {
@@ -453,7 +454,7 @@ func TestCancelledActionsChangeNothing(t *testing.T) {
 		t.Errorf("after cancelled retry and skip, open entries %+v, %v", open, err)
 	}
 	for _, k := range []string{"refund-1", "refund-2"} {
-		if st := ts.effect("acme", k).State; st != store.EffectAwaitingApproval {
+		if st := ts.effect("acme", k).State; st != effect.AwaitingApproval {
 			t.Errorf("after a cancelled decision, %s is %s", k, st)
 		}
 	}

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/eventlite/eventlite/serve"
-	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/effect"
 )
 
 // TestJSONBodiesOneDecoder: every JSON body that is not events (a
@@ -53,7 +53,7 @@ func TestJSONBodiesOneDecoder(t *testing.T) {
 	if got := ts.head(); got != 4 || len(ts.events("default", "s")) != 4 {
 		t.Errorf("head %d: a refused truncate changed the stream", got)
 	}
-	if e := ts.effect("default", r.Key); e.State != store.EffectAwaitingApproval {
+	if e := ts.effect("default", r.Key); e.State != effect.AwaitingApproval {
 		t.Errorf("a refused decision changed the effect: %+v", e)
 	}
 }

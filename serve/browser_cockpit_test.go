@@ -15,6 +15,7 @@ import (
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/serve"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/effect"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -326,7 +327,7 @@ func TestBrowserCockpit(t *testing.T) {
 	b.do(chromedp.Click(chromedp.CSS(`#effects tr[data-key="refund-2"] button[data-action="reject"]`)))
 	b.do(chromedp.Click(chromedp.CSS(`#effects tr[data-key="refund-2"] button.confirm`)))
 	b.wait("no effect left", textOf("main")+`.includes("No effect awaits approval.")`)
-	for key, want := range map[string]store.EffectState{"refund-1": store.EffectApproved, "refund-2": store.EffectRejected} {
+	for key, want := range map[string]effect.State{"refund-1": effect.Approved, "refund-2": effect.Rejected} {
 		if e := (&testServer{t: t, s: s}).effect("acme", key); e.State != want || e.DecidedBy != "web page" {
 			t.Fatalf("effect %s: %s by %q, want %s by the web page", key, e.State, e.DecidedBy, want)
 		}

@@ -38,7 +38,7 @@
 //     another's. Handler.Serve closes what is left after
 //     Options.ShutdownGrace and returns nil.
 //   - An effect waiting for a person is approved or rejected with the
-//     store's Effects.Approve and Reject (one transaction each; the
+//     effect ledger's Approve and Reject (one transaction each; the
 //     approval names the hash of the exact arguments listed), and each
 //     effect is sent byte for byte as 'eventlite effects list --json'
 //     prints it.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/effectjson"
-	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/effect"
 )
 
 // MaxDecisionBytes bounds the body of an approval or a rejection: its
@@ -23,18 +23,18 @@ type effectsJSON struct {
 // listEffects answers GET .../effects[?awaiting=true]: the tenant's
 // effects, oldest update first.
 func (h *Handler) listEffects(w http.ResponseWriter, r *http.Request, tenant string) {
-	f := store.EffectFilter{Tenant: tenant}
+	f := effect.Filter{Tenant: tenant}
 	switch a := r.URL.Query().Get("awaiting"); a {
 	case "", "false":
 	case "true":
-		f.States = []store.EffectState{store.EffectAwaitingApproval}
+		f.States = []effect.State{effect.AwaitingApproval}
 	default:
 		p := problemf("invalid-parameter", "awaiting=%q: must be true or false", a)
 		p.Tenant, p.Field, p.Reason = tenant, "awaiting", "must be true or false"
 		writeProblem(w, p)
 		return
 	}
-	es, err := h.s.Effects().List(r.Context(), f)
+	es, err := effect.For(h.s).List(r.Context(), f)
 	if err != nil {
 		writeProblem(w, problemFor(err, tenant, "", nil))
 		return
@@ -67,13 +67,13 @@ func (h *Handler) decideEffect(w http.ResponseWriter, r *http.Request, tenant, k
 		return
 	}
 	var (
-		e   store.Effect
+		e   effect.Effect
 		err error
 	)
 	if action == "approve" {
-		e, err = h.s.Effects().Approve(r.Context(), store.EffectApproval{Tenant: tenant, Key: key, ArgsHash: body["args_hash"], By: body["by"]})
+		e, err = effect.For(h.s).Approve(r.Context(), effect.Approval{Tenant: tenant, Key: key, ArgsHash: body["args_hash"], By: body["by"]})
 	} else {
-		e, err = h.s.Effects().Reject(r.Context(), store.EffectRejection{Tenant: tenant, Key: key, Reason: body["reason"], By: body["by"]})
+		e, err = effect.For(h.s).Reject(r.Context(), effect.Rejection{Tenant: tenant, Key: key, Reason: body["reason"], By: body["by"]})
 	}
 	if err != nil {
 		writeProblem(w, effectProblem(err, tenant, key, action))
@@ -100,9 +100,9 @@ func writeEffectJSON(w http.ResponseWriter, v any) {
 // effectProblem maps an error of Approve or Reject to its problem.
 func effectProblem(err error, tenant, key, action string) *Problem {
 	var (
-		nf *store.EffectNotFoundError
-		se *store.EffectStateError
-		he *store.ArgsHashMismatchError
+		nf *effect.NotFoundError
+		se *effect.StateError
+		he *effect.ArgsHashMismatchError
 		p  *Problem
 	)
 	switch {

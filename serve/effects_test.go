@@ -16,6 +16,7 @@ import (
 
 	"github.com/eventlite/eventlite/serve"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/effect"
 )
 
 // effectFields are the members of each effect, in order: those of
@@ -45,8 +46,8 @@ func (c *calls) got() []string {
 // refund is an effect that needs a person's approval; its arguments hold
 // characters encoding/json escapes by default, so that an answer that
 // does not print the stored bytes shows.
-func refund(tenant, key string) store.EffectRun {
-	return store.EffectRun{Tenant: tenant, Key: key, Kind: store.EffectExternal, Resource: "order/o-1",
+func refund(tenant, key string) effect.Intent {
+	return effect.Intent{Tenant: tenant, Key: key, Kind: effect.External, Resource: "order/o-1",
 		Summary: "refund 12.50 <EUR> & notify", RequestedBy: "support-bot", NeedsApproval: true,
 		Args: json.RawMessage(`{"order":"o-1","note":"<late> & \"damaged\" \u2028✓","amount":1250}`)}
 }
@@ -54,9 +55,9 @@ func refund(tenant, key string) store.EffectRun {
 const refundArgs = `{"amount":1250,"note":"<late> & \"damaged\" ` + "\u2028" + `✓","order":"o-1"}`
 
 // request records r as awaiting approval: Do runs nothing.
-func request(t *testing.T, s *store.Store, r store.EffectRun, c *calls) {
+func request(t *testing.T, s *store.Store, r effect.Intent, c *calls) {
 	t.Helper()
-	if _, err := s.Effects().Do(context.Background(), r, c.call); !errors.Is(err, store.ErrAwaitingApproval) {
+	if _, err := effect.For(s).Do(context.Background(), r, c.call); !errors.Is(err, effect.ErrAwaitingApproval) {
 		t.Fatalf("first Do: %v, want ErrAwaitingApproval", err)
 	}
 }
@@ -136,9 +137,9 @@ func (ts *testServer) reject(tenant, key, body string, header ...string) respons
 }
 
 // effect reads an effect from the store.
-func (ts *testServer) effect(tenant, key string) store.Effect {
+func (ts *testServer) effect(tenant, key string) effect.Effect {
 	ts.t.Helper()
-	e, ok, err := ts.s.Effects().Get(context.Background(), tenant, key)
+	e, ok, err := effect.For(ts.s).Get(context.Background(), tenant, key)
 	if err != nil || !ok {
 		ts.t.Fatalf("effect %s/%s: %v %v", tenant, key, ok, err)
 	}
@@ -190,8 +191,8 @@ func TestEffectApproveRunsOnceWithStoredArgs(t *testing.T) {
 		t.Fatal("approval ran the effect")
 	}
 	for range 2 {
-		e, err := ts.s.Effects().Do(ctx, r, c.call)
-		if err != nil || e.State != store.EffectCompleted {
+		e, err := effect.For(ts.s).Do(ctx, r, c.call)
+		if err != nil || e.State != effect.Completed {
 			t.Fatalf("Do after approval: %v %v", e.State, err)
 		}
 	}
@@ -217,10 +218,10 @@ func TestEffectApproveWrongHash(t *testing.T) {
 			t.Errorf("problem for hash %q: %v", hash, p)
 		}
 	}
-	if after := ts.effect("default", r.Key); !after.UpdatedAt.Equal(before.UpdatedAt) || after.State != store.EffectAwaitingApproval || after.DecidedBy != "" {
+	if after := ts.effect("default", r.Key); !after.UpdatedAt.Equal(before.UpdatedAt) || after.State != effect.AwaitingApproval || after.DecidedBy != "" {
 		t.Fatalf("a refused approval changed the effect: %+v", after)
 	}
-	if _, err := ts.s.Effects().Do(context.Background(), r, c.call); !errors.Is(err, store.ErrAwaitingApproval) || len(c.got()) != 0 {
+	if _, err := effect.For(ts.s).Do(context.Background(), r, c.call); !errors.Is(err, effect.ErrAwaitingApproval) || len(c.got()) != 0 {
 		t.Fatalf("Do after refused approvals: %v, %d calls", err, len(c.got()))
 	}
 }
@@ -248,7 +249,7 @@ func TestEffectConcurrentApprovals(t *testing.T) {
 	close(start)
 	wg.Wait()
 	e := ts.effect("default", r.Key)
-	if e.State != store.EffectApproved || !strings.HasPrefix(e.DecidedBy, "person-") {
+	if e.State != effect.Approved || !strings.HasPrefix(e.DecidedBy, "person-") {
 		t.Fatalf("recorded %+v", e)
 	}
 	for i, a := range answers {
@@ -260,10 +261,10 @@ func TestEffectConcurrentApprovals(t *testing.T) {
 			t.Errorf("approval %d answered %s, recorded %s at %s", i, a.body, e.DecidedBy, e.DecidedAt)
 		}
 	}
-	ran, err := ts.s.Effects().ResumeApproved(context.Background(), "default", func(ctx context.Context, _ store.Effect, args json.RawMessage) (string, error) {
+	ran, err := effect.For(ts.s).ResumeApproved(context.Background(), "default", func(ctx context.Context, _ effect.Effect, args json.RawMessage) (string, error) {
 		return c.call(ctx, args)
 	})
-	if err != nil || len(ran) != 1 || ran[0].State != store.EffectCompleted {
+	if err != nil || len(ran) != 1 || ran[0].State != effect.Completed {
 		t.Fatalf("ResumeApproved: %v %+v", err, ran)
 	}
 	if got := c.got(); len(got) != 1 || got[0] != refundArgs {
@@ -286,7 +287,7 @@ func TestEffectReject(t *testing.T) {
 	if str(t, m, "state") != "REJECTED" || str(t, m, "decided_by") != "bob" || str(t, m, "reason") != "the amount is wrong" {
 		t.Errorf("reject answered %s", res.body)
 	}
-	if _, err := ts.s.Effects().Do(context.Background(), r, c.call); !errors.Is(err, store.ErrRejected) || len(c.got()) != 0 {
+	if _, err := effect.For(ts.s).Do(context.Background(), r, c.call); !errors.Is(err, effect.ErrRejected) || len(c.got()) != 0 {
 		t.Fatalf("Do after reject: %v, %d calls", err, len(c.got()))
 	}
 	before := ts.effect("default", r.Key)
@@ -306,11 +307,11 @@ func TestEffectReject(t *testing.T) {
 	if res := ts.approve("default", r2.Key, hash, "alice"); res.status != 200 {
 		t.Fatalf("approve: %d %s", res.status, res.body)
 	}
-	if res := ts.reject("default", r2.Key, `{"by":"bob"}`); res.status != 200 || ts.effect("default", r2.Key).State != store.EffectRejected {
+	if res := ts.reject("default", r2.Key, `{"by":"bob"}`); res.status != 200 || ts.effect("default", r2.Key).State != effect.Rejected {
 		t.Fatalf("reject an approved effect: %d %s", res.status, res.body)
 	}
 	// A plain effect, never waiting for a person, cannot be decided.
-	if _, err := ts.s.Effects().Run(context.Background(), "default", "email:1", func(context.Context) (string, error) { return "m", nil }); err != nil {
+	if _, err := effect.For(ts.s).Run(context.Background(), "default", "email:1", func(context.Context) (string, error) { return "m", nil }); err != nil {
 		t.Fatal(err)
 	}
 	if p := ts.reject("default", "email:1", `{"by":"bob"}`).wantProblem(t, 409, "effect-state"); p["state"] != "COMPLETED" {
@@ -390,10 +391,10 @@ func TestEffectListAwaiting(t *testing.T) {
 	request(t, ts.s, refund("default", "k-awaiting"), &c)
 	request(t, ts.s, refund("default", "k-approved"), &c)
 	request(t, ts.s, refund("other", "k-other"), &c)
-	if _, err := ts.s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "k-approved", ArgsHash: ts.effect("default", "k-approved").ArgsHash(), By: "alice"}); err != nil {
+	if _, err := effect.For(ts.s).Approve(ctx, effect.Approval{Tenant: "default", Key: "k-approved", ArgsHash: ts.effect("default", "k-approved").ArgsHash(), By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ts.s.Effects().Run(ctx, "default", "k-plain", func(context.Context) (string, error) { return "m", nil }); err != nil {
+	if _, err := effect.For(ts.s).Run(ctx, "default", "k-plain", func(context.Context) (string, error) { return "m", nil }); err != nil {
 		t.Fatal(err)
 	}
 	keys := func(query string) []string {

@@ -16,18 +16,3 @@ type txBook struct{ *Tx }
 // application cannot call it. What an application does in a transaction
 // is on Tx.
 func Bookkeeping(_ inside.Key, tx *Tx) txBook { return txBook{tx} }
-
-// effectSteps is the effect ledger's state machine: reserve an effect,
-// begin an attempt, record its outcome. An application runs effects with
-// Effects.Do, Run and ResumeApproved, which take these steps in order; a
-// step taken out of order would record an effect that did not happen, or
-// run one twice.
-type effectSteps struct{ *Effects }
-
-func (ef *Effects) steps() effectSteps { return effectSteps{ef} }
-
-// EffectSteps is for eventlite's own packages and their tests: the effect
-// ledger's state machine (Reserve, Begin, Complete, Fail, MarkUnknown).
-// Its key's package is internal to eventlite, so an application cannot
-// call it; it runs effects with Effects.Do, Run and ResumeApproved.
-func EffectSteps(_ inside.Key, ef *Effects) effectSteps { return ef.steps() }

@@ -11,6 +11,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/effect"
 )
 
 // closedArg returns an argument of type t for a call on a closed store:
@@ -28,12 +29,12 @@ func closedArg(t *testing.T, typ reflect.Type) reflect.Value {
 		return reflect.ValueOf(time.Now())
 	case typ == reflect.TypeFor[store.Lease]():
 		return reflect.ValueOf(store.Lease{Resource: "relay", Owner: "me", Token: 1})
-	case typ == reflect.TypeFor[store.EffectRun]():
-		return reflect.ValueOf(store.EffectRun{Tenant: "default", Key: "k"})
-	case typ == reflect.TypeFor[store.EffectApproval]():
-		return reflect.ValueOf(store.EffectApproval{Tenant: "default", Key: "k", ArgsHash: "null", By: "alice"})
-	case typ == reflect.TypeFor[store.EffectRejection]():
-		return reflect.ValueOf(store.EffectRejection{Tenant: "default", Key: "k", By: "bob"})
+	case typ == reflect.TypeFor[effect.Intent]():
+		return reflect.ValueOf(effect.Intent{Tenant: "default", Key: "k"})
+	case typ == reflect.TypeFor[effect.Approval]():
+		return reflect.ValueOf(effect.Approval{Tenant: "default", Key: "k", ArgsHash: "null", By: "alice"})
+	case typ == reflect.TypeFor[effect.Rejection]():
+		return reflect.ValueOf(effect.Rejection{Tenant: "default", Key: "k", By: "bob"})
 	}
 	v := reflect.New(typ).Elem()
 	switch typ.Kind() {
@@ -96,7 +97,7 @@ func TestClosedStore(t *testing.T) {
 			m := st.Method(i)
 			mt := m.Type // receiver first
 			if mt.NumIn() == 1 && mt.NumOut() == 1 && mt.Out(0).Kind() == reflect.Pointer {
-				// A handle (s.Outbox(), s.Effects(), ...): its methods too.
+				// A handle (s.Outbox(), s.Inventory(), ...): its methods too.
 				check(name+"."+m.Name+"()", sv.Method(i).Call(nil)[0])
 				continue
 			}
@@ -125,10 +126,12 @@ func TestClosedStore(t *testing.T) {
 		}
 	}
 	check("Store", reflect.ValueOf(s))
+	// The handles of the packages under store/.
+	check("effect.For(s)", reflect.ValueOf(effect.For(s)))
 	check("stale Tx", reflect.ValueOf(stale))
 	// What eventlite's packages call behind the internal boundary.
 	check("stale Tx bookkeeping", reflect.ValueOf(store.Bookkeeping(inside.Key{}, stale)))
-	check("Effects steps", reflect.ValueOf(store.EffectSteps(inside.Key{}, s.Effects())))
+	check("effect.Steps", reflect.ValueOf(effect.Steps(inside.Key{}, effect.For(s))))
 	t.Logf("%d methods checked", checked)
 
 	for name, f := range map[string]func() error{

@@ -19,11 +19,13 @@ type Counts struct {
 	Deferred int64
 	// Conflicts counts unresolved version conflicts, every consumer.
 	Conflicts int64
-	// Effects counts the effect ledger's rows by state (EffectReserved,
-	// EffectExecuting...); a state without rows is absent.
-	Effects map[EffectState]int64
-	// EffectsByKind counts them by kind, then state; absent when none.
-	EffectsByKind map[EffectKind]map[EffectState]int64
+	// Effects counts the effect ledger's rows by state, named as package
+	// effect names its states ("RESERVED", "EXECUTING"...); a state
+	// without rows is absent.
+	Effects map[string]int64
+	// EffectsByKind counts them by kind ("external"...), then state;
+	// absent when none.
+	EffectsByKind map[string]map[string]int64
 	// AwaitingApprovalAge is how long the oldest request for approval has
 	// waited, by the store's clock; 0 when none waits.
 	AwaitingApprovalAge time.Duration
@@ -34,7 +36,7 @@ type Counts struct {
 // for approval.
 func (inv *Inventory) Counts(ctx context.Context) (Counts, error) {
 	s := inv.s
-	c := Counts{Effects: map[EffectState]int64{}, EffectsByKind: map[EffectKind]map[EffectState]int64{}}
+	c := Counts{Effects: map[string]int64{}, EffectsByKind: map[string]map[string]int64{}}
 	wrap := func(err error) error { return fmt.Errorf("counts: %w", mapErr(err)) }
 	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
@@ -56,10 +58,10 @@ func (inv *Inventory) Counts(ctx context.Context) (Counts, error) {
 		return c, wrap(err)
 	}
 	for _, e := range effects {
-		kind, state := EffectKind(e.Kind), EffectState(e.State)
+		kind, state := e.Kind, e.State
 		c.Effects[state] += e.N
 		if c.EffectsByKind[kind] == nil {
-			c.EffectsByKind[kind] = map[EffectState]int64{}
+			c.EffectsByKind[kind] = map[string]int64{}
 		}
 		c.EffectsByKind[kind][state] = e.N
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/effect"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -27,7 +28,7 @@ func TestCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(store.Counts{Effects: map[store.EffectState]int64{}, EffectsByKind: map[store.EffectKind]map[store.EffectState]int64{}}, got); diff != "" {
+	if diff := cmp.Diff(store.Counts{Effects: map[string]int64{}, EffectsByKind: map[string]map[string]int64{}}, got); diff != "" {
 		t.Errorf("empty store (-want +got):\n%s", diff)
 	}
 
@@ -56,17 +57,17 @@ func TestCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, key := range []string{"a", "b"} {
-		if _, _, err := store.EffectSteps(inside.Key{}, s.Effects()).Reserve(ctx, "default", key); err != nil {
+		if _, _, err := effect.Steps(inside.Key{}, effect.For(s)).Reserve(ctx, "default", key); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Effects().Run(ctx, "default", "c", func(context.Context) (string, error) { return "ref", nil }); err != nil {
+	if _, err := effect.For(s).Run(ctx, "default", "c", func(context.Context) (string, error) { return "ref", nil }); err != nil {
 		t.Fatal(err)
 	}
 	// Two effects wait for a person, the older since clock - 90s.
 	for _, key := range []string{"d", "e"} {
-		if _, err := s.Effects().Do(ctx, store.EffectRun{Tenant: "default", Key: key, Kind: store.EffectIrreversible, NeedsApproval: true, RequestedBy: "svc"},
-			func(context.Context, json.RawMessage) (string, error) { return "", nil }); !errors.Is(err, store.ErrAwaitingApproval) {
+		if _, err := effect.For(s).Do(ctx, effect.Intent{Tenant: "default", Key: key, Kind: effect.Irreversible, NeedsApproval: true, RequestedBy: "svc"},
+			func(context.Context, json.RawMessage) (string, error) { return "", nil }); !errors.Is(err, effect.ErrAwaitingApproval) {
 			t.Fatal(err)
 		}
 		clock.Advance(90 * time.Second)
@@ -76,10 +77,10 @@ func TestCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := store.Counts{Quarantined: 2, Deferred: 2, Conflicts: 1,
-		Effects: map[store.EffectState]int64{store.EffectReserved: 2, store.EffectCompleted: 1, store.EffectAwaitingApproval: 2},
-		EffectsByKind: map[store.EffectKind]map[store.EffectState]int64{
-			store.EffectExternal:     {store.EffectReserved: 2, store.EffectCompleted: 1},
-			store.EffectIrreversible: {store.EffectAwaitingApproval: 2},
+		Effects: map[string]int64{string(effect.Reserved): 2, string(effect.Completed): 1, string(effect.AwaitingApproval): 2},
+		EffectsByKind: map[string]map[string]int64{
+			string(effect.External):     {string(effect.Reserved): 2, string(effect.Completed): 1},
+			string(effect.Irreversible): {string(effect.AwaitingApproval): 2},
 		},
 		AwaitingApprovalAge: 180 * time.Second}
 	if diff := cmp.Diff(want, got); diff != "" {

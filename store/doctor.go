@@ -192,7 +192,9 @@ func (s *Store) diagnoseOutbox(ctx context.Context, o DiagnoseOptions, now time.
 }
 
 func (s *Store) diagnoseEffects(ctx context.Context, o DiagnoseOptions, now time.Time, emit func(*finding, string)) error {
-	effects, err := s.Effects().List(ctx, EffectFilter{States: []EffectState{EffectUnknown, EffectExecuting, EffectAwaitingApproval, EffectApproved}})
+	// The rows as stored: the states and times doctor reads are never
+	// sealed, so no data key is needed.
+	effects, err := inner{s}.EffectRows(ctx, "", []string{effectUnknown, effectExecuting, effectAwaitingApproval, effectApproved})
 	if err != nil {
 		return err
 	}
@@ -200,23 +202,24 @@ func (s *Store) diagnoseEffects(ctx context.Context, o DiagnoseOptions, now time
 	stuck := newFinding("effects_stuck", SeverityProblem, o.MaxIDs)
 	awaiting := newFinding("effects_awaiting_approval", SeverityProblem, o.MaxIDs)
 	approved := newFinding("effects_approved_not_run", SeverityProblem, o.MaxIDs)
+	at := func(ns int64) time.Time { return time.Unix(0, ns).UTC() }
 	for _, e := range effects {
 		id := e.Tenant + ":" + e.Key
 		switch {
-		case e.State == EffectUnknown:
-			unknown.add(id, e.UpdatedAt)
-		case e.State == EffectExecuting && e.StartedAt.Before(now.Add(-o.ExecutingAge)):
-			stuck.add(id, e.StartedAt)
-		case e.State == EffectAwaitingApproval && e.RequestedAt.Before(now.Add(-o.ApprovalAge)):
-			awaiting.add(id, e.RequestedAt)
-		case e.State == EffectApproved && e.DecidedAt.Before(now.Add(-o.ApprovedAge)):
-			approved.add(id, e.DecidedAt)
+		case e.State == effectUnknown:
+			unknown.add(id, at(e.UpdatedAt))
+		case e.State == effectExecuting && at(e.StartedAt).Before(now.Add(-o.ExecutingAge)):
+			stuck.add(id, at(e.StartedAt))
+		case e.State == effectAwaitingApproval && at(e.RequestedAt).Before(now.Add(-o.ApprovalAge)):
+			awaiting.add(id, at(e.RequestedAt))
+		case e.State == effectApproved && at(e.DecidedAt).Before(now.Add(-o.ApprovedAge)):
+			approved.add(id, at(e.DecidedAt))
 		}
 	}
-	emit(unknown, "external effects that may or may not have happened: reconcile them with the provider (Effects.Reconcile); never retry them blindly")
+	emit(unknown, "external effects that may or may not have happened: reconcile them with the provider (effect.Ledger.Reconcile); never retry them blindly")
 	emit(stuck, fmt.Sprintf("external effects EXECUTING for longer than %s: the worker probably died mid-call; reconcile them", o.ExecutingAge))
 	emit(awaiting, fmt.Sprintf("effects waiting longer than %s for a person's approval: 'eventlite effects list --awaiting', then 'effects approve KEY --args-hash HASH' or 'effects reject KEY'", o.ApprovalAge))
-	emit(approved, fmt.Sprintf("effects approved more than %s ago that have not run: is the service that runs them up? (Effects.ResumeApproved runs them)", o.ApprovedAge))
+	emit(approved, fmt.Sprintf("effects approved more than %s ago that have not run: is the service that runs them up? (effect.Ledger.ResumeApproved runs them)", o.ApprovedAge))
 	return nil
 }
 

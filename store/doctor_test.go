@@ -11,6 +11,7 @@ import (
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/effect"
 )
 
 func TestDiagnoseFindsPlantedDefects(t *testing.T) {
@@ -39,9 +40,9 @@ func TestDiagnoseFindsPlantedDefects(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Effects: one unknown, one stuck executing.
-	_, _ = s.Effects().Run(ctx, "default", "charge:1", func(ctx context.Context) (string, error) { return "", store.ErrOutcomeUnknown })
-	_, _, _ = store.EffectSteps(inside.Key{}, s.Effects()).Reserve(ctx, "default", "email:1")
-	_, _ = store.EffectSteps(inside.Key{}, s.Effects()).Begin(ctx, "default", "email:1")
+	_, _ = effect.For(s).Run(ctx, "default", "charge:1", func(ctx context.Context) (string, error) { return "", effect.ErrOutcomeUnknown })
+	_, _, _ = effect.Steps(inside.Key{}, effect.For(s)).Reserve(ctx, "default", "email:1")
+	_, _ = effect.Steps(inside.Key{}, effect.For(s)).Begin(ctx, "default", "email:1")
 	// Consumer ledgers: an old deferral, a quarantined event, a conflict.
 	err = s.Update(ctx, func(tx *store.Tx) error {
 		if _, _, err := store.Bookkeeping(inside.Key{}, tx).Defer(ctx, store.DeferredEvent{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 3, EventID: "e3",

@@ -15,6 +15,7 @@ import (
 
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/effect"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -47,32 +48,32 @@ func TestEffectMigrationOfOldRows(t *testing.T) {
 	storetest.RawExec(t, path, stmts...)
 
 	s := storetest.MustOpenPath(t, path, nil)
-	all, err := s.Effects().List(ctx, store.EffectFilter{})
+	all, err := effect.For(s).List(ctx, effect.Filter{})
 	if err != nil || len(all) != 3 {
 		t.Fatalf("%+v %v", all, err)
 	}
 	nullHash := sha256.Sum256([]byte("null"))
 	for _, e := range all {
-		if e.Kind != store.EffectExternal || e.Args != nil || e.NeedsApproval || e.Resource != "" || e.RequestedBy != "" ||
+		if e.Kind != effect.External || e.Args != nil || e.NeedsApproval || e.Resource != "" || e.RequestedBy != "" ||
 			!e.RequestedAt.IsZero() || !e.DecidedAt.IsZero() || e.ArgsHash() != hex.EncodeToString(nullHash[:]) {
 			t.Errorf("migrated %+v", e)
 		}
 	}
-	if e := drivertest.MustGetEffect(t, s, "default", "email:1"); e.State != store.EffectCompleted || e.ProviderRef != "msg-1" || e.Attempts != 1 {
+	if e := drivertest.MustGetEffect(t, s, "default", "email:1"); e.State != effect.Completed || e.ProviderRef != "msg-1" || e.Attempts != 1 {
 		t.Errorf("migrated row lost its facts: %+v", e)
 	}
 	calls := 0
 	call := func(context.Context) (string, error) { calls++; return "sms-1", nil }
-	if _, err := s.Effects().Run(ctx, "default", "email:1", call); err != nil || calls != 0 {
+	if _, err := effect.For(s).Run(ctx, "default", "email:1", call); err != nil || calls != 0 {
 		t.Errorf("completed old effect: %v, %d calls", err, calls)
 	}
-	if _, err := s.Effects().Run(ctx, "default", "charge:1", call); !errors.Is(err, store.ErrEffectState) || calls != 0 {
+	if _, err := effect.For(s).Run(ctx, "default", "charge:1", call); !errors.Is(err, effect.ErrState) || calls != 0 {
 		t.Errorf("unknown old effect retried blindly: %v", err)
 	}
-	if e, err := s.Effects().Run(ctx, "acme", "sms:1", call); err != nil || e.State != store.EffectCompleted || calls != 1 {
+	if e, err := effect.For(s).Run(ctx, "acme", "sms:1", call); err != nil || e.State != effect.Completed || calls != 1 {
 		t.Errorf("reserved old effect: %+v %v", e, err)
 	}
-	if _, err := s.Effects().Do(ctx, store.EffectRun{Tenant: "default", Key: "email:1", Args: map[string]int{"n": 1}}, func(context.Context, json.RawMessage) (string, error) {
+	if _, err := effect.For(s).Do(ctx, effect.Intent{Tenant: "default", Key: "email:1", Args: map[string]int{"n": 1}}, func(context.Context, json.RawMessage) (string, error) {
 		return "", nil
 	}); !errors.Is(err, store.ErrIdempotencyMismatch) {
 		t.Errorf("arguments on an old effect: %v", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/backup"
 	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/effect"
 	"github.com/eventlite/eventlite/store/erasure"
 	"github.com/eventlite/eventlite/store/storetest"
 )
@@ -81,7 +82,7 @@ func TestErasureReachesEveryCopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Effects().Do(ctx, store.EffectRun{Tenant: "default", Key: "welcome-alice", Args: map[string]string{"to": marker["effect"]}, ErasureKey: "alice"},
+	_, err = effect.For(s).Do(ctx, effect.Intent{Tenant: "default", Key: "welcome-alice", Args: map[string]string{"to": marker["effect"]}, ErasureKey: "alice"},
 		func(ctx context.Context, args json.RawMessage) (string, error) {
 			return "", errors.New("mailer said: no such mailbox " + marker["effect"])
 		})
@@ -129,7 +130,7 @@ func TestErasureReachesEveryCopy(t *testing.T) {
 	if evs := drivertest.ReadStream(t, s, "default", "user-bob"); len(evs) != 1 || string(evs[0].Data) != `{"email":"`+bob+`"}` {
 		t.Errorf("bob after alice's forget: %+v", evs)
 	}
-	if e, _, err := s.Effects().Get(ctx, "default", "welcome-alice"); err != nil || !e.ArgsErased {
+	if e, _, err := effect.For(s).Get(ctx, "default", "welcome-alice"); err != nil || !e.ArgsErased {
 		t.Errorf("the effect after the forget: %+v, %v; want its arguments erased", e, err)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/eventlite/eventlite/replay"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/backup"
+	"github.com/eventlite/eventlite/store/effect"
 )
 
 // demoApplicationID marks a database the demo created ("ELDM" in the
@@ -438,12 +439,12 @@ func (d *demo) effect(ctx context.Context) error {
 		calls++
 		return fmt.Sprintf("mail-%d", calls), nil
 	}
-	e, err := d.s.Effects().Run(ctx, "default", "confirmation-email:order-2", send)
+	e, err := effect.For(d.s).Run(ctx, "default", "confirmation-email:order-2", send)
 	if err != nil {
 		return err
 	}
 	d.say("confirmation email for order-2: %s, provider reference %s", e.State, e.ProviderRef)
-	e, err = d.s.Effects().Run(ctx, "default", "confirmation-email:order-2", send)
+	e, err = effect.For(d.s).Run(ctx, "default", "confirmation-email:order-2", send)
 	if err != nil {
 		return err
 	}

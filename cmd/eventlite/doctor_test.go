@@ -10,6 +10,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/effect"
 )
 
 func doctorJSON(t *testing.T, args ...string) (doctorReport, result) {
@@ -58,7 +59,7 @@ func TestDoctorProblemsExit6(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Effects().Run(ctx, "default", "charge:9", func(context.Context) (string, error) { return "", store.ErrOutcomeUnknown }); err == nil {
+	if _, err := effect.For(s).Run(ctx, "default", "charge:9", func(context.Context) (string, error) { return "", effect.ErrOutcomeUnknown }); err == nil {
 		t.Fatal("want the unknown outcome back")
 	}
 	s.Close()

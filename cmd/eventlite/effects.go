@@ -11,6 +11,7 @@ import (
 
 	"github.com/eventlite/eventlite/internal/effectjson"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/effect"
 )
 
 var effectsCommand = &command{
@@ -24,7 +25,7 @@ system (an email, a refund, a deletion) once per tenant and key. An effect
 that needs a person's approval waits in AWAITING_APPROVAL with its exact
 arguments; an approval names their hash, so it covers those arguments and no
 others. Approval runs nothing: the service runs the effect on its next run of
-the key (Effects.Do) or with Effects.ResumeApproved. Only --tenant's effects.
+the key (effect.Ledger.Do) or with ResumeApproved. Only --tenant's effects.
   list             the effects, oldest update first (with --awaiting only those
                    AWAITING_APPROVAL). It only reads and never creates a file.
                    With --json one object per line:
@@ -112,11 +113,11 @@ func (x *effectsCmd) run(ctx context.Context, c *cli, args []string) error {
 	tenant := string(c.global.tenant)
 	if action == "list" {
 		return c.withReader(ctx, func(s *store.Store) error {
-			f := store.EffectFilter{Tenant: tenant}
+			f := effect.Filter{Tenant: tenant}
 			if x.awaiting {
-				f.States = []store.EffectState{store.EffectAwaitingApproval}
+				f.States = []effect.State{effect.AwaitingApproval}
 			}
-			es, err := s.Effects().List(ctx, f)
+			es, err := effect.For(s).List(ctx, f)
 			if err != nil {
 				return err
 			}
@@ -133,25 +134,25 @@ func (x *effectsCmd) run(ctx context.Context, c *cli, args []string) error {
 		by = u.Username
 	}
 	var (
-		e         store.Effect
+		e         effect.Effect
 		unchanged bool
 	)
 	err := c.withStore(ctx, false, func(s *store.Store) error {
-		before, _, err := s.Effects().Get(ctx, tenant, key)
+		before, _, err := effect.For(s).Get(ctx, tenant, key)
 		if err != nil {
 			return err
 		}
 		if action == "approve" {
-			e, err = s.Effects().Approve(ctx, store.EffectApproval{Tenant: tenant, Key: key, ArgsHash: x.argsHash, By: by})
-			unchanged = before.State == store.EffectApproved
+			e, err = effect.For(s).Approve(ctx, effect.Approval{Tenant: tenant, Key: key, ArgsHash: x.argsHash, By: by})
+			unchanged = before.State == effect.Approved
 		} else {
-			e, err = s.Effects().Reject(ctx, store.EffectRejection{Tenant: tenant, Key: key, Reason: x.reason, By: by})
+			e, err = effect.For(s).Reject(ctx, effect.Rejection{Tenant: tenant, Key: key, Reason: x.reason, By: by})
 		}
 		return err
 	})
 	var (
-		nf *store.EffectNotFoundError
-		se *store.EffectStateError
+		nf *effect.NotFoundError
+		se *effect.StateError
 	)
 	switch {
 	case errors.As(err, &nf):
@@ -159,7 +160,7 @@ func (x *effectsCmd) run(ctx context.Context, c *cli, args []string) error {
 	case errors.As(err, &se):
 		return &exitError{code: exitInvalid, err: fmt.Errorf("effect %q is %s: only an effect AWAITING_APPROVAL or APPROVED can be %s", key, se.State,
 			map[string]string{"approve": "approved", "reject": "rejected"}[action])}
-	case errors.Is(err, store.ErrArgsHashMismatch):
+	case errors.Is(err, effect.ErrArgsHashMismatch):
 		return &exitError{code: exitInvalid, err: err}
 	case err != nil:
 		return err
@@ -173,13 +174,13 @@ func (x *effectsCmd) run(ctx context.Context, c *cli, args []string) error {
 	case unchanged:
 		_, err = fmt.Fprintf(c.stdout, "%s was already approved by %s at %s; nothing changed\n", printable(key), printable(e.DecidedBy), effectjson.Time(e.DecidedAt))
 	default:
-		_, err = fmt.Fprintf(c.stdout, "approved %s (args %s) by %s: it runs on the service's next run of its key, or Effects.ResumeApproved\n",
+		_, err = fmt.Fprintf(c.stdout, "approved %s (args %s) by %s: it runs on the service's next run of its key, or effect.Ledger.ResumeApproved\n",
 			printable(key), e.ArgsHash(), printable(e.DecidedBy))
 	}
 	return err
 }
 
-func (x *effectsCmd) print(c *cli, es []store.Effect) error {
+func (x *effectsCmd) print(c *cli, es []effect.Effect) error {
 	if c.global.json {
 		for _, e := range es {
 			if err := effectjson.Encode(c.stdout, effectjson.From(e)); err != nil {

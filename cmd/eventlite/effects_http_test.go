@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/eventlite/eventlite/serve"
-	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/effect"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -23,13 +23,13 @@ func TestEffectsListSameOverHTTP(t *testing.T) {
 	s := storetest.MustOpenPath(t, db, nil)
 	call := func(context.Context, json.RawMessage) (string, error) { return "ref", nil }
 	for i, args := range []any{map[string]any{"note": "<late> & \"damaged\" \u2028✓", "amount": 1250}, nil, []int{3, 1}} {
-		r := store.EffectRun{Tenant: "default", Key: "k" + string(rune('0'+i)), Resource: "order/<o-1>", Summary: "refund & <notify>",
+		r := effect.Intent{Tenant: "default", Key: "k" + string(rune('0'+i)), Resource: "order/<o-1>", Summary: "refund & <notify>",
 			RequestedBy: "bot", NeedsApproval: true, Args: args}
-		if _, err := s.Effects().Do(ctx, r, call); !errors.Is(err, store.ErrAwaitingApproval) {
+		if _, err := effect.For(s).Do(ctx, r, call); !errors.Is(err, effect.ErrAwaitingApproval) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Effects().Run(ctx, "default", "email:1", func(context.Context) (string, error) { return "m<1>", nil }); err != nil {
+	if _, err := effect.For(s).Run(ctx, "default", "email:1", func(context.Context) (string, error) { return "m<1>", nil }); err != nil {
 		t.Fatal(err)
 	}
 	h, err := serve.New(s, nil)

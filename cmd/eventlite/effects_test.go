@@ -15,6 +15,7 @@ import (
 
 	"github.com/eventlite/eventlite/internal/effectjson"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/effect"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -85,23 +86,23 @@ func TestEffectsCLI(t *testing.T) {
 		calls = append(calls, string(args))
 		return "refund-77", nil
 	}
-	refund := store.EffectRun{Tenant: "default", Key: "refund:o-1", Kind: store.EffectExternal, Resource: "order/o-1",
+	refund := effect.Intent{Tenant: "default", Key: "refund:o-1", Kind: effect.External, Resource: "order/o-1",
 		Summary: "refund 12.50 € to <customer> & notify", RequestedBy: "support-bot", NeedsApproval: true,
 		Args: map[string]any{"order": "o-1", "amount": 1250, "note": "<late> & \"damaged\" ✓"}}
-	if _, err := s.Effects().Do(ctx, refund, call); !errors.Is(err, store.ErrAwaitingApproval) {
+	if _, err := effect.For(s).Do(ctx, refund, call); !errors.Is(err, effect.ErrAwaitingApproval) {
 		t.Fatal(err)
 	}
 	dup := refund
 	dup.Key, dup.Args = "refund:o-2", map[string]int{"amount": 1}
-	if _, err := s.Effects().Do(ctx, dup, call); !errors.Is(err, store.ErrAwaitingApproval) {
+	if _, err := effect.For(s).Do(ctx, dup, call); !errors.Is(err, effect.ErrAwaitingApproval) {
 		t.Fatal(err)
 	}
-	if _, err := s.Effects().Run(ctx, "default", "email:1", func(context.Context) (string, error) { return "msg-1", nil }); err != nil {
+	if _, err := effect.For(s).Run(ctx, "default", "email:1", func(context.Context) (string, error) { return "msg-1", nil }); err != nil {
 		t.Fatal(err)
 	}
 	other := refund
 	other.Tenant = "acme"
-	if _, err := s.Effects().Do(ctx, other, call); !errors.Is(err, store.ErrAwaitingApproval) {
+	if _, err := effect.For(s).Do(ctx, other, call); !errors.Is(err, effect.ErrAwaitingApproval) {
 		t.Fatal(err)
 	}
 
@@ -171,7 +172,7 @@ func TestEffectsCLI(t *testing.T) {
 	code(exitUsage, "approve", "refund:o-1", "--args-hash", hash, "--reason", "why")
 	code(exitUsage, "list", "--by", "x")
 	code(exitInvalid, "approve", "refund:o-1", "--args-hash", hash, "--by", "ali\tce")
-	if e, _, _ := s.Effects().Get(ctx, "default", "refund:o-1"); e.State != store.EffectAwaitingApproval || len(calls) != 0 {
+	if e, _, _ := effect.For(s).Get(ctx, "default", "refund:o-1"); e.State != effect.AwaitingApproval || len(calls) != 0 {
 		t.Fatalf("refused decisions changed %+v", e)
 	}
 	r := code(exitOK, "approve", "refund:o-1", "--args-hash", hash, "--by", "alice", "--json")
@@ -183,15 +184,15 @@ func TestEffectsCLI(t *testing.T) {
 		t.Errorf("second approval: %s", r.stdout)
 	}
 	// The service runs it once, with the stored bytes.
-	e, err := s.Effects().Do(ctx, refund, call)
-	if err != nil || e.State != store.EffectCompleted || e.DecidedBy != "alice" || len(calls) != 1 || calls[0] != `{"amount":1250,"note":"<late> & \"damaged\" ✓","order":"o-1"}` {
+	e, err := effect.For(s).Do(ctx, refund, call)
+	if err != nil || e.State != effect.Completed || e.DecidedBy != "alice" || len(calls) != 1 || calls[0] != `{"amount":1250,"note":"<late> & \"damaged\" ✓","order":"o-1"}` {
 		t.Fatalf("run after approval: %+v %v %q", e, err, calls)
 	}
 
 	// Reject, by default as the OS user.
 	code(exitOK, "reject", "refund:o-2", "--reason", "duplicate of o-1")
-	got, _, _ := s.Effects().Get(ctx, "default", "refund:o-2")
-	if u, err := user.Current(); err == nil && (got.State != store.EffectRejected || got.DecidedBy != u.Username || got.Reason != "duplicate of o-1") {
+	got, _, _ := effect.For(s).Get(ctx, "default", "refund:o-2")
+	if u, err := user.Current(); err == nil && (got.State != effect.Rejected || got.DecidedBy != u.Username || got.Reason != "duplicate of o-1") {
 		t.Errorf("rejected: %+v (OS user %q)", got, u.Username)
 	}
 	if r := code(exitInvalid, "approve", "refund:o-2", "--args-hash", got.ArgsHash(), "--by", "alice"); !strings.Contains(r.stderr, "REJECTED") {
@@ -201,7 +202,7 @@ func TestEffectsCLI(t *testing.T) {
 		t.Errorf("reject a rejected effect: %s", r.stderr)
 	}
 	code(exitInvalid, "reject", "refund:o-1", "--by", "alice") // completed
-	if _, err := s.Effects().Do(ctx, dup, call); !errors.Is(err, store.ErrRejected) || len(calls) != 1 {
+	if _, err := effect.For(s).Do(ctx, dup, call); !errors.Is(err, effect.ErrRejected) || len(calls) != 1 {
 		t.Errorf("a rejected effect ran: %v", err)
 	}
 	code(exitUsage, "effects-nope")
@@ -212,15 +213,15 @@ func TestDoctorEffectsAwaitingApproval(t *testing.T) {
 	ctx := context.Background()
 	db := newDB(t)
 	s := storetest.MustOpenPath(t, db, nil)
-	run1 := store.EffectRun{Tenant: "default", Key: "delete:a", Kind: store.EffectIrreversible, RequestedBy: "gdpr", NeedsApproval: true, Args: []int{1}}
+	run1 := effect.Intent{Tenant: "default", Key: "delete:a", Kind: effect.Irreversible, RequestedBy: "gdpr", NeedsApproval: true, Args: []int{1}}
 	run2 := run1
 	run2.Key = "delete:b"
-	for _, r := range []store.EffectRun{run1, run2} {
-		if _, err := s.Effects().Do(ctx, r, func(context.Context, json.RawMessage) (string, error) { return "", nil }); !errors.Is(err, store.ErrAwaitingApproval) {
+	for _, r := range []effect.Intent{run1, run2} {
+		if _, err := effect.For(s).Do(ctx, r, func(context.Context, json.RawMessage) (string, error) { return "", nil }); !errors.Is(err, effect.ErrAwaitingApproval) {
 			t.Fatal(err)
 		}
 	}
-	b, _, _ := s.Effects().Get(ctx, "default", "delete:b")
+	b, _, _ := effect.For(s).Get(ctx, "default", "delete:b")
 	mustRun(t, "", "effects", "approve", "delete:b", "--args-hash", b.ArgsHash(), "--by", "alice", "--db", db)
 	find := func(rep doctorReport, kind string) store.Finding {
 		for _, f := range rep.Findings {

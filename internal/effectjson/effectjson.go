@@ -12,7 +12,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/effect"
 )
 
 // Effect is one effect, its fields in the documented order. Args are the
@@ -48,7 +48,7 @@ type Effect struct {
 }
 
 // From returns e's JSON form.
-func From(e store.Effect) Effect {
+func From(e effect.Effect) Effect {
 	return Effect{Tenant: e.Tenant, Key: e.Key, State: string(e.State), Kind: string(e.Kind), Resource: e.Resource, Summary: e.Summary,
 		Args: e.ArgsText(), ArgsHash: e.ArgsHash(), RequestedBy: e.RequestedBy, RequestedAt: Time(e.RequestedAt),
 		DecidedBy: e.DecidedBy, DecidedAt: Time(e.DecidedAt), Reason: e.Reason, Attempts: e.Attempts, LastError: e.LastError,

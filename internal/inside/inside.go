@@ -15,8 +15,9 @@
 //	err := b.SetCheckpoint(ctx, name, position, &lease)
 //
 // The same key opens the effect ledger's state machine
-// (store.EffectSteps: Reserve, Begin, Complete, Fail, MarkUnknown), which
-// an application takes only through Effects.Do, Run and ResumeApproved,
+// (effect.Steps: Reserve, Begin, Complete, Fail, MarkUnknown), which an
+// application takes only through effect.Ledger's Do, Run and
+// ResumeApproved,
 // and what package projection keeps for its siblings:
 // projection.Rebuilding (a projection's table operations, for replay's
 // rebuilder) and projection.ConsumerParts (a consumer's store and logger,

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/internal/inside"
-	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/effect"
 )
 
 func testEffectAtMostOnce(t *testing.T, h Harness) {
@@ -24,31 +24,31 @@ func testEffectAtMostOnce(t *testing.T, h Harness) {
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
-			e, err := s.Effects().Run(ctx, "default", "welcome-email:user-1", send)
+			e, err := effect.For(s).Run(ctx, "default", "welcome-email:user-1", send)
 			// Concurrent callers may meet the first one mid-call: refused,
 			// never a second call.
-			if err != nil && !errors.Is(err, store.ErrEffectState) {
+			if err != nil && !errors.Is(err, effect.ErrState) {
 				t.Error(err)
 			}
-			if err == nil && (e.State != store.EffectCompleted || e.ProviderRef != "msg-123") {
+			if err == nil && (e.State != effect.Completed || e.ProviderRef != "msg-123") {
 				t.Errorf("effect %+v", e)
 			}
 		})
 	}
 	wg.Wait()
-	if _, err := s.Effects().Run(ctx, "default", "welcome-email:user-1", send); err != nil {
+	if _, err := effect.For(s).Run(ctx, "default", "welcome-email:user-1", send); err != nil {
 		t.Fatal(err)
 	}
 	if calls.Load() != 1 {
 		t.Errorf("the external call ran %d times", calls.Load())
 	}
 	// Keys never cross tenants.
-	if _, err := s.Effects().Run(ctx, "other", "welcome-email:user-1", send); err != nil || calls.Load() != 2 {
+	if _, err := effect.For(s).Run(ctx, "other", "welcome-email:user-1", send); err != nil || calls.Load() != 2 {
 		t.Errorf("other tenant: %v, calls %d", err, calls.Load())
 	}
 	// A second reserve returns the existing row.
-	e, created, err := store.EffectSteps(inside.Key{}, s.Effects()).Reserve(ctx, "default", "welcome-email:user-1")
-	if err != nil || created || e.State != store.EffectCompleted || e.Attempts != 1 {
+	e, created, err := effect.Steps(inside.Key{}, effect.For(s)).Reserve(ctx, "default", "welcome-email:user-1")
+	if err != nil || created || e.State != effect.Completed || e.Attempts != 1 {
 		t.Errorf("second reserve: %+v created=%v %v", e, created, err)
 	}
 }
@@ -59,46 +59,46 @@ func testEffectUnknownIsReconciledNotRetried(t *testing.T, h Harness) {
 	var calls atomic.Int32
 	timeout := func(ctx context.Context) (string, error) {
 		calls.Add(1)
-		return "", fmt.Errorf("charge card: %w: gateway timed out after sending", store.ErrOutcomeUnknown)
+		return "", fmt.Errorf("charge card: %w: gateway timed out after sending", effect.ErrOutcomeUnknown)
 	}
-	e, err := s.Effects().Run(ctx, "default", "charge:order-9", timeout)
-	if !errors.Is(err, store.ErrOutcomeUnknown) || e.State != store.EffectUnknown {
+	e, err := effect.For(s).Run(ctx, "default", "charge:order-9", timeout)
+	if !errors.Is(err, effect.ErrOutcomeUnknown) || e.State != effect.Unknown {
 		t.Fatalf("timeout: %+v %v", e, err)
 	}
 	// Never retried blindly.
-	_, err = s.Effects().Run(ctx, "default", "charge:order-9", timeout)
-	var se *store.EffectStateError
-	if !errors.As(err, &se) || se.State != store.EffectUnknown || calls.Load() != 1 {
+	_, err = effect.For(s).Run(ctx, "default", "charge:order-9", timeout)
+	var se *effect.StateError
+	if !errors.As(err, &se) || se.State != effect.Unknown || calls.Load() != 1 {
 		t.Fatalf("retry of an unknown effect: %v (calls %d)", err, calls.Load())
 	}
-	if _, err := store.EffectSteps(inside.Key{}, s.Effects()).Begin(ctx, "default", "charge:order-9"); !errors.Is(err, store.ErrEffectState) {
+	if _, err := effect.Steps(inside.Key{}, effect.For(s)).Begin(ctx, "default", "charge:order-9"); !errors.Is(err, effect.ErrState) {
 		t.Fatalf("begin on unknown: %v", err)
 	}
 	// The provider is not sure yet: stays unknown.
-	res, err := s.Effects().Reconcile(ctx, time.Now(), func(ctx context.Context, e store.Effect) (store.Happened, string, error) {
-		return store.NotSure, "", nil
+	res, err := effect.For(s).Reconcile(ctx, time.Now(), func(ctx context.Context, e effect.Effect) (effect.Happened, string, error) {
+		return effect.NotSure, "", nil
 	})
 	if err != nil || res.StillUnknown != 1 {
 		t.Fatalf("reconcile: %+v %v", res, err)
 	}
 	// Confirmed "did not happen": the same key may be retried, once.
-	res, err = s.Effects().Reconcile(ctx, time.Now(), func(ctx context.Context, e store.Effect) (store.Happened, string, error) {
+	res, err = effect.For(s).Reconcile(ctx, time.Now(), func(ctx context.Context, e effect.Effect) (effect.Happened, string, error) {
 		if e.Key != "charge:order-9" {
 			t.Errorf("checked %q", e.Key)
 		}
-		return store.DidNotHappen, "", nil
+		return effect.DidNotHappen, "", nil
 	})
 	if err != nil || res.Failed != 1 {
 		t.Fatalf("reconcile: %+v %v", res, err)
 	}
-	e, err = s.Effects().Run(ctx, "default", "charge:order-9", func(ctx context.Context) (string, error) {
+	e, err = effect.For(s).Run(ctx, "default", "charge:order-9", func(ctx context.Context) (string, error) {
 		calls.Add(1)
 		return "ch_42", nil
 	})
-	if err != nil || e.State != store.EffectCompleted || e.Attempts != 2 || calls.Load() != 2 {
+	if err != nil || e.State != effect.Completed || e.Attempts != 2 || calls.Load() != 2 {
 		t.Errorf("retry after a confirmed miss: %+v %v calls %d", e, err, calls.Load())
 	}
-	if _, err := s.Effects().Compensate(ctx, "default", "charge:order-9"); err != nil {
+	if _, err := effect.For(s).Compensate(ctx, "default", "charge:order-9"); err != nil {
 		t.Errorf("compensate: %v", err)
 	}
 }
@@ -106,29 +106,29 @@ func testEffectUnknownIsReconciledNotRetried(t *testing.T, h Harness) {
 func testEffectReconcileStuckExecuting(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
-	if _, _, err := store.EffectSteps(inside.Key{}, s.Effects()).Reserve(ctx, "default", "call-partner"); err != nil {
+	if _, _, err := effect.Steps(inside.Key{}, effect.For(s)).Reserve(ctx, "default", "call-partner"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.EffectSteps(inside.Key{}, s.Effects()).Begin(ctx, "default", "call-partner"); err != nil {
+	if _, err := effect.Steps(inside.Key{}, effect.For(s)).Begin(ctx, "default", "call-partner"); err != nil {
 		t.Fatal(err)
 	}
 	// The worker died mid-call. A recent attempt is left alone...
-	res, err := s.Effects().Reconcile(ctx, time.Now().Add(-time.Hour), func(ctx context.Context, e store.Effect) (store.Happened, string, error) {
+	res, err := effect.For(s).Reconcile(ctx, time.Now().Add(-time.Hour), func(ctx context.Context, e effect.Effect) (effect.Happened, string, error) {
 		t.Error("checked an attempt that may still be running")
-		return store.NotSure, "", nil
+		return effect.NotSure, "", nil
 	})
 	if err != nil || res.Checked != 0 {
 		t.Fatalf("%+v %v", res, err)
 	}
 	// ...a stuck one is checked; the provider has it.
-	res, err = s.Effects().Reconcile(ctx, time.Now().Add(time.Second), func(ctx context.Context, e store.Effect) (store.Happened, string, error) {
-		return store.DidHappen, "partner-77", nil
+	res, err = effect.For(s).Reconcile(ctx, time.Now().Add(time.Second), func(ctx context.Context, e effect.Effect) (effect.Happened, string, error) {
+		return effect.DidHappen, "partner-77", nil
 	})
 	if err != nil || res.Completed != 1 {
 		t.Fatalf("%+v %v", res, err)
 	}
-	e, _, _ := s.Effects().Get(ctx, "default", "call-partner")
-	if e.State != store.EffectCompleted || e.ProviderRef != "partner-77" {
+	e, _, _ := effect.For(s).Get(ctx, "default", "call-partner")
+	if e.State != effect.Completed || e.ProviderRef != "partner-77" {
 		t.Errorf("%+v", e)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/effect"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -50,15 +51,15 @@ func (r *recorder) calls() []string {
 	return append([]string(nil), r.args...)
 }
 
-func refundRun(key string, args any) store.EffectRun {
-	return store.EffectRun{Tenant: "default", Key: key, Kind: store.EffectExternal, Resource: "order/o-1",
+func refundRun(key string, args any) effect.Intent {
+	return effect.Intent{Tenant: "default", Key: key, Kind: effect.External, Resource: "order/o-1",
 		Summary: "refund 1250 cents to the customer of o-1", RequestedBy: "support-bot", Args: args, NeedsApproval: true}
 }
 
 // MustGetEffect reads an effect that must exist.
-func MustGetEffect(t *testing.T, s *store.Store, tenant, key string) store.Effect {
+func MustGetEffect(t *testing.T, s *store.Store, tenant, key string) effect.Effect {
 	t.Helper()
-	e, ok, err := s.Effects().Get(t.Context(), tenant, key)
+	e, ok, err := effect.For(s).Get(t.Context(), tenant, key)
 	if err != nil || !ok {
 		t.Fatalf("get %s/%s: %v (found %v)", tenant, key, err, ok)
 	}
@@ -77,11 +78,11 @@ func testEffectApproveExactArguments(t *testing.T, h Harness) {
 	run := refundRun("refund:o-1", refund{Order: "o-1", Amount: 1250, Note: "damaged <box> & late"})
 	const canonical = `{"amount":1250,"note":"damaged <box> & late","order":"o-1"}`
 
-	e, err := s.Effects().Do(ctx, run, ext.call)
-	if !errors.Is(err, store.ErrAwaitingApproval) || e.State != store.EffectAwaitingApproval {
+	e, err := effect.For(s).Do(ctx, run, ext.call)
+	if !errors.Is(err, effect.ErrAwaitingApproval) || e.State != effect.AwaitingApproval {
 		t.Fatalf("first run: %+v %v, want AWAITING_APPROVAL", e, err)
 	}
-	if string(e.Args) != canonical || e.RequestedBy != "support-bot" || e.RequestedAt.IsZero() || e.Kind != store.EffectExternal {
+	if string(e.Args) != canonical || e.RequestedBy != "support-bot" || e.RequestedAt.IsZero() || e.Kind != effect.External {
 		t.Errorf("recorded %+v", e)
 	}
 	sum := sha256.Sum256([]byte(canonical))
@@ -89,32 +90,32 @@ func testEffectApproveExactArguments(t *testing.T, h Harness) {
 		t.Errorf("args hash %s, want the SHA-256 of the canonical bytes", e.ArgsHash())
 	}
 	// Running again while it waits changes nothing.
-	again, err := s.Effects().Do(ctx, run, ext.call)
-	if diff := cmp.Diff(e, MustGetEffect(t, s, "default", "refund:o-1")); !errors.Is(err, store.ErrAwaitingApproval) || diff != "" || again.State != e.State {
+	again, err := effect.For(s).Do(ctx, run, ext.call)
+	if diff := cmp.Diff(e, MustGetEffect(t, s, "default", "refund:o-1")); !errors.Is(err, effect.ErrAwaitingApproval) || diff != "" || again.State != e.State {
 		t.Errorf("run while awaiting: %v, row (-before +after):\n%s", err, diff)
 	}
 
 	// A wrong or malformed hash changes nothing.
 	for _, h := range []string{strings.Repeat("0", 64), "not-a-hash", strings.ToUpper(e.ArgsHash()), ""} {
-		_, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "refund:o-1", ArgsHash: h, By: "alice"})
-		var he *store.ArgsHashMismatchError
-		if !errors.As(err, &he) || !errors.Is(err, store.ErrArgsHashMismatch) || he.Recorded != e.ArgsHash() {
+		_, err := effect.For(s).Approve(ctx, effect.Approval{Tenant: "default", Key: "refund:o-1", ArgsHash: h, By: "alice"})
+		var he *effect.ArgsHashMismatchError
+		if !errors.As(err, &he) || !errors.Is(err, effect.ErrArgsHashMismatch) || he.Recorded != e.ArgsHash() {
 			t.Errorf("approve with hash %q: %v", h, err)
 		}
 	}
-	if got := MustGetEffect(t, s, "default", "refund:o-1"); got.State != store.EffectAwaitingApproval || got.DecidedBy != "" {
+	if got := MustGetEffect(t, s, "default", "refund:o-1"); got.State != effect.AwaitingApproval || got.DecidedBy != "" {
 		t.Fatalf("after refused approvals: %+v", got)
 	}
 	if n := len(ext.calls()); n != 0 {
 		t.Fatalf("the external call ran %d times before approval", n)
 	}
 
-	a, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "refund:o-1", ArgsHash: e.ArgsHash(), By: "alice"})
-	if err != nil || a.State != store.EffectApproved || a.DecidedBy != "alice" || a.DecidedAt.IsZero() {
+	a, err := effect.For(s).Approve(ctx, effect.Approval{Tenant: "default", Key: "refund:o-1", ArgsHash: e.ArgsHash(), By: "alice"})
+	if err != nil || a.State != effect.Approved || a.DecidedBy != "alice" || a.DecidedAt.IsZero() {
 		t.Fatalf("approve: %+v %v", a, err)
 	}
 	// Approving again keeps the first approver.
-	b, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "refund:o-1", ArgsHash: e.ArgsHash(), By: "bob"})
+	b, err := effect.For(s).Approve(ctx, effect.Approval{Tenant: "default", Key: "refund:o-1", ArgsHash: e.ArgsHash(), By: "bob"})
 	if err != nil || b.DecidedBy != "alice" || !b.DecidedAt.Equal(a.DecidedAt) {
 		t.Errorf("second approval: %+v %v", b, err)
 	}
@@ -124,19 +125,19 @@ func testEffectApproveExactArguments(t *testing.T, h Harness) {
 
 	// The same arguments in another form: same effect, stored bytes.
 	run.Args = json.RawMessage(` { "order" : "o-1", "note":"damaged \u003cbox\u003e & late", "amount": 1.25e3 } `)
-	done, err := s.Effects().Do(ctx, run, ext.call)
-	if err != nil || done.State != store.EffectCompleted || done.ProviderRef != "ref-1" || done.DecidedBy != "alice" {
+	done, err := effect.For(s).Do(ctx, run, ext.call)
+	if err != nil || done.State != effect.Completed || done.ProviderRef != "ref-1" || done.DecidedBy != "alice" {
 		t.Fatalf("run after approval: %+v %v", done, err)
 	}
 	if got := ext.calls(); len(got) != 1 || got[0] != canonical {
 		t.Errorf("calls %q, want one with %s", got, canonical)
 	}
-	if _, err := s.Effects().Do(ctx, run, ext.call); err != nil || len(ext.calls()) != 1 {
+	if _, err := effect.For(s).Do(ctx, run, ext.call); err != nil || len(ext.calls()) != 1 {
 		t.Errorf("a completed effect ran again: %v, %d calls", err, len(ext.calls()))
 	}
 	// A decision on a completed effect names its state.
-	var se *store.EffectStateError
-	if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "refund:o-1", ArgsHash: e.ArgsHash(), By: "bob"}); !errors.As(err, &se) || se.State != store.EffectCompleted {
+	var se *effect.StateError
+	if _, err := effect.For(s).Approve(ctx, effect.Approval{Tenant: "default", Key: "refund:o-1", ArgsHash: e.ArgsHash(), By: "bob"}); !errors.As(err, &se) || se.State != effect.Completed {
 		t.Errorf("approve a completed effect: %v", err)
 	}
 }
@@ -148,35 +149,35 @@ func testEffectChangedArgumentsRefused(t *testing.T, h Harness) {
 	s := h.Open(t, nil)
 	ext := &recorder{}
 	run := refundRun("refund:o-2", refund{Order: "o-2", Amount: 1250})
-	e, _ := s.Effects().Do(ctx, run, ext.call)
-	if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "refund:o-2", ArgsHash: e.ArgsHash(), By: "alice"}); err != nil {
+	e, _ := effect.For(s).Do(ctx, run, ext.call)
+	if _, err := effect.For(s).Approve(ctx, effect.Approval{Tenant: "default", Key: "refund:o-2", ArgsHash: e.ArgsHash(), By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	before := MustGetEffect(t, s, "default", "refund:o-2")
-	changes := map[string]func(r *store.EffectRun){
-		"args":           func(r *store.EffectRun) { r.Args = refund{Order: "o-2", Amount: 99999} },
-		"no args":        func(r *store.EffectRun) { r.Args = nil },
-		"kind":           func(r *store.EffectRun) { r.Kind = store.EffectIrreversible },
-		"resource":       func(r *store.EffectRun) { r.Resource = "order/o-3" },
-		"needs_approval": func(r *store.EffectRun) { r.NeedsApproval = false },
+	changes := map[string]func(r *effect.Intent){
+		"args":           func(r *effect.Intent) { r.Args = refund{Order: "o-2", Amount: 99999} },
+		"no args":        func(r *effect.Intent) { r.Args = nil },
+		"kind":           func(r *effect.Intent) { r.Kind = effect.Irreversible },
+		"resource":       func(r *effect.Intent) { r.Resource = "order/o-3" },
+		"needs_approval": func(r *effect.Intent) { r.NeedsApproval = false },
 	}
 	for name, change := range changes {
 		r := run
 		change(&r)
-		_, err := s.Effects().Do(ctx, r, ext.call)
-		var me *store.EffectMismatchError
+		_, err := effect.For(s).Do(ctx, r, ext.call)
+		var me *effect.MismatchError
 		if !errors.As(err, &me) || !errors.Is(err, store.ErrIdempotencyMismatch) {
 			t.Errorf("%s changed: %v, want an *EffectMismatchError", name, err)
 		}
 	}
 	// The plain Run of a key with arguments and approval is a mismatch too.
-	if _, err := s.Effects().Run(ctx, "default", "refund:o-2", func(context.Context) (string, error) { return "x", nil }); !errors.Is(err, store.ErrIdempotencyMismatch) {
+	if _, err := effect.For(s).Run(ctx, "default", "refund:o-2", func(context.Context) (string, error) { return "x", nil }); !errors.Is(err, store.ErrIdempotencyMismatch) {
 		t.Errorf("Run on an approved effect: %v", err)
 	}
 	if n := len(ext.calls()); n != 0 {
 		t.Errorf("a refused run executed (%d calls)", n)
 	}
-	if after := MustGetEffect(t, s, "default", "refund:o-2"); after.State != store.EffectApproved || !after.UpdatedAt.Equal(before.UpdatedAt) {
+	if after := MustGetEffect(t, s, "default", "refund:o-2"); after.State != effect.Approved || !after.UpdatedAt.Equal(before.UpdatedAt) {
 		t.Errorf("a refused run changed the effect: %+v", after)
 	}
 }
@@ -185,15 +186,15 @@ func testEffectChangedArgumentsRefused(t *testing.T, h Harness) {
 func testEffectConcurrentApprovals(t *testing.T, h Harness) {
 	ctx := t.Context()
 	s := h.Open(t, nil)
-	e, _ := s.Effects().Do(ctx, refundRun("refund:o-3", refund{Order: "o-3", Amount: 5}), (&recorder{}).call)
+	e, _ := effect.For(s).Do(ctx, refundRun("refund:o-3", refund{Order: "o-3", Amount: 5}), (&recorder{}).call)
 	names := []string{"alice", "bob", "carol", "dave"}
-	got := make([]store.Effect, len(names))
+	got := make([]effect.Effect, len(names))
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i, name := range names {
 		wg.Go(func() {
 			<-start
-			a, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "refund:o-3", ArgsHash: e.ArgsHash(), By: name})
+			a, err := effect.For(s).Approve(ctx, effect.Approval{Tenant: "default", Key: "refund:o-3", ArgsHash: e.ArgsHash(), By: name})
 			if err != nil {
 				t.Errorf("%s: %v", name, err)
 			}
@@ -203,7 +204,7 @@ func testEffectConcurrentApprovals(t *testing.T, h Harness) {
 	close(start)
 	wg.Wait()
 	final := MustGetEffect(t, s, "default", "refund:o-3")
-	if final.State != store.EffectApproved {
+	if final.State != effect.Approved {
 		t.Fatalf("%+v", final)
 	}
 	for i, a := range got {
@@ -220,28 +221,28 @@ func testEffectRejectThenRun(t *testing.T, h Harness) {
 	s := h.Open(t, nil)
 	ext := &recorder{}
 	run := refundRun("refund:o-4", refund{Order: "o-4", Amount: 5})
-	e, _ := s.Effects().Do(ctx, run, ext.call)
-	if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "refund:o-4", ArgsHash: e.ArgsHash(), By: "alice"}); err != nil {
+	e, _ := effect.For(s).Do(ctx, run, ext.call)
+	if _, err := effect.For(s).Approve(ctx, effect.Approval{Tenant: "default", Key: "refund:o-4", ArgsHash: e.ArgsHash(), By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	// Reject works from APPROVED too (a second look).
-	r, err := s.Effects().Reject(ctx, store.EffectRejection{Tenant: "default", Key: "refund:o-4", Reason: "customer already refunded by bank transfer", By: "bob"})
-	if err != nil || r.State != store.EffectRejected || r.DecidedBy != "bob" || r.Reason != "customer already refunded by bank transfer" {
+	r, err := effect.For(s).Reject(ctx, effect.Rejection{Tenant: "default", Key: "refund:o-4", Reason: "customer already refunded by bank transfer", By: "bob"})
+	if err != nil || r.State != effect.Rejected || r.DecidedBy != "bob" || r.Reason != "customer already refunded by bank transfer" {
 		t.Fatalf("reject: %+v %v", r, err)
 	}
-	if _, err := s.Effects().Do(ctx, run, ext.call); !errors.Is(err, store.ErrRejected) {
+	if _, err := effect.For(s).Do(ctx, run, ext.call); !errors.Is(err, effect.ErrRejected) {
 		t.Errorf("run after reject: %v", err)
 	}
-	if res, err := s.Effects().ResumeApproved(ctx, "default", func(ctx context.Context, e store.Effect, args json.RawMessage) (string, error) {
+	if res, err := effect.For(s).ResumeApproved(ctx, "default", func(ctx context.Context, e effect.Effect, args json.RawMessage) (string, error) {
 		return ext.call(ctx, args)
 	}); err != nil || len(res) != 0 {
 		t.Errorf("resume: %+v %v", res, err)
 	}
-	var se *store.EffectStateError
-	if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "refund:o-4", ArgsHash: e.ArgsHash(), By: "carol"}); !errors.As(err, &se) || se.State != store.EffectRejected {
+	var se *effect.StateError
+	if _, err := effect.For(s).Approve(ctx, effect.Approval{Tenant: "default", Key: "refund:o-4", ArgsHash: e.ArgsHash(), By: "carol"}); !errors.As(err, &se) || se.State != effect.Rejected {
 		t.Errorf("approve a rejected effect: %v", err)
 	}
-	if _, err := s.Effects().Reject(ctx, store.EffectRejection{Tenant: "default", Key: "refund:o-4", Reason: "", By: "carol"}); !errors.As(err, &se) || se.State != store.EffectRejected {
+	if _, err := effect.For(s).Reject(ctx, effect.Rejection{Tenant: "default", Key: "refund:o-4", Reason: "", By: "carol"}); !errors.As(err, &se) || se.State != effect.Rejected {
 		t.Errorf("reject a rejected effect: %v", err)
 	}
 	if n := len(ext.calls()); n != 0 {
@@ -258,21 +259,21 @@ func testEffectOtherTenantNotFound(t *testing.T, h Harness) {
 	ctx := t.Context()
 	s := h.Open(t, nil)
 	ext := &recorder{}
-	e, _ := s.Effects().Do(ctx, refundRun("refund:o-5", refund{Order: "o-5"}), ext.call)
-	var nf *store.EffectNotFoundError
-	if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "acme", Key: "refund:o-5", ArgsHash: e.ArgsHash(), By: "mallory"}); !errors.As(err, &nf) || !errors.Is(err, store.ErrNotFound) {
+	e, _ := effect.For(s).Do(ctx, refundRun("refund:o-5", refund{Order: "o-5"}), ext.call)
+	var nf *effect.NotFoundError
+	if _, err := effect.For(s).Approve(ctx, effect.Approval{Tenant: "acme", Key: "refund:o-5", ArgsHash: e.ArgsHash(), By: "mallory"}); !errors.As(err, &nf) || !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("approve from another tenant: %v", err)
 	}
-	if _, err := s.Effects().Reject(ctx, store.EffectRejection{Tenant: "acme", Key: "refund:o-5", Reason: "", By: "mallory"}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := effect.For(s).Reject(ctx, effect.Rejection{Tenant: "acme", Key: "refund:o-5", Reason: "", By: "mallory"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("reject from another tenant: %v", err)
 	}
-	if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: e.ArgsHash(), ArgsHash: e.ArgsHash(), By: "alice"}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := effect.For(s).Approve(ctx, effect.Approval{Tenant: "default", Key: e.ArgsHash(), ArgsHash: e.ArgsHash(), By: "alice"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("approve an unknown key: %v", err)
 	}
-	if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "refund:o-5", ArgsHash: e.ArgsHash(), By: "alice"}); err != nil {
+	if _, err := effect.For(s).Approve(ctx, effect.Approval{Tenant: "default", Key: "refund:o-5", ArgsHash: e.ArgsHash(), By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.Effects().ResumeApproved(ctx, "acme", func(ctx context.Context, e store.Effect, args json.RawMessage) (string, error) {
+	res, err := effect.For(s).ResumeApproved(ctx, "acme", func(ctx context.Context, e effect.Effect, args json.RawMessage) (string, error) {
 		return ext.call(ctx, args)
 	})
 	if err != nil || len(res) != 0 || len(ext.calls()) != 0 {
@@ -282,10 +283,10 @@ func testEffectOtherTenantNotFound(t *testing.T, h Harness) {
 
 // Each kind's row of the retry table.
 func testEffectKinds(t *testing.T, h Harness) {
-	unknown := fmt.Errorf("sink: %w: timed out after sending", store.ErrOutcomeUnknown)
+	unknown := fmt.Errorf("sink: %w: timed out after sending", effect.ErrOutcomeUnknown)
 	failed := errors.New("provider said 503")
 	t.Run("derived and analytics run FAILED and UNKNOWN again", func(t *testing.T) {
-		for _, kind := range []store.EffectKind{store.EffectDerived, store.EffectAnalytics} {
+		for _, kind := range []effect.Kind{effect.Derived, effect.Analytics} {
 			ctx := t.Context()
 			s := h.Open(t, nil)
 			// The analytics sink dedupes by the id it is given: the key.
@@ -299,18 +300,18 @@ func testEffectKinds(t *testing.T, h Harness) {
 				mu.Unlock()
 				return ext.call(ctx, args)
 			}
-			run := store.EffectRun{Tenant: "default", Key: key, Kind: kind, Args: map[string]string{"plan": "pro"}}
-			if e, err := s.Effects().Do(ctx, run, call); !errors.Is(err, store.ErrOutcomeUnknown) || e.State != store.EffectUnknown {
+			run := effect.Intent{Tenant: "default", Key: key, Kind: kind, Args: map[string]string{"plan": "pro"}}
+			if e, err := effect.For(s).Do(ctx, run, call); !errors.Is(err, effect.ErrOutcomeUnknown) || e.State != effect.Unknown {
 				t.Fatalf("%s: %+v %v", kind, e, err)
 			}
-			if e, err := s.Effects().Do(ctx, run, call); !errors.Is(err, failed) || e.State != store.EffectFailed {
+			if e, err := effect.For(s).Do(ctx, run, call); !errors.Is(err, failed) || e.State != effect.Failed {
 				t.Fatalf("%s: UNKNOWN not run again: %+v %v", kind, e, err)
 			}
-			e, err := s.Effects().Do(ctx, run, call)
-			if err != nil || e.State != store.EffectCompleted || e.Attempts != 3 {
+			e, err := effect.For(s).Do(ctx, run, call)
+			if err != nil || e.State != effect.Completed || e.Attempts != 3 {
 				t.Fatalf("%s: FAILED not run again: %+v %v", kind, e, err)
 			}
-			if _, err := s.Effects().Do(ctx, run, call); err != nil || len(ext.calls()) != 3 || len(sink) != 1 {
+			if _, err := effect.For(s).Do(ctx, run, call); err != nil || len(ext.calls()) != 3 || len(sink) != 1 {
 				t.Errorf("%s: completed ran again: %v, %d calls, sink %v", kind, err, len(ext.calls()), sink)
 			}
 			for _, a := range ext.calls() {
@@ -324,24 +325,24 @@ func testEffectKinds(t *testing.T, h Harness) {
 		ctx := t.Context()
 		s := h.Open(t, nil)
 		ext := &recorder{fail: []error{failed, unknown}}
-		run := store.EffectRun{Tenant: "default", Key: "email:u-1", Args: map[string]string{"to": "u1@example.com"}}
-		if _, err := s.Effects().Do(ctx, run, ext.call); !errors.Is(err, failed) {
+		run := effect.Intent{Tenant: "default", Key: "email:u-1", Args: map[string]string{"to": "u1@example.com"}}
+		if _, err := effect.For(s).Do(ctx, run, ext.call); !errors.Is(err, failed) {
 			t.Fatal(err)
 		}
-		if e, err := s.Effects().Do(ctx, run, ext.call); !errors.Is(err, store.ErrOutcomeUnknown) || e.State != store.EffectUnknown {
+		if e, err := effect.For(s).Do(ctx, run, ext.call); !errors.Is(err, effect.ErrOutcomeUnknown) || e.State != effect.Unknown {
 			t.Fatalf("FAILED not retried: %+v %v", e, err)
 		}
-		var se *store.EffectStateError
-		if _, err := s.Effects().Do(ctx, run, ext.call); !errors.As(err, &se) || se.State != store.EffectUnknown || len(ext.calls()) != 2 {
+		var se *effect.StateError
+		if _, err := effect.For(s).Do(ctx, run, ext.call); !errors.As(err, &se) || se.State != effect.Unknown || len(ext.calls()) != 2 {
 			t.Fatalf("UNKNOWN retried blindly: %v (%d calls)", err, len(ext.calls()))
 		}
-		if _, err := s.Effects().Reconcile(ctx, time.Now(), func(context.Context, store.Effect) (store.Happened, string, error) {
-			return store.DidNotHappen, "", nil
+		if _, err := effect.For(s).Reconcile(ctx, time.Now(), func(context.Context, effect.Effect) (effect.Happened, string, error) {
+			return effect.DidNotHappen, "", nil
 		}); err != nil {
 			t.Fatal(err)
 		}
-		e, err := s.Effects().Do(ctx, run, ext.call)
-		if err != nil || e.State != store.EffectCompleted || len(ext.calls()) != 3 {
+		e, err := effect.For(s).Do(ctx, run, ext.call)
+		if err != nil || e.State != effect.Completed || len(ext.calls()) != 3 {
 			t.Fatalf("after a confirmed miss: %+v %v", e, err)
 		}
 		for _, a := range ext.calls() {
@@ -357,8 +358,8 @@ func testEffectKinds(t *testing.T, h Harness) {
 		denied := errors.New("user u-1 lost the admin role")
 		var allowed atomic.Bool
 		var checks atomic.Int32
-		run := store.EffectRun{Tenant: "default", Key: "grant:u-1", Kind: store.EffectPermission, Resource: "account/u-1",
-			Args: map[string]string{"role": "billing"}, Check: func(ctx context.Context, e store.Effect) error {
+		run := effect.Intent{Tenant: "default", Key: "grant:u-1", Kind: effect.Permission, Resource: "account/u-1",
+			Args: map[string]string{"role": "billing"}, Check: func(ctx context.Context, e effect.Effect) error {
 				checks.Add(1)
 				if e.Key != "grant:u-1" || string(e.Args) != `{"role":"billing"}` {
 					t.Errorf("check got %+v", e)
@@ -368,36 +369,36 @@ func testEffectKinds(t *testing.T, h Harness) {
 				}
 				return nil
 			}}
-		e, err := s.Effects().Do(ctx, run, ext.call)
-		var pe *store.PermissionError
-		if !errors.As(err, &pe) || !errors.Is(err, denied) || e.State != store.EffectReserved || len(ext.calls()) != 0 {
+		e, err := effect.For(s).Do(ctx, run, ext.call)
+		var pe *effect.PermissionError
+		if !errors.As(err, &pe) || !errors.Is(err, denied) || e.State != effect.Reserved || len(ext.calls()) != 0 {
 			t.Fatalf("denied: %+v %v", e, err)
 		}
 		before := MustGetEffect(t, s, "default", "grant:u-1")
-		if _, err := s.Effects().Do(ctx, run, ext.call); !errors.As(err, &pe) {
+		if _, err := effect.For(s).Do(ctx, run, ext.call); !errors.As(err, &pe) {
 			t.Fatal(err)
 		}
 		if after := MustGetEffect(t, s, "default", "grant:u-1"); !after.UpdatedAt.Equal(before.UpdatedAt) || after.Attempts != 0 {
 			t.Errorf("a denied attempt changed the effect: %+v", after)
 		}
 		allowed.Store(true)
-		if _, err := s.Effects().Do(ctx, run, ext.call); !errors.Is(err, failed) {
+		if _, err := effect.For(s).Do(ctx, run, ext.call); !errors.Is(err, failed) {
 			t.Fatal(err)
 		}
 		// The permission is checked again before the retry.
 		allowed.Store(false)
-		if e, err := s.Effects().Do(ctx, run, ext.call); !errors.As(err, &pe) || e.State != store.EffectFailed || len(ext.calls()) != 1 {
+		if e, err := effect.For(s).Do(ctx, run, ext.call); !errors.As(err, &pe) || e.State != effect.Failed || len(ext.calls()) != 1 {
 			t.Fatalf("retry without permission: %+v %v", e, err)
 		}
 		allowed.Store(true)
-		if e, err := s.Effects().Do(ctx, run, ext.call); err != nil || e.State != store.EffectCompleted {
+		if e, err := effect.For(s).Do(ctx, run, ext.call); err != nil || e.State != effect.Completed {
 			t.Fatalf("%+v %v", e, err)
 		}
 		if checks.Load() != 5 {
 			t.Errorf("%d checks, want one before each of 5 attempts", checks.Load())
 		}
 		run.Check = nil
-		if _, err := s.Effects().Do(ctx, run, ext.call); !errors.Is(err, store.ErrInvalidEvent) {
+		if _, err := effect.For(s).Do(ctx, run, ext.call); !errors.Is(err, store.ErrInvalidEvent) {
 			t.Errorf("a permission effect without a Check: %v", err)
 		}
 	})
@@ -405,42 +406,42 @@ func testEffectKinds(t *testing.T, h Harness) {
 		ctx := t.Context()
 		s := h.Open(t, nil)
 		ext := &recorder{fail: []error{failed, unknown}}
-		run := store.EffectRun{Tenant: "default", Key: "delete:acct-9", Kind: store.EffectIrreversible, Resource: "account/acct-9",
+		run := effect.Intent{Tenant: "default", Key: "delete:acct-9", Kind: effect.Irreversible, Resource: "account/acct-9",
 			Summary: "delete account acct-9 and its data", RequestedBy: "gdpr-worker", Args: map[string]string{"account": "acct-9"}}
-		if _, err := s.Effects().Do(ctx, run, ext.call); !errors.Is(err, store.ErrInvalidEvent) {
+		if _, err := effect.For(s).Do(ctx, run, ext.call); !errors.Is(err, store.ErrInvalidEvent) {
 			t.Fatalf("irreversible without approval: %v", err)
 		}
 		run.NeedsApproval = true
-		e, _ := s.Effects().Do(ctx, run, ext.call)
+		e, _ := effect.For(s).Do(ctx, run, ext.call)
 		approve := func(by string) {
 			t.Helper()
-			if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "delete:acct-9", ArgsHash: e.ArgsHash(), By: by}); err != nil {
+			if _, err := effect.For(s).Approve(ctx, effect.Approval{Tenant: "default", Key: "delete:acct-9", ArgsHash: e.ArgsHash(), By: by}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		approve("alice")
-		f, err := s.Effects().Do(ctx, run, ext.call)
-		if !errors.Is(err, failed) || f.State != store.EffectAwaitingApproval || f.DecidedBy != "" || !f.DecidedAt.IsZero() || f.LastError == "" {
+		f, err := effect.For(s).Do(ctx, run, ext.call)
+		if !errors.Is(err, failed) || f.State != effect.AwaitingApproval || f.DecidedBy != "" || !f.DecidedAt.IsZero() || f.LastError == "" {
 			t.Fatalf("failed attempt: %+v %v", f, err)
 		}
-		if _, err := s.Effects().Do(ctx, run, ext.call); !errors.Is(err, store.ErrAwaitingApproval) || len(ext.calls()) != 1 {
+		if _, err := effect.For(s).Do(ctx, run, ext.call); !errors.Is(err, effect.ErrAwaitingApproval) || len(ext.calls()) != 1 {
 			t.Fatalf("ran again without a new approval: %v (%d calls)", err, len(ext.calls()))
 		}
 		approve("bob")
-		if u, err := s.Effects().Do(ctx, run, ext.call); !errors.Is(err, store.ErrOutcomeUnknown) || u.State != store.EffectUnknown {
+		if u, err := effect.For(s).Do(ctx, run, ext.call); !errors.Is(err, effect.ErrOutcomeUnknown) || u.State != effect.Unknown {
 			t.Fatalf("%+v %v", u, err)
 		}
-		if _, err := s.Effects().Reconcile(ctx, time.Now(), func(context.Context, store.Effect) (store.Happened, string, error) {
-			return store.DidNotHappen, "", nil
+		if _, err := effect.For(s).Reconcile(ctx, time.Now(), func(context.Context, effect.Effect) (effect.Happened, string, error) {
+			return effect.DidNotHappen, "", nil
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if got := MustGetEffect(t, s, "default", "delete:acct-9"); got.State != store.EffectAwaitingApproval || got.DecidedBy != "" {
+		if got := MustGetEffect(t, s, "default", "delete:acct-9"); got.State != effect.AwaitingApproval || got.DecidedBy != "" {
 			t.Fatalf("after reconciliation said it did not happen: %+v", got)
 		}
 		approve("carol")
-		d, err := s.Effects().Do(ctx, run, ext.call)
-		if err != nil || d.State != store.EffectCompleted || d.DecidedBy != "carol" || len(ext.calls()) != 3 {
+		d, err := effect.For(s).Do(ctx, run, ext.call)
+		if err != nil || d.State != effect.Completed || d.DecidedBy != "carol" || len(ext.calls()) != 3 {
 			t.Fatalf("%+v %v (%d calls)", d, err, len(ext.calls()))
 		}
 	})
@@ -455,35 +456,35 @@ func testEffectApprovalExpires(t *testing.T, h Harness) {
 	ext := &recorder{}
 	run := refundRun("refund:o-6", refund{Order: "o-6", Amount: 7})
 	run.ApprovalValidFor = time.Hour
-	e, _ := s.Effects().Do(ctx, run, ext.call)
+	e, _ := effect.For(s).Do(ctx, run, ext.call)
 	if e.ApprovalValidFor != time.Hour {
 		t.Errorf("validity %v", e.ApprovalValidFor)
 	}
-	if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "refund:o-6", ArgsHash: e.ArgsHash(), By: "alice"}); err != nil {
+	if _, err := effect.For(s).Approve(ctx, effect.Approval{Tenant: "default", Key: "refund:o-6", ArgsHash: e.ArgsHash(), By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Hour + time.Second)
-	back, err := s.Effects().Do(ctx, run, ext.call)
-	if !errors.Is(err, store.ErrAwaitingApproval) || back.State != store.EffectAwaitingApproval || back.DecidedBy != "" ||
+	back, err := effect.For(s).Do(ctx, run, ext.call)
+	if !errors.Is(err, effect.ErrAwaitingApproval) || back.State != effect.AwaitingApproval || back.DecidedBy != "" ||
 		!back.RequestedAt.Equal(clock.Now()) || len(ext.calls()) != 0 {
 		t.Fatalf("expired approval: %+v %v (%d calls)", back, err, len(ext.calls()))
 	}
 	// ResumeApproved does not run an expired approval either.
-	if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "refund:o-6", ArgsHash: e.ArgsHash(), By: "bob"}); err != nil {
+	if _, err := effect.For(s).Approve(ctx, effect.Approval{Tenant: "default", Key: "refund:o-6", ArgsHash: e.ArgsHash(), By: "bob"}); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(2 * time.Hour)
-	res, err := s.Effects().ResumeApproved(ctx, "default", func(ctx context.Context, e store.Effect, args json.RawMessage) (string, error) {
+	res, err := effect.For(s).ResumeApproved(ctx, "default", func(ctx context.Context, e effect.Effect, args json.RawMessage) (string, error) {
 		return ext.call(ctx, args)
 	})
-	if err != nil || len(res) != 1 || res[0].State != store.EffectAwaitingApproval || len(ext.calls()) != 0 {
+	if err != nil || len(res) != 1 || res[0].State != effect.AwaitingApproval || len(ext.calls()) != 0 {
 		t.Fatalf("resume of an expired approval: %+v %v", res, err)
 	}
-	if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "refund:o-6", ArgsHash: e.ArgsHash(), By: "carol"}); err != nil {
+	if _, err := effect.For(s).Approve(ctx, effect.Approval{Tenant: "default", Key: "refund:o-6", ArgsHash: e.ArgsHash(), By: "carol"}); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(59 * time.Minute)
-	if d, err := s.Effects().Do(ctx, run, ext.call); err != nil || d.State != store.EffectCompleted || d.DecidedBy != "carol" {
+	if d, err := effect.For(s).Do(ctx, run, ext.call); err != nil || d.State != effect.Completed || d.DecidedBy != "carol" {
 		t.Fatalf("fresh approval: %+v %v", d, err)
 	}
 }
@@ -497,26 +498,26 @@ func testEffectResumeApprovedAfterCrash(t *testing.T, h Harness) {
 	ext := &recorder{}
 	keys := []string{"refund:a", "refund:b"}
 	for i, key := range keys {
-		e, _ := first.Effects().Do(ctx, refundRun(key, refund{Order: key, Amount: i + 1}), ext.call)
-		if _, err := first.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: key, ArgsHash: e.ArgsHash(), By: "alice"}); err != nil {
+		e, _ := effect.For(first).Do(ctx, refundRun(key, refund{Order: key, Amount: i + 1}), ext.call)
+		if _, err := effect.For(first).Approve(ctx, effect.Approval{Tenant: "default", Key: key, ArgsHash: e.ArgsHash(), By: "alice"}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// One still waits for a person, one is a permission effect (its Check
 	// is the application's: Do runs it), one is another tenant's.
-	if _, err := first.Effects().Do(ctx, refundRun("refund:c", refund{Order: "c"}), ext.call); !errors.Is(err, store.ErrAwaitingApproval) {
+	if _, err := effect.For(first).Do(ctx, refundRun("refund:c", refund{Order: "c"}), ext.call); !errors.Is(err, effect.ErrAwaitingApproval) {
 		t.Fatal(err)
 	}
 	perm := refundRun("grant:p", map[string]int{"n": 1})
-	perm.Kind, perm.Check = store.EffectPermission, func(context.Context, store.Effect) error { return nil }
-	p, _ := first.Effects().Do(ctx, perm, ext.call)
-	if _, err := first.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "grant:p", ArgsHash: p.ArgsHash(), By: "alice"}); err != nil {
+	perm.Kind, perm.Check = effect.Permission, func(context.Context, effect.Effect) error { return nil }
+	p, _ := effect.For(first).Do(ctx, perm, ext.call)
+	if _, err := effect.For(first).Approve(ctx, effect.Approval{Tenant: "default", Key: "grant:p", ArgsHash: p.ArgsHash(), By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	other := refundRun("refund:a", refund{Order: "x"})
 	other.Tenant = "acme"
-	o, _ := first.Effects().Do(ctx, other, ext.call)
-	if _, err := first.Effects().Approve(ctx, store.EffectApproval{Tenant: "acme", Key: "refund:a", ArgsHash: o.ArgsHash(), By: "zed"}); err != nil {
+	o, _ := effect.For(first).Do(ctx, other, ext.call)
+	if _, err := effect.For(first).Approve(ctx, effect.Approval{Tenant: "acme", Key: "refund:a", ArgsHash: o.ArgsHash(), By: "zed"}); err != nil {
 		t.Fatal(err)
 	}
 	// The crash: the process goes away between approval and execution.
@@ -525,8 +526,8 @@ func testEffectResumeApprovedAfterCrash(t *testing.T, h Harness) {
 	}
 
 	s := h.reopen(t, first, nil)
-	resume := func() ([]store.Effect, error) {
-		return s.Effects().ResumeApproved(ctx, "default", func(ctx context.Context, e store.Effect, args json.RawMessage) (string, error) {
+	resume := func() ([]effect.Effect, error) {
+		return effect.For(s).ResumeApproved(ctx, "default", func(ctx context.Context, e effect.Effect, args json.RawMessage) (string, error) {
 			if string(args) != string(e.Args) {
 				t.Errorf("%s: args %s, stored %s", e.Key, args, e.Args)
 			}
@@ -538,7 +539,7 @@ func testEffectResumeApprovedAfterCrash(t *testing.T, h Harness) {
 		t.Fatalf("resume: %+v %v", res, err)
 	}
 	for i, e := range res {
-		if e.State != store.EffectCompleted || e.Key != keys[i] {
+		if e.State != effect.Completed || e.Key != keys[i] {
 			t.Errorf("resumed %+v", e)
 		}
 	}
@@ -549,12 +550,12 @@ func testEffectResumeApprovedAfterCrash(t *testing.T, h Harness) {
 	if res, err := resume(); err != nil || len(res) != 0 || len(ext.calls()) != 2 {
 		t.Errorf("second resume: %+v %v (%d calls)", res, err, len(ext.calls()))
 	}
-	for key, want := range map[string]store.EffectState{"refund:c": store.EffectAwaitingApproval, "grant:p": store.EffectApproved} {
+	for key, want := range map[string]effect.State{"refund:c": effect.AwaitingApproval, "grant:p": effect.Approved} {
 		if got := MustGetEffect(t, s, "default", key); got.State != want {
 			t.Errorf("%s: %s, want %s", key, got.State, want)
 		}
 	}
-	if got := MustGetEffect(t, s, "acme", "refund:a"); got.State != store.EffectApproved {
+	if got := MustGetEffect(t, s, "acme", "refund:a"); got.State != effect.Approved {
 		t.Errorf("another tenant's effect: %s", got.State)
 	}
 }
@@ -564,54 +565,54 @@ func testEffectInputRefused(t *testing.T, h Harness) {
 	ctx := t.Context()
 	s := h.Open(t, nil)
 	ok := refundRun("k", refund{})
-	cases := map[string]func(r *store.EffectRun){
-		"unknown kind":           func(r *store.EffectRun) { r.Kind = "email" },
-		"no requester":           func(r *store.EffectRun) { r.RequestedBy = "" },
-		"control in summary":     func(r *store.EffectRun) { r.Summary = "refund\x1b[31m" },
-		"newline in requester":   func(r *store.EffectRun) { r.RequestedBy = "bot\nadmin" },
-		"invalid UTF-8 resource": func(r *store.EffectRun) { r.Resource = "order/\xff" },
-		"padded summary":         func(r *store.EffectRun) { r.Summary = " refund" },
-		"long summary":           func(r *store.EffectRun) { r.Summary = strings.Repeat("x", 1025) },
-		"args over 64 KiB": func(r *store.EffectRun) {
-			r.Args = map[string]string{"x": strings.Repeat("a", store.MaxEffectArgsBytes)}
+	cases := map[string]func(r *effect.Intent){
+		"unknown kind":           func(r *effect.Intent) { r.Kind = "email" },
+		"no requester":           func(r *effect.Intent) { r.RequestedBy = "" },
+		"control in summary":     func(r *effect.Intent) { r.Summary = "refund\x1b[31m" },
+		"newline in requester":   func(r *effect.Intent) { r.RequestedBy = "bot\nadmin" },
+		"invalid UTF-8 resource": func(r *effect.Intent) { r.Resource = "order/\xff" },
+		"padded summary":         func(r *effect.Intent) { r.Summary = " refund" },
+		"long summary":           func(r *effect.Intent) { r.Summary = strings.Repeat("x", 1025) },
+		"args over 64 KiB": func(r *effect.Intent) {
+			r.Args = map[string]string{"x": strings.Repeat("a", effect.MaxArgsBytes)}
 		},
-		"duplicate member":         func(r *store.EffectRun) { r.Args = json.RawMessage(`{"amount":1,"amount":2}`) },
-		"not JSON":                 func(r *store.EffectRun) { r.Args = json.RawMessage(`{amount:1}`) },
-		"number beyond a double":   func(r *store.EffectRun) { r.Args = json.RawMessage(`{"amount":1e999}`) },
-		"not encodable":            func(r *store.EffectRun) { r.Args = map[string]any{"c": make(chan int)} },
-		"negative validity":        func(r *store.EffectRun) { r.ApprovalValidFor = -time.Second },
-		"empty key":                func(r *store.EffectRun) { r.Key = "" },
-		"bad tenant":               func(r *store.EffectRun) { r.Tenant = "a b" },
-		"irreversible unapproved":  func(r *store.EffectRun) { r.Kind, r.NeedsApproval = store.EffectIrreversible, false },
-		"permission without check": func(r *store.EffectRun) { r.Kind = store.EffectPermission },
+		"duplicate member":         func(r *effect.Intent) { r.Args = json.RawMessage(`{"amount":1,"amount":2}`) },
+		"not JSON":                 func(r *effect.Intent) { r.Args = json.RawMessage(`{amount:1}`) },
+		"number beyond a double":   func(r *effect.Intent) { r.Args = json.RawMessage(`{"amount":1e999}`) },
+		"not encodable":            func(r *effect.Intent) { r.Args = map[string]any{"c": make(chan int)} },
+		"negative validity":        func(r *effect.Intent) { r.ApprovalValidFor = -time.Second },
+		"empty key":                func(r *effect.Intent) { r.Key = "" },
+		"bad tenant":               func(r *effect.Intent) { r.Tenant = "a b" },
+		"irreversible unapproved":  func(r *effect.Intent) { r.Kind, r.NeedsApproval = effect.Irreversible, false },
+		"permission without check": func(r *effect.Intent) { r.Kind = effect.Permission },
 	}
 	for name, change := range cases {
 		r := ok
 		change(&r)
-		_, err := s.Effects().Do(ctx, r, (&recorder{}).call)
+		_, err := effect.For(s).Do(ctx, r, (&recorder{}).call)
 		if !errors.Is(err, store.ErrInvalidEvent) && !errors.Is(err, store.ErrTooLarge) {
 			t.Errorf("%s: %v, want invalid input", name, err)
 		}
 	}
-	if got, err := s.Effects().List(ctx, store.EffectFilter{}); err != nil || len(got) != 0 {
+	if got, err := effect.For(s).List(ctx, effect.Filter{}); err != nil || len(got) != 0 {
 		t.Errorf("refused runs stored %+v %v", got, err)
 	}
-	e, _ := s.Effects().Do(ctx, ok, (&recorder{}).call)
+	e, _ := effect.For(s).Do(ctx, ok, (&recorder{}).call)
 	for name, decide := range map[string]func() error{
 		"approve without name": func() error {
-			_, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "k", ArgsHash: e.ArgsHash(), By: ""})
+			_, err := effect.For(s).Approve(ctx, effect.Approval{Tenant: "default", Key: "k", ArgsHash: e.ArgsHash(), By: ""})
 			return err
 		},
 		"approve control name": func() error {
-			_, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "k", ArgsHash: e.ArgsHash(), By: "al\x00ice"})
+			_, err := effect.For(s).Approve(ctx, effect.Approval{Tenant: "default", Key: "k", ArgsHash: e.ArgsHash(), By: "al\x00ice"})
 			return err
 		},
 		"reject newline reason": func() error {
-			_, err := s.Effects().Reject(ctx, store.EffectRejection{Tenant: "default", Key: "k", Reason: "no\nway", By: "bob"})
+			_, err := effect.For(s).Reject(ctx, effect.Rejection{Tenant: "default", Key: "k", Reason: "no\nway", By: "bob"})
 			return err
 		},
 		"reject invalid UTF-8": func() error {
-			_, err := s.Effects().Reject(ctx, store.EffectRejection{Tenant: "default", Key: "k", Reason: "\xc3", By: "bob"})
+			_, err := effect.For(s).Reject(ctx, effect.Rejection{Tenant: "default", Key: "k", Reason: "\xc3", By: "bob"})
 			return err
 		},
 	} {
@@ -619,7 +620,7 @@ func testEffectInputRefused(t *testing.T, h Harness) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if got := MustGetEffect(t, s, "default", "k"); got.State != store.EffectAwaitingApproval || got.DecidedBy != "" {
+	if got := MustGetEffect(t, s, "default", "k"); got.State != effect.AwaitingApproval || got.DecidedBy != "" {
 		t.Errorf("refused decisions changed %+v", got)
 	}
 }
@@ -631,23 +632,23 @@ func testEffectDoctorFindings(t *testing.T, h Harness) {
 	clock := NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	s := h.Open(t, &store.Options{Now: clock.Now})
 	ext := &recorder{}
-	ask := func(tenant, key string) store.Effect {
+	ask := func(tenant, key string) effect.Effect {
 		r := refundRun(key, refund{Order: key})
 		r.Tenant = tenant
-		e, _ := s.Effects().Do(ctx, r, ext.call)
+		e, _ := effect.For(s).Do(ctx, r, ext.call)
 		return e
 	}
 	ask("default", "refund:old")
 	ask("acme", "refund:older")
 	oldApproved := ask("default", "refund:approved-old")
-	if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "refund:approved-old", ArgsHash: oldApproved.ArgsHash(), By: "alice"}); err != nil {
+	if _, err := effect.For(s).Approve(ctx, effect.Approval{Tenant: "default", Key: "refund:approved-old", ArgsHash: oldApproved.ArgsHash(), By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(23 * time.Hour)
 	ask("default", "refund:young")
 	young := ask("default", "refund:approved-young")
 	clock.Advance(2 * time.Hour)
-	if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "refund:approved-young", ArgsHash: young.ArgsHash(), By: "alice"}); err != nil {
+	if _, err := effect.For(s).Approve(ctx, effect.Approval{Tenant: "default", Key: "refund:approved-young", ArgsHash: young.ArgsHash(), By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(30 * time.Minute)
@@ -673,10 +674,10 @@ func testEffectDoctorFindings(t *testing.T, h Harness) {
 	if got["effects_awaiting_approval"].Count != 3 || got["effects_approved_not_run"].Count != 2 {
 		t.Errorf("tight bounds: %+v %+v", got["effects_awaiting_approval"], got["effects_approved_not_run"])
 	}
-	if _, err := s.Effects().Reject(ctx, store.EffectRejection{Tenant: "default", Key: "refund:old", Reason: "duplicate", By: "bob"}); err != nil {
+	if _, err := effect.For(s).Reject(ctx, effect.Rejection{Tenant: "default", Key: "refund:old", Reason: "duplicate", By: "bob"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Effects().ResumeApproved(ctx, "default", func(ctx context.Context, e store.Effect, args json.RawMessage) (string, error) {
+	if _, err := effect.For(s).ResumeApproved(ctx, "default", func(ctx context.Context, e effect.Effect, args json.RawMessage) (string, error) {
 		return ext.call(ctx, args)
 	}); err != nil {
 		t.Fatal(err)
@@ -695,8 +696,8 @@ func testEffectApprovedRunsOnceUnderConcurrency(t *testing.T, h Harness) {
 	s := h.Open(t, nil)
 	ext := &recorder{}
 	run := refundRun("refund:o-9", refund{Order: "o-9", Amount: 3})
-	e, _ := s.Effects().Do(ctx, run, ext.call)
-	if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "refund:o-9", ArgsHash: e.ArgsHash(), By: "alice"}); err != nil {
+	e, _ := effect.For(s).Do(ctx, run, ext.call)
+	if _, err := effect.For(s).Approve(ctx, effect.Approval{Tenant: "default", Key: "refund:o-9", ArgsHash: e.ArgsHash(), By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -704,18 +705,18 @@ func testEffectApprovedRunsOnceUnderConcurrency(t *testing.T, h Harness) {
 	for range 8 {
 		wg.Go(func() {
 			<-start
-			e, err := s.Effects().Do(ctx, run, ext.call)
-			if err != nil && !errors.Is(err, store.ErrEffectState) {
+			e, err := effect.For(s).Do(ctx, run, ext.call)
+			if err != nil && !errors.Is(err, effect.ErrState) {
 				t.Error(err)
 			}
-			if err == nil && e.State != store.EffectCompleted {
+			if err == nil && e.State != effect.Completed {
 				t.Errorf("%+v", e)
 			}
 		})
 	}
 	wg.Go(func() {
 		<-start
-		if _, err := s.Effects().ResumeApproved(ctx, "default", func(ctx context.Context, e store.Effect, args json.RawMessage) (string, error) {
+		if _, err := effect.For(s).ResumeApproved(ctx, "default", func(ctx context.Context, e effect.Effect, args json.RawMessage) (string, error) {
 			return ext.call(ctx, args)
 		}); err != nil {
 			t.Error(err)

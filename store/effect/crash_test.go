@@ -1,4 +1,4 @@
-package store_test
+package effect_test
 
 import (
 	"bufio"
@@ -15,14 +15,15 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/effect"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
 const envEffectChild = "EVENTLITE_EFFECT_CHILD" // what TestEffectCrashChild does
 
 // effectCrashRun is the effect the crash test's processes share.
-func effectCrashRun() store.EffectRun {
-	return store.EffectRun{Tenant: "default", Key: "delete:acct-1", Kind: store.EffectIrreversible, Resource: "account/acct-1",
+func effectCrashRun() effect.Intent {
+	return effect.Intent{Tenant: "default", Key: "delete:acct-1", Kind: effect.Irreversible, Resource: "account/acct-1",
 		Summary: "delete account acct-1", RequestedBy: "gdpr-worker", NeedsApproval: true, Args: map[string]string{"account": "acct-1"}}
 }
 
@@ -46,16 +47,16 @@ func TestEffectCrashChild(t *testing.T) {
 	}
 	switch mode {
 	case "request":
-		e, err := s.Effects().Do(ctx, effectCrashRun(), func(context.Context, json.RawMessage) (string, error) {
+		e, err := effect.For(s).Do(ctx, effectCrashRun(), func(context.Context, json.RawMessage) (string, error) {
 			fail(errors.New("ran before approval"))
 			return "", nil
 		})
-		if !errors.Is(err, store.ErrAwaitingApproval) {
+		if !errors.Is(err, effect.ErrAwaitingApproval) {
 			fail(err)
 		}
 		fmt.Println("AWAITING " + e.ArgsHash())
 	case "resume":
-		_, err := s.Effects().ResumeApproved(ctx, "default", func(ctx context.Context, e store.Effect, args json.RawMessage) (string, error) {
+		_, err := effect.For(s).ResumeApproved(ctx, "default", func(ctx context.Context, e effect.Effect, args json.RawMessage) (string, error) {
 			f, err := os.OpenFile(os.Getenv("EVENTLITE_MARKER"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 			if err != nil {
 				fail(err)
@@ -132,7 +133,7 @@ func TestEffectCrashBetweenApprovalAndExecution(t *testing.T) {
 		t.Fatalf("request child said %q", line)
 	}
 	s := storetest.MustOpenPath(t, db, nil)
-	if _, err := s.Effects().Approve(ctx, store.EffectApproval{Tenant: "default", Key: "delete:acct-1", ArgsHash: hash, By: "alice"}); err != nil {
+	if _, err := effect.For(s).Approve(ctx, effect.Approval{Tenant: "default", Key: "delete:acct-1", ArgsHash: hash, By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	kill9(t, asker)
@@ -153,34 +154,34 @@ func TestEffectCrashBetweenApprovalAndExecution(t *testing.T) {
 		t.Fatalf("calls %q", got)
 	}
 
-	e, _, err := s.Effects().Get(ctx, "default", "delete:acct-1")
-	if err != nil || e.State != store.EffectExecuting || e.DecidedBy != "alice" {
+	e, _, err := effect.For(s).Get(ctx, "default", "delete:acct-1")
+	if err != nil || e.State != effect.Executing || e.DecidedBy != "alice" {
 		t.Fatalf("after the kill mid-call: %+v %v", e, err)
 	}
-	res, err := s.Effects().ResumeApproved(ctx, "default", func(context.Context, store.Effect, json.RawMessage) (string, error) {
+	res, err := effect.For(s).ResumeApproved(ctx, "default", func(context.Context, effect.Effect, json.RawMessage) (string, error) {
 		t.Error("ResumeApproved ran an effect that may have happened")
 		return "", nil
 	})
 	if err != nil || len(res) != 0 {
 		t.Errorf("resume after the crash: %+v %v", res, err)
 	}
-	if _, err := s.Effects().Do(ctx, effectCrashRun(), func(context.Context, json.RawMessage) (string, error) {
+	if _, err := effect.For(s).Do(ctx, effectCrashRun(), func(context.Context, json.RawMessage) (string, error) {
 		t.Error("Do ran an effect that may have happened")
 		return "", nil
-	}); !errors.Is(err, store.ErrEffectState) {
+	}); !errors.Is(err, effect.ErrState) {
 		t.Errorf("Do after the crash: %v", err)
 	}
 	// The provider has it: reconciliation completes it, and it never runs again.
-	if r, err := s.Effects().Reconcile(ctx, time.Now().Add(time.Second), func(context.Context, store.Effect) (store.Happened, string, error) {
-		return store.DidHappen, "deletion-9", nil
+	if r, err := effect.For(s).Reconcile(ctx, time.Now().Add(time.Second), func(context.Context, effect.Effect) (effect.Happened, string, error) {
+		return effect.DidHappen, "deletion-9", nil
 	}); err != nil || r.Completed != 1 {
 		t.Fatalf("reconcile: %+v %v", r, err)
 	}
-	e, err = s.Effects().Do(ctx, effectCrashRun(), func(context.Context, json.RawMessage) (string, error) {
+	e, err = effect.For(s).Do(ctx, effectCrashRun(), func(context.Context, json.RawMessage) (string, error) {
 		t.Error("a completed effect ran again")
 		return "", nil
 	})
-	if err != nil || e.State != store.EffectCompleted || e.ProviderRef != "deletion-9" || len(calls()) != 1 {
+	if err != nil || e.State != effect.Completed || e.ProviderRef != "deletion-9" || len(calls()) != 1 {
 		t.Errorf("%+v %v", e, err)
 	}
 }

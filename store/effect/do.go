@@ -1,4 +1,4 @@
-package store
+package effect
 
 import (
 	"context"
@@ -8,45 +8,47 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/internal/jcs"
+	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
-// EffectKind says what may run again, and when.
-type EffectKind string
+// Kind says what may run again, and when.
+type Kind string
 
 // Effect kinds. No kind ever runs a COMPLETED effect again, and replay
 // never runs effects.
 const (
-	// EffectDerived: a derived index or cache; FAILED and UNKNOWN run again
+	// Derived: a derived index or cache; FAILED and UNKNOWN run again
 	// without reconciling (recomputing it is harmless).
-	EffectDerived EffectKind = "derived"
-	// EffectAnalytics: an analytics event; FAILED and UNKNOWN run again
+	Derived Kind = "derived"
+	// Analytics: an analytics event; FAILED and UNKNOWN run again
 	// without reconciling, and the call passes the effect's key to its
 	// sink as the dedupe id, so a repeat is counted once.
-	EffectAnalytics EffectKind = "analytics"
-	// EffectExternal: a call to an outside system (an email, a charge);
+	Analytics Kind = "analytics"
+	// External: a call to an outside system (an email, a charge);
 	// FAILED runs again with the stored arguments, UNKNOWN only after
 	// reconciliation says it did not happen. The default.
-	EffectExternal EffectKind = "external"
-	// EffectPermission: as external, and EffectRun.Check runs before every
+	External Kind = "external"
+	// Permission: as external, and Intent.Check runs before every
 	// attempt; when it fails nothing runs (*PermissionError).
-	EffectPermission EffectKind = "permission"
-	// EffectIrreversible: needs a person's approval; a failed attempt, or
+	Permission Kind = "permission"
+	// Irreversible: needs a person's approval; a failed attempt, or
 	// reconciliation's "did not happen", sends it back to
 	// AWAITING_APPROVAL with the old approval cleared.
-	EffectIrreversible EffectKind = "irreversible"
+	Irreversible Kind = "irreversible"
 )
 
-// EffectKinds lists every kind.
-var EffectKinds = []EffectKind{EffectDerived, EffectAnalytics, EffectExternal, EffectPermission, EffectIrreversible}
+// Kinds lists every kind.
+var Kinds = []Kind{Derived, Analytics, External, Permission, Irreversible}
 
 // rerunsUnknown: an UNKNOWN effect of this kind runs again without
 // reconciling.
-func (k EffectKind) rerunsUnknown() bool { return k == EffectDerived || k == EffectAnalytics }
+func (k Kind) rerunsUnknown() bool { return k == Derived || k == Analytics }
 
-// MaxEffectArgsBytes bounds an effect's canonical arguments.
-const MaxEffectArgsBytes = 64 << 10
+// MaxArgsBytes bounds an effect's canonical arguments.
+const MaxArgsBytes = 64 << 10
 
 var (
 	// ErrAwaitingApproval: the effect waits for a person's approval; Do ran
@@ -61,23 +63,23 @@ var (
 	ErrArgsHashMismatch = errors.New("args hash does not match the effect's arguments")
 )
 
-// EffectMismatchError: a key was run again with another kind, resource,
+// MismatchError: a key was run again with another kind, resource,
 // approval flag or arguments than its first run fixed. errors.Is(err,
-// ErrIdempotencyMismatch) holds for it: changed arguments need a new key
+// store.ErrIdempotencyMismatch) holds for it: changed arguments need a new key
 // (and a new approval).
-type EffectMismatchError struct {
+type MismatchError struct {
 	Tenant, Key     string
 	Field           string // kind, resource, needs_approval or args (args shown by their hash)
 	Recorded, Given string
 }
 
-func (e *EffectMismatchError) Error() string {
+func (e *MismatchError) Error() string {
 	return fmt.Sprintf("effect %q (tenant %s) was first run with %s %s, now %s: an effect's kind, resource, approval and arguments never change; use a new key (and ask for a new approval)",
 		e.Key, e.Tenant, e.Field, e.Recorded, e.Given)
 }
 
-// Unwrap lets errors.Is(err, ErrIdempotencyMismatch) match.
-func (e *EffectMismatchError) Unwrap() error { return ErrIdempotencyMismatch }
+// Unwrap lets errors.Is(err, store.ErrIdempotencyMismatch) match.
+func (e *MismatchError) Unwrap() error { return store.ErrIdempotencyMismatch }
 
 // PermissionError: a permission effect's Check refused the attempt;
 // nothing ran and the effect's state is unchanged. It unwraps to Check's
@@ -94,16 +96,16 @@ func (e *PermissionError) Error() string {
 // Unwrap returns Check's error.
 func (e *PermissionError) Unwrap() error { return e.Err }
 
-// EffectNotFoundError: no effect of that key in the tenant.
-// errors.Is(err, ErrNotFound) holds for it.
-type EffectNotFoundError struct{ Tenant, Key string }
+// NotFoundError: no effect of that key in the tenant.
+// errors.Is(err, store.ErrNotFound) holds for it.
+type NotFoundError struct{ Tenant, Key string }
 
-func (e *EffectNotFoundError) Error() string {
+func (e *NotFoundError) Error() string {
 	return fmt.Sprintf("no effect %q in tenant %s", e.Key, e.Tenant)
 }
 
-// Unwrap lets errors.Is(err, ErrNotFound) match.
-func (e *EffectNotFoundError) Unwrap() error { return ErrNotFound }
+// Unwrap lets errors.Is(err, store.ErrNotFound) match.
+func (e *NotFoundError) Unwrap() error { return store.ErrNotFound }
 
 // ArgsHashMismatchError: an approval named a hash other than the
 // effect's. errors.Is(err, ErrArgsHashMismatch) holds for it.
@@ -120,12 +122,12 @@ func (e *ArgsHashMismatchError) Error() string {
 // Unwrap lets errors.Is(err, ErrArgsHashMismatch) match.
 func (e *ArgsHashMismatchError) Unwrap() error { return ErrArgsHashMismatch }
 
-// EffectRun describes one effect for Do.
-type EffectRun struct {
+// Intent describes one effect for Do.
+type Intent struct {
 	Tenant string
 	Key    string // 1-255 bytes: the effect's identity within the tenant
-	// Kind decides what may run again (see EffectKind). Default external.
-	Kind EffectKind
+	// Kind decides what may run again (see Kind). Default external.
+	Kind Kind
 	// Resource names what the effect acts on (an order, an account): free
 	// text, optional.
 	Resource string
@@ -137,7 +139,7 @@ type EffectRun struct {
 	RequestedBy string
 	// Args are the call's arguments: any value encoding/json marshals (a
 	// json.RawMessage as it is). They are stored in RFC 8785 canonical
-	// form, at most MaxEffectArgsBytes, and the call always receives the
+	// form, at most MaxArgsBytes, and the call always receives the
 	// stored bytes. nil or JSON null: no arguments.
 	Args any
 	// ErasureKey, when set, names the subject whose data the arguments
@@ -162,16 +164,16 @@ type EffectRun struct {
 
 // prepare validates r and returns its kind and canonical arguments ("" for
 // none).
-func (r EffectRun) prepare() (EffectKind, string, error) {
+func (r Intent) prepare() (Kind, string, error) {
 	if err := validateEffect(r.Tenant, r.Key); err != nil {
 		return "", "", err
 	}
 	kind := r.Kind
 	if kind == "" {
-		kind = EffectExternal
+		kind = External
 	}
 	known := false
-	for _, k := range EffectKinds {
+	for _, k := range Kinds {
 		known = known || k == kind
 	}
 	bad := func(field, reason string) error {
@@ -180,9 +182,9 @@ func (r EffectRun) prepare() (EffectKind, string, error) {
 	switch {
 	case !known:
 		return "", "", bad("kind", fmt.Sprintf("%q is not one of derived, analytics, external, permission, irreversible", string(kind)))
-	case kind == EffectIrreversible && !r.NeedsApproval:
+	case kind == Irreversible && !r.NeedsApproval:
 		return "", "", bad("needs_approval", "an irreversible effect runs only with a person's approval: set NeedsApproval")
-	case kind == EffectPermission && r.Check == nil:
+	case kind == Permission && r.Check == nil:
 		return "", "", bad("check", "a permission effect needs a Check that verifies the permission before every attempt")
 	case r.NeedsApproval && r.RequestedBy == "":
 		return "", "", bad("requested_by", "required with NeedsApproval: name who asks for the effect")
@@ -220,8 +222,8 @@ func canonicalArgs(v any) (string, error) {
 	if err != nil {
 		return "", &envelope.InvalidError{Index: -1, Field: "args", Reason: "not I-JSON (RFC 7493): " + err.Error()}
 	}
-	if len(canon) > MaxEffectArgsBytes {
-		return "", &envelope.TooLargeError{Index: -1, Field: "args", Size: len(canon), Limit: MaxEffectArgsBytes}
+	if len(canon) > MaxArgsBytes {
+		return "", &envelope.TooLargeError{Index: -1, Field: "args", Size: len(canon), Limit: MaxArgsBytes}
 	}
 	if string(canon) == "null" {
 		return "", nil
@@ -236,7 +238,7 @@ func approvalExpired(e Effect, now int64) bool {
 
 // askAgain sends e back to AWAITING_APPROVAL, its old approval cleared.
 func askAgain(e *Effect, now int64) {
-	e.State = EffectAwaitingApproval
+	e.State = AwaitingApproval
 	e.RequestedAt = time.Unix(0, now).UTC()
 	e.DecidedBy, e.DecidedAt, e.Reason = "", time.Time{}, ""
 }
@@ -245,7 +247,7 @@ func askAgain(e *Effect, now int64) {
 // the retry rules of its kind, and call receives the stored canonical
 // arguments (nil for none). The first Do records the effect: kind,
 // resource, approval flag and arguments are fixed from then on, and a
-// later Do that differs in any of them gets an *EffectMismatchError.
+// later Do that differs in any of them gets an *MismatchError.
 //
 // Do never blocks on a person. An effect that needs approval is recorded
 // AWAITING_APPROVAL and Do returns it with an error matching
@@ -254,7 +256,7 @@ func askAgain(e *Effect, now int64) {
 // APPROVED one runs (an approval older than ApprovalValidFor first goes
 // back to AWAITING_APPROVAL). A COMPLETED or COMPENSATED effect is
 // returned as it is. The outcome is recorded as Run records it.
-func (ef *Effects) Do(ctx context.Context, r EffectRun, call func(ctx context.Context, args json.RawMessage) (providerRef string, err error)) (Effect, error) {
+func (l *Ledger) Do(ctx context.Context, r Intent, call func(ctx context.Context, args json.RawMessage) (providerRef string, err error)) (Effect, error) {
 	if call == nil {
 		return Effect{}, &envelope.InvalidError{Index: -1, Field: "call", Reason: "required"}
 	}
@@ -262,52 +264,54 @@ func (ef *Effects) Do(ctx context.Context, r EffectRun, call func(ctx context.Co
 	if err != nil {
 		return Effect{}, err
 	}
-	e, err := ef.record(ctx, r, kind, args)
+	e, err := l.record(ctx, r, kind, args)
 	if err != nil {
 		return e, err
 	}
 	switch e.State {
-	case EffectCompleted, EffectCompensated:
+	case Completed, Compensated:
 		return e, nil
-	case EffectAwaitingApproval:
+	case AwaitingApproval:
 		return e, fmt.Errorf("effect %q (tenant %s) requested by %s: %w since %s: 'eventlite effects approve %s --args-hash %s'",
 			e.Key, e.Tenant, e.RequestedBy, ErrAwaitingApproval, e.RequestedAt.Format(time.RFC3339), e.Key, e.ArgsHash())
-	case EffectRejected:
+	case Rejected:
 		return e, fmt.Errorf("effect %q (tenant %s): %w by %s at %s (reason %q): it never runs",
 			e.Key, e.Tenant, ErrRejected, e.DecidedBy, e.DecidedAt.Format(time.RFC3339), e.Reason)
-	case EffectExecuting:
-		return e, &EffectStateError{Tenant: e.Tenant, Key: e.Key, State: e.State, Step: "run it again"}
-	case EffectUnknown:
+	case Executing:
+		return e, &StateError{Tenant: e.Tenant, Key: e.Key, State: e.State, Step: "run it again"}
+	case Unknown:
 		if !kind.rerunsUnknown() {
-			return e, &EffectStateError{Tenant: e.Tenant, Key: e.Key, State: e.State, Step: "run it again"}
+			return e, &StateError{Tenant: e.Tenant, Key: e.Key, State: e.State, Step: "run it again"}
 		}
 	}
-	return ef.attempt(ctx, e, r.Check, func(ctx context.Context, e Effect) (string, error) { return call(ctx, e.Args) })
+	return l.attempt(ctx, e, r.Check, func(ctx context.Context, e Effect) (string, error) { return call(ctx, e.Args) })
 }
 
 // record inserts the effect, or reads it and checks that r matches what
 // its first run fixed; an expired approval goes back to
 // AWAITING_APPROVAL.
-func (ef *Effects) record(ctx context.Context, r EffectRun, kind EffectKind, args string) (Effect, error) {
+func (l *Ledger) record(ctx context.Context, r Intent, kind Kind, args string) (Effect, error) {
 	// Most runs find the row as it should be: read it first, so that an
 	// effect awaiting a decision costs no write.
-	if e, ok, err := ef.Get(ctx, r.Tenant, r.Key); err != nil {
+	if e, ok, err := l.Get(ctx, r.Tenant, r.Key); err != nil {
 		return Effect{}, err
 	} else if ok {
 		if err := matches(e, r, kind, args); err != nil {
 			return e, err
 		}
-		if e.State == EffectAwaitingApproval || e.State == EffectRejected || e.State == EffectCompleted {
+		if e.State == AwaitingApproval || e.State == Rejected || e.State == Completed {
 			return e, nil
 		}
 	}
+	in := store.Inner(inside.Key{}, l.s)
 	var e Effect
-	err := ef.s.Update(ctx, func(tx *Tx) error {
-		state, requested := EffectReserved, int64(0)
+	err := l.s.Update(ctx, func(tx *store.Tx) error {
+		now := in.Now(tx)
+		state, requested := Reserved, int64(0)
 		if r.NeedsApproval {
-			state, requested = EffectAwaitingApproval, tx.now
+			state, requested = AwaitingApproval, now
 		}
-		row := driver.EffectRow{Tenant: r.Tenant, Key: r.Key, State: string(state), CreatedAt: tx.now, UpdatedAt: tx.now,
+		row := driver.EffectRow{Tenant: r.Tenant, Key: r.Key, State: string(state), CreatedAt: now, UpdatedAt: now,
 			Kind: string(kind), Resource: r.Resource, Summary: r.Summary, Args: args, NeedsApproval: r.NeedsApproval,
 			ApprovalValidFor: int64(r.ApprovalValidFor), RequestedBy: r.RequestedBy, RequestedAt: requested}
 		if r.ErasureKey != "" {
@@ -316,29 +320,29 @@ func (ef *Effects) record(ctx context.Context, r EffectRun, kind EffectKind, arg
 			ne := effectOf(row)
 			ne.ErasureKey = r.ErasureKey
 			var err error
-			if row, err = ef.s.sealEffectRow(ctx, tx, ne, nil, true); err != nil {
+			if row, err = l.seal(ctx, tx, ne, nil, true); err != nil {
 				return err
 			}
 		}
-		_, _, err := ef.s.ex.ReserveEffect(ctx, ef.s.wconn, row, func(cur *driver.EffectRow) (bool, error) {
+		_, _, err := in.ReserveEffect(ctx, tx, row, func(cur *driver.EffectRow) (bool, error) {
 			var err error
-			if e, err = ef.s.openEffectRow(ctx, tx, *cur); err != nil {
+			if e, err = l.open(ctx, tx, *cur); err != nil {
 				return false, err
 			}
 			if err := matches(e, r, kind, args); err != nil {
 				return false, err
 			}
-			if e.NeedsApproval && (e.State == EffectApproved || e.State == EffectFailed) && approvalExpired(e, tx.now) {
-				askAgain(&e, tx.now)
-				e.UpdatedAt = time.Unix(0, tx.now).UTC()
-				if *cur, err = ef.s.sealEffectRow(ctx, tx, e, cur, false); err != nil {
+			if e.NeedsApproval && (e.State == Approved || e.State == Failed) && approvalExpired(e, now) {
+				askAgain(&e, now)
+				e.UpdatedAt = time.Unix(0, now).UTC()
+				if *cur, err = l.seal(ctx, tx, e, cur, false); err != nil {
 					return false, err
 				}
 				return true, nil
 			}
 			return false, nil
 		})
-		return mapErr(err)
+		return err
 	})
 	if err != nil {
 		return Effect{}, fmt.Errorf("record effect %q: %w", r.Key, err)
@@ -347,9 +351,9 @@ func (ef *Effects) record(ctx context.Context, r EffectRun, kind EffectKind, arg
 }
 
 // matches checks r against what the effect's first run fixed.
-func matches(e Effect, r EffectRun, kind EffectKind, args string) error {
+func matches(e Effect, r Intent, kind Kind, args string) error {
 	mismatch := func(field, recorded, given string) error {
-		return &EffectMismatchError{Tenant: e.Tenant, Key: e.Key, Field: field, Recorded: recorded, Given: given}
+		return &MismatchError{Tenant: e.Tenant, Key: e.Key, Field: field, Recorded: recorded, Given: given}
 	}
 	switch {
 	case e.Kind != kind:
@@ -361,9 +365,9 @@ func matches(e Effect, r EffectRun, kind EffectKind, args string) error {
 	case e.ErasureKey != r.ErasureKey:
 		return mismatch("erasure_key", fmt.Sprintf("%q", e.ErasureKey), fmt.Sprintf("%q", r.ErasureKey))
 	case e.ArgsErased:
-		return &envelope.InvalidError{Index: -1, Field: ExtErasureKey, Reason: fmt.Sprintf("subject %q (tenant %s) was forgotten: effect %q's arguments are erased, so it cannot be compared or run again", e.ErasureKey, e.Tenant, e.Key)}
+		return &envelope.InvalidError{Index: -1, Field: envelope.ExtErasureKey, Reason: fmt.Sprintf("subject %q (tenant %s) was forgotten: effect %q's arguments are erased, so it cannot be compared or run again", e.ErasureKey, e.Tenant, e.Key)}
 	case e.ArgsEncrypted:
-		return fmt.Errorf("effect %q carries %s %q: %w: open the store with a master key", e.Key, ExtErasureKey, e.ErasureKey, ErrNoMasterKey)
+		return fmt.Errorf("effect %q carries %s %q: %w: open the store with a master key", e.Key, envelope.ExtErasureKey, e.ErasureKey, store.ErrNoMasterKey)
 	case string(e.Args) != args:
 		given := Effect{Args: json.RawMessage(args)}
 		return mismatch("args", "of hash "+e.ArgsHash(), "of hash "+given.ArgsHash())
@@ -373,16 +377,16 @@ func matches(e Effect, r EffectRun, kind EffectKind, args string) error {
 
 // attempt runs one attempt of e: the permission check, Begin, call, and
 // the outcome.
-func (ef *Effects) attempt(ctx context.Context, e Effect, check func(context.Context, Effect) error, call func(context.Context, Effect) (string, error)) (Effect, error) {
-	if e.Kind == EffectPermission {
+func (l *Ledger) attempt(ctx context.Context, e Effect, check func(context.Context, Effect) error, call func(context.Context, Effect) (string, error)) (Effect, error) {
+	if e.Kind == Permission {
 		if check == nil {
-			return e, &EffectStateError{Tenant: e.Tenant, Key: e.Key, State: e.State, Step: "run a permission effect without its Check (use Do)"}
+			return e, &StateError{Tenant: e.Tenant, Key: e.Key, State: e.State, Step: "run a permission effect without its Check (use Do)"}
 		}
 		if err := check(ctx, e); err != nil {
 			return e, &PermissionError{Tenant: e.Tenant, Key: e.Key, Err: err}
 		}
 	}
-	started, err := ef.steps().Begin(ctx, e.Tenant, e.Key)
+	started, err := l.steps().Begin(ctx, e.Tenant, e.Key)
 	if err != nil {
 		return e, err
 	}
@@ -392,15 +396,15 @@ func (ef *Effects) attempt(ctx context.Context, e Effect, check func(context.Con
 	rec := context.WithoutCancel(ctx)
 	switch {
 	case callErr == nil:
-		return ef.steps().Complete(rec, e.Tenant, e.Key, ref)
+		return l.steps().Complete(rec, e.Tenant, e.Key, ref)
 	case errors.Is(callErr, ErrOutcomeUnknown) || errors.Is(callErr, context.DeadlineExceeded):
-		e, err := ef.steps().MarkUnknown(rec, e.Tenant, e.Key, callErr.Error())
+		e, err := l.steps().MarkUnknown(rec, e.Tenant, e.Key, callErr.Error())
 		if err != nil {
 			return e, errors.Join(callErr, err)
 		}
 		return e, callErr
 	default:
-		e, err := ef.steps().Fail(rec, e.Tenant, e.Key, callErr.Error())
+		e, err := l.steps().Fail(rec, e.Tenant, e.Key, callErr.Error())
 		if err != nil {
 			return e, errors.Join(callErr, err)
 		}
@@ -408,9 +412,9 @@ func (ef *Effects) attempt(ctx context.Context, e Effect, check func(context.Con
 	}
 }
 
-// EffectApproval is a person's approval of one effect's exact arguments
-// (Effects.Approve).
-type EffectApproval struct {
+// Approval is a person's approval of one effect's exact arguments
+// (Ledger.Approve).
+type Approval struct {
 	// Tenant and Key name the effect.
 	Tenant, Key string
 	// ArgsHash must be the effect's ArgsHash: the hash of the arguments
@@ -420,8 +424,8 @@ type EffectApproval struct {
 	By string
 }
 
-// EffectRejection is a person's refusal of one effect (Effects.Reject).
-type EffectRejection struct {
+// Rejection is a person's refusal of one effect (Ledger.Reject).
+type Rejection struct {
 	// Tenant and Key name the effect.
 	Tenant, Key string
 	// Reason says why; optional.
@@ -437,30 +441,30 @@ type EffectRejection struct {
 // declared, not authenticated. Approval runs nothing: the effect runs on
 // the next Do with its key, or through ResumeApproved.
 //
-// Errors, checked in this order: no such effect (*EffectNotFoundError,
-// ErrNotFound); another state (*EffectStateError); another hash, a
+// Errors, checked in this order: no such effect (*NotFoundError,
+// store.ErrNotFound); another state (*StateError); another hash, a
 // malformed one included (*ArgsHashMismatchError). Nothing changes on an
 // error.
-func (ef *Effects) Approve(ctx context.Context, a EffectApproval) (Effect, error) {
+func (l *Ledger) Approve(ctx context.Context, a Approval) (Effect, error) {
 	tenant, key, argsHash, by := a.Tenant, a.Key, a.ArgsHash, a.By
 	if err := envelope.ValidateText("by", by, true); err != nil {
 		return Effect{}, err
 	}
-	return ef.decide(ctx, tenant, key, "approve", func(tx *Tx, prev EffectState, e *Effect) error {
+	return l.decide(ctx, tenant, key, "approve", func(now int64, prev State, e *Effect) error {
 		switch {
 		case e.ArgsErased:
-			return &envelope.InvalidError{Index: -1, Field: ExtErasureKey, Reason: fmt.Sprintf("subject %q (tenant %s) was forgotten: effect %q's arguments are erased and cannot be approved; reject it", e.ErasureKey, tenant, key)}
+			return &envelope.InvalidError{Index: -1, Field: envelope.ExtErasureKey, Reason: fmt.Sprintf("subject %q (tenant %s) was forgotten: effect %q's arguments are erased and cannot be approved; reject it", e.ErasureKey, tenant, key)}
 		case e.ArgsEncrypted:
-			return fmt.Errorf("effect %q carries %s %q: %w: its arguments cannot be shown or approved without the master key", key, ExtErasureKey, e.ErasureKey, ErrNoMasterKey)
+			return fmt.Errorf("effect %q carries %s %q: %w: its arguments cannot be shown or approved without the master key", key, envelope.ExtErasureKey, e.ErasureKey, store.ErrNoMasterKey)
 		}
 		if h := e.ArgsHash(); argsHash != h {
 			return &ArgsHashMismatchError{Tenant: tenant, Key: key, Recorded: h, Given: argsHash}
 		}
-		if prev == EffectApproved {
+		if prev == Approved {
 			return errUnchanged
 		}
-		e.State = EffectApproved
-		e.DecidedBy, e.DecidedAt, e.Reason = by, time.Unix(0, tx.now).UTC(), ""
+		e.State = Approved
+		e.DecidedBy, e.DecidedAt, e.Reason = by, time.Unix(0, now).UTC(), ""
 		return nil
 	})
 }
@@ -468,7 +472,7 @@ func (ef *Effects) Approve(ctx context.Context, a EffectApproval) (Effect, error
 // Reject records a person's refusal: the effect (AWAITING_APPROVAL or
 // APPROVED) becomes REJECTED, for good, with who, when and why. r.By is
 // declared, not authenticated; r.Reason is optional. Errors as Approve's.
-func (ef *Effects) Reject(ctx context.Context, r EffectRejection) (Effect, error) {
+func (l *Ledger) Reject(ctx context.Context, r Rejection) (Effect, error) {
 	tenant, key, reason, by := r.Tenant, r.Key, r.Reason, r.By
 	if err := envelope.ValidateText("by", by, true); err != nil {
 		return Effect{}, err
@@ -476,9 +480,9 @@ func (ef *Effects) Reject(ctx context.Context, r EffectRejection) (Effect, error
 	if err := envelope.ValidateText("reason", reason, false); err != nil {
 		return Effect{}, err
 	}
-	return ef.decide(ctx, tenant, key, "reject", func(tx *Tx, _ EffectState, e *Effect) error {
-		e.State = EffectRejected
-		e.DecidedBy, e.DecidedAt, e.Reason = by, time.Unix(0, tx.now).UTC(), reason
+	return l.decide(ctx, tenant, key, "reject", func(now int64, _ State, e *Effect) error {
+		e.State = Rejected
+		e.DecidedBy, e.DecidedAt, e.Reason = by, time.Unix(0, now).UTC(), reason
 		return nil
 	})
 }
@@ -487,10 +491,10 @@ func (ef *Effects) Reject(ctx context.Context, r EffectRejection) (Effect, error
 // effect again); its transaction writes nothing.
 var errUnchanged = errors.New("unchanged")
 
-func (ef *Effects) decide(ctx context.Context, tenant, key, step string, set func(tx *Tx, prev EffectState, e *Effect) error) (Effect, error) {
-	e, err := ef.s.transition(ctx, tenant, key, step, []EffectState{EffectAwaitingApproval, EffectApproved}, "", set)
+func (l *Ledger) decide(ctx context.Context, tenant, key, step string, set func(now int64, prev State, e *Effect) error) (Effect, error) {
+	e, err := l.transition(ctx, tenant, key, step, []State{AwaitingApproval, Approved}, "", set)
 	if errors.Is(err, errUnchanged) {
-		e, _, err = ef.Get(ctx, tenant, key)
+		e, _, err = l.Get(ctx, tenant, key)
 	}
 	if err != nil {
 		return Effect{}, fmt.Errorf("%s effect: %w", step, err)
@@ -506,11 +510,11 @@ func (ef *Effects) decide(ctx context.Context, tenant, key, step string, set fun
 // Check is the application's, so they run through Do. It returns the
 // effects it ran or sent back, as they ended, and the call errors joined;
 // an effect another process began meanwhile is skipped.
-func (ef *Effects) ResumeApproved(ctx context.Context, tenant string, call func(ctx context.Context, e Effect, args json.RawMessage) (providerRef string, err error)) ([]Effect, error) {
+func (l *Ledger) ResumeApproved(ctx context.Context, tenant string, call func(ctx context.Context, e Effect, args json.RawMessage) (providerRef string, err error)) ([]Effect, error) {
 	if err := envelope.ValidateTenant(tenant); err != nil {
 		return nil, err
 	}
-	approved, err := ef.List(ctx, EffectFilter{Tenant: tenant, States: []EffectState{EffectApproved}})
+	approved, err := l.List(ctx, Filter{Tenant: tenant, States: []State{Approved}})
 	if err != nil {
 		return nil, err
 	}
@@ -519,26 +523,26 @@ func (ef *Effects) ResumeApproved(ctx context.Context, tenant string, call func(
 		errs []error
 	)
 	for _, a := range approved {
-		if a.Kind == EffectPermission {
+		if a.Kind == Permission {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
 			return out, errors.Join(append(errs, err)...)
 		}
-		r := EffectRun{Tenant: a.Tenant, Key: a.Key, Kind: a.Kind, Resource: a.Resource, NeedsApproval: a.NeedsApproval, ErasureKey: a.ErasureKey}
-		e, err := ef.record(ctx, r, a.Kind, string(a.Args))
+		r := Intent{Tenant: a.Tenant, Key: a.Key, Kind: a.Kind, Resource: a.Resource, NeedsApproval: a.NeedsApproval, ErasureKey: a.ErasureKey}
+		e, err := l.record(ctx, r, a.Kind, string(a.Args))
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if e.State != EffectApproved {
-			if e.State == EffectAwaitingApproval {
+		if e.State != Approved {
+			if e.State == AwaitingApproval {
 				out = append(out, e) // its approval expired
 			}
 			continue
 		}
-		e, err = ef.attempt(ctx, e, nil, func(ctx context.Context, e Effect) (string, error) { return call(ctx, e, e.Args) })
-		var se *EffectStateError
+		e, err = l.attempt(ctx, e, nil, func(ctx context.Context, e Effect) (string, error) { return call(ctx, e, e.Args) })
+		var se *StateError
 		if errors.As(err, &se) && se.Step == "begin" {
 			continue // another process began it meanwhile
 		}
