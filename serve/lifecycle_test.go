@@ -177,7 +177,7 @@ func TestRemovedEventIDIsAConflict(t *testing.T) {
 	if r := ts.do("POST", streamPath+"s/truncate", []byte(`{"before":3}`), "Content-Type", "application/json"); r.status != 200 {
 		t.Fatalf("truncate: %d %s", r.status, r.body)
 	}
-	lease, err := ts.s.Leases().Acquire(ctx, "relay", "test", time.Minute)
+	lease, err := store.Inner(inside.Key{}, ts.s).AcquireLease(ctx, "relay", "test", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,12 +77,12 @@ func copySource(t *testing.T) (path string, release func()) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	held, err := s.Leases().Acquire(ctx, "held", "worker-1", time.Hour)
+	held, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "held", "worker-1", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return restored, func() {
-		if err := s.Leases().Release(ctx, held); err != nil {
+		if err := store.Inner(inside.Key{}, s).ReleaseLease(ctx, held); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -202,7 +202,7 @@ func TestCopyForceReleasesLiveLeases(t *testing.T) {
 	}
 	defer s.Close()
 	// The lease arrives released: another owner takes it, with a newer token.
-	l, err := s.Leases().Acquire(ctx, "held", "worker-2", time.Minute)
+	l, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "held", "worker-2", time.Minute)
 	if err != nil {
 		t.Fatalf("acquire the copied lease: %v", err)
 	}

@@ -52,7 +52,7 @@ func TestErasureReachesEveryCopy(t *testing.T) {
 		}
 		return b
 	}
-	lease, err := s.Leases().Acquire(ctx, "relay", "r1", time.Minute)
+	lease, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "relay", "r1", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -128,6 +128,48 @@ func TestBookkeepingIsNotOnTheHandlersTx(t *testing.T) {
 	}
 }
 
+// TestLeasesAreNotPublic type-checks code an application could write: a
+// handler (or any code holding the Store) that takes, renews or releases
+// a lease, which would let it steal the relay's or a projection's lease.
+// Each must fail to compile with an error naming the method; the control,
+// listing the leases as an operator does, must compile.
+func TestLeasesAreNotPublic(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the go tool")
+	}
+	imp := exportImporter(t, "github.com/eventlite/eventlite/store", "github.com/eventlite/eventlite/projection", "github.com/eventlite/eventlite/envelope")
+	const head = "package app\n\nimport (\n\t\"context\"\n\t\"time\"\n\n\t\"github.com/eventlite/eventlite/envelope\"\n\t\"github.com/eventlite/eventlite/projection\"\n\t\"github.com/eventlite/eventlite/store\"\n)\n\nvar _ time.Duration\n\n"
+	handler := `func handler(s *store.Store) projection.Projection {
+	return projection.Projection{Name: "p", Apply: func(ctx context.Context, tx *projection.Tx, e envelope.Event) error {
+		CALL
+		return nil
+	}}
+}
+`
+	control := head + strings.Replace(handler, "CALL", `_, err := s.Leases().List(ctx)
+		return err`, 1)
+	if errs := typeCheck(t, imp, control); len(errs) > 0 {
+		t.Errorf("the control listing the leases does not compile: %v", errs)
+	}
+	for method, call := range map[string]string{
+		"Acquire": `_, _ = s.Leases().Acquire(ctx, "relay", "thief", time.Hour)`,
+		"Renew":   `_, _ = s.Leases().Renew(ctx, store.Lease{Resource: "relay", Owner: "thief", Token: 1, TTL: time.Hour})`,
+		"Release": `_ = s.Leases().Release(ctx, store.Lease{Resource: "relay", Owner: "relay-1", Token: 1})`,
+	} {
+		errs := typeCheck(t, imp, head+strings.Replace(handler, "CALL", call, 1))
+		t.Logf("a handler calling Leases().%s: %v", method, errs)
+		named := false
+		for _, err := range errs {
+			if strings.Contains(err.Error(), "Leases()."+method+" undefined") {
+				named = true
+			}
+		}
+		if !named {
+			t.Errorf("a handler calling Leases().%s compiled or failed for another reason (%v): an application can take or steal a worker's lease", method, errs)
+		}
+	}
+}
+
 // TestTheKeyCannotBeForged type-checks, in a package of another module's
 // path, calls of the boundary's openers with a struct literal in place of
 // inside.Key: each must fail to compile, since a Key whose underlying type

@@ -87,7 +87,7 @@ func testForgetErasesErrorTexts(t *testing.T, h Harness) {
 		}
 		events = append(events, r.Events[0])
 	}
-	lease, err := s.Leases().Acquire(ctx, "relay", "test", time.Minute)
+	lease, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "relay", "test", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
