@@ -10,6 +10,7 @@ import (
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/lifecycle"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -38,18 +39,18 @@ func copySource(t *testing.T) (path string, release func()) {
 	// removes the events of the hard-deleted gone-1.
 	drivertest.AppendN(t, s, "default", "tmp-1", 4)
 	storetest.PublishAll(t, s)
-	if err := s.Lifecycle().SetRetention(ctx, store.RetentionPolicy{Prefix: "tmp-", MaxCount: 1}); err != nil {
+	if err := lifecycle.For(s).SetRetention(ctx, lifecycle.RetentionPolicy{Prefix: "tmp-", MaxCount: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if res := drivertest.Scavenge(t, s, store.ScavengeOptions{}); res.Removed != 3 {
+	if res := drivertest.Scavenge(t, s, lifecycle.ScavengeOptions{}); res.Removed != 3 {
 		t.Fatalf("the retention scavenge removed %d events, want 3: %+v", res.Removed, res)
 	}
 	drivertest.AppendN(t, s, "default", "gone-1", 2)
-	if _, err := s.Lifecycle().Delete(ctx, "default", "gone-1", store.DeleteOptions{Hard: true}); err != nil {
+	if _, err := lifecycle.For(s).Delete(ctx, "default", "gone-1", lifecycle.DeleteOptions{Hard: true}); err != nil {
 		t.Fatal(err)
 	}
 	storetest.PublishAll(t, s)
-	if res := drivertest.Scavenge(t, s, store.ScavengeOptions{}); res.Removed != 2 {
+	if res := drivertest.Scavenge(t, s, lifecycle.ScavengeOptions{}); res.Removed != 2 {
 		t.Fatalf("the scavenge of gone-1 removed %d events, want 2: %+v", res.Removed, res)
 	}
 	err = s.Update(ctx, func(tx *store.Tx) error {

@@ -56,8 +56,7 @@
 // use inside its own transaction, s.Append beside tx.Append (River's
 // Insert and InsertTx). *Tx holds what an application's handler or
 // Update closure does in a transaction (bbolt's tx.Bucket): its SQL,
-// tx.Nested, tx.Dialect, tx.TableExists, tx.Append, tx.DeleteStream,
-// tx.TruncateStream, tx.SaveSnapshot. A Tx is valid only inside its
+// tx.Nested, tx.Dialect, tx.TableExists, tx.Append, tx.SaveSnapshot. A Tx is valid only inside its
 // Update closure. The store's own bookkeeping in a transaction
 // (checkpoints and fences, outbox marks, the consumer inbox, quarantine
 // records, rebuild state, table swaps, the operation ledger's writes) is
@@ -69,7 +68,7 @@
 // calls: Open, Close, Append, the reads, Update, View, Changed, Done,
 // Path, Diagnose, CheckInvariants; the rest sits in small handles reached
 // from it (Outbox, Effects, Consumers, Leases, Projections, Rebuilds,
-// Lifecycle, Aggregates, Inventory, Erasure), what an application does inside a
+// Aggregates, Inventory, Erasure), what an application does inside a
 // write transaction is a method of *Tx (tx.go), and the store's
 // bookkeeping inside one is reached with Bookkeeping (bookkeeping.go).
 // New features add handles, not Store methods.
@@ -95,9 +94,9 @@
 //	                events; snapshots.go: LoadSnapshot, tx.SaveSnapshot;
 //	                operations.go, the operation ledger: Operation,
 //	                b.Operation, b.RecordOperation
-//	lifecycle.go    s.Lifecycle(): delete and truncate a stream; b.StreamEvents
-//	retention.go    retention policies by stream-id prefix (Lifecycle().SetRetention)
-//	scavenge.go     Lifecycle().Scavenge: options, result, retention applied, the plan
+//	lifecycle.go    delete and truncate a stream (store/lifecycle's face); b.StreamEvents
+//	retention.go    retention policies by stream-id prefix
+//	scavenge.go     the scavenge: retention applied, the plan
 //	scavenge_batch.go  the batches: what holds events back, the scrub steps
 //	scavenge_space.go  secure_delete, incremental vacuum or VACUUM, WAL checkpoint
 //	outbox.go       s.Outbox(): the relay's reads and ledger, watermark, dead letters, parked streams;
@@ -108,7 +107,7 @@
 //	                approval; Approve, Reject, ResumeApproved
 //	consumer.go     s.Consumers(): an external consumer's inbox, versions,
 //	                deferred events and version conflicts (b.InboxInsert...)
-//	lease.go        s.Leases(): leases and fencing (b.CheckFence)
+//	lease.go        s.Leases(): listed; taken and renewed through Inner; b.CheckFence
 //	projections.go  s.Projections(): projection status (b.SetProjectionStatus)
 //	quarantine.go   quarantined events (b.Quarantine) and, in
 //	quarantine_actions.go, an operator's retry and skip

@@ -12,6 +12,7 @@ import (
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/lifecycle"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -106,7 +107,7 @@ func TestErasureReachesEveryCopy(t *testing.T) {
 	if fr.Copies != 2 {
 		t.Errorf("Forget erased %d copies, want 2 (quarantine, deferral)", fr.Copies)
 	}
-	sr, err := s.Lifecycle().Scavenge(ctx, store.ScavengeOptions{Vacuum: true})
+	sr, err := lifecycle.For(s).Scavenge(ctx, lifecycle.ScavengeOptions{Vacuum: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/lifecycle"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -177,7 +178,7 @@ func erasureProof(t *testing.T, scavenge bool) {
 	}
 	applyReadModel(t, s)
 	if scavenge {
-		res, err := s.Lifecycle().Scavenge(ctx, store.ScavengeOptions{})
+		res, err := lifecycle.For(s).Scavenge(ctx, lifecycle.ScavengeOptions{})
 		if err != nil || res.Erased != 2 {
 			t.Fatalf("Scavenge: erased %d, %v; want 2 events and the WAL checkpointed", res.Erased, err)
 		}

@@ -207,7 +207,7 @@ func TestTheKeyCannotBeForged(t *testing.T) {
 // once the store's bookkeeping left *Tx; docs/design.md says why it is not
 // yet 150 (the effect ledger, erasure and backup move to packages of
 // their own first) and records every change to it.
-const maxStoreExports = 399
+const maxStoreExports = 372
 
 // TestStorePackageExportsStayCapped counts what package store exports:
 // top-level identifiers plus the exported methods of exported types,

@@ -13,7 +13,7 @@ import (
 // tx.Append appends events in it. It is valid only inside the closure.
 //
 // What an application does inside a write transaction is a method of Tx
-// (tx.Append, tx.DeleteStream, tx.TruncateStream, tx.SaveSnapshot,
+// (tx.Append, tx.SaveSnapshot,
 // tx.TableExists), not a Store method taking a Tx: the Tx knows its store.
 // The store's own bookkeeping (checkpoints, outbox marks, the inbox,
 // quarantine, rebuilds) is not on Tx: a handler cannot reach it.

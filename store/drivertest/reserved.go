@@ -10,6 +10,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/lifecycle"
 )
 
 // testOwnStreamsAreTheStores: a user cannot append to, delete, truncate
@@ -43,20 +44,20 @@ func testOwnStreamsAreTheStores(t *testing.T, h Harness) {
 		})
 		want("tx.Append to "+stream, err)
 	}
-	_, err := s.Lifecycle().Delete(ctx, "default", store.ForgottenStream, store.DeleteOptions{Hard: true})
+	_, err := lifecycle.For(s).Delete(ctx, "default", store.ForgottenStream, lifecycle.DeleteOptions{Hard: true})
 	want("hard delete", err)
-	_, err = s.Lifecycle().Delete(ctx, "default", store.ForgottenStream, store.DeleteOptions{})
+	_, err = lifecycle.For(s).Delete(ctx, "default", store.ForgottenStream, lifecycle.DeleteOptions{})
 	want("delete", err)
-	_, err = s.Lifecycle().Truncate(ctx, "default", store.ForgottenStream, 2, store.Any)
+	_, err = lifecycle.For(s).Truncate(ctx, "default", store.ForgottenStream, 2, store.Any)
 	want("truncate", err)
 	err = s.Update(ctx, func(tx *store.Tx) error {
-		_, err := tx.DeleteStream(ctx, "default", store.ForgottenStream, store.DeleteOptions{Hard: true})
+		_, err := lifecycle.For(s).DeleteTx(ctx, tx, "default", store.ForgottenStream, lifecycle.DeleteOptions{Hard: true})
 		return err
 	})
-	want("tx.DeleteStream", err)
-	err = s.Lifecycle().SetRetention(ctx, store.RetentionPolicy{Prefix: "eventlite-", MaxCount: 1})
+	want("DeleteTx", err)
+	err = lifecycle.For(s).SetRetention(ctx, lifecycle.RetentionPolicy{Prefix: "eventlite-", MaxCount: 1})
 	want("retention policy", err)
-	if ps, err := s.Lifecycle().Retention(ctx); err != nil || len(ps) != 0 {
+	if ps, err := lifecycle.For(s).Retention(ctx); err != nil || len(ps) != 0 {
 		t.Errorf("policies after the refusal: %v %v", ps, err)
 	}
 	if evs := ReadStream(t, s, "default", store.ForgottenStream); len(evs) != 1 || evs[0].Type != store.TypeSubjectForgotten {
