@@ -222,14 +222,35 @@ func TestStorePackageExportsStayCapped(t *testing.T) {
 	if testing.Short() {
 		return
 	}
-	for _, args := range [][]string{{"doc", "."}, {"doc", ".", "Tx"}} {
-		out, err := exec.Command("go", args...).Output()
+	for _, c := range []struct {
+		args []string
+		max  int
+	}{
+		{[]string{"doc", "."}, maxStoreDocLines},
+		{[]string{"doc", ".", "Tx"}, maxTxDocLines},
+	} {
+		out, err := exec.Command("go", c.args...).Output()
 		if err != nil {
-			t.Fatalf("go %v: %v", args, err)
+			t.Fatalf("go %v: %v", c.args, err)
 		}
-		t.Logf("go %s: %d lines", strings.Join(args, " "), strings.Count(string(out), "\n"))
+		n := strings.Count(string(out), "\n")
+		t.Logf("go %s: %d lines (at most %d)", strings.Join(c.args, " "), n, c.max)
+		if n > c.max {
+			t.Errorf("go %s prints %d lines, at most %d: keep the package comment (doc.go) and Tx's comment (tx.go) short and point to docs/, and put new API in a package of its own", strings.Join(c.args, " "), n, c.max)
+		}
 	}
 }
+
+// maxStoreDocLines is the most lines `go doc ./store` may print. The
+// target is 150 (issue 32); this branch measured 205 with the package
+// comment rewritten (doc.go) while the effect ledger, backup and erasure
+// were still in package store, each of whose types is a line of the
+// listing. Lower it to 150 once they have moved.
+const maxStoreDocLines = 205
+
+// maxTxDocLines is the most lines `go doc ./store Tx` may print: Tx's
+// comment and its methods fit on a screen.
+const maxTxDocLines = 30
 
 // countExports counts the exported identifiers of the package in dir:
 // exported types, functions, constants and variables, and the exported
