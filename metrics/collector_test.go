@@ -89,7 +89,7 @@ func TestMetricsCollector(t *testing.T) {
 	appendTo(t, s, "a", 3)
 	poison := appendTo(t, s, "poison", 2)
 	// A relay dead-lettered poison's first event: its stream is parked.
-	l, err := s.Leases().Acquire(ctx, "relay", "earlier-relay", time.Minute)
+	l, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "relay", "earlier-relay", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestMetricsCollector(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Leases().Release(ctx, l); err != nil {
+	if err := store.Inner(inside.Key{}, s).ReleaseLease(ctx, l); err != nil {
 		t.Fatal(err)
 	}
 	// A projection at position 2 with no runner; a consumer's quarantined

@@ -41,7 +41,7 @@ func fill(tb testing.TB, s *store.Store, n int) {
 			failures = append(failures, store.Failure{Position: p, Error: "message too large"})
 		}
 	}
-	l, err := s.Leases().Acquire(ctx, "relay", "earlier-relay", time.Minute)
+	l, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "relay", "earlier-relay", time.Minute)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func fill(tb testing.TB, s *store.Store, n int) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if err := s.Leases().Release(ctx, l); err != nil {
+	if err := store.Inner(inside.Key{}, s).ReleaseLease(ctx, l); err != nil {
 		tb.Fatal(err)
 	}
 	// Effects: eight callers at once, so their commits are grouped.

@@ -14,6 +14,7 @@ import (
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/internal/timecol"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/lifecycle"
 )
 
 // CatalogName is the name of the built-in catalog projection.
@@ -80,7 +81,7 @@ func catalogUpsert(table string, rows int) string {
 }
 
 func applyCatalog(ctx context.Context, tx *Tx, e envelope.Event) error {
-	if e.Type == store.TypeStreamDeleted || e.Type == store.TypeStreamTruncated {
+	if e.Type == lifecycle.TypeStreamDeleted || e.Type == lifecycle.TypeStreamTruncated {
 		return applyCatalogLifecycle(ctx, tx, e)
 	}
 	table := tx.Table(catalogTable)
@@ -135,10 +136,10 @@ func applyCatalogLifecycle(ctx context.Context, tx *Tx, e envelope.Event) error 
 	if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE tenant = $1 AND stream = $2`, e.Tenant, e.Stream); err != nil {
 		return err
 	}
-	if e.Type == store.TypeStreamDeleted {
+	if e.Type == lifecycle.TypeStreamDeleted {
 		return nil
 	}
-	var t store.StreamTruncated
+	var t lifecycle.StreamTruncated
 	if err := json.Unmarshal(e.Data, &t); err != nil {
 		return fmt.Errorf("catalog: %s at position %d: %w", e.Type, e.Position, err)
 	}
@@ -169,7 +170,7 @@ func applyCatalogLifecycle(ctx context.Context, tx *Tx, e envelope.Event) error 
 func applyCatalogBatch(ctx context.Context, tx *Tx, events []envelope.Event) error {
 	start := 0
 	for i := range events {
-		if t := events[i].Type; t == store.TypeStreamDeleted || t == store.TypeStreamTruncated {
+		if t := events[i].Type; t == lifecycle.TypeStreamDeleted || t == lifecycle.TypeStreamTruncated {
 			if err := applyCatalogRun(ctx, tx, events[start:i]); err != nil {
 				return err
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/lifecycle"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -66,12 +67,12 @@ func appendLifecycleLog(t *testing.T, s *store.Store, rng *rand.Rand, ops int) [
 			if v < first {
 				continue
 			}
-			if _, err := s.Lifecycle().Truncate(ctx, tenant, stream, first+rng.Int64N(v-first+1), store.Any); err != nil {
+			if _, err := lifecycle.For(s).Truncate(ctx, tenant, stream, first+rng.Int64N(v-first+1), store.Any); err != nil {
 				t.Fatal(err)
 			}
 		default:
 			h := k == 19
-			_, err := s.Lifecycle().Delete(ctx, tenant, stream, store.DeleteOptions{Hard: h, Reason: "test"})
+			_, err := lifecycle.For(s).Delete(ctx, tenant, stream, lifecycle.DeleteOptions{Hard: h, Reason: "test"})
 			if errors.Is(err, store.ErrNotFound) {
 				continue
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/replay"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/lifecycle"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -36,7 +37,7 @@ func TestCatalogRebuildAfterScavenge(t *testing.T) {
 		t.Fatal(err)
 	}
 	storetest.PublishAll(t, s)
-	res, err := s.Lifecycle().Scavenge(ctx, store.ScavengeOptions{})
+	res, err := lifecycle.For(s).Scavenge(ctx, lifecycle.ScavengeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func TestScavengeUnderAppendsAndARunningProjection(t *testing.T) {
 				}
 				positions <- res.Events[0].Position
 				if v := res.Version; rng.IntN(10) == 0 && v > 3 {
-					tr, err := s.Lifecycle().Truncate(ctx, "default", stream, v-1, store.Any)
+					tr, err := lifecycle.For(s).Truncate(ctx, "default", stream, v-1, store.Any)
 					if err != nil {
 						t.Error(err)
 						return
@@ -139,7 +140,7 @@ func TestScavengeUnderAppendsAndARunningProjection(t *testing.T) {
 		default:
 		}
 		storetest.PublishAll(t, s)
-		res, err := s.Lifecycle().Scavenge(ctx, store.ScavengeOptions{BatchSize: 1 + int(seed%50)})
+		res, err := lifecycle.For(s).Scavenge(ctx, lifecycle.ScavengeOptions{BatchSize: 1 + int(seed%50)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/lifecycle"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -260,7 +261,7 @@ func TestCatalogPostgres(t *testing.T) {
 		t.Errorf("one tenant's catalog (-want +got)\n%s", diff)
 	}
 	gone := want[0]
-	del := envelope.Event{Type: store.TypeStreamDeleted, Tenant: gone.Tenant, Stream: gone.Stream, StreamVersion: gone.Version + 1}
+	del := envelope.Event{Type: lifecycle.TypeStreamDeleted, Tenant: gone.Tenant, Stream: gone.Stream, StreamVersion: gone.Version + 1}
 	if err := s.Update(ctx, func(tx *store.Tx) error {
 		return p.ApplyTx(ctx, tx, map[string]string{"catalog": "catalog"}, del)
 	}); err != nil {

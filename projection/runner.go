@@ -174,7 +174,7 @@ func (r *Runner) CatchUp(ctx context.Context) (int64, error) {
 const releaseTimeout = 5 * time.Second
 
 func (r *Runner) acquire(ctx context.Context, wait bool) (*leasing.Holder, error) {
-	h := &leasing.Holder{Leases: r.s.Leases(), Resource: LeaseResource(r.p.Name), Owner: r.opts.Owner, TTL: r.opts.LeaseTTL, Name: "lease", Log: r.log}
+	h := &leasing.Holder{Store: r.s, Resource: LeaseResource(r.p.Name), Owner: r.opts.Owner, TTL: r.opts.LeaseTTL, Name: "lease", Log: r.log}
 	logged := false
 	for {
 		l, err := h.Acquire(ctx)

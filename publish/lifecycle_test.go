@@ -8,6 +8,7 @@ import (
 	"github.com/eventlite/eventlite/natsjs/natstest"
 	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/lifecycle"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -20,10 +21,10 @@ func TestRelayPublishesLifecycleEvents(t *testing.T) {
 	s := storetest.MustOpen(t, nil)
 	appendEvents(t, s, "default", "order-1", 4)
 	appendEvents(t, s, "default", "order-2", 3)
-	if _, err := s.Lifecycle().Truncate(ctx, "default", "order-1", 3, store.Any); err != nil {
+	if _, err := lifecycle.For(s).Truncate(ctx, "default", "order-1", 3, store.Any); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Lifecycle().Delete(ctx, "default", "order-2", store.DeleteOptions{Hard: true, Reason: "test"}); err != nil {
+	if _, err := lifecycle.For(s).Delete(ctx, "default", "order-2", lifecycle.DeleteOptions{Hard: true, Reason: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	r := newRelay(t, publish.Options{Store: s, Publisher: newNATS(t, srv.URL(), natsjs.Options{}), Once: true})
@@ -35,10 +36,10 @@ func TestRelayPublishesLifecycleEvents(t *testing.T) {
 	for _, m := range srv.Messages(t, natsjs.DefaultStream) {
 		types[decodeNATS(t, m).Type]++
 	}
-	if types[store.TypeStreamTruncated] != 1 || types[store.TypeStreamDeleted] != 1 {
+	if types[lifecycle.TypeStreamTruncated] != 1 || types[lifecycle.TypeStreamDeleted] != 1 {
 		t.Fatalf("published types %v: want one truncate and one tombstone", types)
 	}
-	res, err := s.Lifecycle().Scavenge(ctx, store.ScavengeOptions{})
+	res, err := lifecycle.For(s).Scavenge(ctx, lifecycle.ScavengeOptions{})
 	if err != nil || res.Removed != 2+3 || len(res.HeldBack) != 0 {
 		t.Fatalf("scavenge after the relay: removed %d, held %+v (%v)", res.Removed, res.HeldBack, err)
 	}

@@ -226,7 +226,7 @@ func New(opts Options) (*Relay, error) {
 		log:   log,
 		trace: tracing.Config{TP: opts.TracerProvider, Prop: opts.Propagator},
 		rnd:   rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		h:     &leasing.Holder{Leases: opts.Store.Leases(), Resource: opts.Lease, Owner: opts.Owner, TTL: opts.LeaseTTL, Name: "relay lease", Log: log},
+		h:     &leasing.Holder{Store: opts.Store, Resource: opts.Lease, Owner: opts.Owner, TTL: opts.LeaseTTL, Name: "relay lease", Log: log},
 	}, nil
 }
 

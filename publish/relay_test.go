@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/natsjs"
 	"github.com/eventlite/eventlite/natsjs/natstest"
 	"github.com/eventlite/eventlite/publish"
@@ -156,7 +157,7 @@ func TestRelayDeliversEverythingInStreamOrder(t *testing.T) {
 		t.Errorf("%d batches, want 5", len(bs.all()))
 	}
 	// The lease was released: another relay takes it at once.
-	if _, err := s.Leases().Acquire(context.Background(), "relay", "next", time.Minute); err != nil {
+	if _, err := store.Inner(inside.Key{}, s).AcquireLease(context.Background(), "relay", "next", time.Minute); err != nil {
 		t.Errorf("lease after a clean stop: %v", err)
 	}
 	st, _ := s.Outbox().Stats(context.Background())
@@ -459,10 +460,10 @@ func TestRelayLostLeaseWritesNothing(t *testing.T) {
 	<-gate.entered
 	// Meanwhile its lease is lost and taken over.
 	old := store.Lease{Resource: "relay", Owner: "paused", Token: r.Stats().LeaseToken}
-	if err := s.Leases().Release(ctx, old); err != nil {
+	if err := store.Inner(inside.Key{}, s).ReleaseLease(ctx, old); err != nil {
 		t.Fatal(err)
 	}
-	thief, err := s.Leases().Acquire(ctx, "relay", "thief", time.Hour)
+	thief, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "relay", "thief", time.Hour)
 	if err != nil || thief.Token != old.Token+1 {
 		t.Fatalf("take over: %+v %v", thief, err)
 	}

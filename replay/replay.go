@@ -200,7 +200,7 @@ func Rebuild(ctx context.Context, s *store.Store, p projection.Projection, opts 
 		o.Logger = hclog.NewNullLogger()
 	}
 	log := o.Logger.Named("replay." + p.Name)
-	h := &leasing.Holder{Leases: s.Leases(), Resource: projection.RebuildLeaseResource(p.Name), Owner: o.Owner, TTL: o.LeaseTTL, Name: "rebuild lease", Log: log}
+	h := &leasing.Holder{Store: s, Resource: projection.RebuildLeaseResource(p.Name), Owner: o.Owner, TTL: o.LeaseTTL, Name: "rebuild lease", Log: log}
 	lease, err := h.Acquire(ctx)
 	if err != nil {
 		if errors.Is(err, store.ErrLeaseHeld) {

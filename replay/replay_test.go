@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/replay"
 	"github.com/eventlite/eventlite/store"
@@ -370,7 +371,7 @@ func TestOneReplayAtATime(t *testing.T) {
 	appendRandom(t, s, rand.New(rand.NewPCG(1, 2)), 20)
 	p := ledger("ledger", nil, nil)
 	catchUp(t, s, p)
-	l, err := s.Leases().Acquire(ctx, projection.RebuildLeaseResource("ledger"), "someone-else", time.Minute)
+	l, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, projection.RebuildLeaseResource("ledger"), "someone-else", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +381,7 @@ func TestOneReplayAtATime(t *testing.T) {
 	if st, err := projection.StatsFor(ctx, s, "ledger"); err != nil || st.Status != store.ProjectionRebuilding {
 		t.Errorf("stats while a replay holds the lease: %+v %v", st, err)
 	}
-	if err := s.Leases().Release(ctx, l); err != nil {
+	if err := store.Inner(inside.Key{}, s).ReleaseLease(ctx, l); err != nil {
 		t.Fatal(err)
 	}
 	if st, _ := projection.StatsFor(ctx, s, "ledger"); st.Status != store.ProjectionIdle {

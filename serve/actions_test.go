@@ -193,7 +193,7 @@ func TestDeadLetterDiscardAndRetryKeys(t *testing.T) {
 	ctx := context.Background()
 	storeAppend(t, ts, "acme", "order-1", 2, "com.acme.order")
 	storeAppend(t, ts, "globex", "order-1", 1, "com.globex.order")
-	l, err := ts.s.Leases().Acquire(ctx, "relay", "test", time.Minute)
+	l, err := store.Inner(inside.Key{}, ts.s).AcquireLease(ctx, "relay", "test", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +337,7 @@ func TestStoreWideKeysDoNotMeetTenantStore(t *testing.T) {
 	ctx := context.Background()
 	quarantineFixture(t, ts)
 	storeAppend(t, ts, "_store", "order-1", 1, "com.store.order")
-	l, err := ts.s.Leases().Acquire(ctx, "relay", "test", time.Minute)
+	l, err := store.Inner(inside.Key{}, ts.s).AcquireLease(ctx, "relay", "test", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +384,7 @@ func TestCancelledActionsChangeNothing(t *testing.T) {
 	ts := newServer(t, &serve.Options{Tokens: actionTokens})
 	ctx := context.Background()
 	quarantineFixture(t, ts)
-	l, err := ts.s.Leases().Acquire(ctx, "relay", "test", time.Minute)
+	l, err := store.Inner(inside.Key{}, ts.s).AcquireLease(ctx, "relay", "test", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

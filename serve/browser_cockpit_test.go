@@ -104,7 +104,7 @@ func TestBrowserTenantLinks(t *testing.T) {
 	mustAppend(t, s, "acme", "order-001", event(t, "acme-order-001-1", "com.acme.order.placed", `{"who":"acme"}`, "", ""))
 	mustAppend(t, s, "acme", "order-002", event(t, "acme-order-002-1", "com.acme.order.placed", `{"who":"acme"}`, "", ""))
 	mustAppend(t, s, "globex", "order-001", event(t, "globex-order-001-1", "com.globex.order.placed", `{"who":"globex"}`, "", ""))
-	l, err := s.Leases().Acquire(ctx, "relay", "test", time.Minute)
+	l, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "relay", "test", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestBrowserCockpit(t *testing.T) {
 	mustAppend(t, s, "acme", "order-1", event(t, "acme-2", "com.acme.order.paid", `{"amount":"x"}`, "", ""))
 	mustAppend(t, s, "acme", "order-2", event(t, "acme-3", "com.acme.order.placed", `{}`, "", ""))
 	mustAppend(t, s, "globex", "order-1", event(t, "globex-1", "com.globex.order.placed", `{}`, "", ""))
-	l, err := s.Leases().Acquire(ctx, "relay", "test", time.Minute)
+	l, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "relay", "test", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

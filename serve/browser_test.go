@@ -239,7 +239,7 @@ func TestBrowser(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	l, err := s.Leases().Acquire(ctx, "relay", "test", time.Minute)
+	l, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "relay", "test", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -166,7 +166,7 @@ func TestDashboardRoutesWithTokens(t *testing.T) {
 	}
 	// Dead-letter both events as a relay would: each tenant sees its own.
 	ctx := context.Background()
-	l, err := ts.s.Leases().Acquire(ctx, "relay", "test", time.Minute)
+	l, err := store.Inner(inside.Key{}, ts.s).AcquireLease(ctx, "relay", "test", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

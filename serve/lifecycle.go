@@ -9,6 +9,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/lifecycle"
 )
 
 // MaxTruncateBytes bounds a truncate's body.
@@ -51,13 +52,13 @@ func (h *Handler) deleteStream(w http.ResponseWriter, r *http.Request, tenant, s
 		writeProblem(w, p)
 		return
 	}
-	opts := store.DeleteOptions{Hard: hard, Reason: q.Get("reason"), By: h.who(r), Expected: pc.exp}
+	opts := lifecycle.DeleteOptions{Hard: hard, Reason: q.Get("reason"), By: h.who(r), Expected: pc.exp}
 	h.lifecycle(w, r, tenant, stream, "http.delete", fmt.Sprintf("hard=%t\nreason=%q\n", hard, opts.Reason),
 		func(ctx context.Context, tx *store.Tx) (store.AppendResult, error) {
 			if tx == nil {
-				return h.s.Lifecycle().Delete(ctx, tenant, stream, opts)
+				return lifecycle.For(h.s).Delete(ctx, tenant, stream, opts)
 			}
-			return tx.DeleteStream(ctx, tenant, stream, opts)
+			return lifecycle.For(h.s).DeleteTx(ctx, tx, tenant, stream, opts)
 		})
 }
 
@@ -82,9 +83,9 @@ func (h *Handler) truncateStream(w http.ResponseWriter, r *http.Request, tenant,
 	h.lifecycle(w, r, tenant, stream, "http.truncate", fmt.Sprintf("before=%d\n", before),
 		func(ctx context.Context, tx *store.Tx) (store.AppendResult, error) {
 			if tx == nil {
-				return h.s.Lifecycle().Truncate(ctx, tenant, stream, before, pc.exp)
+				return lifecycle.For(h.s).Truncate(ctx, tenant, stream, before, pc.exp)
 			}
-			return tx.TruncateStream(ctx, tenant, stream, before, pc.exp)
+			return lifecycle.For(h.s).TruncateTx(ctx, tx, tenant, stream, before, pc.exp)
 		})
 }
 

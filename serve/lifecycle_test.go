@@ -11,6 +11,7 @@ import (
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/serve"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/lifecycle"
 )
 
 const streamPath = "/v1/tenants/default/streams/"
@@ -74,13 +75,13 @@ func TestDeleteOverHTTP(t *testing.T) {
 	if m := r.json(t); m["version"] != 3.0 || m["first_position"] != "3" {
 		t.Fatalf("delete body %s", r.body)
 	}
-	var tomb store.StreamDeleted
+	var tomb lifecycle.StreamDeleted
 	var found bool
 	for e, err := range ts.s.ReadAll(context.Background(), store.ReadAllOptions{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e.Type == store.TypeStreamDeleted {
+		if e.Type == lifecycle.TypeStreamDeleted {
 			found = json.Unmarshal(e.Data, &tomb) == nil
 		}
 	}
@@ -126,7 +127,7 @@ func TestTruncateOverHTTP(t *testing.T) {
 		t.Fatalf("truncate: %d %v %s", r.status, r.header, r.body)
 	}
 	evs := ts.events("default", "s")
-	if len(evs) != 3 || evs[0].StreamVersion != 3 || evs[2].Type != store.TypeStreamTruncated || string(evs[2].Data) != `{"before":3}` {
+	if len(evs) != 3 || evs[0].StreamVersion != 3 || evs[2].Type != lifecycle.TypeStreamTruncated || string(evs[2].Data) != `{"before":3}` {
 		t.Fatalf("stream after truncate: %d events", len(evs))
 	}
 	if m := ts.do("GET", streamPath+"s", nil).json(t); m["first_position"] != "3" || m["version"] != 5.0 {
@@ -177,7 +178,7 @@ func TestRemovedEventIDIsAConflict(t *testing.T) {
 	if r := ts.do("POST", streamPath+"s/truncate", []byte(`{"before":3}`), "Content-Type", "application/json"); r.status != 200 {
 		t.Fatalf("truncate: %d %s", r.status, r.body)
 	}
-	lease, err := ts.s.Leases().Acquire(ctx, "relay", "test", time.Minute)
+	lease, err := store.Inner(inside.Key{}, ts.s).AcquireLease(ctx, "relay", "test", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +196,7 @@ func TestRemovedEventIDIsAConflict(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := ts.s.Lifecycle().Scavenge(ctx, store.ScavengeOptions{})
+	res, err := lifecycle.For(ts.s).Scavenge(ctx, lifecycle.ScavengeOptions{})
 	if err != nil || res.Removed != 2 {
 		t.Fatalf("scavenge: removed %d (%v)", res.Removed, err)
 	}
@@ -265,12 +266,12 @@ func TestDeleteReasonRule(t *testing.T) {
 	if r := ts.do("DELETE", streamPath+"s?reason=gdpr%3A%20ticket%2012%20(Zo%C3%AB)", nil); r.status != 200 {
 		t.Fatalf("a valid reason: %d %s", r.status, r.body)
 	}
-	var got store.StreamDeleted
+	var got lifecycle.StreamDeleted
 	for e, err := range ts.s.ReadAll(context.Background(), store.ReadAllOptions{Tenant: "default"}) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e.Type == store.TypeStreamDeleted {
+		if e.Type == lifecycle.TypeStreamDeleted {
 			if err := json.Unmarshal(e.Data, &got); err != nil {
 				t.Fatal(err)
 			}

@@ -118,7 +118,7 @@ func TestStoreWidePaths(t *testing.T) {
 	ctx := context.Background()
 	ts.appendN("default", "s", 2, "t")
 	// Dead-letter the first event as a relay would.
-	l, err := ts.s.Leases().Acquire(ctx, "relay", "test", time.Minute)
+	l, err := store.Inner(inside.Key{}, ts.s).AcquireLease(ctx, "relay", "test", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,15 +25,15 @@ func TestDiagnoseFindsPlantedDefects(t *testing.T) {
 	defer s.Close()
 
 	// A relay ran once and released its lease cleanly.
-	l, err := s.Leases().Acquire(ctx, "relay", "old-relay", time.Minute)
+	l, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "relay", "old-relay", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = s.Leases().Release(ctx, l)
+	_ = store.Inner(inside.Key{}, s).ReleaseLease(ctx, l)
 	// Stale outbox rows, one dead letter parking its stream.
 	drivertest.AppendEvents(t, s, "stale", 2)
 	poison := drivertest.AppendEvents(t, s, "poison", 2)
-	relay, _ := s.Leases().Acquire(ctx, "relay", "relay-2", 200*time.Millisecond)
+	relay, _ := store.Inner(inside.Key{}, s).AcquireLease(ctx, "relay", "relay-2", 200*time.Millisecond)
 	if err := s.Update(ctx, func(tx *store.Tx) error {
 		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, relay, []store.Failure{{Position: poison.FirstPosition(), Error: "message too large"}})
 	}); err != nil {
@@ -65,11 +65,11 @@ func TestDiagnoseFindsPlantedDefects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Leases().Acquire(ctx, "projection:slow", "runner", time.Hour); err != nil {
+	if _, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "projection:slow", "runner", time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	// A dead projection runner whose lease expired with work waiting.
-	if _, err := s.Leases().Acquire(ctx, "projection:orphan", "dead-runner", 50*time.Millisecond); err != nil {
+	if _, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "projection:orphan", "dead-runner", 50*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Hour)

@@ -15,6 +15,7 @@ import (
 	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/effect"
 	"github.com/eventlite/eventlite/store/erasure"
+	"github.com/eventlite/eventlite/store/lifecycle"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -55,7 +56,7 @@ func TestErasureReachesEveryCopy(t *testing.T) {
 		}
 		return b
 	}
-	lease, err := s.Leases().Acquire(ctx, "relay", "r1", time.Minute)
+	lease, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "relay", "r1", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func TestErasureReachesEveryCopy(t *testing.T) {
 	if fr.Copies != 2 {
 		t.Errorf("Forget erased %d copies, want 2 (quarantine, deferral)", fr.Copies)
 	}
-	sr, err := s.Lifecycle().Scavenge(ctx, store.ScavengeOptions{Vacuum: true})
+	sr, err := lifecycle.For(s).Scavenge(ctx, lifecycle.ScavengeOptions{Vacuum: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/eventlite/eventlite/store/backup"
 	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/erasure"
+	"github.com/eventlite/eventlite/store/lifecycle"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -179,7 +180,7 @@ func erasureProof(t *testing.T, scavenge bool) {
 	}
 	applyReadModel(t, s)
 	if scavenge {
-		res, err := s.Lifecycle().Scavenge(ctx, store.ScavengeOptions{})
+		res, err := lifecycle.For(s).Scavenge(ctx, lifecycle.ScavengeOptions{})
 		if err != nil || res.Erased != 2 {
 			t.Fatalf("Scavenge: erased %d, %v; want 2 events and the WAL checkpointed", res.Erased, err)
 		}

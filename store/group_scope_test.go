@@ -161,7 +161,7 @@ func testGroupRequestScopes(t *testing.T, s *Store, skip map[string]bool) {
 	if _, err := s.Append(ctx, "acme", "sd", NoStream, ev("setup-sd")); err != nil {
 		t.Fatal(err)
 	}
-	del, err := s.Lifecycle().Delete(ctx, "acme", "sd", DeleteOptions{})
+	del, err := s.deleteStream(ctx, nil, "acme", "sd", false, "", "", Any)
 	if err != nil {
 		t.Fatal(err)
 	}

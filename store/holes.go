@@ -44,20 +44,20 @@ func (p *Projections) HolesBetween(ctx context.Context, after, upto int64) ([]Ho
 }
 
 // removedRanges lists the ranges a scavenge removed that overlap from..to.
-func (p *Projections) removedRanges(ctx context.Context, from, to int64) ([]PositionRange, error) {
+func (p *Projections) removedRanges(ctx context.Context, from, to int64) ([]positionRange, error) {
 	rs, err := p.s.ex.RemovedRangesIn(ctx, p.s.rdb, from, to)
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	var out []PositionRange
+	var out []positionRange
 	for _, r := range rs {
-		out = append(out, PositionRange{From: r.From, To: r.To})
+		out = append(out, positionRange{From: r.From, To: r.To})
 	}
 	return out, nil
 }
 
 // removedCount counts the positions from..to that rs cover.
-func removedCount(rs []PositionRange, from, to int64) int64 {
+func removedCount(rs []positionRange, from, to int64) int64 {
 	var n int64
 	for _, r := range rs {
 		if lo, hi := max(r.From, from), min(r.To, to); lo <= hi {
@@ -69,7 +69,7 @@ func removedCount(rs []PositionRange, from, to int64) int64 {
 
 // subtractRanges returns what of h the removed ranges rs (sorted, not
 // overlapping) do not cover: removed positions are not holes.
-func subtractRanges(h Hole, rs []PositionRange) []Hole {
+func subtractRanges(h Hole, rs []positionRange) []Hole {
 	var out []Hole
 	from := h.From
 	for _, r := range rs {

@@ -9,15 +9,15 @@ import (
 func TestSubtractRanges(t *testing.T) {
 	h := Hole{From: 5, To: 20, DetectedBy: "x"}
 	for _, tc := range []struct {
-		rs   []PositionRange
+		rs   []positionRange
 		want []Hole
 	}{
 		{nil, []Hole{h}},
-		{[]PositionRange{{1, 30}}, nil},
-		{[]PositionRange{{5, 20}}, nil},
-		{[]PositionRange{{1, 4}, {21, 25}}, []Hole{h}},
-		{[]PositionRange{{3, 6}}, []Hole{{From: 7, To: 20, DetectedBy: "x"}}},
-		{[]PositionRange{{8, 9}, {12, 12}, {19, 40}}, []Hole{{From: 5, To: 7, DetectedBy: "x"}, {From: 10, To: 11, DetectedBy: "x"}, {From: 13, To: 18, DetectedBy: "x"}}},
+		{[]positionRange{{1, 30}}, nil},
+		{[]positionRange{{5, 20}}, nil},
+		{[]positionRange{{1, 4}, {21, 25}}, []Hole{h}},
+		{[]positionRange{{3, 6}}, []Hole{{From: 7, To: 20, DetectedBy: "x"}}},
+		{[]positionRange{{8, 9}, {12, 12}, {19, 40}}, []Hole{{From: 5, To: 7, DetectedBy: "x"}, {From: 10, To: 11, DetectedBy: "x"}, {From: 13, To: 18, DetectedBy: "x"}}},
 	} {
 		if diff := cmp.Diff(tc.want, subtractRanges(h, tc.rs)); diff != "" {
 			t.Errorf("subtract %v (-want +got)\n%s", tc.rs, diff)

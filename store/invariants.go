@@ -33,7 +33,7 @@ func (s *Store) CheckInvariants(ctx context.Context) error {
 // invariantProblems runs CheckInvariants' checks through q and returns
 // what is broken, one line per kind.
 func invariantProblems(ctx context.Context, ex driver.Executor, q driver.ReadQuerier) ([]string, error) {
-	counts, err := ex.CheckLog(ctx, q, TypeStreamDeleted)
+	counts, err := ex.CheckLog(ctx, q, typeStreamDeleted)
 	if err != nil {
 		return nil, fmt.Errorf("check invariants: %w", mapErr(err))
 	}

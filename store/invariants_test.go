@@ -11,6 +11,7 @@ import (
 
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/lifecycle"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -27,7 +28,7 @@ func TestInvariantsFindPlantedDefects(t *testing.T) {
 	}
 	drivertest.FillStream(t, s, "a", 3)
 	drivertest.FillStream(t, s, "tr", 4)
-	if _, err := s.Lifecycle().Truncate(ctx, "default", "tr", 3, store.Any); err != nil {
+	if _, err := lifecycle.For(s).Truncate(ctx, "default", "tr", 3, store.Any); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.CheckInvariants(ctx); err != nil {

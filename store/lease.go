@@ -11,10 +11,13 @@ import (
 
 // Leases is the store's lease table, reached with Store.Leases: one
 // holder per resource at a time, fenced by a token that grows with every
-// new holder (Bookkeeping's CheckFence).
+// new holder (Bookkeeping's CheckFence). An operator lists the leases;
+// taking, renewing and releasing one is for eventlite's own workers (the
+// relay, the projection runner, the rebuilder) through store.Inner, so
+// that no application code can take or steal a worker's lease.
 type Leases struct{ s *Store }
 
-// Leases returns the store's leases.
+// Leases returns the store's leases, for listing.
 func (s *Store) Leases() *Leases { return &Leases{s: s} }
 
 // ErrLeaseHeld: another owner holds the lease and it has not expired.
@@ -50,14 +53,14 @@ type Lease struct {
 	TTL       time.Duration
 }
 
-// Acquire takes the lease on resource for owner for ttl. A lease
+// AcquireLease takes the lease on resource for owner for ttl. A lease
 // that is free, released or expired is taken with a new, higher token; one
 // owner's own live lease is renewed with its token unchanged; a lease held
 // by another owner returns a *LeaseHeldError.
-func (ls *Leases) Acquire(ctx context.Context, resource, owner string, ttl time.Duration) (Lease, error) {
-	s := ls.s
+func (in inner) AcquireLease(ctx context.Context, resource, owner string, ttl time.Duration) (Lease, error) {
+	s := in.s
 	if resource == "" || owner == "" || ttl <= 0 {
-		return Lease{}, errors.New("store: Leases.Acquire needs a resource, an owner and a positive ttl")
+		return Lease{}, errors.New("store: AcquireLease needs a resource, an owner and a positive ttl")
 	}
 	var l Lease
 	err := s.Update(ctx, func(tx *Tx) error {
@@ -78,11 +81,12 @@ func (ls *Leases) Acquire(ctx context.Context, resource, owner string, ttl time.
 	return l, nil
 }
 
-// Renew extends a held lease by its TTL. It fails with ErrStaleFence
-// when the lease was taken over or released meanwhile (an expired lease
-// that nobody took is renewed: no other owner wrote under it).
-func (ls *Leases) Renew(ctx context.Context, l Lease) (Lease, error) {
-	s := ls.s
+// RenewLease extends a held lease by its TTL. It fails with
+// ErrStaleFence when the lease was taken over or released meanwhile (an
+// expired lease that nobody took is renewed: no other owner wrote under
+// it).
+func (in inner) RenewLease(ctx context.Context, l Lease) (Lease, error) {
+	s := in.s
 	err := s.Update(ctx, func(tx *Tx) error {
 		exp, ok, err := s.ex.RenewLease(ctx, s.wconn, l.fence(), l.TTL.Milliseconds())
 		if err != nil {
@@ -100,10 +104,10 @@ func (ls *Leases) Renew(ctx context.Context, l Lease) (Lease, error) {
 	return l, nil
 }
 
-// Release gives the lease up so a standby may take it at once. A
+// ReleaseLease gives the lease up so a standby may take it at once. A
 // lease that is no longer current is left alone.
-func (ls *Leases) Release(ctx context.Context, l Lease) error {
-	s := ls.s
+func (in inner) ReleaseLease(ctx context.Context, l Lease) error {
+	s := in.s
 	err := s.Update(ctx, func(tx *Tx) error {
 		return mapErr(s.ex.ReleaseLease(ctx, s.wconn, l.fence()))
 	})

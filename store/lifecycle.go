@@ -8,37 +8,32 @@ import (
 	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
-// Lifecycle deletes and truncates streams, reached with Store.Lifecycle.
-// Each call appends a lifecycle event as the stream's next version, in one
-// transaction with what it changes (migration 0011), and returns that
-// append's result: the version and the ETag move. The stream's events and
-// the lifecycle events stay in the log: ReadAll, projections and the
+// Deleting and truncating a stream (package store/lifecycle is its
+// public face, through inner): each appends a lifecycle event as the
+// stream's next version, in one transaction with what it changes
+// (migration 0011), and returns that append's result. The stream's events
+// and the lifecycle events stay in the log: ReadAll, projections and the
 // relay see them.
-type Lifecycle struct{ s *Store }
 
-// Lifecycle returns the store's stream handle for deletes and truncates.
-func (s *Store) Lifecycle() *Lifecycle { return &Lifecycle{s: s} }
-
-// The lifecycle events' types.
+// The lifecycle events' types (lifecycle.TypeStreamDeleted and
+// lifecycle.TypeStreamTruncated).
 const (
-	// TypeStreamDeleted is the tombstone a delete appends; its data is
-	// StreamDeleted.
-	TypeStreamDeleted = envelope.ReservedTypePrefix + "stream.deleted"
-	// TypeStreamTruncated is the event a truncate appends; its data is
-	// StreamTruncated.
-	TypeStreamTruncated = envelope.ReservedTypePrefix + "stream.truncated"
+	typeStreamDeleted   = envelope.ReservedTypePrefix + "stream.deleted"
+	typeStreamTruncated = envelope.ReservedTypePrefix + "stream.truncated"
 )
 
-// StreamDeleted is the data of an eventlite.stream.deleted event.
-type StreamDeleted struct {
+// streamDeleted is the data of an eventlite.stream.deleted event
+// (lifecycle.StreamDeleted).
+type streamDeleted struct {
 	Reason string `json:"reason"`
-	By     string `json:"by"`   // who deleted: the OS user or the token's tenant, never a secret
-	Hard   bool   `json:"hard"` // never writable again
+	By     string `json:"by"`
+	Hard   bool   `json:"hard"`
 }
 
-// StreamTruncated is the data of an eventlite.stream.truncated event.
-type StreamTruncated struct {
-	Before int64 `json:"before"` // reads start at this version
+// streamTruncated is the data of an eventlite.stream.truncated event
+// (lifecycle.StreamTruncated).
+type streamTruncated struct {
+	Before int64 `json:"before"`
 }
 
 // The streams.deleted column (migration 0011).
@@ -47,38 +42,26 @@ const (
 	deletedHard = 2
 )
 
-// DeleteOptions say how to delete a stream.
-type DeleteOptions struct {
-	// Hard marks the stream as never writable (nor readable) again.
-	Hard bool
-	// Reason and By go into the tombstone; By names who deleted (the OS
-	// user, or the token's tenant), never a secret.
-	Reason, By string
-	// Expected is the condition on the stream's version; the zero value
-	// is Any, which still needs the stream to exist.
-	Expected Expected
-}
-
-// Delete deletes a tenant's stream: it appends an eventlite.stream.deleted
-// tombstone as its next version and drops its snapshots. The stream then
-// reads as not found (ErrNotFound) and counts as absent: an append with
-// NoStream or Any continues after the tombstone's version, one with
-// StreamExists or a version conflicts with actual 0. With Hard the
-// stream is never written or read again (ErrStreamDeleted).
-//
-// A stream that does not exist, or is already soft-deleted, is
-// ErrNotFound; a hard-deleted one ErrStreamDeleted; a failed expectation
-// a *ConflictError. Any error writes nothing.
-func (l *Lifecycle) Delete(ctx context.Context, tenant, stream string, opts DeleteOptions) (AppendResult, error) {
+// deleteStream deletes a tenant's stream, in tx, or in a transaction of
+// its own when tx is nil: it appends an eventlite.stream.deleted
+// tombstone as its next version and drops its snapshots (see
+// lifecycle.Lifecycle.Delete). A refused delete writes nothing and leaves
+// tx usable.
+func (s *Store) deleteStream(ctx context.Context, tx *Tx, tenant, stream string, hard bool, reason, by string, expected Expected) (AppendResult, error) {
+	if tx != nil {
+		if err := tx.check(); err != nil {
+			return AppendResult{}, err
+		}
+	}
 	mark := int64(deletedSoft)
-	if opts.Hard {
+	if hard {
 		mark = deletedHard
 	}
-	ev, err := envelope.New(TypeStreamDeleted, StreamDeleted{Reason: opts.Reason, By: opts.By, Hard: opts.Hard})
+	ev, err := envelope.New(typeStreamDeleted, streamDeleted{Reason: reason, By: by, Hard: hard})
 	if err != nil {
 		return AppendResult{}, err
 	}
-	return l.apply(ctx, tenant, stream, opts.Expected, ev, 0, markDeleted(ctx, tenant, stream, mark))
+	return s.lifecycleApply(ctx, tx, tenant, stream, expected, ev, 0, markDeleted(ctx, tenant, stream, mark))
 }
 
 // lifecycleOp is the driver's delete or truncate of one stream, which
@@ -94,76 +77,44 @@ func markDeleted(ctx context.Context, tenant, stream string, mark int64) lifecyc
 	}
 }
 
-// DeleteStream is Lifecycle.Delete inside an Update closure, so that the
-// caller's own writes (an operation ledger row) commit with it. A refused
-// delete (not found, hard-deleted, a failed expectation) writes nothing
-// and leaves the transaction usable.
-func (tx *Tx) DeleteStream(ctx context.Context, tenant, stream string, opts DeleteOptions) (AppendResult, error) {
-	if err := tx.check(); err != nil {
-		return AppendResult{}, err
-	}
-	mark := int64(deletedSoft)
-	if opts.Hard {
-		mark = deletedHard
-	}
-	ev, err := envelope.New(TypeStreamDeleted, StreamDeleted{Reason: opts.Reason, By: opts.By, Hard: opts.Hard})
-	if err != nil {
-		return AppendResult{}, err
-	}
-	l := tx.s.Lifecycle()
-	a, err := l.prepare(tenant, stream, opts.Expected, ev)
-	if err != nil {
-		return AppendResult{}, err
-	}
-	return l.applyTx(ctx, tx, a, 0, markDeleted(ctx, tenant, stream, mark))
-}
-
-// TruncateStream is Lifecycle.Truncate inside an Update closure. A
-// refused truncate writes nothing and leaves the transaction usable.
-func (tx *Tx) TruncateStream(ctx context.Context, tenant, stream string, before int64, expected Expected) (AppendResult, error) {
-	if err := tx.check(); err != nil {
+// truncateStream truncates a tenant's stream before version before, in
+// tx, or in a transaction of its own when tx is nil: it appends
+// eventlite.stream.truncated {"before":before} as its next version, and
+// reads then start at before (see lifecycle.Lifecycle.Truncate). A
+// refused truncate writes nothing and leaves tx usable.
+func (s *Store) truncateStream(ctx context.Context, tx *Tx, tenant, stream string, before int64, expected Expected) (AppendResult, error) {
+	if tx != nil {
+		if err := tx.check(); err != nil {
+			return AppendResult{}, err
+		}
+	} else if err := s.rdb.check(); err != nil {
 		return AppendResult{}, err
 	}
 	if before < 2 {
 		return AppendResult{}, &envelope.InvalidError{Index: -1, Field: "before", Reason: fmt.Sprintf("%d is below 2: a truncate keeps versions from before on, and version 1 is the first already", before)}
 	}
-	return tx.s.Lifecycle().truncateTx(ctx, tx, tenant, stream, before, expected)
-}
-
-// Truncate truncates a tenant's stream before version before (2 <= before
-// <= the stream's version, and not before the version its reads start at
-// already): it appends eventlite.stream.truncated {"before":before} as its
-// next version, and reads then start at before.
-// expected is the condition on the stream's version (Any still needs the
-// stream to exist). Another before is an *envelope.InvalidError
-// (field "before"); a stream that does not exist or is soft-deleted is
-// ErrNotFound, a hard-deleted one ErrStreamDeleted. Any error writes
-// nothing.
-func (l *Lifecycle) Truncate(ctx context.Context, tenant, stream string, before int64, expected Expected) (AppendResult, error) {
-	if err := l.s.rdb.check(); err != nil {
-		return AppendResult{}, err
-	}
-	if before < 2 {
-		return AppendResult{}, &envelope.InvalidError{Index: -1, Field: "before", Reason: fmt.Sprintf("%d is below 2: a truncate keeps versions from before on, and version 1 is the first already", before)}
-	}
-	ev, err := envelope.New(TypeStreamTruncated, StreamTruncated{Before: before})
+	ev, err := envelope.New(typeStreamTruncated, streamTruncated{Before: before})
 	if err != nil {
 		return AppendResult{}, err
 	}
-	return l.apply(ctx, tenant, stream, expected, ev, before, setFirstVersion(ctx, tenant, stream, before))
+	return s.lifecycleApply(ctx, tx, tenant, stream, expected, ev, before, setFirstVersion(ctx, tenant, stream, before))
 }
 
-// apply checks that the stream exists (and, with before > 0, that before
-// is at most its version), then appends ev and marks the stream (op) in
-// the same transaction.
-func (l *Lifecycle) apply(ctx context.Context, tenant, stream string, expected Expected, ev envelope.Event, before int64, op lifecycleOp) (AppendResult, error) {
-	a, err := l.prepare(tenant, stream, expected, ev)
+// lifecycleApply checks that the stream exists (and, with before > 0,
+// that before is at most its version), then appends ev and marks the
+// stream (op) in the same transaction: tx, or one of its own when tx is
+// nil.
+func (s *Store) lifecycleApply(ctx context.Context, tx *Tx, tenant, stream string, expected Expected, ev envelope.Event, before int64, op lifecycleOp) (AppendResult, error) {
+	a, err := s.lifecyclePrepare(tenant, stream, expected, ev)
 	if err != nil {
 		return AppendResult{}, err
+	}
+	if tx != nil {
+		return s.lifecycleApplyTx(ctx, tx, a, before, op)
 	}
 	var res AppendResult
-	err = l.s.Update(ctx, func(tx *Tx) error {
-		r, err := l.applyTx(ctx, tx, a, before, op)
+	err = s.Update(ctx, func(tx *Tx) error {
+		r, err := s.lifecycleApplyTx(ctx, tx, a, before, op)
 		res = r
 		return err
 	})
@@ -175,9 +126,9 @@ func (l *Lifecycle) apply(ctx context.Context, tenant, stream string, expected E
 
 // prepare validates a lifecycle event's append outside any transaction.
 // The store's own streams are never deleted or truncated.
-func (l *Lifecycle) prepare(tenant, stream string, expected Expected, ev envelope.Event) (*appendReq, error) {
+func (s *Store) lifecyclePrepare(tenant, stream string, expected Expected, ev envelope.Event) (*appendReq, error) {
 	op := "truncate"
-	if ev.Type == TypeStreamDeleted {
+	if ev.Type == typeStreamDeleted {
 		op = "delete"
 	}
 	if err := userStream(op, tenant, stream); err != nil {
@@ -191,12 +142,12 @@ func (l *Lifecycle) prepare(tenant, stream string, expected Expected, ev envelop
 		// The stream must exist: a lifecycle event never creates one.
 		expected = StreamExists
 	}
-	return l.s.prepareAppendAs(true, tenant, stream, expected, []envelope.Event{ev})
+	return s.prepareAppendAs(true, tenant, stream, expected, []envelope.Event{ev})
 }
 
-// applyTx is apply's part inside the transaction. An error leaves the
+// lifecycleApplyTx is lifecycleApply's part inside the transaction. An error leaves the
 // transaction as it found it.
-func (l *Lifecycle) applyTx(ctx context.Context, tx *Tx, a *appendReq, before int64, op lifecycleOp) (AppendResult, error) {
+func (s *Store) lifecycleApplyTx(ctx context.Context, tx *Tx, a *appendReq, before int64, op lifecycleOp) (AppendResult, error) {
 	tenant, stream := a.tenant, a.stream
 	var r AppendResult
 	// The driver reads the stream, runs this and marks the stream
@@ -225,23 +176,6 @@ func (l *Lifecycle) applyTx(ctx context.Context, tx *Tx, a *appendReq, before in
 		return AppendResult{}, mapErr(err)
 	}
 	return r, nil
-}
-
-// truncateTx truncates a stream inside tx as Truncate does; it is how
-// retention truncates many streams in one transaction. A failed
-// expectation writes nothing and returns a *ConflictError; a failure of
-// the mark after the append (which cannot be undone here) fails the
-// transaction.
-func (l *Lifecycle) truncateTx(ctx context.Context, tx *Tx, tenant, stream string, before int64, expected Expected) (AppendResult, error) {
-	ev, err := envelope.New(TypeStreamTruncated, StreamTruncated{Before: before})
-	if err != nil {
-		return AppendResult{}, err
-	}
-	a, err := l.prepare(tenant, stream, expected, ev)
-	if err != nil {
-		return AppendResult{}, err
-	}
-	return l.applyTx(ctx, tx, a, before, setFirstVersion(ctx, tenant, stream, before))
 }
 
 // setFirstVersion moves where a stream's reads start, after a truncate.

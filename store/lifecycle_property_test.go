@@ -21,6 +21,7 @@ import (
 	"github.com/eventlite/eventlite/store/backup"
 	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/erasure"
+	"github.com/eventlite/eventlite/store/lifecycle"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -380,7 +381,7 @@ func (m *propModel) relay() {
 
 func (m *propModel) scavenge() {
 	vacuum := m.file && m.rnd.IntN(4) == 0
-	if _, err := m.s.Lifecycle().Scavenge(m.ctx, store.ScavengeOptions{Vacuum: vacuum}); err != nil && !errors.Is(err, store.ErrBusy) {
+	if _, err := lifecycle.For(m.s).Scavenge(m.ctx, lifecycle.ScavengeOptions{Vacuum: vacuum}); err != nil && !errors.Is(err, store.ErrBusy) {
 		m.fatalf("scavenge (vacuum %v): %v", vacuum, err)
 	}
 }
@@ -392,7 +393,7 @@ func (m *propModel) delete() {
 	}
 	hard := m.rnd.IntN(3) == 0
 	m.trace[len(m.trace)-1] += fmt.Sprintf(":%s:hard=%v", stream, hard)
-	_, err := m.s.Lifecycle().Delete(m.ctx, "default", stream, store.DeleteOptions{Hard: hard})
+	_, err := lifecycle.For(m.s).Delete(m.ctx, "default", stream, lifecycle.DeleteOptions{Hard: hard})
 	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrStreamDeleted) {
 		m.fatalf("delete %s: %v", stream, err)
 	}
@@ -404,7 +405,7 @@ func (m *propModel) truncate() {
 	if v < 2 {
 		return
 	}
-	_, err := m.s.Lifecycle().Truncate(m.ctx, "default", stream, 1+m.rnd.Int64N(v), store.Any)
+	_, err := lifecycle.For(m.s).Truncate(m.ctx, "default", stream, 1+m.rnd.Int64N(v), store.Any)
 	if err != nil && !errors.Is(err, store.ErrInvalidEvent) && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrStreamDeleted) {
 		m.fatalf("truncate %s: %v", stream, err)
 	}

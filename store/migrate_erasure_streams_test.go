@@ -12,6 +12,7 @@ import (
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/erasure"
+	"github.com/eventlite/eventlite/store/lifecycle"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -110,11 +111,11 @@ func TestMigrateErasureStreamsPostgres(t *testing.T) {
 	if _, err := s.Append(ctx, "default", "profile-2", store.Any, drivertest.Event(t, "profile.seen", 1)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Lifecycle().Truncate(ctx, "default", "profile-2", 2, store.Any); err != nil {
+	if _, err := lifecycle.For(s).Truncate(ctx, "default", "profile-2", 2, store.Any); err != nil {
 		t.Fatal(err)
 	}
 	storetest.PublishAll(t, s)
-	if res := drivertest.Scavenge(t, s, store.ScavengeOptions{}); res.Removed != 1 {
+	if res := drivertest.Scavenge(t, s, lifecycle.ScavengeOptions{}); res.Removed != 1 {
 		t.Fatalf("the scavenge removed %d events, want alice's event of profile-2: %+v", res.Removed, res)
 	}
 	fr, err := erasure.For(s).Forget(ctx, "default", "alice")

@@ -32,7 +32,7 @@ func TestRecordFailureBatch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	lease, err := s.Leases().Acquire(ctx, "relay", "r1", time.Minute)
+	lease, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "relay", "r1", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/storetest"
@@ -44,7 +45,7 @@ func TestOutboxWatermarkRandomized(t *testing.T) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(testSeed(t), 7))
 	s := storetest.MustOpen(t, nil)
-	l, err := s.Leases().Acquire(ctx, "relay", "me", time.Hour)
+	l, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "relay", "me", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +199,7 @@ func TestOutboxWatermarkRandomized(t *testing.T) {
 func TestOutboxParkedStreamCursor(t *testing.T) {
 	ctx := context.Background()
 	s := storetest.MustOpen(t, nil)
-	l, err := s.Leases().Acquire(ctx, "relay", "me", time.Hour)
+	l, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "relay", "me", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +260,7 @@ func TestOutboxParkedStreamCursor(t *testing.T) {
 func TestOutboxFailedRowDueBelowCursor(t *testing.T) {
 	ctx := context.Background()
 	s := storetest.MustOpen(t, nil)
-	l, err := s.Leases().Acquire(ctx, "relay", "me", time.Hour)
+	l, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "relay", "me", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +434,7 @@ func TestOutboxWatermarkInvariants(t *testing.T) {
 			t.Fatal(err)
 		}
 		a := drivertest.AppendN(t, s, "default", "a", 5) // positions 1..5
-		l, err := s.Leases().Acquire(ctx, "relay", "me", time.Hour)
+		l, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "relay", "me", time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}

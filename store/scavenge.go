@@ -7,13 +7,13 @@ import (
 	"time"
 )
 
-// MaxScavengeBatch is the most events a scavenge removes in one
-// transaction.
-const MaxScavengeBatch = 1000
+// maxScavengeBatch is the most events a scavenge removes in one
+// transaction (lifecycle.MaxScavengeBatch).
+const maxScavengeBatch = 1000
 
-// ScavengeOptions configure Lifecycle.Scavenge. The zero value removes
-// what it may, reclaims space incrementally, and reports no progress.
-type ScavengeOptions struct {
+// scavengeOptions configure a scavenge (lifecycle.ScavengeOptions, whose
+// documentation says what each field does).
+type scavengeOptions struct {
 	// DryRun computes and lists what a scavenge would remove (and the
 	// truncations retention would make) and changes nothing.
 	DryRun bool
@@ -24,28 +24,30 @@ type ScavengeOptions struct {
 	// PostgreSQL: the scavenge refuses it before it removes anything.
 	Vacuum bool
 	// BatchSize is the most events removed per transaction, 1 to
-	// MaxScavengeBatch. Default MaxScavengeBatch.
+	// maxScavengeBatch. Default maxScavengeBatch.
 	BatchSize int
 	// Progress, when set, is called after each batch with the events
 	// removed so far and the most the scavenge may remove.
 	Progress func(removed, total int64)
 }
 
-// ScavengeResult reports a scavenge (or, with DryRun, what it would do).
-type ScavengeResult struct {
+// scavengeResult reports a scavenge (or, with DryRun, what it would do):
+// lifecycle.ScavengeResult, whose documentation says what each field
+// holds.
+type scavengeResult struct {
 	DryRun bool
 	// Trims are the truncations retention policies made (or would make).
-	Trims []RetentionTrim
+	Trims []retentionTrim
 	// Streams lists, per stream, the events removed (or that would be).
-	Streams []ScavengedStream
+	Streams []scavengedStream
 	// Removed counts the events removed (or that would be).
 	Removed int64
 	// Ranges are the global positions removed, merged with the ranges
 	// removed by earlier scavenges they touch. Empty in a dry run.
-	Ranges []PositionRange
+	Ranges []positionRange
 	// HeldBack says which projection, rebuild or outbox row kept events
 	// from being removed, and how many.
-	HeldBack []HoldBack
+	HeldBack []holdBack
 	// Batches counts the transactions that removed events.
 	Batches int
 	// Erased counts the events of forgotten subjects whose ciphertext was
@@ -61,11 +63,14 @@ type ScavengeResult struct {
 	FreePages int64
 	// Duration is how long the scavenge took.
 	Duration time.Duration
+	// CheckpointBlocked: a reader kept the WAL checkpoint from finishing
+	// (lifecycle.ErrCheckpointBlocked); the error says how far it got.
+	CheckpointBlocked bool
 }
 
-// RetentionTrim is a truncation a retention policy makes: the stream's
+// retentionTrim is a truncation a retention policy makes: the stream's
 // reads start at Before, and the scavenge removes the events before it.
-type RetentionTrim struct {
+type retentionTrim struct {
 	Tenant, Stream string
 	Prefix         string // the policy's prefix
 	Before         int64
@@ -75,41 +80,35 @@ type RetentionTrim struct {
 	Version int64
 }
 
-// ScavengedStream is what a scavenge removed from one stream: the
+// scavengedStream is what a scavenge removed from one stream: the
 // versions From to To, Count events.
-type ScavengedStream struct {
+type scavengedStream struct {
 	Tenant, Stream string
 	From, To       int64
 	Count          int64
 }
 
-// PositionRange is a run of global positions, inclusive.
-type PositionRange struct{ From, To int64 }
+// positionRange is a run of global positions, inclusive.
+type positionRange struct{ From, To int64 }
 
-// HoldBack is a reader that kept events from being removed: By is
+// holdBack is a reader that kept events from being removed: By is
 // "projection" (its checkpoint has not passed them), "rebuild" (a running
 // rebuild has not), or "outbox" (the relay has not settled every event up
 // to them: Position is the oldest event neither published nor discarded).
 // Position is the checkpoint, or that event's position; Events counts the
 // events it held back.
-type HoldBack struct {
+type holdBack struct {
 	By       string
 	Name     string
 	Position int64
 	Events   int64
 }
 
-// ErrCheckpointBlocked: a scavenge removed what it could, but a reader
-// kept the WAL checkpoint from finishing, so removed bytes may stay in
-// the WAL file until the next checkpoint. Run the scavenge again once
-// the readers are done.
-var ErrCheckpointBlocked = errors.New("a reader kept the WAL checkpoint from finishing")
-
-// Scavenge removes the events that deletions, truncations and retention
+// scavenge removes the events that deletions, truncations and retention
 // policies allow, and gives the space back to the file system. It first
 // applies the retention policies (each trimmed stream gets an
 // eventlite.stream.truncated event, so projections see it), then removes
-// events in transactions of at most MaxScavengeBatch. It never removes a
+// events in transactions of at most maxScavengeBatch. It never removes a
 // stream's newest event (so a hard delete's tombstone stays), an event
 // above the outbox's watermark (one the relay has not settled, or a later
 // one: only positions the relay settled in order go), or one a
@@ -122,20 +121,19 @@ var ErrCheckpointBlocked = errors.New("a reader kept the WAL checkpoint from fin
 // Then, with secure_delete on for the removal, it runs incremental_vacuum
 // (or a full VACUUM with opts.Vacuum) and a WAL checkpoint(TRUNCATE), so
 // removed bytes are in neither the file nor its WAL. When a reader keeps
-// the checkpoint from finishing it returns the result with an error
-// matching ErrCheckpointBlocked.
+// the checkpoint from finishing it returns the result with
+// CheckpointBlocked set and an error saying how far it got.
 //
 // On PostgreSQL the removal is the same; the server manages its own
 // files, so there is no space step to run and opts.Vacuum is refused.
-func (l *Lifecycle) Scavenge(ctx context.Context, opts ScavengeOptions) (ScavengeResult, error) {
-	s := l.s
+func (s *Store) scavenge(ctx context.Context, opts scavengeOptions) (scavengeResult, error) {
 	start := time.Now()
-	res := ScavengeResult{DryRun: opts.DryRun}
-	if opts.BatchSize < 0 || opts.BatchSize > MaxScavengeBatch {
-		return res, fmt.Errorf("scavenge: batch size %d: want 1 to %d", opts.BatchSize, MaxScavengeBatch)
+	res := scavengeResult{DryRun: opts.DryRun}
+	if opts.BatchSize < 0 || opts.BatchSize > maxScavengeBatch {
+		return res, fmt.Errorf("scavenge: batch size %d: want 1 to %d", opts.BatchSize, maxScavengeBatch)
 	}
 	if opts.BatchSize == 0 {
-		opts.BatchSize = MaxScavengeBatch
+		opts.BatchSize = maxScavengeBatch
 	}
 	if opts.DryRun && opts.Vacuum {
 		return res, errors.New("scavenge: a dry run does not vacuum: drop one of DryRun and Vacuum")
@@ -147,7 +145,7 @@ func (l *Lifecycle) Scavenge(ctx context.Context, opts ScavengeOptions) (Scaveng
 		return res, err
 	}
 	res.BytesBefore = s.fileBytes()
-	trims, err := l.applyRetention(ctx, opts.DryRun)
+	trims, err := s.applyRetention(ctx, opts.DryRun)
 	if err != nil {
 		return res, err
 	}
@@ -195,22 +193,21 @@ const retentionChunk = 25
 // applyRetention truncates the streams the policies trim (or, in a dry
 // run, only computes them). A stream that moved since the trim was
 // computed is left for the next scavenge.
-func (l *Lifecycle) applyRetention(ctx context.Context, dry bool) ([]RetentionTrim, error) {
-	s := l.s
+func (s *Store) applyRetention(ctx context.Context, dry bool) ([]retentionTrim, error) {
 	trims, err := s.retentionTrims(ctx, s.opts.Now())
 	if err != nil {
 		return nil, err
 	}
-	var out []RetentionTrim
+	var out []retentionTrim
 	for start := 0; start < len(trims); start += retentionChunk {
 		chunk := trims[start:min(start+retentionChunk, len(trims))]
-		var done []RetentionTrim
+		var done []retentionTrim
 		apply := func(tx *Tx) error {
 			done = done[:0]
 			for _, t := range chunk {
-				rt := RetentionTrim{Tenant: t.Tenant, Stream: t.Stream, Prefix: t.Prefix, Before: t.Before}
+				rt := retentionTrim{Tenant: t.Tenant, Stream: t.Stream, Prefix: t.Prefix, Before: t.Before}
 				if tx != nil {
-					r, err := l.truncateTx(ctx, tx, t.Tenant, t.Stream, t.Before, Exact(t.Version))
+					r, err := s.truncateStream(ctx, tx, t.Tenant, t.Stream, t.Before, Exact(t.Version))
 					var ce *ConflictError
 					switch {
 					case errors.As(err, &ce), errors.Is(err, ErrNotFound), errors.Is(err, ErrStreamDeleted):
@@ -250,7 +247,7 @@ type candidate struct {
 // scavengeCandidates lists the streams with events before the version
 // their reads start at, but for their newest event. In a dry run the
 // trims count as made.
-func (s *Store) scavengeCandidates(ctx context.Context, trims []RetentionTrim, dry bool) ([]candidate, error) {
+func (s *Store) scavengeCandidates(ctx context.Context, trims []retentionTrim, dry bool) ([]candidate, error) {
 	var out []candidate
 	seen := map[[2]string]int{}
 	rows, err := s.ex.ScavengeCandidates(ctx, s.rdb)

@@ -46,7 +46,7 @@ type streamStep struct {
 	idx      int
 	from, to int64
 	n        int64
-	held     *HoldBack
+	held     *holdBack
 	done     bool
 }
 
@@ -60,14 +60,14 @@ func (s *Store) walkStream(ctx context.Context, q driver.ReadQuerier, c candidat
 		read++
 		switch {
 		case hz.ok && pos > hz.pos:
-			st.held = &HoldBack{By: hz.by, Name: hz.name, Position: hz.pos, Events: hi - version}
+			st.held = &holdBack{By: hz.by, Name: hz.name, Position: hz.pos, Events: hi - version}
 		case pos > hz.settled:
 			// Held by the oldest pending event, which W waits for.
 			held := hz.pending
 			if held == 0 || held > pos {
 				held = pos
 			}
-			st.held = &HoldBack{By: "outbox", Position: held, Events: hi - version}
+			st.held = &holdBack{By: "outbox", Position: held, Events: hi - version}
 		}
 		if st.held != nil {
 			st.done = true
@@ -92,13 +92,13 @@ func (s *Store) walkStream(ctx context.Context, q driver.ReadQuerier, c candidat
 
 // holdTally adds up what held events back, per reader or outbox row.
 type holdTally struct {
-	m     map[[3]string]*HoldBack
+	m     map[[3]string]*holdBack
 	order [][3]string
 }
 
-func newHoldTally() *holdTally { return &holdTally{m: map[[3]string]*HoldBack{}} }
+func newHoldTally() *holdTally { return &holdTally{m: map[[3]string]*holdBack{}} }
 
-func (t *holdTally) add(h HoldBack) {
+func (t *holdTally) add(h holdBack) {
 	k := [3]string{h.By, h.Name, fmt.Sprint(h.Position)}
 	if p, ok := t.m[k]; ok {
 		p.Events += h.Events
@@ -108,8 +108,8 @@ func (t *holdTally) add(h HoldBack) {
 	t.order = append(t.order, k)
 }
 
-func (t *holdTally) list() []HoldBack {
-	out := make([]HoldBack, 0, len(t.order))
+func (t *holdTally) list() []holdBack {
+	out := make([]holdBack, 0, len(t.order))
 	for _, k := range t.order {
 		out = append(out, *t.m[k])
 	}
@@ -118,7 +118,7 @@ func (t *holdTally) list() []HoldBack {
 
 // scavengeDry walks the candidates on the read pool and counts what a
 // scavenge would remove, changing nothing.
-func (s *Store) scavengeDry(ctx context.Context, cands []candidate, holds *holdTally, res *ScavengeResult) error {
+func (s *Store) scavengeDry(ctx context.Context, cands []candidate, holds *holdTally, res *scavengeResult) error {
 	hz, err := s.readHorizon(ctx, s.rdb)
 	if err != nil {
 		return err
@@ -132,7 +132,7 @@ func (s *Store) scavengeDry(ctx context.Context, cands []candidate, holds *holdT
 			holds.add(*st.held)
 		}
 		if st.n > 0 {
-			res.Streams = append(res.Streams, ScavengedStream{Tenant: c.tenant, Stream: c.stream, From: st.from, To: st.to, Count: st.n})
+			res.Streams = append(res.Streams, scavengedStream{Tenant: c.tenant, Stream: c.stream, From: st.from, To: st.to, Count: st.n})
 			res.Removed += st.n
 		}
 	}
@@ -141,23 +141,23 @@ func (s *Store) scavengeDry(ctx context.Context, cands []candidate, holds *holdT
 
 // scavengeBatches removes the candidates' events, at most
 // opts.BatchSize per transaction.
-func (s *Store) scavengeBatches(ctx context.Context, cands []candidate, holds *holdTally, opts ScavengeOptions, total int64, res *ScavengeResult) error {
+func (s *Store) scavengeBatches(ctx context.Context, cands []candidate, holds *holdTally, opts scavengeOptions, total int64, res *scavengeResult) error {
 	return s.withSecureDelete(ctx, func() error {
 		return s.removeBatches(ctx, cands, holds, opts, total, res)
 	})
 }
 
 // removeBatches is scavengeBatches with secure_delete on.
-func (s *Store) removeBatches(ctx context.Context, cands []candidate, holds *holdTally, opts ScavengeOptions, total int64, res *ScavengeResult) error {
+func (s *Store) removeBatches(ctx context.Context, cands []candidate, holds *holdTally, opts scavengeOptions, total int64, res *scavengeResult) error {
 	streams := map[int]int{} // candidate -> index in res.Streams
-	ranges := map[int64]PositionRange{}
+	ranges := map[int64]positionRange{}
 	next := 0
 	for next < len(cands) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		var steps []streamStep
-		var merged []PositionRange
+		var merged []positionRange
 		err := s.Update(ctx, func(tx *Tx) error {
 			steps, merged = steps[:0], merged[:0]
 			hz, err := s.readHorizon(ctx, tx)
@@ -209,7 +209,7 @@ func (s *Store) removeBatches(ctx context.Context, cands []candidate, holds *hol
 				if !ok {
 					j = len(res.Streams)
 					streams[st.idx] = j
-					res.Streams = append(res.Streams, ScavengedStream{Tenant: c.tenant, Stream: c.stream, From: st.from})
+					res.Streams = append(res.Streams, scavengedStream{Tenant: c.tenant, Stream: c.stream, From: st.from})
 				}
 				res.Streams[j].To = st.to
 				res.Streams[j].Count += st.n
@@ -238,7 +238,7 @@ func (s *Store) removeBatches(ctx context.Context, cands []candidate, holds *hol
 	for _, r := range ranges {
 		res.Ranges = append(res.Ranges, r)
 	}
-	slices.SortFunc(res.Ranges, func(a, b PositionRange) int { return int(a.From - b.From) })
+	slices.SortFunc(res.Ranges, func(a, b positionRange) int { return int(a.From - b.From) })
 	// A later merge may have swallowed an earlier run: keep the widest.
 	out := res.Ranges[:0]
 	for _, r := range res.Ranges {
@@ -257,7 +257,7 @@ func (s *Store) removeBatches(ctx context.Context, cands []candidate, holds *hol
 // temp.scavenge_batch and the events are still in the log.
 type scavengeBatch struct {
 	positions []int64
-	ranges    []PositionRange // the removed ranges as recorded, merged
+	ranges    []positionRange // the removed ranges as recorded, merged
 }
 
 // load puts the batch's positions in temp.scavenge_batch.
@@ -311,7 +311,7 @@ func recordRemovedRanges(ctx context.Context, tx *Tx, b *scavengeBatch) error {
 		if err != nil {
 			return mapErr(err)
 		}
-		b.ranges = append(b.ranges, PositionRange{From: from, To: to})
+		b.ranges = append(b.ranges, positionRange{From: from, To: to})
 		i = j + 1
 	}
 	return nil

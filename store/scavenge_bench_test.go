@@ -12,6 +12,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/lifecycle"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -71,7 +72,7 @@ func scavengeFixture(b *testing.B, path string, n int) {
 	if b.Failed() {
 		b.FailNow()
 	}
-	if err := s.Lifecycle().SetRetention(ctx, store.RetentionPolicy{Prefix: "s-", MaxAge: 24 * time.Hour}); err != nil {
+	if err := lifecycle.For(s).SetRetention(ctx, lifecycle.RetentionPolicy{Prefix: "s-", MaxAge: 24 * time.Hour}); err != nil {
 		b.Fatal(err)
 	}
 }
@@ -100,11 +101,11 @@ func BenchmarkScavenge(b *testing.B) {
 			b.Fatal(err)
 		}
 		m := &appendMeter{s: s, stream: fmt.Sprintf("bench-writer-%d", i)}
-		var res store.ScavengeResult
+		var res lifecycle.ScavengeResult
 		b.StartTimer()
 		t0 := time.Now()
 		rate, lat := m.measure(b, 0, func() {
-			res, err = s.Lifecycle().Scavenge(ctx, store.ScavengeOptions{})
+			res, err = lifecycle.For(s).Scavenge(ctx, lifecycle.ScavengeOptions{})
 			if err != nil {
 				b.Fatalf("scavenge: %v", err)
 			}

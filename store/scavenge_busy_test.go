@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/lifecycle"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -21,8 +22,8 @@ func TestScavengeCheckpointLockHeld(t *testing.T) {
 	defer store.SetScavengeCheckpoint(func(bool, int64, int64, error) (bool, int64, int64, error) {
 		return true, -1, -1, nil // what SQLite answers when the checkpoint lock is held
 	})()
-	_, err := s.Lifecycle().Scavenge(ctx, store.ScavengeOptions{})
-	if !errors.Is(err, store.ErrBusy) || errors.Is(err, store.ErrCheckpointBlocked) {
+	_, err := lifecycle.For(s).Scavenge(ctx, lifecycle.ScavengeOptions{})
+	if !errors.Is(err, store.ErrBusy) || errors.Is(err, lifecycle.ErrCheckpointBlocked) {
 		t.Fatalf("scavenge while another connection checkpoints: %v, want ErrBusy", err)
 	}
 	if msg := err.Error(); strings.Contains(msg, "-1") || !strings.Contains(msg, "second scavenge") || !strings.Contains(msg, "run the scavenge again") {

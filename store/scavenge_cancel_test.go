@@ -10,6 +10,7 @@ import (
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/erasure"
+	"github.com/eventlite/eventlite/store/lifecycle"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -24,7 +25,7 @@ func TestScavengeCancelledMidway(t *testing.T) {
 	before := drivertest.CountEvents(t, s)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	res, err := s.Lifecycle().Scavenge(ctx, store.ScavengeOptions{BatchSize: 3, Progress: func(removed, total int64) {
+	res, err := lifecycle.For(s).Scavenge(ctx, lifecycle.ScavengeOptions{BatchSize: 3, Progress: func(removed, total int64) {
 		cancel() // after the first batch
 	}})
 	if !errors.Is(err, context.Canceled) {
@@ -39,7 +40,7 @@ func TestScavengeCancelledMidway(t *testing.T) {
 	// The writer still appends, and the next scavenge removes the rest.
 	drivertest.FillStream(t, s, "order-5", 1)
 	storetest.PublishAll(t, s)
-	if res := drivertest.Scavenge(t, s, store.ScavengeOptions{}); res.Removed != 7 {
+	if res := drivertest.Scavenge(t, s, lifecycle.ScavengeOptions{}); res.Removed != 7 {
 		t.Fatalf("the scavenge after a cancelled one removed %d, want the other 7", res.Removed)
 	}
 	if got := drivertest.CountEvents(t, s); got != before-10+1 {

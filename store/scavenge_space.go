@@ -67,8 +67,8 @@ const vacuumChunk = 1024
 // vacuum in chunks, releasing the writer between them, or a full VACUUM)
 // and checkpoints the WAL with TRUNCATE, so that the bytes removed are
 // neither in the file nor in its WAL. A checkpoint a reader kept from
-// finishing returns ErrCheckpointBlocked.
-func (s *Store) reclaim(ctx context.Context, full bool, res *ScavengeResult) error {
+// finishing sets res.CheckpointBlocked.
+func (s *Store) reclaim(ctx context.Context, full bool, res *scavengeResult) error {
 	if full {
 		err := s.withWriter(ctx, func(c *sql.Conn) error {
 			// VACUUM converts a file created before auto_vacuum was set.
@@ -127,7 +127,8 @@ func (s *Store) reclaim(ctx context.Context, full bool, res *ScavengeResult) err
 				"what was removed stays removed: run the scavenge again once it is done", ErrBusy)
 		}
 		if busy {
-			return fmt.Errorf("scavenge: %d of %d WAL frames checkpointed: %w; run the scavenge again once readers are done", done, logFrames, ErrCheckpointBlocked)
+			res.CheckpointBlocked = true
+			return fmt.Errorf("scavenge: %d of %d WAL frames checkpointed; run the scavenge again once readers are done", done, logFrames)
 		}
 		return nil
 	})

@@ -97,12 +97,12 @@ func TestStateCacheOtherWriter(t *testing.T) {
 	mustAppend(a, "s", Any, "a4", 6, 5) // b moved the log's head
 
 	// b soft-deletes s (a tombstone at version 6): for a, s is absent.
-	if _, err := b.Lifecycle().Delete(ctx, "acme", "s", DeleteOptions{}); err != nil {
+	if _, err := b.deleteStream(ctx, nil, "acme", "s", false, "", "", Any); err != nil {
 		t.Fatal(err)
 	}
 	mustAppend(a, "s", NoStream, "a5", 8, 7)
 	// b hard-deletes it: a may not write it again.
-	if _, err := b.Lifecycle().Delete(ctx, "acme", "s", DeleteOptions{Hard: true}); err != nil {
+	if _, err := b.deleteStream(ctx, nil, "acme", "s", true, "", "", Any); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.Append(ctx, "acme", "s", Any, cacheEv("a6")); !errors.Is(err, ErrStreamDeleted) {
@@ -136,7 +136,7 @@ func TestStateCacheUnseenWrites(t *testing.T) {
 	}
 	// A closure hard-deletes s through the same writer.
 	if err := s.Update(ctx, func(tx *Tx) error {
-		_, err := tx.DeleteStream(ctx, "acme", "s", DeleteOptions{Hard: true})
+		_, err := tx.s.deleteStream(ctx, tx, "acme", "s", true, "", "", Any)
 		return err
 	}); err != nil {
 		t.Fatal(err)

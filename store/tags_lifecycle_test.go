@@ -15,6 +15,7 @@ import (
 	"github.com/eventlite/eventlite/store/backup"
 	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/erasure"
+	"github.com/eventlite/eventlite/store/lifecycle"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -222,11 +223,11 @@ func TestTagsScavengeAndCopy(t *testing.T) {
 	if _, err := s.Append(ctx, "default", "c1", store.NoStream, evs...); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Lifecycle().Truncate(ctx, "default", "c1", 4, store.Any); err != nil {
+	if _, err := lifecycle.For(s).Truncate(ctx, "default", "c1", 4, store.Any); err != nil {
 		t.Fatal(err)
 	}
 	storetest.PublishAll(t, s) // unpublished events hold a scavenge back
-	res := drivertest.Scavenge(t, s, store.ScavengeOptions{})
+	res := drivertest.Scavenge(t, s, lifecycle.ScavengeOptions{})
 	if res.Removed != 3 {
 		t.Fatalf("scavenge removed %d events, want 3", res.Removed)
 	}

@@ -259,13 +259,13 @@ func TestReadByQuery(t *testing.T) {
 				t.Errorf("limit 2: %v", got)
 			}
 			// Truncated and deleted events no longer match.
-			if _, err := s.Lifecycle().Truncate(ctx, "acme", "c2", 3, Any); err != nil {
+			if _, err := s.truncateStream(ctx, nil, "acme", "c2", 3, Any); err != nil {
 				t.Fatal(err)
 			}
 			if got := queryIDs(t, s, all); !slices.Equal(got, []string{"a5"}) {
 				t.Errorf("after truncating c2 before 3: %v, want [a5]", got)
 			}
-			if _, err := s.Lifecycle().Delete(ctx, "acme", "c1", DeleteOptions{}); err != nil {
+			if _, err := s.deleteStream(ctx, nil, "acme", "c1", false, "", "", Any); err != nil {
 				t.Fatal(err)
 			}
 			if got := queryIDs(t, s, q(QueryItem{Tags: []string{"course:c1"}})); len(got) != 0 {

@@ -9,30 +9,11 @@ import (
 )
 
 // Tx is a write transaction on the store's writer, handed to an Update
-// closure. A projection runs its own SQL for its own tables through it;
-// tx.Append appends events in it. It is valid only inside the closure.
-//
-// What an application does inside a write transaction is a method of Tx
-// (tx.Append, tx.DeleteStream, tx.TruncateStream, tx.SaveSnapshot,
-// tx.TableExists), not a Store method taking a Tx: the Tx knows its store.
-// The store's own bookkeeping (checkpoints, outbox marks, the inbox,
-// quarantine, rebuilds) is not on Tx: a handler cannot reach it.
-//
-// What a projection handler may rely on, whatever engine runs the store:
-// the Tx is a database/sql transaction (ExecContext, QueryContext,
-// QueryRowContext and database/sql types), tx.Nested undoes a failed
-// scope's writes and keeps the transaction usable, tx.TableExists answers
-// from the engine's catalog, and ? placeholders work on every engine
-// (on PostgreSQL the store numbers them $1..$n: see ExecContext).
-// tx.Dialect() names the engine (DialectSQLite or DialectPostgres): SQL
-// beyond the common core (functions, types) is the handler's to choose by
-// it. A handler runs no SAVEPOINT, PRAGMA or catalog query of its own.
-//
-// The ctx given to its methods is checked before each statement: once it has ended the statement
-// does not run and its error is returned. It never interrupts a
-// statement of a transaction that other requests share (a statement
-// already running completes); a request alone in its transaction runs
-// under its Update's ctx, which may interrupt it.
+// closure; it is valid only inside it. It offers what a handler or a
+// closure does there: its SQL (? placeholders on every engine), Nested,
+// Dialect, TableExists, Append and SaveSnapshot. The store's bookkeeping
+// is not on it. A ctx that ended stops the next statement, never one of a
+// transaction shared with others. docs/handler-sql.md has the rest.
 type Tx struct {
 	s     *Store
 	now   int64 // unix nanoseconds at the start of the transaction

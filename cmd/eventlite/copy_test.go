@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/storetest"
@@ -115,7 +116,7 @@ func TestCopyRefusesLiveLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Leases().Acquire(context.Background(), "relay", "relay-1", time.Hour); err != nil {
+	if _, err := store.Inner(inside.Key{}, s).AcquireLease(context.Background(), "relay", "relay-1", time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {

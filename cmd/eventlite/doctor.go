@@ -12,6 +12,7 @@ import (
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/replay"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/lifecycle"
 )
 
 var doctorCommand = &command{
@@ -160,7 +161,7 @@ func deepCheck(ctx context.Context, c *cli, s *store.Store) ([]store.Finding, er
 		}
 		id := fmt.Sprintf("%s (missing %d, extra %d, different %d)", p.Name, res.Drift.Missing, res.Drift.Extra, res.Drift.Different)
 		if res.Watermark < head {
-			removals, err := s.Rebuilds().CountEvents(ctx, res.Watermark, head, []string{store.TypeStreamTruncated, store.TypeStreamDeleted})
+			removals, err := s.Rebuilds().CountEvents(ctx, res.Watermark, head, []string{lifecycle.TypeStreamTruncated, lifecycle.TypeStreamDeleted})
 			if err != nil {
 				return nil, fmt.Errorf("deep check of %s: %w", p.Name, err)
 			}

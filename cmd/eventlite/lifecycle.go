@@ -8,6 +8,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/lifecycle"
 )
 
 var deleteCommand = &command{
@@ -55,7 +56,7 @@ func (d *deleteCmd) run(ctx context.Context, c *cli, args []string) error {
 	var res store.AppendResult
 	err := c.withStore(ctx, false, func(s *store.Store) error {
 		var err error
-		res, err = s.Lifecycle().Delete(ctx, string(c.global.tenant), args[0], store.DeleteOptions{Hard: d.hard, Reason: d.reason, By: by})
+		res, err = lifecycle.For(s).Delete(ctx, string(c.global.tenant), args[0], lifecycle.DeleteOptions{Hard: d.hard, Reason: d.reason, By: by})
 		return err
 	})
 	if err != nil {
@@ -100,7 +101,7 @@ func (t *truncateCmd) run(ctx context.Context, c *cli, args []string) error {
 	var res store.AppendResult
 	err := c.withStore(ctx, false, func(s *store.Store) error {
 		var err error
-		res, err = s.Lifecycle().Truncate(ctx, string(c.global.tenant), args[0], int64(t.before), store.Any)
+		res, err = lifecycle.For(s).Truncate(ctx, string(c.global.tenant), args[0], int64(t.before), store.Any)
 		return err
 	})
 	if err != nil {

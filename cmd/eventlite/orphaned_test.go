@@ -36,7 +36,7 @@ func TestProjectionsShowOrphaned(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Leases().Acquire(ctx, projection.LeaseResource("ledger"), owner, 50*time.Millisecond); err != nil {
+	if _, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, projection.LeaseResource("ledger"), owner, 50*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	// WaitFor reports the orphan once it is one: the signal to look.

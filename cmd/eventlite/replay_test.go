@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/storetest"
@@ -90,7 +91,7 @@ func TestReplayCommand(t *testing.T) {
 	}
 
 	// Another replay is running: busy.
-	l, err := s.Leases().Acquire(t.Context(), projection.RebuildLeaseResource("catalog"), "someone", time.Minute)
+	l, err := store.Inner(inside.Key{}, s).AcquireLease(t.Context(), projection.RebuildLeaseResource("catalog"), "someone", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func TestReplayCommand(t *testing.T) {
 	if r := mustRun(t, "", "projections", "--db", db); !strings.Contains(r.stdout, "rebuilding") {
 		t.Errorf("projections while a replay runs:\n%s", r.stdout)
 	}
-	if err := s.Leases().Release(t.Context(), l); err != nil {
+	if err := store.Inner(inside.Key{}, s).ReleaseLease(t.Context(), l); err != nil {
 		t.Fatal(err)
 	}
 	r = mustRun(t, "", "replay", "catalog", "--db", db)
@@ -211,7 +212,7 @@ func TestCatalogCommand(t *testing.T) {
 
 	// A runner holds the catalog: the command reads it as it is.
 	s := storetest.MustOpenPath(t, db, nil)
-	if _, err := s.Leases().Acquire(t.Context(), projection.LeaseResource("catalog"), "a-runner", time.Minute); err != nil {
+	if _, err := store.Inner(inside.Key{}, s).AcquireLease(t.Context(), projection.LeaseResource("catalog"), "a-runner", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	mustRun(t, "", "append", "order-9", "--type", "order.placed", "--db", db)

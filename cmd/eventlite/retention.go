@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/lifecycle"
 )
 
 var retentionCommand = &command{
@@ -118,7 +119,7 @@ func (r *retentionCmd) run(ctx context.Context, c *cli, args []string) error {
 			return usage("set needs --max-age D, --max-count N or both")
 		}
 		return c.withStore(ctx, false, func(s *store.Store) error {
-			return s.Lifecycle().SetRetention(ctx, store.RetentionPolicy{Prefix: args[1], MaxAge: r.maxAge, MaxCount: r.maxCount})
+			return lifecycle.For(s).SetRetention(ctx, lifecycle.RetentionPolicy{Prefix: args[1], MaxAge: r.maxAge, MaxCount: r.maxCount})
 		})
 	case "unset":
 		if len(args) != 2 {
@@ -128,17 +129,17 @@ func (r *retentionCmd) run(ctx context.Context, c *cli, args []string) error {
 			return usage("--max-age and --max-count go with set")
 		}
 		return c.withStore(ctx, false, func(s *store.Store) error {
-			return s.Lifecycle().UnsetRetention(ctx, args[1])
+			return lifecycle.For(s).UnsetRetention(ctx, args[1])
 		})
 	}
 	return usage("unknown action %q: want list, set or unset", action)
 }
 
 func (r *retentionCmd) list(ctx context.Context, c *cli) error {
-	var ps []store.RetentionPolicy
+	var ps []lifecycle.RetentionPolicy
 	err := c.withReader(ctx, func(s *store.Store) error {
 		var err error
-		ps, err = s.Lifecycle().Retention(ctx)
+		ps, err = lifecycle.For(s).Retention(ctx)
 		return err
 	})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/lifecycle"
 )
 
 var scavengeCommand = &command{
@@ -119,7 +120,7 @@ func (sc *scavengeCmd) run(ctx context.Context, c *cli, _ []string) error {
 		return &fileOnlyError{what: "scavenge --vacuum", instead: "it rewrites a SQLite file; on PostgreSQL run scavenge without it, and leave the space to the server's autovacuum"}
 	}
 	var bar *progressbar.ProgressBar
-	opts := store.ScavengeOptions{DryRun: sc.dryRun, Vacuum: sc.vacuum}
+	opts := lifecycle.ScavengeOptions{DryRun: sc.dryRun, Vacuum: sc.vacuum}
 	if !sc.dryRun {
 		tty, last := c.stderrIsTerminal(), time.Now()
 		opts.Progress = func(removed, total int64) {
@@ -143,14 +144,14 @@ func (sc *scavengeCmd) run(ctx context.Context, c *cli, _ []string) error {
 			_ = bar.Set64(removed)
 		}
 	}
-	var res store.ScavengeResult
+	var res lifecycle.ScavengeResult
 	var serr error
 	open := c.withStore
 	if sc.dryRun {
 		open = func(ctx context.Context, _ bool, fn func(*store.Store) error) error { return c.withReader(ctx, fn) }
 	}
 	err := open(ctx, false, func(s *store.Store) error {
-		res, serr = s.Lifecycle().Scavenge(ctx, opts)
+		res, serr = lifecycle.For(s).Scavenge(ctx, opts)
 		return nil
 	})
 	if bar != nil {
@@ -160,19 +161,19 @@ func (sc *scavengeCmd) run(ctx context.Context, c *cli, _ []string) error {
 	if err != nil {
 		return err
 	}
-	if serr != nil && !errors.Is(serr, store.ErrCheckpointBlocked) && res.Removed == 0 {
+	if serr != nil && !errors.Is(serr, lifecycle.ErrCheckpointBlocked) && res.Removed == 0 {
 		return serr
 	}
 	if err := sc.print(c, res, serr); err != nil {
 		return err
 	}
-	if errors.Is(serr, store.ErrCheckpointBlocked) {
+	if errors.Is(serr, lifecycle.ErrCheckpointBlocked) {
 		return &exitError{code: exitIncomplete, err: serr}
 	}
 	return serr
 }
 
-func (sc *scavengeCmd) print(c *cli, res store.ScavengeResult, serr error) error {
+func (sc *scavengeCmd) print(c *cli, res lifecycle.ScavengeResult, serr error) error {
 	if c.global.json {
 		o := scavengeOutput{DryRun: res.DryRun, Removed: res.Removed, Batches: res.Batches, Erased: res.Erased,
 			BytesBefore: res.BytesBefore, BytesAfter: res.BytesAfter, BytesReclaimed: res.BytesReclaimed,

@@ -26,8 +26,9 @@
 // store.Bookkeeping takes a Key, and only a package of this module can
 // name Key: Go refuses to import an internal package from outside the tree
 // it is in. Inside the module, the packages that may import this one are
-// listed in allow_test.go (projection, publish, replay, natsjs, serve,
-// aggregate, decision, metrics, the CLI and the test helpers); examples/ may not.
+// listed in allow_test.go (store's domain packages, projection, publish,
+// replay, natsjs, serve, aggregate, decision, metrics, the CLI, the lease
+// holder and the test helpers); examples/ may not.
 package inside
 
 // Key opens the store's bookkeeping (store.Bookkeeping). Its zero value is

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/oklog/ulid/v2"
 
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -30,7 +31,7 @@ func DefaultOwner() string {
 // Holder takes, renews and releases one lease on Resource for Owner.
 // Its methods are not safe for concurrent use.
 type Holder struct {
-	Leases   *store.Leases
+	Store    *store.Store
 	Resource string
 	Owner    string
 	TTL      time.Duration
@@ -43,10 +44,20 @@ type Holder struct {
 	renewed time.Time
 }
 
+// leases opens the store's lease calls, which are not public: an
+// application cannot take or steal a worker's lease.
+func (h *Holder) leases() interface {
+	AcquireLease(ctx context.Context, resource, owner string, ttl time.Duration) (store.Lease, error)
+	RenewLease(ctx context.Context, l store.Lease) (store.Lease, error)
+	ReleaseLease(ctx context.Context, l store.Lease) error
+} {
+	return store.Inner(inside.Key{}, h.Store)
+}
+
 // Acquire tries once to take the lease; it fails with an error matching
 // store.ErrLeaseHeld while another owner holds it.
 func (h *Holder) Acquire(ctx context.Context) (store.Lease, error) {
-	l, err := h.Leases.Acquire(ctx, h.Resource, h.Owner, h.TTL)
+	l, err := h.leases().AcquireLease(ctx, h.Resource, h.Owner, h.TTL)
 	if err != nil {
 		return store.Lease{}, err
 	}
@@ -63,7 +74,7 @@ func (h *Holder) Renewed() time.Time { return h.renewed }
 // Renew renews the lease now. It fails with store.ErrStaleFence when the
 // lease was taken over or released meanwhile.
 func (h *Holder) Renew(ctx context.Context) (store.Lease, error) {
-	l, err := h.Leases.Renew(ctx, h.lease)
+	l, err := h.leases().RenewLease(ctx, h.lease)
 	if err != nil {
 		return store.Lease{}, err
 	}
@@ -86,7 +97,7 @@ func (h *Holder) RenewAfter(ctx context.Context, every time.Duration) (store.Lea
 func (h *Holder) Release(timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	err := h.Leases.Release(ctx, h.lease)
+	err := h.leases().ReleaseLease(ctx, h.lease)
 	if err != nil {
 		h.Log.Warn("could not release the "+h.Name+"; it expires on its own", "error", err)
 	}

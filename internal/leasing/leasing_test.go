@@ -21,7 +21,7 @@ func TestHolder(t *testing.T) {
 	ctx := context.Background()
 	s := storetest.MustOpen(t, nil)
 	newHolder := func(owner string) *leasing.Holder {
-		return &leasing.Holder{Leases: s.Leases(), Resource: "r", Owner: owner, TTL: time.Hour, Name: "lease", Log: hclog.NewNullLogger()}
+		return &leasing.Holder{Store: s, Resource: "r", Owner: owner, TTL: time.Hour, Name: "lease", Log: hclog.NewNullLogger()}
 	}
 	a, b := newHolder("a"), newHolder("b")
 	l, err := a.Acquire(ctx)

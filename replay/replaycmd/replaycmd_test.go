@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/replay/replaycmd"
 	"github.com/eventlite/eventlite/store"
@@ -228,7 +229,7 @@ func TestInterruptedExits6AndResumes(t *testing.T) {
 func TestBusy(t *testing.T) {
 	s := setup(t, 5)
 	ctx := context.Background()
-	if _, err := s.Leases().Acquire(ctx, projection.RebuildLeaseResource("totals"), "another", time.Minute); err != nil {
+	if _, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, projection.RebuildLeaseResource("totals"), "another", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if o := run(ctx, s, replaycmd.Config{}, "totals"); o.code != replaycmd.ExitBusy || !strings.Contains(o.stderr, "another replay is running") {

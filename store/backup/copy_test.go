@@ -11,6 +11,7 @@ import (
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/backup"
 	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/lifecycle"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -39,18 +40,18 @@ func copySource(t *testing.T) (path string, release func()) {
 	// removes the events of the hard-deleted gone-1.
 	drivertest.AppendN(t, s, "default", "tmp-1", 4)
 	storetest.PublishAll(t, s)
-	if err := s.Lifecycle().SetRetention(ctx, store.RetentionPolicy{Prefix: "tmp-", MaxCount: 1}); err != nil {
+	if err := lifecycle.For(s).SetRetention(ctx, lifecycle.RetentionPolicy{Prefix: "tmp-", MaxCount: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if res := drivertest.Scavenge(t, s, store.ScavengeOptions{}); res.Removed != 3 {
+	if res := drivertest.Scavenge(t, s, lifecycle.ScavengeOptions{}); res.Removed != 3 {
 		t.Fatalf("the retention scavenge removed %d events, want 3: %+v", res.Removed, res)
 	}
 	drivertest.AppendN(t, s, "default", "gone-1", 2)
-	if _, err := s.Lifecycle().Delete(ctx, "default", "gone-1", store.DeleteOptions{Hard: true}); err != nil {
+	if _, err := lifecycle.For(s).Delete(ctx, "default", "gone-1", lifecycle.DeleteOptions{Hard: true}); err != nil {
 		t.Fatal(err)
 	}
 	storetest.PublishAll(t, s)
-	if res := drivertest.Scavenge(t, s, store.ScavengeOptions{}); res.Removed != 2 {
+	if res := drivertest.Scavenge(t, s, lifecycle.ScavengeOptions{}); res.Removed != 2 {
 		t.Fatalf("the scavenge of gone-1 removed %d events, want 2: %+v", res.Removed, res)
 	}
 	err = s.Update(ctx, func(tx *store.Tx) error {
@@ -78,12 +79,12 @@ func copySource(t *testing.T) (path string, release func()) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	held, err := s.Leases().Acquire(ctx, "held", "worker-1", time.Hour)
+	held, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "held", "worker-1", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return restored, func() {
-		if err := s.Leases().Release(ctx, held); err != nil {
+		if err := store.Inner(inside.Key{}, s).ReleaseLease(ctx, held); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -203,7 +204,7 @@ func TestCopyForceReleasesLiveLeases(t *testing.T) {
 	}
 	defer s.Close()
 	// The lease arrives released: another owner takes it, with a newer token.
-	l, err := s.Leases().Acquire(ctx, "held", "worker-2", time.Minute)
+	l, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "held", "worker-2", time.Minute)
 	if err != nil {
 		t.Fatalf("acquire the copied lease: %v", err)
 	}

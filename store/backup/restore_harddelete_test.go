@@ -10,6 +10,7 @@ import (
 
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/backup"
+	"github.com/eventlite/eventlite/store/lifecycle"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -67,7 +68,7 @@ func TestRestoreAfterHardDeleteAndScavengeHandsNoVersionOutTwice(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		note(appendN(t, s, "t1", "order-2", 1).Version, "an append after the first backup")
 	}
-	del, err := s.Lifecycle().Delete(ctx, "t1", "order-2", store.DeleteOptions{Hard: true})
+	del, err := lifecycle.For(s).Delete(ctx, "t1", "order-2", lifecycle.DeleteOptions{Hard: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func TestRestoreAfterHardDeleteAndScavengeHandsNoVersionOutTwice(t *testing.T) {
 	// records them as a gap (no event: the tombstone stays the newest).
 	// A scavenge removes what the hard delete allows.
 	restore(gone, backup.RolledBackStream{Tenant: "t1", Stream: "order-2", Kept: 6, Had: 8, HardDeleted: true})
-	if _, err := s.Lifecycle().Scavenge(ctx, store.ScavengeOptions{}); err != nil {
+	if _, err := lifecycle.For(s).Scavenge(ctx, lifecycle.ScavengeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// Back once more to the backup in which order-2 lives: its versions

@@ -14,6 +14,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/backup"
+	"github.com/eventlite/eventlite/store/lifecycle"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -209,7 +210,7 @@ func TestCopyRestoredToPostgres(t *testing.T) {
 		t.Fatalf("append on PostgreSQL after the copy: version %d, want 9 (the restore's event is 8; 4-7 were lost)", r.Version)
 	}
 	// Reads starting inside the gap count what they return.
-	if _, err := pg.Lifecycle().Truncate(ctx, "t1", "order-1", 5, store.Any); err != nil {
+	if _, err := lifecycle.For(pg).Truncate(ctx, "t1", "order-1", 5, store.Any); err != nil {
 		t.Fatal(err)
 	}
 	if got := countsMatchReads(t, pg, "t1"); got != 3 {
@@ -311,7 +312,7 @@ func TestRestoredStreamCounts(t *testing.T) {
 	appendN(t, s, "t1", "order-1", 2)
 	// Reads of order-4 start at 13, inside the gap 11-15: the restored
 	// event (16) and the truncate's (17) are read.
-	if _, err := s.Lifecycle().Truncate(ctx, "t1", "order-4", 13, store.Any); err != nil {
+	if _, err := lifecycle.For(s).Truncate(ctx, "t1", "order-4", 13, store.Any); err != nil {
 		t.Fatal(err)
 	}
 	if got := streamVersions(t, s, "t1", "order-4"); len(got) != 2 {

@@ -76,7 +76,7 @@ func testDiagnoseCleanLargeStore(t *testing.T, h Harness) {
 	for i := 0; i < n; i += 1000 {
 		AppendEvents(t, s, fmt.Sprintf("stream-%d", i/1000%37), 1000)
 	}
-	l, err := s.Leases().Acquire(ctx, "relay", "test-relay", time.Minute)
+	l, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "relay", "test-relay", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func testDiagnoseCleanLargeStore(t *testing.T, h Harness) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Leases().Release(ctx, l); err != nil {
+	if err := store.Inner(inside.Key{}, s).ReleaseLease(ctx, l); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()

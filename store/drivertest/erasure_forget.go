@@ -11,6 +11,7 @@ import (
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/erasure"
 	"github.com/eventlite/eventlite/store/internal/testhook"
+	"github.com/eventlite/eventlite/store/lifecycle"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -102,11 +103,11 @@ func testForgetDropsSnapshotsAfterScavenge(t *testing.T, h Harness) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Lifecycle().Truncate(ctx, "default", "profile-1", 4, store.Any); err != nil {
+	if _, err := lifecycle.For(s).Truncate(ctx, "default", "profile-1", 4, store.Any); err != nil {
 		t.Fatal(err)
 	}
 	storetest.PublishAll(t, s)
-	if res := Scavenge(t, s, store.ScavengeOptions{}); res.Removed != 3 {
+	if res := Scavenge(t, s, lifecycle.ScavengeOptions{}); res.Removed != 3 {
 		t.Fatalf("scavenge removed %d events, want alice's 3", res.Removed)
 	}
 	res, err := erasure.For(s).Forget(ctx, "default", "alice")

@@ -16,7 +16,7 @@ func acquireEventually(t *testing.T, s *store.Store, resource, owner string, ttl
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		l, err := s.Leases().Acquire(context.Background(), resource, owner, ttl)
+		l, err := store.Inner(inside.Key{}, s).AcquireLease(context.Background(), resource, owner, ttl)
 		if err == nil {
 			return l
 		}
@@ -30,19 +30,19 @@ func acquireEventually(t *testing.T, s *store.Store, resource, owner string, ttl
 func testLeaseFencing(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
-	a, err := s.Leases().Acquire(ctx, "relay", "a", 200*time.Millisecond)
+	a, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "relay", "a", 200*time.Millisecond)
 	if err != nil || a.Token != 1 {
 		t.Fatalf("first acquire: %+v %v", a, err)
 	}
 	var held *store.LeaseHeldError
-	if _, err := s.Leases().Acquire(ctx, "relay", "b", time.Second); !errors.As(err, &held) || held.Owner != "a" {
+	if _, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "relay", "b", time.Second); !errors.As(err, &held) || held.Owner != "a" {
 		t.Fatalf("second owner while held: %v", err)
 	}
 	// The holder may write, and renew.
 	if err := s.Update(ctx, func(tx *store.Tx) error { return store.Bookkeeping(inside.Key{}, tx).SetCheckpoint(ctx, "p", 5, &a) }); err != nil {
 		t.Fatalf("fenced write by the holder: %v", err)
 	}
-	if a, err = s.Leases().Renew(ctx, a); err != nil || a.Token != 1 {
+	if a, err = store.Inner(inside.Key{}, s).RenewLease(ctx, a); err != nil || a.Token != 1 {
 		t.Fatalf("renew: %+v %v", a, err)
 	}
 	// b takes over once a's lease expires: a higher token.
@@ -55,23 +55,23 @@ func testLeaseFencing(t *testing.T, h Harness) {
 	if !errors.Is(err, store.ErrStaleFence) {
 		t.Fatalf("stale holder wrote: %v", err)
 	}
-	if _, err := s.Leases().Renew(ctx, a); !errors.Is(err, store.ErrStaleFence) {
+	if _, err := store.Inner(inside.Key{}, s).RenewLease(ctx, a); !errors.Is(err, store.ErrStaleFence) {
 		t.Fatalf("stale holder renewed: %v", err)
 	}
 	if p, _ := s.Projections().Checkpoint(ctx, "p"); p != 5 {
 		t.Errorf("checkpoint %d after a refused write, want 5", p)
 	}
 	// A stale release leaves b's lease alone; b's release frees it at once.
-	if err := s.Leases().Release(ctx, a); err != nil {
+	if err := store.Inner(inside.Key{}, s).ReleaseLease(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Leases().Acquire(ctx, "relay", "c", time.Second); !errors.Is(err, store.ErrLeaseHeld) {
+	if _, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "relay", "c", time.Second); !errors.Is(err, store.ErrLeaseHeld) {
 		t.Fatalf("a stale release freed the lease: %v", err)
 	}
-	if err := s.Leases().Release(ctx, b); err != nil {
+	if err := store.Inner(inside.Key{}, s).ReleaseLease(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.Leases().Acquire(ctx, "relay", "c", time.Second)
+	c, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "relay", "c", time.Second)
 	if err != nil || c.Token != 3 {
 		t.Fatalf("after release: %+v %v", c, err)
 	}
@@ -90,7 +90,7 @@ func testLeaseOneOwnerAmongMany(t *testing.T, h Harness) {
 	errs := make(chan error, 16)
 	for i := range 16 {
 		go func() {
-			_, err := s.Leases().Acquire(ctx, "projection:x", string(rune('a'+i)), time.Minute)
+			_, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "projection:x", string(rune('a'+i)), time.Minute)
 			errs <- err
 		}()
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/lifecycle"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -29,9 +30,9 @@ func CountEvents(t testing.TB, s *store.Store) int {
 }
 
 // Scavenge runs a scavenge and fails the test on an error.
-func Scavenge(t testing.TB, s *store.Store, opts store.ScavengeOptions) store.ScavengeResult {
+func Scavenge(t testing.TB, s *store.Store, opts lifecycle.ScavengeOptions) lifecycle.ScavengeResult {
 	t.Helper()
-	res, err := s.Lifecycle().Scavenge(context.Background(), opts)
+	res, err := lifecycle.For(s).Scavenge(context.Background(), opts)
 	if err != nil {
 		t.Fatalf("scavenge: %v", err)
 	}
@@ -49,13 +50,13 @@ func LifecycleFixture(t *testing.T, s *store.Store) {
 	FillStream(t, s, "order-2", 4)
 	FillStream(t, s, "order-3", 3)
 	FillStream(t, s, "order-4", 2)
-	if _, err := s.Lifecycle().Truncate(ctx, "default", "order-1", 4, store.Any); err != nil {
+	if _, err := lifecycle.For(s).Truncate(ctx, "default", "order-1", 4, store.Any); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Lifecycle().Delete(ctx, "default", "order-2", store.DeleteOptions{}); err != nil {
+	if _, err := lifecycle.For(s).Delete(ctx, "default", "order-2", lifecycle.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Lifecycle().Delete(ctx, "default", "order-3", store.DeleteOptions{Hard: true}); err != nil {
+	if _, err := lifecycle.For(s).Delete(ctx, "default", "order-3", lifecycle.DeleteOptions{Hard: true}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -67,7 +68,7 @@ func testScavengeRemovesWhatLifecycleAllows(t *testing.T, h Harness) {
 	storetest.PublishAll(t, s)
 	head, _ := s.Head(ctx)
 	before := CountEvents(t, s)
-	res := Scavenge(t, s, store.ScavengeOptions{BatchSize: 3})
+	res := Scavenge(t, s, lifecycle.ScavengeOptions{BatchSize: 3})
 	if res.Removed != 10 {
 		t.Fatalf("removed %d events, want 10 (%+v)", res.Removed, res.Streams)
 	}
@@ -90,7 +91,7 @@ func testScavengeRemovesWhatLifecycleAllows(t *testing.T, h Harness) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e.Type == store.TypeStreamDeleted {
+		if e.Type == lifecycle.TypeStreamDeleted {
 			tombstones++
 		}
 	}
@@ -115,7 +116,7 @@ func testScavengeRemovesWhatLifecycleAllows(t *testing.T, h Harness) {
 		}
 	}
 	// A second scavenge finds nothing more.
-	if res := Scavenge(t, s, store.ScavengeOptions{}); res.Removed != 0 {
+	if res := Scavenge(t, s, lifecycle.ScavengeOptions{}); res.Removed != 0 {
 		t.Fatalf("second scavenge removed %d", res.Removed)
 	}
 }
@@ -125,7 +126,7 @@ func testScavengeHoldsBackUnpublishedAndUnpassed(t *testing.T, h Harness) {
 	s := h.Open(t, nil)
 	LifecycleFixture(t, s)
 	// Nothing published: the outbox holds every event back.
-	res := Scavenge(t, s, store.ScavengeOptions{})
+	res := Scavenge(t, s, lifecycle.ScavengeOptions{})
 	if res.Removed != 0 || len(res.HeldBack) == 0 || res.HeldBack[0].By != "outbox" {
 		t.Fatalf("unpublished: removed %d, held %+v", res.Removed, res.HeldBack)
 	}
@@ -136,11 +137,11 @@ func testScavengeHoldsBackUnpublishedAndUnpassed(t *testing.T, h Harness) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	res = Scavenge(t, s, store.ScavengeOptions{})
+	res = Scavenge(t, s, lifecycle.ScavengeOptions{})
 	if res.Removed != 3 {
 		t.Fatalf("removed %d with a checkpoint at 3, want 3 (order-1's first three)", res.Removed)
 	}
-	var held *store.HoldBack
+	var held *lifecycle.HoldBack
 	for i, h := range res.HeldBack {
 		if h.By == "projection" && h.Name == "slow" {
 			held = &res.HeldBack[i]
@@ -155,7 +156,7 @@ func testScavengeHoldsBackUnpublishedAndUnpassed(t *testing.T, h Harness) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if res := Scavenge(t, s, store.ScavengeOptions{}); res.Removed != 7 {
+	if res := Scavenge(t, s, lifecycle.ScavengeOptions{}); res.Removed != 7 {
 		t.Fatalf("removed %d once the projection passed, want 7", res.Removed)
 	}
 }
@@ -168,11 +169,11 @@ func testScavengeRemovedIDIsDuplicate(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 	FillStream(t, s, "cart-1", 2)
-	if _, err := s.Lifecycle().Truncate(ctx, "default", "cart-1", 2, store.Any); err != nil {
+	if _, err := lifecycle.For(s).Truncate(ctx, "default", "cart-1", 2, store.Any); err != nil {
 		t.Fatal(err)
 	}
 	storetest.PublishAll(t, s)
-	if res := Scavenge(t, s, store.ScavengeOptions{}); res.Removed != 1 {
+	if res := Scavenge(t, s, lifecycle.ScavengeOptions{}); res.Removed != 1 {
 		t.Fatalf("removed %d, want 1", res.Removed)
 	}
 	for _, stream := range []string{"cart-1", "cart-2"} {
@@ -194,7 +195,7 @@ func testScavengePositionsNeverReusedAfterRestart(t *testing.T, h Harness) {
 	LifecycleFixture(t, s)
 	storetest.PublishAll(t, s)
 	head, _ := s.Head(ctx)
-	res := Scavenge(t, s, store.ScavengeOptions{})
+	res := Scavenge(t, s, lifecycle.ScavengeOptions{})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -221,8 +222,8 @@ func testScavengePositionsNeverReusedAfterRestart(t *testing.T, h Harness) {
 func testRetentionPolicies(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
-	l := s.Lifecycle()
-	for _, p := range []store.RetentionPolicy{
+	l := lifecycle.For(s)
+	for _, p := range []lifecycle.RetentionPolicy{
 		{Prefix: "cart-", MaxCount: 2},
 		{Prefix: "cart-vip-", MaxAge: time.Hour},
 	} {
@@ -231,7 +232,7 @@ func testRetentionPolicies(t *testing.T, h Harness) {
 		}
 	}
 	// Replacing a policy replaces both limits.
-	if err := l.SetRetention(ctx, store.RetentionPolicy{Prefix: "cart-", MaxCount: 3}); err != nil {
+	if err := l.SetRetention(ctx, lifecycle.RetentionPolicy{Prefix: "cart-", MaxCount: 3}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := l.Retention(ctx)
@@ -249,18 +250,18 @@ func testRetentionPolicies(t *testing.T, h Harness) {
 func testRetentionRefusesBadPolicies(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
-	for _, p := range []store.RetentionPolicy{
+	for _, p := range []lifecycle.RetentionPolicy{
 		{Prefix: "a", MaxAge: -time.Second},
 		{Prefix: "a", MaxCount: -1},
 		{Prefix: "a"},
 	} {
-		err := s.Lifecycle().SetRetention(ctx, p)
+		err := lifecycle.For(s).SetRetention(ctx, p)
 		var ie *envelope.InvalidError
 		if !errors.As(err, &ie) || ie.Field == "" || ie.Reason == "" {
 			t.Errorf("SetRetention(%+v) = %v, want an *envelope.InvalidError naming the field", p, err)
 		}
 	}
-	if got, _ := s.Lifecycle().Retention(ctx); len(got) != 0 {
+	if got, _ := lifecycle.For(s).Retention(ctx); len(got) != 0 {
 		t.Fatalf("a refused policy was stored: %+v", got)
 	}
 }
@@ -272,16 +273,16 @@ func testRetentionMaxCountTrimsAndLongestPrefixWins(t *testing.T, h Harness) {
 	FillStream(t, s, "cart-vip-1", 5)
 	FillStream(t, s, "order-1", 5)
 	// A truncate's own event does not count toward max count.
-	if _, err := s.Lifecycle().Truncate(ctx, "default", "cart-1", 2, store.Any); err != nil {
+	if _, err := lifecycle.For(s).Truncate(ctx, "default", "cart-1", 2, store.Any); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []store.RetentionPolicy{{Prefix: "cart-", MaxCount: 2}, {Prefix: "cart-vip-", MaxCount: 4}} {
-		if err := s.Lifecycle().SetRetention(ctx, p); err != nil {
+	for _, p := range []lifecycle.RetentionPolicy{{Prefix: "cart-", MaxCount: 2}, {Prefix: "cart-vip-", MaxCount: 4}} {
+		if err := lifecycle.For(s).SetRetention(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}
 	storetest.PublishAll(t, s)
-	res := Scavenge(t, s, store.ScavengeOptions{})
+	res := Scavenge(t, s, lifecycle.ScavengeOptions{})
 	want := map[string]int64{"cart-1": 4, "cart-vip-1": 2}
 	if len(res.Trims) != 2 {
 		t.Fatalf("trims %+v, want cart-1 before 4 and cart-vip-1 before 2", res.Trims)
@@ -293,10 +294,10 @@ func testRetentionMaxCountTrimsAndLongestPrefixWins(t *testing.T, h Harness) {
 	}
 	// cart-1: versions 1..3 go, 4 and 5 stay, plus the two truncate events.
 	evs, err := readErr(s, "cart-1")
-	if err != nil || len(evs) != 4 || evs[0].StreamVersion != 4 || evs[3].Type != store.TypeStreamTruncated {
+	if err != nil || len(evs) != 4 || evs[0].StreamVersion != 4 || evs[3].Type != lifecycle.TypeStreamTruncated {
 		t.Fatalf("cart-1 after retention: %d events %v", len(evs), err)
 	}
-	var tr store.StreamTruncated
+	var tr lifecycle.StreamTruncated
 	if err := json.Unmarshal(evs[3].Data, &tr); err != nil || tr.Before != 4 {
 		t.Fatalf("truncate event %s", evs[3].Data)
 	}
@@ -305,7 +306,7 @@ func testRetentionMaxCountTrimsAndLongestPrefixWins(t *testing.T, h Harness) {
 	}
 	// Stable: a second scavenge trims nothing more.
 	storetest.PublishAll(t, s)
-	if res := Scavenge(t, s, store.ScavengeOptions{}); len(res.Trims) != 0 || res.Removed != 0 {
+	if res := Scavenge(t, s, lifecycle.ScavengeOptions{}); len(res.Trims) != 0 || res.Removed != 0 {
 		t.Fatalf("second scavenge: trims %+v, removed %d", res.Trims, res.Removed)
 	}
 }
@@ -320,21 +321,21 @@ func testRetentionMaxAgeKeepsTheNewestEvent(t *testing.T, h Harness) {
 	now.Add(int64(48 * time.Hour))
 	FillStream(t, s, "log-a", 2) // day 2
 	FillStream(t, s, "log-b", 2) // day 2, all expired by day 10
-	if err := s.Lifecycle().SetRetention(ctx, store.RetentionPolicy{Prefix: "log-", MaxAge: 24 * time.Hour}); err != nil {
+	if err := lifecycle.For(s).SetRetention(ctx, lifecycle.RetentionPolicy{Prefix: "log-", MaxAge: 24 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	now.Add(int64(23 * time.Hour)) // log-a's first three are older than a day, the rest younger
 	storetest.PublishAll(t, s)
-	res := Scavenge(t, s, store.ScavengeOptions{})
+	res := Scavenge(t, s, lifecycle.ScavengeOptions{})
 	if res.Removed != 3 {
 		t.Fatalf("day 3: removed %d, want 3 (%+v)", res.Removed, res.Trims)
 	}
 	now.Add(int64(7 * 24 * time.Hour)) // everything expired
 	storetest.PublishAll(t, s)
-	res = Scavenge(t, s, store.ScavengeOptions{})
+	res = Scavenge(t, s, lifecycle.ScavengeOptions{})
 	for _, st := range []string{"log-a", "log-b"} {
 		evs, err := readErr(s, st)
-		if err != nil || len(evs) < 2 || evs[0].Type != "t" || evs[len(evs)-1].Type != store.TypeStreamTruncated {
+		if err != nil || len(evs) < 2 || evs[0].Type != "t" || evs[len(evs)-1].Type != lifecycle.TypeStreamTruncated {
 			t.Fatalf("%s when all expired: %d events (%v): want its newest event, then truncates", st, len(evs), err)
 		}
 		for _, e := range evs[1:] {
@@ -344,7 +345,7 @@ func testRetentionMaxAgeKeepsTheNewestEvent(t *testing.T, h Harness) {
 		}
 	}
 	storetest.PublishAll(t, s)
-	if res := Scavenge(t, s, store.ScavengeOptions{}); len(res.Trims) != 0 {
+	if res := Scavenge(t, s, lifecycle.ScavengeOptions{}); len(res.Trims) != 0 {
 		t.Fatalf("a scavenge of expired streams trims again: %+v", res.Trims)
 	}
 }
@@ -370,14 +371,14 @@ func testSoftDelete(t *testing.T, h Harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.Lifecycle().Delete(ctx, "default", "order-1", store.DeleteOptions{Reason: "gdpr", By: "alice"})
+	res, err := lifecycle.For(s).Delete(ctx, "default", "order-1", lifecycle.DeleteOptions{Reason: "gdpr", By: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Version != 5 || len(res.Events) != 1 || res.Events[0].Type != store.TypeStreamDeleted {
+	if res.Version != 5 || len(res.Events) != 1 || res.Events[0].Type != lifecycle.TypeStreamDeleted {
 		t.Fatalf("delete result = version %d, %d events", res.Version, len(res.Events))
 	}
-	var d store.StreamDeleted
+	var d lifecycle.StreamDeleted
 	if err := json.Unmarshal(res.Events[0].Data, &d); err != nil || d.Reason != "gdpr" || d.By != "alice" || d.Hard {
 		t.Fatalf("tombstone data %s (%v)", res.Events[0].Data, err)
 	}
@@ -398,16 +399,16 @@ func testSoftDelete(t *testing.T, h Harness) {
 		}
 		types = append(types, e.Type)
 	}
-	if len(types) != 5 || types[4] != store.TypeStreamDeleted {
+	if len(types) != 5 || types[4] != lifecycle.TypeStreamDeleted {
 		t.Fatalf("log after delete: %v", types)
 	}
 	// The relay publishes the tombstone like any other event.
 	rows, err := s.Outbox().Read(ctx, store.OutboxReadOptions{})
-	if err != nil || len(rows) != 5 || rows[4].Event.Type != store.TypeStreamDeleted {
+	if err != nil || len(rows) != 5 || rows[4].Event.Type != lifecycle.TypeStreamDeleted {
 		t.Fatalf("outbox after delete: %d rows, %v", len(rows), err)
 	}
 	// Deleting it again: it is absent.
-	if _, err := s.Lifecycle().Delete(ctx, "default", "order-1", store.DeleteOptions{}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := lifecycle.For(s).Delete(ctx, "default", "order-1", lifecycle.DeleteOptions{}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("second delete: %v, want ErrNotFound", err)
 	}
 	// exists and N conflict with actual 0.
@@ -436,7 +437,7 @@ func testSoftDeleteThenAny(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
 	FillStream(t, s, "a", 2)
-	if _, err := s.Lifecycle().Delete(ctx, "default", "a", store.DeleteOptions{}); err != nil {
+	if _, err := lifecycle.For(s).Delete(ctx, "default", "a", lifecycle.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := s.Append(ctx, "default", "a", store.Any, Event(t, "t", nil))
@@ -449,7 +450,7 @@ func testHardDelete(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
 	FillStream(t, s, "a", 2)
-	res, err := s.Lifecycle().Delete(ctx, "default", "a", store.DeleteOptions{Hard: true, By: "bob"})
+	res, err := lifecycle.For(s).Delete(ctx, "default", "a", lifecycle.DeleteOptions{Hard: true, By: "bob"})
 	if err == nil {
 		err = s.CheckInvariants(ctx)
 	}
@@ -468,11 +469,11 @@ func testHardDelete(t *testing.T, h Harness) {
 		t.Fatalf("StreamVersion: %v, want ErrStreamDeleted", err)
 	}
 	for _, hard := range []bool{false, true} {
-		if _, err := s.Lifecycle().Delete(ctx, "default", "a", store.DeleteOptions{Hard: hard}); !errors.Is(err, store.ErrStreamDeleted) {
+		if _, err := lifecycle.For(s).Delete(ctx, "default", "a", lifecycle.DeleteOptions{Hard: hard}); !errors.Is(err, store.ErrStreamDeleted) {
 			t.Fatalf("delete again (hard %v): %v, want ErrStreamDeleted", hard, err)
 		}
 	}
-	if _, err := s.Lifecycle().Truncate(ctx, "default", "a", 2, store.Any); !errors.Is(err, store.ErrStreamDeleted) {
+	if _, err := lifecycle.For(s).Truncate(ctx, "default", "a", 2, store.Any); !errors.Is(err, store.ErrStreamDeleted) {
 		t.Fatalf("truncate: %v, want ErrStreamDeleted", err)
 	}
 	if h, _ := s.Head(ctx); h != 3 {
@@ -492,8 +493,8 @@ func testTruncate(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
 	FillStream(t, s, "a", 5)
-	res, err := s.Lifecycle().Truncate(ctx, "default", "a", 4, store.Exact(5))
-	if err != nil || res.Version != 6 || res.Events[0].Type != store.TypeStreamTruncated || string(res.Events[0].Data) != `{"before":4}` {
+	res, err := lifecycle.For(s).Truncate(ctx, "default", "a", 4, store.Exact(5))
+	if err != nil || res.Version != 6 || res.Events[0].Type != lifecycle.TypeStreamTruncated || string(res.Events[0].Data) != `{"before":4}` {
 		t.Fatalf("truncate: %+v, %v", res, err)
 	}
 	got, err := readErr(s, "a")
@@ -514,7 +515,7 @@ func testTruncate(t *testing.T, h Harness) {
 		t.Fatalf("version after truncate = %d, want 6", v)
 	}
 	// Before a version reads already skip: refused, nothing written.
-	if _, err := s.Lifecycle().Truncate(ctx, "default", "a", 3, store.Any); !isInvalid("before")(err) {
+	if _, err := lifecycle.For(s).Truncate(ctx, "default", "a", 3, store.Any); !isInvalid("before")(err) {
 		t.Fatalf("truncate before 3 after a truncate before 4: %v, want an invalid before", err)
 	}
 	// The log keeps every event.
@@ -534,11 +535,11 @@ func testEventCounts(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
 	FillStream(t, s, "a", 5)
-	if _, err := s.Lifecycle().Truncate(ctx, "default", "a", 4, store.Any); err != nil {
+	if _, err := lifecycle.For(s).Truncate(ctx, "default", "a", 4, store.Any); err != nil {
 		t.Fatal(err)
 	}
 	FillStream(t, s, "b", 2)
-	if _, err := s.Lifecycle().Delete(ctx, "default", "b", store.DeleteOptions{}); err != nil {
+	if _, err := lifecycle.For(s).Delete(ctx, "default", "b", lifecycle.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	FillStream(t, s, "c", 1)
@@ -575,25 +576,31 @@ func testLifecycleBadInputChangesNothing(t *testing.T, h Harness) {
 		run  func() error
 		want func(error) bool
 	}{
-		{"truncate before 1", func() error { _, err := s.Lifecycle().Truncate(ctx, "default", "a", 1, store.Any); return err }, isInvalid("before")},
-		{"truncate beyond the head", func() error { _, err := s.Lifecycle().Truncate(ctx, "default", "a", 4, store.Any); return err }, isInvalid("before")},
-		{"truncate unknown stream", func() error { _, err := s.Lifecycle().Truncate(ctx, "default", "b", 2, store.Any); return err }, isErr(store.ErrNotFound)},
-		{"delete unknown stream", func() error { _, err := s.Lifecycle().Delete(ctx, "default", "b", store.DeleteOptions{}); return err }, isErr(store.ErrNotFound)},
-		{"delete bad stream id", func() error { _, err := s.Lifecycle().Delete(ctx, "default", "", store.DeleteOptions{}); return err }, isErr(store.ErrInvalidEvent)},
+		{"truncate before 1", func() error { _, err := lifecycle.For(s).Truncate(ctx, "default", "a", 1, store.Any); return err }, isInvalid("before")},
+		{"truncate beyond the head", func() error { _, err := lifecycle.For(s).Truncate(ctx, "default", "a", 4, store.Any); return err }, isInvalid("before")},
+		{"truncate unknown stream", func() error { _, err := lifecycle.For(s).Truncate(ctx, "default", "b", 2, store.Any); return err }, isErr(store.ErrNotFound)},
+		{"delete unknown stream", func() error {
+			_, err := lifecycle.For(s).Delete(ctx, "default", "b", lifecycle.DeleteOptions{})
+			return err
+		}, isErr(store.ErrNotFound)},
+		{"delete bad stream id", func() error {
+			_, err := lifecycle.For(s).Delete(ctx, "default", "", lifecycle.DeleteOptions{})
+			return err
+		}, isErr(store.ErrInvalidEvent)},
 		{"delete of no stream", func() error {
-			_, err := s.Lifecycle().Delete(ctx, "default", "a", store.DeleteOptions{Expected: store.NoStream})
+			_, err := lifecycle.For(s).Delete(ctx, "default", "a", lifecycle.DeleteOptions{Expected: store.NoStream})
 			return err
 		}, isInvalid("expected")},
 		{"delete at a stale version", func() error {
-			_, err := s.Lifecycle().Delete(ctx, "default", "a", store.DeleteOptions{Expected: store.Exact(2)})
+			_, err := lifecycle.For(s).Delete(ctx, "default", "a", lifecycle.DeleteOptions{Expected: store.Exact(2)})
 			return err
 		}, isErr(store.ErrConflict)},
-		{"truncate at a stale version", func() error { _, err := s.Lifecycle().Truncate(ctx, "default", "a", 2, store.Exact(1)); return err }, isErr(store.ErrConflict)},
+		{"truncate at a stale version", func() error { _, err := lifecycle.For(s).Truncate(ctx, "default", "a", 2, store.Exact(1)); return err }, isErr(store.ErrConflict)},
 		{"delete with a cancelled context", func() error {
-			_, err := s.Lifecycle().Delete(cancelled, "default", "a", store.DeleteOptions{Hard: true})
+			_, err := lifecycle.For(s).Delete(cancelled, "default", "a", lifecycle.DeleteOptions{Hard: true})
 			return err
 		}, isErr(context.Canceled)},
-		{"truncate with a cancelled context", func() error { _, err := s.Lifecycle().Truncate(cancelled, "default", "a", 2, store.Any); return err }, isErr(context.Canceled)},
+		{"truncate with a cancelled context", func() error { _, err := lifecycle.For(s).Truncate(cancelled, "default", "a", 2, store.Any); return err }, isErr(context.Canceled)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -617,13 +624,13 @@ func testStreamsListsNoDeletedStream(t *testing.T, h Harness) {
 	FillStream(t, s, "a", 3)
 	FillStream(t, s, "b", 1)
 	FillStream(t, s, "c", 1)
-	if _, err := s.Lifecycle().Truncate(ctx, "default", "a", 3, store.Any); err != nil {
+	if _, err := lifecycle.For(s).Truncate(ctx, "default", "a", 3, store.Any); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Lifecycle().Delete(ctx, "default", "b", store.DeleteOptions{}); err != nil {
+	if _, err := lifecycle.For(s).Delete(ctx, "default", "b", lifecycle.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Lifecycle().Delete(ctx, "default", "c", store.DeleteOptions{Hard: true}); err != nil {
+	if _, err := lifecycle.For(s).Delete(ctx, "default", "c", lifecycle.DeleteOptions{Hard: true}); err != nil {
 		t.Fatal(err)
 	}
 	var got []store.StreamInfo

@@ -81,7 +81,7 @@ func testOutboxReadMarkAndFence(t *testing.T, h Harness) {
 		rows[2].Event.Tenant != "t2" || string(rows[2].Event.Data) != `{"i":0}` {
 		t.Fatalf("pending rows: %+v", rows)
 	}
-	l, err := s.Leases().Acquire(ctx, "relay", "me", time.Minute)
+	l, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "relay", "me", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func testOutboxReadMarkAndFence(t *testing.T, h Harness) {
 			t.Fatalf("stale failure write: %v", err)
 		}
 	}
-	if err := s.Leases().Release(ctx, l); err != nil {
+	if err := store.Inner(inside.Key{}, s).ReleaseLease(ctx, l); err != nil {
 		t.Fatal(err)
 	}
 	if err := Settle(t, s, l, []store.Published{{Position: a[1]}}, nil, nil); !errors.Is(err, store.ErrStaleFence) {
@@ -137,7 +137,7 @@ func testOutboxFailuresHoldTheirStream(t *testing.T, h Harness) {
 	s := h.Open(t, nil)
 	a := AppendN(t, s, "default", "a", 3)
 	b := AppendN(t, s, "default", "b", 2)
-	l, err := s.Leases().Acquire(ctx, "relay", "me", time.Minute)
+	l, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "relay", "me", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func testDeadLettersParkRetryDiscard(t *testing.T, h Harness) {
 	a := AppendN(t, s, "default", "a", 3)
 	b := AppendN(t, s, "default", "b", 1)
 	other := AppendN(t, s, "other", "a", 1) // same stream id, another tenant
-	l, err := s.Leases().Acquire(ctx, "relay", "me", time.Minute)
+	l, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "relay", "me", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +263,7 @@ func testDeadLettersParkRetryDiscard(t *testing.T, h Harness) {
 func testRetryAllDeadLetters(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
-	l, err := s.Leases().Acquire(ctx, "relay", "me", time.Minute)
+	l, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "relay", "me", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

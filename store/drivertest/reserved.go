@@ -11,6 +11,7 @@ import (
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/erasure"
+	"github.com/eventlite/eventlite/store/lifecycle"
 )
 
 // testOwnStreamsAreTheStores: a user cannot append to, delete, truncate
@@ -44,20 +45,20 @@ func testOwnStreamsAreTheStores(t *testing.T, h Harness) {
 		})
 		want("tx.Append to "+stream, err)
 	}
-	_, err := s.Lifecycle().Delete(ctx, "default", erasure.ForgottenStream, store.DeleteOptions{Hard: true})
+	_, err := lifecycle.For(s).Delete(ctx, "default", erasure.ForgottenStream, lifecycle.DeleteOptions{Hard: true})
 	want("hard delete", err)
-	_, err = s.Lifecycle().Delete(ctx, "default", erasure.ForgottenStream, store.DeleteOptions{})
+	_, err = lifecycle.For(s).Delete(ctx, "default", erasure.ForgottenStream, lifecycle.DeleteOptions{})
 	want("delete", err)
-	_, err = s.Lifecycle().Truncate(ctx, "default", erasure.ForgottenStream, 2, store.Any)
+	_, err = lifecycle.For(s).Truncate(ctx, "default", erasure.ForgottenStream, 2, store.Any)
 	want("truncate", err)
 	err = s.Update(ctx, func(tx *store.Tx) error {
-		_, err := tx.DeleteStream(ctx, "default", erasure.ForgottenStream, store.DeleteOptions{Hard: true})
+		_, err := lifecycle.For(s).DeleteTx(ctx, tx, "default", erasure.ForgottenStream, lifecycle.DeleteOptions{Hard: true})
 		return err
 	})
-	want("tx.DeleteStream", err)
-	err = s.Lifecycle().SetRetention(ctx, store.RetentionPolicy{Prefix: "eventlite-", MaxCount: 1})
+	want("DeleteTx", err)
+	err = lifecycle.For(s).SetRetention(ctx, lifecycle.RetentionPolicy{Prefix: "eventlite-", MaxCount: 1})
 	want("retention policy", err)
-	if ps, err := s.Lifecycle().Retention(ctx); err != nil || len(ps) != 0 {
+	if ps, err := lifecycle.For(s).Retention(ctx); err != nil || len(ps) != 0 {
 		t.Errorf("policies after the refusal: %v %v", ps, err)
 	}
 	if evs := ReadStream(t, s, "default", erasure.ForgottenStream); len(evs) != 1 || evs[0].Type != erasure.TypeSubjectForgotten {
@@ -88,7 +89,7 @@ func testForgetErasesErrorTexts(t *testing.T, h Harness) {
 		}
 		events = append(events, r.Events[0])
 	}
-	lease, err := s.Leases().Acquire(ctx, "relay", "test", time.Minute)
+	lease, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "relay", "test", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

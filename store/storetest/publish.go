@@ -15,12 +15,12 @@ import (
 func PublishAll(tb testing.TB, s *store.Store) {
 	tb.Helper()
 	ctx := context.Background()
-	lease, err := s.Leases().Acquire(ctx, "relay", "test", time.Minute)
+	lease, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "relay", "test", time.Minute)
 	if err != nil {
 		tb.Error(err)
 		return
 	}
-	defer func() { _ = s.Leases().Release(ctx, lease) }()
+	defer func() { _ = store.Inner(inside.Key{}, s).ReleaseLease(ctx, lease) }()
 	for {
 		rows, err := s.Outbox().Read(ctx, store.OutboxReadOptions{Limit: 1000})
 		if err != nil {

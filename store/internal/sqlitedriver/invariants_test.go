@@ -8,6 +8,7 @@ import (
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/internal/driver"
 	"github.com/eventlite/eventlite/store/internal/sqlitedriver"
+	"github.com/eventlite/eventlite/store/lifecycle"
 )
 
 // TestCheckLogOrder: on a file of the newest schema, CheckLog counts
@@ -31,7 +32,7 @@ func TestCheckLogOrder(t *testing.T) {
 	}
 	defer db.Close()
 	defer conn.Close()
-	got, err := x.CheckLog(ctx, conn, store.TypeStreamDeleted)
+	got, err := x.CheckLog(ctx, conn, lifecycle.TypeStreamDeleted)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package store_test
+package lifecycle_test
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/lifecycle"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -29,7 +30,7 @@ func TestScavengeDryRunChangesNothing(t *testing.T) {
 	}
 	drivertest.LifecycleFixture(t, s)
 	storetest.PublishAll(t, s)
-	if err := s.Lifecycle().SetRetention(ctx, store.RetentionPolicy{Prefix: "order-4", MaxCount: 1}); err != nil {
+	if err := lifecycle.For(s).SetRetention(ctx, lifecycle.RetentionPolicy{Prefix: "order-4", MaxCount: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -40,7 +41,7 @@ func TestScavengeDryRunChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := drivertest.Scavenge(t, s, store.ScavengeOptions{DryRun: true})
+	res := drivertest.Scavenge(t, s, lifecycle.ScavengeOptions{DryRun: true})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -68,14 +69,14 @@ func TestScavengeOverwritesRemovedBytes(t *testing.T) {
 	}
 	drivertest.FillStream(t, s, "user-1", 3)
 	drivertest.FillStream(t, s, "other", 50)
-	if _, err := s.Lifecycle().Delete(ctx, "default", "user-1", store.DeleteOptions{}); err != nil {
+	if _, err := lifecycle.For(s).Delete(ctx, "default", "user-1", lifecycle.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	storetest.PublishAll(t, s)
 	if !fileContains(t, path, marker) {
 		t.Fatal("the marker is not in the file or its WAL before the scavenge: the test proves nothing")
 	}
-	res := drivertest.Scavenge(t, s, store.ScavengeOptions{})
+	res := drivertest.Scavenge(t, s, lifecycle.ScavengeOptions{})
 	if res.Removed != 4 {
 		t.Fatalf("removed %d, want 4", res.Removed)
 	}
@@ -129,11 +130,11 @@ func TestScavengeKeepsTheOperationLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	drivertest.FillStream(t, s, "cart-9", 1)
-	if _, err := s.Lifecycle().Delete(ctx, "default", "cart-9", store.DeleteOptions{Hard: true}); err != nil {
+	if _, err := lifecycle.For(s).Delete(ctx, "default", "cart-9", lifecycle.DeleteOptions{Hard: true}); err != nil {
 		t.Fatal(err)
 	}
 	storetest.PublishAll(t, s)
-	if res := drivertest.Scavenge(t, s, store.ScavengeOptions{}); res.Removed != 2 {
+	if res := drivertest.Scavenge(t, s, lifecycle.ScavengeOptions{}); res.Removed != 2 {
 		t.Fatalf("removed %d, want 2", res.Removed)
 	}
 	got, ok, err := s.Aggregates().Operation(ctx, "default", "op-1")
@@ -164,14 +165,14 @@ func TestScavengeCheckpointBlockedByAReader(t *testing.T) {
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM events`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.Lifecycle().Scavenge(ctx, store.ScavengeOptions{})
-	if !errors.Is(err, store.ErrCheckpointBlocked) || res.Removed != 10 {
+	res, err := lifecycle.For(s).Scavenge(ctx, lifecycle.ScavengeOptions{})
+	if !errors.Is(err, lifecycle.ErrCheckpointBlocked) || res.Removed != 10 {
 		t.Fatalf("scavenge with a reader: removed %d, %v; want 10 and ErrCheckpointBlocked", res.Removed, err)
 	}
 	if err := tx.Rollback(); err != nil {
 		t.Fatal(err)
 	}
-	if res := drivertest.Scavenge(t, s, store.ScavengeOptions{}); res.Removed != 0 {
+	if res := drivertest.Scavenge(t, s, lifecycle.ScavengeOptions{}); res.Removed != 0 {
 		t.Fatalf("again: removed %d", res.Removed)
 	}
 }
@@ -191,16 +192,16 @@ func TestPositionsNeverGoBack(t *testing.T) {
 	}
 	drivertest.FillStream(t, s, "a", 5) // positions 1-5
 	drivertest.FillStream(t, s, "b", 5) // 6-10
-	if _, err := s.Lifecycle().Truncate(ctx, "default", "b", 3, store.Any); err != nil {
+	if _, err := lifecycle.For(s).Truncate(ctx, "default", "b", 3, store.Any); err != nil {
 		t.Fatal(err) // its event: 11
 	}
 	head, _ := s.Head(ctx)
 	storetest.PublishAll(t, s)
-	res, err := s.Lifecycle().Scavenge(ctx, store.ScavengeOptions{Vacuum: true})
+	res, err := lifecycle.For(s).Scavenge(ctx, lifecycle.ScavengeOptions{Vacuum: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []store.PositionRange{{From: 6, To: 7}}; !reflect.DeepEqual(res.Ranges, want) {
+	if want := []lifecycle.PositionRange{{From: 6, To: 7}}; !reflect.DeepEqual(res.Ranges, want) {
 		t.Fatalf("scavenge removed %v, want %v", res.Ranges, want)
 	}
 	if err := s.Close(); err != nil {
@@ -243,28 +244,28 @@ func TestScavengeVacuumConvertsAnOlderFile(t *testing.T) {
 	s = storetest.MustOpenPath(t, path, nil)
 	for i := range 20 {
 		drivertest.FillStream(t, s, fmt.Sprintf("old-%d", i), 30)
-		if _, err := s.Lifecycle().Delete(ctx, "default", fmt.Sprintf("old-%d", i), store.DeleteOptions{}); err != nil {
+		if _, err := lifecycle.For(s).Delete(ctx, "default", fmt.Sprintf("old-%d", i), lifecycle.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	storetest.PublishAll(t, s)
-	res := drivertest.Scavenge(t, s, store.ScavengeOptions{})
+	res := drivertest.Scavenge(t, s, lifecycle.ScavengeOptions{})
 	if res.Removed != 20*30 || res.FreePages == 0 {
 		t.Fatalf("older file: removed %d, %d free pages; want 600 and free pages kept", res.Removed, res.FreePages)
 	}
-	res = drivertest.Scavenge(t, s, store.ScavengeOptions{Vacuum: true})
+	res = drivertest.Scavenge(t, s, lifecycle.ScavengeOptions{Vacuum: true})
 	if res.FreePages != 0 || res.BytesReclaimed <= 0 {
 		t.Fatalf("with Vacuum: %d free pages, %d bytes reclaimed", res.FreePages, res.BytesReclaimed)
 	}
 	// Converted: the next scavenge gives its pages back by itself.
 	for i := range 20 {
 		drivertest.FillStream(t, s, fmt.Sprintf("new-%d", i), 30)
-		if _, err := s.Lifecycle().Delete(ctx, "default", fmt.Sprintf("new-%d", i), store.DeleteOptions{}); err != nil {
+		if _, err := lifecycle.For(s).Delete(ctx, "default", fmt.Sprintf("new-%d", i), lifecycle.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	storetest.PublishAll(t, s)
-	if res := drivertest.Scavenge(t, s, store.ScavengeOptions{}); res.Removed != 600 || res.FreePages != 0 {
+	if res := drivertest.Scavenge(t, s, lifecycle.ScavengeOptions{}); res.Removed != 600 || res.FreePages != 0 {
 		t.Fatalf("after the conversion: removed %d, %d free pages left", res.Removed, res.FreePages)
 	}
 }
