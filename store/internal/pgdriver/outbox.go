@@ -83,24 +83,7 @@ const ReadOutboxQuery = `SELECT ` + outboxColumns + `
 // ReadOutbox runs ReadOutboxQuery. The head row orders the commits, so
 // no event commits later below one this read returns.
 func (Exec) ReadOutbox(ctx context.Context, q driver.ReadQuerier, now, after int64, limit int) ([]driver.OutboxRow, error) {
-	rows, err := q.QueryContext(ctx, ReadOutboxQuery, now, after, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := make([]driver.OutboxRow, 0, min(limit, 1024))
-	sc := newOutboxScanner()
-	for rows.Next() {
-		r, err := sc.scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return sqlshared.ReadOutboxRows(ctx, q, ReadOutboxQuery, now, after, limit, newOutboxScanner().scan)
 }
 
 // outboxScanner scans rows of outboxColumns: an EventScanner whose

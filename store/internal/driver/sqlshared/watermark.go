@@ -241,3 +241,25 @@ func (x Exec[D]) OutboxStats(ctx context.Context, q driver.ReadQuerier) (driver.
 	}
 	return st, rows.Err()
 }
+
+// ReadOutboxRows runs a driver's relay read, query (now, after, limit),
+// and scans its rows with scan, the driver's scanner of its columns.
+func ReadOutboxRows(ctx context.Context, q driver.ReadQuerier, query string, now, after int64, limit int, scan func(*sql.Rows) (driver.OutboxRow, error)) ([]driver.OutboxRow, error) {
+	rows, err := q.QueryContext(ctx, query, now, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make([]driver.OutboxRow, 0, min(limit, 1024))
+	for rows.Next() {
+		r, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
