@@ -45,10 +45,6 @@ const Unsettled = sqlshared.Unsettled
 // FailingRow is sqlshared.FailingRow.
 const FailingRow = sqlshared.FailingRow
 
-// deadRow holds for an outbox row o that is a dead letter (also through
-// the outbox_failing index).
-const deadRow = `o.published_at IS NULL AND o.discarded_at IS NULL AND o.attempts > 0 AND o.dead_at IS NOT NULL`
-
 // heldStream holds for an event e whose stream the relay must hold back
 // at time $1 for a read above position $2: one with a pending dead letter
 // (parked), a pending row whose next attempt is still to come, or a
