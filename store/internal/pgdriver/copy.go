@@ -25,50 +25,6 @@ func (x Exec) CopyColumns(ctx context.Context, q driver.ReadQuerier, table strin
 	return x.TableColumns(ctx, q, table)
 }
 
-// CopyRows reads every row of table in the order of order.
-func (Exec) CopyRows(ctx context.Context, q driver.ReadQuerier, table string, cols, order []string, fn func(row []any) error) error {
-	query := `SELECT ` + quoteList(cols) + ` FROM ` + QuoteIdent(table)
-	if len(order) > 0 {
-		query += ` ORDER BY ` + quoteList(order)
-	}
-	rows, err := q.QueryContext(ctx, query)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		row := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range row {
-			ptrs[i] = &row[i]
-		}
-		// Scanning into *any copies a []byte, so fn may keep it.
-		if err := rows.Scan(ptrs...); err != nil {
-			return err
-		}
-		if err := fn(row); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
-}
-
-// quoteList quotes each name and joins them with commas.
-func quoteList(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = QuoteIdent(n)
-	}
-	return strings.Join(q, ", ")
-}
-
-// CopyCount counts table's rows.
-func (Exec) CopyCount(ctx context.Context, q driver.ReadQuerier, table string) (int64, error) {
-	var n int64
-	err := q.QueryRowContext(ctx, `SELECT count(*) FROM `+QuoteIdent(table)).Scan(&n)
-	return n, err
-}
-
 // CopySequence reads log_head.position, the last position handed out (no
 // stored position is above it; the newest one is read too, so that a
 // head row left behind reads no lower than the log).
@@ -79,29 +35,9 @@ func (Exec) CopySequence(ctx context.Context, q driver.ReadQuerier) (int64, erro
 	return seq, err
 }
 
-// CopyLiveLeases lists the leases whose owner is set and whose expiry is
-// after the server's clock, in milliseconds.
-func (Exec) CopyLiveLeases(ctx context.Context, q driver.ReadQuerier) ([]driver.LiveLease, error) {
-	rows, err := q.QueryContext(ctx, `SELECT resource, owner, expires_at FROM leases
-		WHERE owner <> '' AND expires_at > (extract(epoch from clock_timestamp()) * 1000)::bigint ORDER BY resource`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []driver.LiveLease
-	for rows.Next() {
-		var l driver.LiveLease
-		if err := rows.Scan(&l.Resource, &l.Owner, &l.ExpiresAt); err != nil {
-			return nil, err
-		}
-		out = append(out, l)
-	}
-	return out, rows.Err()
-}
-
 // CopyInsert inserts rows with multi-row INSERTs of at most
 // copyBatchRows rows, each value converted to its column's type first.
-func (Exec) CopyInsert(ctx context.Context, q driver.Querier, table string, cols []string, rows [][]any) error {
+func (x Exec) CopyInsert(ctx context.Context, q driver.Querier, table string, cols []string, rows [][]any) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -120,7 +56,7 @@ func (Exec) CopyInsert(ctx context.Context, q driver.Querier, table string, cols
 		}
 	}
 	per := min(copyBatchRows, maxParams/len(cols))
-	head := `INSERT INTO ` + QuoteIdent(table) + ` (` + quoteList(cols) + `) VALUES `
+	head := `INSERT INTO ` + QuoteIdent(table) + ` (` + x.QuoteList(cols) + `) VALUES `
 	for len(rows) > 0 {
 		chunk := rows[:min(per, len(rows))]
 		rows = rows[len(chunk):]

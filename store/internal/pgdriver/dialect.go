@@ -41,8 +41,11 @@ func (dialect) ForUpdateOf(table string) string { return " FOR UPDATE OF " + tab
 // NowMillis is nowMillis.
 func (dialect) NowMillis() string { return nowMillis }
 
-// PendingCTE is the package's PendingCTE.
-func (dialect) PendingCTE() string { return PendingCTE }
+// Outbox is outboxSQL.
+func (dialect) Outbox() *sqlshared.OutboxSQL { return outboxSQL }
+
+// outboxSQL is the outbox's shared statements in PostgreSQL's spelling.
+var outboxSQL = sqlshared.NewOutboxSQL(dialect{})
 
 // ScavengeBatch is the session's pg_temp.scavenge_batch.
 func (dialect) ScavengeBatch() string { return "pg_temp.scavenge_batch" }
@@ -52,3 +55,28 @@ func (dialect) OutboxRowOf() string { return outboxRowOf }
 
 // counterSQL is sqlshared.CounterSQL, bound once.
 var counterSQL = dialect{}.Bind(sqlshared.CounterSQL)
+
+// HasExtensions holds when the extensions column is not NULL.
+func (dialect) HasExtensions() string { return "extensions IS NOT NULL" }
+
+// ErasureKey reads the extensions' JSON. Extensions are JSON written by
+// the store, whose string values hold no control character, so the cast
+// never fails on a NUL.
+func (dialect) ErasureKey() string { return `(extensions::json ->> 'erasurekey')` }
+
+// CopyColumn quotes the column: PostgreSQL keeps every column as it is.
+func (dialect) CopyColumn(_, col string) string { return QuoteIdent(col) }
+
+// SelectEvents is the package's SelectEvents.
+func (dialect) SelectEvents() string { return SelectEvents }
+
+// SelectStreamEvents is the package's SelectStreamEvents.
+func (dialect) SelectStreamEvents() string { return SelectStreamEvents }
+
+// EventScanner is NewEventScanner.
+func (dialect) EventScanner() sqlshared.EventScanner { return NewEventScanner() }
+
+// StreamEventScanner is NewStreamEventScanner.
+func (dialect) StreamEventScanner(tenant, stream string) sqlshared.EventScanner {
+	return NewStreamEventScanner(tenant, stream)
+}

@@ -2,13 +2,11 @@ package pgdriver
 
 import (
 	"database/sql"
-	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/timecol"
-	"github.com/eventlite/eventlite/store/internal/driver"
+	"github.com/eventlite/eventlite/store/internal/driver/sqlshared"
 )
 
 // SelectEvents reads the columns of events that EventScanner scans.
@@ -23,7 +21,7 @@ const SelectStreamEvents = `SELECT position, version, event_id, type, source, ti
 	content_type, data, data_schema, correlation_id, causation_id, extensions FROM events`
 
 // Scanner is what a row or rows scan from.
-type Scanner interface{ Scan(dest ...any) error }
+type Scanner = sqlshared.Scanner
 
 // EventScanner scans rows of SelectEvents (or SelectStreamEvents) into
 // events, with one list of destinations for every row of a query.
@@ -68,37 +66,9 @@ func (s *EventScanner) Scan(r Scanner) (envelope.Event, error) {
 	}
 	e.Time, e.TimeSet = s.t.T, s.t.T.IsZero()
 	if s.ext.Valid && s.ext.String != "" {
-		if err := DecodeExtensions([]byte(s.ext.String), &e); err != nil {
+		if err := sqlshared.DecodeExtensions([]byte(s.ext.String), &e); err != nil {
 			return e, fmt.Errorf("event at position %d: extensions: %w", e.Position, err)
 		}
 	}
 	return e, nil
-}
-
-// DecodeExtensions restores the extension values' CloudEvents types: JSON
-// numbers are int32 (validation only admits those), the rest as JSON.
-func DecodeExtensions(b []byte, e *envelope.Event) error {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
-	}
-	e.Extensions = make(map[string]any, len(raw))
-	for k, v := range raw {
-		var x any
-		d := json.NewDecoder(strings.NewReader(string(v)))
-		d.UseNumber()
-		if err := d.Decode(&x); err != nil {
-			return err
-		}
-		if n, ok := x.(json.Number); ok {
-			i, err := n.Int64()
-			if err != nil {
-				return err
-			}
-			x = int32(i)
-		}
-		e.Extensions[k] = x
-	}
-	driver.LiftTags(e)
-	return nil
 }

@@ -3,9 +3,7 @@ package pgdriver
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 
@@ -13,98 +11,10 @@ import (
 	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
-// AnyLiveKey asks erasure_keys for a key not forgotten.
-func (Exec) AnyLiveKey(ctx context.Context, q driver.ReadQuerier) (bool, error) {
-	var ok bool
-	err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM erasure_keys WHERE forgotten_at IS NULL)`).Scan(&ok)
-	return ok, err
-}
-
-// DataKey reads an erasure_keys row.
-func (Exec) DataKey(ctx context.Context, q driver.ReadQuerier, tenant, subject string) (driver.DataKeyRow, bool, error) {
-	var k driver.DataKeyRow
-	var forgotten sql.NullInt64
-	err := q.QueryRowContext(ctx, `SELECT master_key_id, wrapped_key, forgotten_at FROM erasure_keys WHERE tenant = $1 AND subject = $2`,
-		tenant, subject).Scan(&k.MasterKeyID, &k.Wrapped, &forgotten)
-	if errors.Is(err, sql.ErrNoRows) {
-		return k, false, nil
-	}
-	k.Forgotten = forgotten.Valid
-	return k, err == nil, err
-}
-
-// InsertDataKey inserts with ON CONFLICT DO NOTHING: a concurrent insert
-// of the same key waits for the first one's transaction and then keeps
-// its row.
-func (Exec) InsertDataKey(ctx context.Context, q driver.Querier, tenant, subject string, masterKeyID, wrapped []byte, at int64) error {
-	_, err := q.ExecContext(ctx, `INSERT INTO erasure_keys (tenant, subject, master_key_id, wrapped_key, created_at)
-		VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, tenant, subject, masterKeyID, wrapped, at)
-	return err
-}
-
-// ForgetDataKey clears the row in one UPDATE ... WHERE forgotten_at IS
-// NULL, whose row lock makes the check and the destruction one step;
-// when it changed nothing, a read tells a forgotten key from none.
-func (Exec) ForgetDataKey(ctx context.Context, q driver.Querier, tenant, subject string, at int64) (found, already bool, err error) {
-	res, err := q.ExecContext(ctx, `UPDATE erasure_keys SET master_key_id = NULL, wrapped_key = NULL, forgotten_at = $3
-		WHERE tenant = $1 AND subject = $2 AND forgotten_at IS NULL`, tenant, subject, at)
-	if err != nil {
-		return false, false, err
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 1 {
-		return n == 1, false, err
-	}
-	// No live key: keep a tombstone unless a row (forgotten) is there.
-	res, err = q.ExecContext(ctx, `INSERT INTO erasure_keys (tenant, subject, created_at, forgotten_at) VALUES ($1, $2, $3, $3)
-		ON CONFLICT DO NOTHING`, tenant, subject, at)
-	if err != nil {
-		return false, false, err
-	}
-	n, err := res.RowsAffected()
-	return n == 0, n == 0, err
-}
-
-// NewestForget reads MAX(forgotten_at) through the erasure_keys_forgotten
-// index.
-func (Exec) NewestForget(ctx context.Context, q driver.ReadQuerier) (int64, error) {
-	var newest int64
-	err := q.QueryRowContext(ctx, `SELECT COALESCE(MAX(forgotten_at), 0) FROM erasure_keys WHERE forgotten_at IS NOT NULL`).Scan(&newest)
-	return newest, err
-}
-
 // erasureKeyOf is the erasurekey extension of an events row (e), NULL
 // for none. Extensions are JSON written by the store, whose string
 // values hold no control character, so the cast never fails on a NUL.
 const erasureKeyOf = `(e.extensions::json ->> 'erasurekey')`
-
-// SubjectStreams reads the record of the subject's streams
-// (erasure_streams) and, in case a row is missing from it, scans the
-// tenant's events that have extensions: forgetting is rare.
-func (Exec) SubjectStreams(ctx context.Context, q driver.ReadQuerier, tenant, subject string) ([]string, error) {
-	rows, err := q.QueryContext(ctx, `SELECT stream_id FROM erasure_streams WHERE tenant = $1 AND subject = $2
-		UNION SELECT e.stream_id FROM events e
-		WHERE e.tenant = $1 AND e.extensions IS NOT NULL AND `+erasureKeyOf+` = $2
-		ORDER BY 1`, tenant, subject)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var st string
-		if err := rows.Scan(&st); err != nil {
-			return nil, err
-		}
-		out = append(out, st)
-	}
-	return out, rows.Err()
-}
-
-// DropSubjectSnapshots deletes the stream's snapshots.
-func (Exec) DropSubjectSnapshots(ctx context.Context, q driver.Querier, tenant, stream string) error {
-	_, err := q.ExecContext(ctx, `DELETE FROM snapshots WHERE tenant = $1 AND stream_id = $2`, tenant, stream)
-	return err
-}
 
 // copyColumns is the column that holds the copy, per kind (the kind is
 // the table).
@@ -166,17 +76,6 @@ func (Exec) EraseCopies(ctx context.Context, q driver.Querier, kind driver.CopyK
 		}
 	}
 	return int64(len(changes)), nil
-}
-
-// EraseOutboxErrors finds the subject's events by their erasurekey.
-func (Exec) EraseOutboxErrors(ctx context.Context, q driver.Querier, tenant, subject string) (int64, error) {
-	res, err := q.ExecContext(ctx, `UPDATE outbox SET last_error = $3
-		WHERE last_error IS NOT NULL AND last_error <> '' AND last_error <> $3 AND position IN (SELECT e.position FROM events e
-			WHERE e.tenant = $1 AND e.extensions IS NOT NULL AND `+erasureKeyOf+` = $2)`, tenant, subject, driver.ErasedError)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
 }
 
 // eraseCopy returns the structured-JSON event copy b without its data
@@ -255,31 +154,4 @@ func marshalKey(name string) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
-
-// ScrubErased sets data to NULL where the event's key is forgotten.
-func (Exec) ScrubErased(ctx context.Context, q driver.Querier) (int64, error) {
-	r, err := q.ExecContext(ctx, `UPDATE events e SET data = NULL
-		WHERE e.data IS NOT NULL AND e.extensions IS NOT NULL AND `+erasureKeyOf+` IS NOT NULL
-		AND EXISTS (SELECT 1 FROM erasure_keys k WHERE k.tenant = e.tenant
-			AND k.subject = `+erasureKeyOf+` AND k.forgotten_at IS NOT NULL)`)
-	if err != nil {
-		return 0, err
-	}
-	return r.RowsAffected()
-}
-
-// MasterKeys groups the keys not forgotten by master key.
-func (Exec) MasterKeys(ctx context.Context, q driver.ReadQuerier) ([]driver.MasterKeyUse, error) {
-	return driver.ReadMasterKeys(ctx, q)
-}
-
-// AnyMasterKey reads the first key not forgotten.
-func (Exec) AnyMasterKey(ctx context.Context, q driver.ReadQuerier) ([]byte, bool, error) {
-	return driver.ReadAnyMasterKey(ctx, q)
-}
-
-// ForgottenSubjects lists the forgotten subjects.
-func (Exec) ForgottenSubjects(ctx context.Context, q driver.ReadQuerier) ([]driver.ForgottenKey, error) {
-	return driver.ReadForgottenSubjects(ctx, q)
 }

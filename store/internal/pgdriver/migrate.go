@@ -3,16 +3,11 @@ package pgdriver
 import (
 	"context"
 	"embed"
-	"fmt"
 	"hash/fnv"
-	"io/fs"
-	"path"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/eventlite/eventlite/store/internal/driver"
+	"github.com/eventlite/eventlite/store/internal/driver/sqlshared"
 )
 
 //go:embed migrations/*.sql
@@ -21,32 +16,7 @@ var migrationFS embed.FS
 // Migrations returns the embedded migrations in order, numbered 1, 2, ...
 // without a gap. PostgreSQL's schema starts at the SQLite store's last
 // schema: its numbers are its own.
-func Migrations() ([]driver.Migration, error) {
-	entries, err := fs.ReadDir(migrationFS, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var ms []driver.Migration
-	for _, e := range entries {
-		num, _, ok := strings.Cut(e.Name(), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("migration %s: name must start with a number and '_'", e.Name())
-		}
-		b, err := migrationFS.ReadFile(path.Join("migrations", e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, driver.Migration{Version: v, Name: e.Name(), SQL: string(b)})
-	}
-	slices.SortFunc(ms, func(a, b driver.Migration) int { return a.Version - b.Version })
-	for i, m := range ms {
-		if m.Version != i+1 {
-			return nil, fmt.Errorf("migration %s: expected version %d", m.Name, i+1)
-		}
-	}
-	return ms, nil
-}
+func Migrations() ([]driver.Migration, error) { return sqlshared.ReadMigrations(migrationFS) }
 
 // Migrations returns the embedded migrations.
 func (Driver) Migrations() ([]driver.Migration, error) { return Migrations() }

@@ -3,7 +3,6 @@ package pgdriver
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -46,10 +45,6 @@ const Unsettled = sqlshared.Unsettled
 // FailingRow is sqlshared.FailingRow.
 const FailingRow = sqlshared.FailingRow
 
-// deadRow holds for an outbox row o that is a dead letter (also through
-// the outbox_failing index).
-const deadRow = `o.published_at IS NULL AND o.discarded_at IS NULL AND o.attempts > 0 AND o.dead_at IS NOT NULL`
-
 // heldStream holds for an event e whose stream the relay must hold back
 // at time $1 for a read above position $2: one with a pending dead letter
 // (parked), a pending row whose next attempt is still to come, or a
@@ -84,24 +79,7 @@ const ReadOutboxQuery = `SELECT ` + outboxColumns + `
 // ReadOutbox runs ReadOutboxQuery. The head row orders the commits, so
 // no event commits later below one this read returns.
 func (Exec) ReadOutbox(ctx context.Context, q driver.ReadQuerier, now, after int64, limit int) ([]driver.OutboxRow, error) {
-	rows, err := q.QueryContext(ctx, ReadOutboxQuery, now, after, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := make([]driver.OutboxRow, 0, min(limit, 1024))
-	sc := newOutboxScanner()
-	for rows.Next() {
-		r, err := sc.scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return sqlshared.ReadOutboxRows(ctx, q, ReadOutboxQuery, now, after, limit, newOutboxScanner().scan)
 }
 
 // outboxScanner scans rows of outboxColumns: an EventScanner whose
@@ -138,23 +116,13 @@ func fenceHeld(ctx context.Context, q driver.Querier, f driver.Fence) (bool, err
 	return Exec{}.CheckFence(ctx, q, f)
 }
 
-// lockWatermark locks the watermark row for the rest of the transaction:
-// every outbox write takes it before it writes a ledger row.
-func lockWatermark(ctx context.Context, q driver.Querier) error {
-	var id int64
-	if err := q.QueryRowContext(ctx, `SELECT id FROM outbox_watermark FOR UPDATE`).Scan(&id); err != nil {
-		return fmt.Errorf("lock the outbox watermark: %w", err)
-	}
-	return nil
-}
-
 // MarkPublished lowers C, then marks the batch, each in one statement on
 // the batch's arrays of positions and sequences.
 func (Exec) MarkPublished(ctx context.Context, q driver.Querier, fence driver.Fence, now int64, rows []driver.Published) (int64, bool, error) {
 	if held, err := fenceHeld(ctx, q, fence); err != nil || !held {
 		return 0, held, err
 	}
-	if err := lockWatermark(ctx, q); err != nil {
+	if err := (Exec{}).LockWatermark(ctx, q); err != nil {
 		return 0, true, err
 	}
 	positions, seqs := make([]int64, len(rows)), make([]int64, len(rows))
@@ -181,7 +149,7 @@ func (Exec) MarkPublished(ctx context.Context, q driver.Querier, fence driver.Fe
 	if err := sqlshared.AddCounter(ctx, q, counterSQL, "published", n); err != nil {
 		return 0, true, err
 	}
-	return n, true, advanceOutbox(ctx, q)
+	return n, true, Exec{}.AdvanceOutbox(ctx, q)
 }
 
 // MarkPublishedQuery marks a batch: $1 now, $2 lease token, $3 the
@@ -228,7 +196,7 @@ func (Exec) RecordFailures(ctx context.Context, q driver.Querier, fence driver.F
 	if held, err := fenceHeld(ctx, q, fence); err != nil || !held {
 		return held, err
 	}
-	if err := lockWatermark(ctx, q); err != nil {
+	if err := (Exec{}).LockWatermark(ctx, q); err != nil {
 		return true, err
 	}
 	positions, errs, next := make([]int64, len(failures)), make([]string, len(failures)), make([]int64, len(failures))
@@ -242,7 +210,7 @@ func (Exec) RecordFailures(ctx context.Context, q driver.Querier, fence driver.F
 	if err := sqlshared.AddCounter(ctx, q, counterSQL, "retried", n); err != nil {
 		return true, err
 	}
-	return true, advanceOutbox(ctx, q)
+	return true, Exec{}.AdvanceOutbox(ctx, q)
 }
 
 // MarkDeadQuery turns a batch into dead rows: $1 now, $2 the positions,
@@ -262,7 +230,7 @@ func (Exec) MarkDead(ctx context.Context, q driver.Querier, fence driver.Fence, 
 	if held, err := fenceHeld(ctx, q, fence); err != nil || !held {
 		return held, err
 	}
-	if err := lockWatermark(ctx, q); err != nil {
+	if err := (Exec{}).LockWatermark(ctx, q); err != nil {
 		return true, err
 	}
 	positions, errs := make([]int64, len(failures)), make([]string, len(failures))
@@ -280,198 +248,8 @@ func (Exec) MarkDead(ctx context.Context, q driver.Querier, fence driver.Fence, 
 	if err := sqlshared.AddCounter(ctx, q, counterSQL, "dead_lettered", n); err != nil {
 		return true, err
 	}
-	return true, advanceOutbox(ctx, q)
-}
-
-// outboxStep is the most positions one transaction moves W or C over.
-// Once a stream parked for long is resolved they may pass every event
-// published since; the relay's next batches move them on from there, so
-// no transaction holds the writer for a scan of the whole log.
-const outboxStep = 1 << 20
-
-// AdvanceSettledQuery finds the first event in ($1, $2] that is not
-// settled: W stops just below it.
-const AdvanceSettledQuery = `SELECT e.position FROM events e ` + outboxRowOf + `
-	WHERE e.position > $1 AND e.position <= $2 AND ` + Unsettled + ` ORDER BY e.position LIMIT 1`
-
-// AdvanceScannedQuery finds the first event in ($1, $2] that is neither
-// settled nor behind a failed row of its stream: C stops just below it.
-const AdvanceScannedQuery = `WITH failing (tenant, stream_id, position) AS MATERIALIZED (
-		SELECT e.tenant, e.stream_id, min(f.position) FROM outbox f JOIN events e ON e.position = f.position
-		WHERE ` + FailingRow + ` GROUP BY e.tenant, e.stream_id)
-	SELECT e.position FROM events e ` + outboxRowOf + `
-	WHERE e.position > $1 AND e.position <= $2 AND ` + Unsettled + `
-	AND NOT EXISTS (SELECT 1 FROM failing t WHERE t.tenant = e.tenant AND t.stream_id = e.stream_id AND t.position <= e.position)
-	ORDER BY e.position LIMIT 1`
-
-// advanceOutbox moves W over the settled events above it, then C over
-// the events above max(W, C) that are settled or wait behind a failed row
-// of their stream: each by at most outboxStep positions, never past the
-// newest event. Every method that settles or fails rows runs it last, in
-// the writer's transaction, so W never passes an event that is not
-// settled; the head row keeps every position it reads committed.
-func advanceOutbox(ctx context.Context, q driver.Querier) error {
-	var w, c, head int64
-	err := q.QueryRowContext(ctx, `SELECT settled, scanned, COALESCE((SELECT max(position) FROM events), 0)
-		FROM outbox_watermark FOR UPDATE`).Scan(&w, &c, &head)
-	if err != nil {
-		return fmt.Errorf("read the outbox watermark: %w", err)
-	}
-	stop := func(query string, from int64) (int64, error) {
-		to := min(head, from+outboxStep)
-		var p int64
-		err := q.QueryRowContext(ctx, query, from, to).Scan(&p)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return max(from, to), nil
-		case err != nil:
-			return 0, fmt.Errorf("move the outbox watermark: %w", err)
-		}
-		return p - 1, nil
-	}
-	nw, err := stop(AdvanceSettledQuery, w)
-	if err != nil {
-		return err
-	}
-	nc, err := stop(AdvanceScannedQuery, max(nw, c))
-	if err != nil {
-		return err
-	}
-	if nw == w && nc == c {
-		return nil
-	}
-	if _, err := q.ExecContext(ctx, `UPDATE outbox_watermark SET settled = $1, scanned = $2`, nw, nc); err != nil {
-		return fmt.Errorf("move the outbox watermark: %w", err)
-	}
-	return nil
-}
-
-// lowerOutboxCursor brings C below position p, whose row leaves the failed
-// rows (re-queued, discarded or published): the events its stream kept
-// waiting below C must be read again.
-func lowerOutboxCursor(ctx context.Context, q driver.Querier, p int64) error {
-	_, err := q.ExecContext(ctx, `UPDATE outbox_watermark SET scanned = LEAST(scanned, $1::bigint)`, p-1)
-	return err
+	return true, Exec{}.AdvanceOutbox(ctx, q)
 }
 
 // SelectDeadLetters is sqlshared.SelectDeadLetters.
 const SelectDeadLetters = sqlshared.SelectDeadLetters
-
-// RequeueDeadLetters reads the dead letters, locking their rows, then
-// clears them in one statement and lowers C below the first.
-func (Exec) RequeueDeadLetters(ctx context.Context, q driver.Querier, tenant, eventID string) ([]driver.DeadLetter, error) {
-	if err := lockWatermark(ctx, q); err != nil {
-		return nil, err
-	}
-	ds, err := Exec{}.DeadLetterList(ctx, q, tenant, eventID, true)
-	if err != nil || len(ds) == 0 {
-		return nil, err
-	}
-	positions := make([]int64, len(ds))
-	for i, d := range ds {
-		positions[i] = d.Position
-	}
-	if _, err := q.ExecContext(ctx, `UPDATE outbox SET dead_at = NULL, attempts = 0, next_attempt_at = NULL,
-		first_failed_at = NULL WHERE position = ANY($1::bigint[])`, positions); err != nil {
-		return nil, err
-	}
-	// ds is in position order: lowering C below the first lowers it
-	// below each.
-	if err := lowerOutboxCursor(ctx, q, ds[0].Position); err != nil {
-		return nil, err
-	}
-	if err := sqlshared.AddCounter(ctx, q, counterSQL, "requeued", int64(len(ds))); err != nil {
-		return nil, err
-	}
-	return ds, nil
-}
-
-// DiscardDeadLetter reads the dead letter, locking its row, then marks
-// it.
-func (Exec) DiscardDeadLetter(ctx context.Context, q driver.Querier, now int64, tenant, eventID string) (driver.DeadLetter, bool, error) {
-	if err := lockWatermark(ctx, q); err != nil {
-		return driver.DeadLetter{}, false, err
-	}
-	d, err := sqlshared.ScanDeadLetter(q.QueryRowContext(ctx, SelectDeadLetters+` AND e.tenant = $1 AND e.event_id = $2 FOR UPDATE OF o`, tenant, eventID))
-	if errors.Is(err, sql.ErrNoRows) {
-		return driver.DeadLetter{}, false, nil
-	}
-	if err != nil {
-		return d, false, err
-	}
-	if _, err := q.ExecContext(ctx, `UPDATE outbox SET discarded_at = $1 WHERE position = $2`, now, d.Position); err != nil {
-		return d, true, err
-	}
-	if err := lowerOutboxCursor(ctx, q, d.Position); err != nil {
-		return d, true, err
-	}
-	if err := sqlshared.AddCounter(ctx, q, counterSQL, "discarded", 1); err != nil {
-		return d, true, err
-	}
-	return d, true, advanceOutbox(ctx, q)
-}
-
-// PendingCTE names the pending events, pending(position): those above
-// the cursor max(W, C) that are not settled, and those in (W, max(W, C)]
-// that are not settled, read through their streams' failed rows (every
-// pending event there waits behind one). It visits the events above the
-// cursor and the failed streams' events, not what was published below.
-const PendingCTE = `WITH mark (w, c) AS MATERIALIZED (SELECT settled, GREATEST(settled, scanned) FROM outbox_watermark),
-	failing (tenant, stream_id, version) AS MATERIALIZED (
-		SELECT e.tenant, e.stream_id, min(e.version) FROM outbox f JOIN events e ON e.position = f.position
-		WHERE ` + FailingRow + ` GROUP BY e.tenant, e.stream_id),
-	pending (position) AS (
-		SELECT e.position FROM events e LEFT JOIN outbox o ON o.position = e.position AND o.position > (SELECT c FROM mark)
-		WHERE e.position > (SELECT c FROM mark) AND ` + Unsettled + `
-		UNION ALL
-		SELECT e.position FROM failing t JOIN events e ON e.tenant = t.tenant AND e.stream_id = t.stream_id AND e.version >= t.version
-		LEFT JOIN outbox o ON o.position = e.position
-		WHERE e.position > (SELECT w FROM mark) AND e.position <= (SELECT c FROM mark) AND ` + Unsettled + `)`
-
-// OutboxStats runs its queries on the snapshot it is given.
-func (Exec) OutboxStats(ctx context.Context, q driver.ReadQuerier) (driver.OutboxStats, error) {
-	var st driver.OutboxStats
-	var first sql.NullInt64
-	if err := q.QueryRowContext(ctx, PendingCTE+` SELECT count(*), min(position) FROM pending`).Scan(&st.Pending, &first); err != nil {
-		return st, err
-	}
-	if first.Valid {
-		var oldest int64
-		if err := q.QueryRowContext(ctx, `SELECT recorded_at FROM events WHERE position = $1`, first.Int64).Scan(&oldest); err != nil {
-			return st, err
-		}
-		st.Oldest = time.Unix(0, oldest).UTC()
-	}
-	err := q.QueryRowContext(ctx, `SELECT count(*), count(DISTINCT (e.tenant, e.stream_id)) FROM outbox o JOIN events e ON e.position = o.position
-		WHERE `+deadRow).Scan(&st.DeadLetters, &st.ParkedStreams)
-	if err != nil {
-		return st, err
-	}
-	if st.DeadLetters > 0 {
-		err = q.QueryRowContext(ctx, `WITH parked (tenant, stream_id) AS MATERIALIZED (
-				SELECT DISTINCT e.tenant, e.stream_id FROM outbox f JOIN events e ON e.position = f.position
-				WHERE `+FailingRow+` AND f.dead_at IS NOT NULL)
-			SELECT count(*) FROM parked p JOIN events e ON e.tenant = p.tenant AND e.stream_id = p.stream_id
-			LEFT JOIN outbox o ON o.position = e.position WHERE `+Unsettled).Scan(&st.Parked)
-		if err != nil {
-			return st, err
-		}
-	}
-	rows, err := q.QueryContext(ctx, `SELECT name, value FROM outbox_counters`)
-	if err != nil {
-		return st, err
-	}
-	defer rows.Close()
-	st.Counters = make(map[string]int64, 5)
-	for rows.Next() {
-		var (
-			name string
-			v    int64
-		)
-		if err := rows.Scan(&name, &v); err != nil {
-			return st, err
-		}
-		st.Counters[name] = v
-	}
-	return st, rows.Err()
-}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store/internal/driver"
+	"github.com/eventlite/eventlite/store/internal/driver/sqlshared"
 )
 
 // The common reads, prepared on the read pool. Reads of a stream start at
@@ -71,22 +72,6 @@ func (r *reader) Close() error {
 	return errors.Join(errs...)
 }
 
-// scanEvents appends the events of rows to page, closing rows.
-func scanEvents(rows *sql.Rows, sc *EventScanner, page []envelope.Event) ([]envelope.Event, error) {
-	defer rows.Close()
-	for rows.Next() {
-		e, err := sc.Scan(rows)
-		if err != nil {
-			return page, err
-		}
-		page = append(page, e)
-	}
-	if err := rows.Err(); err != nil {
-		return page, err
-	}
-	return page, rows.Close()
-}
-
 // ReadStream runs the prepared read of one stream.
 func (r *reader) ReadStream(ctx context.Context, page []envelope.Event, tenant, stream string, from int64, backward bool, n int) ([]envelope.Event, error) {
 	st := r.streamForward
@@ -97,7 +82,7 @@ func (r *reader) ReadStream(ctx context.Context, page []envelope.Event, tenant, 
 	if err != nil {
 		return page, err
 	}
-	return scanEvents(rows, NewStreamEventScanner(tenant, stream), page)
+	return sqlshared.ScanEvents(rows, NewStreamEventScanner(tenant, stream), page)
 }
 
 // ReadAll runs a prepared read of the log when f selects by tenant at
@@ -122,7 +107,7 @@ func (r *reader) ReadAll(ctx context.Context, page []envelope.Event, f *driver.L
 	if err != nil {
 		return page, err
 	}
-	return scanEvents(rows, NewEventScanner(), page)
+	return sqlshared.ScanEvents(rows, NewEventScanner(), page)
 }
 
 // logQuery builds the read of the log that f selects.
@@ -173,96 +158,4 @@ func (r *reader) StreamVersion(ctx context.Context, tenant, stream string) (driv
 		return driver.StreamVersion{}, err
 	}
 	return v, nil
-}
-
-// Head reads the highest position.
-func (Exec) Head(ctx context.Context, q driver.ReadQuerier) (int64, error) {
-	var h int64
-	err := q.QueryRowContext(ctx, `SELECT COALESCE(max(position), 0) FROM events`).Scan(&h)
-	return h, err
-}
-
-// EventByID reads by the (tenant, event_id) index.
-func (Exec) EventByID(ctx context.Context, q driver.ReadQuerier, tenant, id string) (envelope.Event, bool, error) {
-	e, err := NewEventScanner().Scan(q.QueryRowContext(ctx, SelectEvents+` WHERE tenant = $1 AND event_id = $2`, tenant, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return envelope.Event{}, false, nil
-	}
-	if err != nil {
-		return envelope.Event{}, false, err
-	}
-	return e, true, nil
-}
-
-// NewestEvents reads by the (tenant, stream_id, version) index.
-func (Exec) NewestEvents(ctx context.Context, q driver.ReadQuerier, tenant, stream string, after int64, n int) ([]envelope.Event, error) {
-	rows, err := q.QueryContext(ctx, SelectEvents+` WHERE tenant = $1 AND stream_id = $2 AND version > $3 ORDER BY version`,
-		tenant, stream, after)
-	if err != nil {
-		return nil, err
-	}
-	return scanEvents(rows, NewEventScanner(), make([]envelope.Event, 0, n))
-}
-
-// StreamEvents reads a stream's versions from..to, row by row.
-func (Exec) StreamEvents(ctx context.Context, q driver.ReadQuerier, tenant, stream string, from, to int64, fn func(envelope.Event) error) error {
-	rows, err := q.QueryContext(ctx, SelectStreamEvents+` WHERE tenant = $1 AND stream_id = $2 AND version BETWEEN $3 AND $4 ORDER BY version`,
-		tenant, stream, from, to)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	sc := NewStreamEventScanner(tenant, stream)
-	for rows.Next() {
-		e, err := sc.Scan(rows)
-		if err != nil {
-			return err
-		}
-		if err := fn(e); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
-}
-
-// StreamsPageSQL lists a page of a tenant's streams from the stream id $2
-// on (op: > or >=), in the streams' primary key order, with the versions
-// a restore took back (version_gaps, kept by a copy) within the stream's
-// readable range.
-func StreamsPageSQL(op string) string {
-	return `SELECT s.stream_id, COALESCE(n.version, 0), s.first_version, s.created_at, COALESCE(n.recorded_at, s.created_at),
-		COALESCE((SELECT position FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id AND e.version = s.first_version), 0),
-		COALESCE(n.position, 0),
-		COALESCE((SELECT sum(LEAST(g.to_version, n.version) - GREATEST(g.from_version, s.first_version) + 1) FROM version_gaps g
-			WHERE g.tenant = s.tenant AND g.stream_id = s.stream_id AND g.from_version <= n.version AND g.to_version >= s.first_version), 0)::bigint
-		FROM streams s LEFT JOIN events n ON n.tenant = s.tenant AND n.stream_id = s.stream_id
-			AND n.version = (SELECT max(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id)
-		WHERE s.tenant = $1 AND s.stream_id ` + op + ` $2 AND s.deleted = 0 ORDER BY s.stream_id LIMIT $3`
-}
-
-var (
-	streamsPageAfter = StreamsPageSQL(">")
-	streamsPageFrom  = StreamsPageSQL(">=")
-)
-
-// StreamsPage runs StreamsPageSQL.
-func (Exec) StreamsPage(ctx context.Context, q driver.ReadQuerier, tenant, from string, inclusive bool, n int) ([]driver.StreamRow, error) {
-	query := streamsPageAfter
-	if inclusive {
-		query = streamsPageFrom
-	}
-	rows, err := q.QueryContext(ctx, query, tenant, from, n)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []driver.StreamRow
-	for rows.Next() {
-		var r driver.StreamRow
-		if err := rows.Scan(&r.Stream, &r.Version, &r.FirstVersion, &r.CreatedAt, &r.UpdatedAt, &r.FirstPosition, &r.LastPosition, &r.GapVersions); err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
 }

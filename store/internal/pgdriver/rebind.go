@@ -34,7 +34,10 @@ type rebindCache struct {
 	m  map[string]string
 }
 
-var rebinds = &rebindCache{m: make(map[string]string)}
+// rebinds is a zero value, ready before any package variable's
+// initializer runs (the dialect's statements are bound at init); its map
+// is made on first use.
+var rebinds rebindCache
 
 func (c *rebindCache) get(query string) string {
 	c.mu.RLock()
@@ -45,6 +48,9 @@ func (c *rebindCache) get(query string) string {
 	}
 	out = rebind(query)
 	c.mu.Lock()
+	if c.m == nil {
+		c.m = make(map[string]string)
+	}
 	if len(c.m) >= rebindCacheSize {
 		clear(c.m)
 	}

@@ -32,13 +32,6 @@ func (Exec) ScavengeCandidates(ctx context.Context, q driver.ReadQuerier) ([]dri
 	return out, rows.Err()
 }
 
-// OldestVersion reads min(version); no events is sql.ErrNoRows.
-func (Exec) OldestVersion(ctx context.Context, q driver.ReadQuerier, tenant, stream string) (int64, error) {
-	var lo int64
-	err := q.QueryRowContext(ctx, `SELECT version FROM events WHERE tenant = $1 AND stream_id = $2 ORDER BY version LIMIT 1`, tenant, stream).Scan(&lo)
-	return lo, err
-}
-
 // LowestReader reads checkpoints, projections and rebuilds in one
 // statement.
 func (Exec) LowestReader(ctx context.Context, q driver.ReadQuerier) (by, name string, pos int64, ok bool, err error) {
@@ -51,18 +44,6 @@ func (Exec) LowestReader(ctx context.Context, q driver.ReadQuerier) (by, name st
 		return "", "", 0, false, nil
 	}
 	return by, name, pos, err == nil, err
-}
-
-// OutboxSettled reads outbox_watermark.settled and the oldest event above
-// it that is neither published nor discarded (without an outbox row, or
-// with one that is neither).
-func (Exec) OutboxSettled(ctx context.Context, q driver.ReadQuerier) (settled, pending int64, err error) {
-	// outboxRowOf looks each event's row up by its key: a plain join
-	// makes PostgreSQL walk the outbox from its first row.
-	err = q.QueryRowContext(ctx, `SELECT w.settled, COALESCE((SELECT e.position FROM events e `+outboxRowOf+`
-		WHERE e.position > w.settled AND `+Unsettled+`
-		ORDER BY e.position LIMIT 1), 0) FROM outbox_watermark w`).Scan(&settled, &pending)
-	return settled, pending, err
 }
 
 // LoadScavengeBatch fills pg_temp.scavenge_batch, a temporary table of

@@ -41,8 +41,19 @@ func (dialect) ForUpdateOf(string) string { return "" }
 // NowMillis is nowMillis.
 func (dialect) NowMillis() string { return nowMillis }
 
-// PendingCTE is the package's PendingCTE.
-func (dialect) PendingCTE() string { return PendingCTE }
+// Outbox is outboxSQL.
+func (dialect) Outbox() *sqlshared.OutboxSQL { return outboxSQL }
+
+// outboxSQL is the outbox's shared statements in SQLite's spelling.
+var outboxSQL = sqlshared.NewOutboxSQL(dialect{})
+
+// The shared outbox statements in SQLite's spelling, under the names the
+// store's query plan tests use.
+var (
+	PendingCTE          = outboxSQL.PendingCTE
+	AdvanceSettledQuery = outboxSQL.AdvanceSettled
+	AdvanceScannedQuery = outboxSQL.AdvanceScanned
+)
 
 // ScavengeBatch is the connection's temp.scavenge_batch.
 func (dialect) ScavengeBatch() string { return "temp.scavenge_batch" }
@@ -52,3 +63,33 @@ func (dialect) OutboxRowOf() string { return "LEFT JOIN outbox o ON o.position =
 
 // counterSQL is sqlshared.CounterSQL, bound once.
 var counterSQL = dialect{}.Bind(sqlshared.CounterSQL)
+
+// HasExtensions holds when attrs is not NULL (the extensions are its
+// last part).
+func (dialect) HasExtensions() string { return "attrs IS NOT NULL" }
+
+// ErasureKey reads the extensions' part of attrs.
+func (dialect) ErasureKey() string { return `json_extract(` + ExtensionsSQL + `, '$.erasurekey')` }
+
+// CopyColumn quotes the column, or reads one of the four that the
+// events' attrs column joins from it (CopyColumns names them).
+func (dialect) CopyColumn(table, col string) string {
+	if x, ok := eventAttrColumns[col]; ok && table == "events" {
+		return x
+	}
+	return QuoteIdent(col)
+}
+
+// SelectEvents is the package's SelectEvents.
+func (dialect) SelectEvents() string { return SelectEvents }
+
+// SelectStreamEvents is the package's SelectStreamEvents.
+func (dialect) SelectStreamEvents() string { return SelectStreamEvents }
+
+// EventScanner is NewEventScanner.
+func (dialect) EventScanner() sqlshared.EventScanner { return NewEventScanner() }
+
+// StreamEventScanner is NewStreamEventScanner.
+func (dialect) StreamEventScanner(tenant, stream string) sqlshared.EventScanner {
+	return NewStreamEventScanner(tenant, stream)
+}

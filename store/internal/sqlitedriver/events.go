@@ -1,13 +1,13 @@
 package sqlitedriver
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/timecol"
 	"github.com/eventlite/eventlite/store/internal/driver"
+	"github.com/eventlite/eventlite/store/internal/driver/sqlshared"
 )
 
 // SelectEvents reads the columns of events that EventScanner scans.
@@ -55,7 +55,7 @@ const SelectStreamEvents = `SELECT position, version, event_id, type, source, ti
 	content_type, data, ` + SelectAttrs + ` FROM events`
 
 // Scanner is what a row or rows scan from.
-type Scanner interface{ Scan(dest ...any) error }
+type Scanner = sqlshared.Scanner
 
 // EventScanner scans rows of SelectEvents (or SelectStreamEvents) into
 // events. It builds its list of destinations once, for every row of a
@@ -162,37 +162,9 @@ func splitAttrs(s string, e *envelope.Event) error {
 	}
 	e.DataSchema, e.CorrelationID, e.CausationID = f[0], f[1], f[2]
 	if len(f[3]) > 0 {
-		if err := decodeExtensions([]byte(f[3]), e); err != nil {
+		if err := sqlshared.DecodeExtensions([]byte(f[3]), e); err != nil {
 			return fmt.Errorf("extensions: %w", err)
 		}
 	}
-	return nil
-}
-
-// decodeExtensions restores the extension values' CloudEvents types:
-// JSON numbers are int32 (validation only admits those), the rest as JSON.
-func decodeExtensions(b []byte, e *envelope.Event) error {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
-	}
-	e.Extensions = make(map[string]any, len(raw))
-	for k, v := range raw {
-		var x any
-		d := json.NewDecoder(strings.NewReader(string(v)))
-		d.UseNumber()
-		if err := d.Decode(&x); err != nil {
-			return err
-		}
-		if n, ok := x.(json.Number); ok {
-			i, err := n.Int64()
-			if err != nil {
-				return err
-			}
-			x = int32(i)
-		}
-		e.Extensions[k] = x
-	}
-	driver.LiftTags(e)
 	return nil
 }

@@ -4,13 +4,10 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
-	"path"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/eventlite/eventlite/store/internal/driver"
+	"github.com/eventlite/eventlite/store/internal/driver/sqlshared"
 )
 
 //go:embed migrations/*.sql
@@ -18,31 +15,13 @@ var migrationFS embed.FS
 
 // Migrations returns the embedded migrations in order. Their file names
 // start with the version number: 0001_event_log.sql.
+// A migration that begins with fkOffMarker rebuilds tables.
 func Migrations() ([]driver.Migration, error) {
-	entries, err := fs.ReadDir(migrationFS, "migrations")
-	if err != nil {
-		return nil, err
+	ms, err := sqlshared.ReadMigrations(migrationFS)
+	for i := range ms {
+		ms[i].Rebuilds = strings.HasPrefix(ms[i].SQL, fkOffMarker)
 	}
-	var ms []driver.Migration
-	for _, e := range entries {
-		num, _, ok := strings.Cut(e.Name(), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("migration %s: name must start with a number and '_'", e.Name())
-		}
-		b, err := migrationFS.ReadFile(path.Join("migrations", e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, driver.Migration{Version: v, Name: e.Name(), SQL: string(b), Rebuilds: strings.HasPrefix(string(b), fkOffMarker)})
-	}
-	slices.SortFunc(ms, func(a, b driver.Migration) int { return a.Version - b.Version })
-	for i, m := range ms {
-		if m.Version != i+1 {
-			return nil, fmt.Errorf("migration %s: expected version %d", m.Name, i+1)
-		}
-	}
-	return ms, nil
+	return ms, err
 }
 
 // Migrations returns the embedded migrations.

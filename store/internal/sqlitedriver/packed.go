@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/store/internal/driver/sqlshared"
 )
 
 // A packed read fetches each event as ONE text column instead of eleven.
@@ -219,5 +220,5 @@ func readPacked(page []envelope.Event, sc *packedScanner, packed func() (*sql.Ro
 	if sc.known {
 		es = NewStreamEventScanner(sc.tenant, sc.stream)
 	}
-	return scanEvents(rows, es, page)
+	return sqlshared.ScanEvents(rows, es, page)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store/internal/driver"
+	"github.com/eventlite/eventlite/store/internal/driver/sqlshared"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -96,7 +97,7 @@ func (p *packedDB) plain(t *testing.T, q string, args ...any) []envelope.Event {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := scanEvents(rows, NewEventScanner(), nil)
+	out, err := sqlshared.ScanEvents(rows, NewEventScanner(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store/internal/driver"
+	"github.com/eventlite/eventlite/store/internal/driver/sqlshared"
 )
 
 // The common reads, prepared on the read pool. Reads of a stream start at
@@ -101,22 +102,6 @@ func (r *reader) Close() error {
 	}
 	errs = append(errs, r.queries.close()...)
 	return errors.Join(errs...)
-}
-
-// scanEvents appends the events of rows to page, closing rows.
-func scanEvents(rows *sql.Rows, sc *EventScanner, page []envelope.Event) ([]envelope.Event, error) {
-	defer rows.Close()
-	for rows.Next() {
-		e, err := sc.Scan(rows)
-		if err != nil {
-			return page, err
-		}
-		page = append(page, e)
-	}
-	if err := rows.Err(); err != nil {
-		return page, err
-	}
-	return page, rows.Close()
 }
 
 // ReadStream runs the prepared read of one stream.
@@ -274,98 +259,5 @@ func (r *reader) StreamVersion(ctx context.Context, tenant, stream string) (driv
 	return v, nil
 }
 
-// Head reads the highest position.
-func (Exec) Head(ctx context.Context, q driver.ReadQuerier) (int64, error) {
-	var h int64
-	err := q.QueryRowContext(ctx, `SELECT COALESCE(MAX(position), 0) FROM events`).Scan(&h)
-	return h, err
-}
-
-// EventByID reads by the (tenant, event_id) index.
-func (Exec) EventByID(ctx context.Context, q driver.ReadQuerier, tenant, id string) (envelope.Event, bool, error) {
-	e, err := NewEventScanner().Scan(q.QueryRowContext(ctx, SelectEvents+` WHERE tenant = ? AND event_id = ?`, tenant, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return envelope.Event{}, false, nil
-	}
-	if err != nil {
-		return envelope.Event{}, false, err
-	}
-	return e, true, nil
-}
-
-// NewestEvents reads by the (tenant, stream_id, version) index.
-func (Exec) NewestEvents(ctx context.Context, q driver.ReadQuerier, tenant, stream string, after int64, n int) ([]envelope.Event, error) {
-	rows, err := q.QueryContext(ctx, SelectEvents+` WHERE tenant = ? AND stream_id = ? AND version > ? ORDER BY version`,
-		tenant, stream, after)
-	if err != nil {
-		return nil, err
-	}
-	return scanEvents(rows, NewEventScanner(), make([]envelope.Event, 0, n))
-}
-
-// StreamEvents reads a stream's versions from..to, row by row.
-func (Exec) StreamEvents(ctx context.Context, q driver.ReadQuerier, tenant, stream string, from, to int64, fn func(envelope.Event) error) error {
-	rows, err := q.QueryContext(ctx, SelectStreamEvents+` WHERE tenant = ? AND stream_id = ? AND version BETWEEN ? AND ? ORDER BY version`,
-		tenant, stream, from, to)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	sc := NewStreamEventScanner(tenant, stream)
-	for rows.Next() {
-		e, err := sc.Scan(rows)
-		if err != nil {
-			return err
-		}
-		if err := fn(e); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
-}
-
-// StreamsPageSQL lists a page of a tenant's streams from the stream id
-// ?2 on (op: > or >=). A stream's version, updated time and positions
-// come from the UNIQUE(tenant, stream_id, version) index: its newest
-// event (found by MAX(version)) and its first retained one, a few
-// lookups per stream, in the streams' primary key order. The versions a
-// restore took back (version_gaps, keyed by stream) within the stream's
-// readable range come last: a lookup that finds nothing on a stream
-// without gaps.
-func StreamsPageSQL(op string) string {
-	return `SELECT s.stream_id, COALESCE(n.version, 0), s.first_version, s.created_at, COALESCE(n.recorded_at, s.created_at),
-		COALESCE((SELECT position FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id AND e.version = s.first_version), 0),
-		COALESCE(n.position, 0),
-		COALESCE((SELECT SUM(MIN(g.to_version, n.version) - MAX(g.from_version, s.first_version) + 1) FROM version_gaps g
-			WHERE g.tenant = s.tenant AND g.stream_id = s.stream_id AND g.from_version <= n.version AND g.to_version >= s.first_version), 0)
-		FROM streams s LEFT JOIN events n ON n.tenant = s.tenant AND n.stream_id = s.stream_id
-			AND n.version = (SELECT MAX(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id)
-		WHERE s.tenant = ? AND s.stream_id ` + op + ` ? AND s.deleted = 0 ORDER BY s.stream_id LIMIT ?`
-}
-
-var (
-	streamsPageAfter = StreamsPageSQL(">")
-	streamsPageFrom  = StreamsPageSQL(">=")
-)
-
-// StreamsPage runs StreamsPageSQL.
-func (Exec) StreamsPage(ctx context.Context, q driver.ReadQuerier, tenant, from string, inclusive bool, n int) ([]driver.StreamRow, error) {
-	query := streamsPageAfter
-	if inclusive {
-		query = streamsPageFrom
-	}
-	rows, err := q.QueryContext(ctx, query, tenant, from, n)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []driver.StreamRow
-	for rows.Next() {
-		var r driver.StreamRow
-		if err := rows.Scan(&r.Stream, &r.Version, &r.FirstVersion, &r.CreatedAt, &r.UpdatedAt, &r.FirstPosition, &r.LastPosition, &r.GapVersions); err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
-}
+// StreamsPageSQL is sqlshared.StreamsPageSQL in SQLite's spelling.
+func StreamsPageSQL(op string) string { return sqlshared.StreamsPageSQL(dialect{}, op) }

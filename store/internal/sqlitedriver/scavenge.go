@@ -35,13 +35,6 @@ func (Exec) ScavengeCandidates(ctx context.Context, q driver.ReadQuerier) ([]dri
 	return out, rows.Err()
 }
 
-// OldestVersion reads MIN(version).
-func (Exec) OldestVersion(ctx context.Context, q driver.ReadQuerier, tenant, stream string) (int64, error) {
-	var lo int64
-	err := q.QueryRowContext(ctx, `SELECT MIN(version) FROM events WHERE tenant = ? AND stream_id = ?`, tenant, stream).Scan(&lo)
-	return lo, err
-}
-
 // LowestReader reads checkpoints, projections and rebuilds in one
 // statement.
 func (Exec) LowestReader(ctx context.Context, q driver.ReadQuerier) (by, name string, pos int64, ok bool, err error) {
@@ -54,14 +47,6 @@ func (Exec) LowestReader(ctx context.Context, q driver.ReadQuerier) (by, name st
 		return "", "", 0, false, nil
 	}
 	return by, name, pos, err == nil, err
-}
-
-// OutboxSettled reads outbox_watermark.settled and the oldest unsettled
-// event above it.
-func (Exec) OutboxSettled(ctx context.Context, q driver.ReadQuerier) (settled, pending int64, err error) {
-	err = q.QueryRowContext(ctx, `SELECT w.settled, COALESCE((SELECT e.position FROM events e LEFT JOIN outbox o ON o.position = e.position
-		WHERE e.position > w.settled AND `+Unsettled+` ORDER BY e.position LIMIT 1), 0) FROM outbox_watermark w`).Scan(&settled, &pending)
-	return settled, pending, err
 }
 
 // LoadScavengeBatch fills temp.scavenge_batch.

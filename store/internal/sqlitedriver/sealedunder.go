@@ -2,8 +2,8 @@ package sqlitedriver
 
 import (
 	"context"
-	"database/sql"
-	"errors"
+
+	"github.com/eventlite/eventlite/store/internal/driver/sqlshared"
 )
 
 // SealedUnder reads erasure_keys on the writer's connection, inside its
@@ -12,15 +12,5 @@ import (
 // forget committed by another process is seen whatever the cache and
 // the data version say.
 func (w *writer) SealedUnder(ctx context.Context, tenant, stream, subject string, wrapped []byte) (live, forgotten bool, err error) {
-	err = w.conn.QueryRowContext(ctx, `SELECT forgotten_at IS NOT NULL, COALESCE(wrapped_key = ?, 0) FROM erasure_keys
-		WHERE tenant = ? AND subject = ?`, wrapped, tenant, subject).Scan(&forgotten, &live)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return false, false, nil
-	case err != nil || !live || forgotten:
-		return false, forgotten, err
-	}
-	_, err = w.conn.ExecContext(ctx, `INSERT INTO erasure_streams (tenant, subject, stream_id) VALUES (?, ?, ?)
-		ON CONFLICT DO NOTHING`, tenant, subject, stream)
-	return err == nil, false, err
+	return sqlshared.SealedUnder(ctx, w.conn, dialect{}, tenant, stream, subject, wrapped)
 }

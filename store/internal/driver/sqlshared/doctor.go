@@ -18,7 +18,7 @@ func (x Exec[D]) RelayHasRun(ctx context.Context, q driver.ReadQuerier) (bool, e
 
 // EachPendingOutbox reads the pending events without a dead letter.
 func (x Exec[D]) EachPendingOutbox(ctx context.Context, q driver.ReadQuerier, before int64, fn func(tenant, eventID string, recordedAt int64) error) error {
-	rows, err := q.QueryContext(ctx, x.bind(x.dialect().PendingCTE()+` SELECT e.tenant, e.event_id, e.recorded_at FROM pending p JOIN events e ON e.position = p.position
+	rows, err := q.QueryContext(ctx, x.bind(x.dialect().Outbox().PendingCTE+` SELECT e.tenant, e.event_id, e.recorded_at FROM pending p JOIN events e ON e.position = p.position
 		LEFT JOIN outbox o ON o.position = p.position
 		WHERE o.dead_at IS NULL AND e.recorded_at < ? ORDER BY p.position`), before)
 	if err != nil {
@@ -41,7 +41,7 @@ func (x Exec[D]) EachPendingOutbox(ctx context.Context, q driver.ReadQuerier, be
 // RelayBacklog asks whether a pending event is not a dead letter.
 func (x Exec[D]) RelayBacklog(ctx context.Context, q driver.ReadQuerier) (bool, error) {
 	var waiting bool
-	err := q.QueryRowContext(ctx, x.dialect().PendingCTE()+` SELECT EXISTS (SELECT 1 FROM pending p LEFT JOIN outbox o ON o.position = p.position WHERE o.dead_at IS NULL)`).Scan(&waiting)
+	err := q.QueryRowContext(ctx, x.dialect().Outbox().PendingCTE+` SELECT EXISTS (SELECT 1 FROM pending p LEFT JOIN outbox o ON o.position = p.position WHERE o.dead_at IS NULL)`).Scan(&waiting)
 	return waiting, err
 }
 

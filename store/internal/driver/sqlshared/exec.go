@@ -42,15 +42,29 @@ type Dialect interface {
 	// NowMillis is an expression of the engine's clock in Unix
 	// milliseconds, read when the statement runs.
 	NowMillis() string
-	// PendingCTE is the driver's WITH clause naming the events the relay
-	// has still to settle, pending(position) (its PendingCTE).
-	PendingCTE() string
+	// Outbox is the outbox's shared statements in the engine's
+	// spelling, built once (NewOutboxSQL).
+	Outbox() *OutboxSQL
 	// ScavengeBatch names the temporary table of a scavenge batch's
 	// positions (the driver's LoadScavengeBatch fills it).
 	ScavengeBatch() string
 	// OutboxRowOf joins an event e to its outbox row o (NULLs when it
 	// has none), as the engine walks it best for a read of many events.
 	OutboxRowOf() string
+	// HasExtensions holds for an events row (its columns unqualified)
+	// that has extensions; ErasureKey is its erasurekey extension, NULL
+	// for none.
+	HasExtensions() string
+	ErasureKey() string
+	// CopyColumn is the SQL a copy reads column col of table by.
+	CopyColumn(table, col string) string
+	// SelectEvents and SelectStreamEvents are the driver's select of
+	// the events' columns, the second without the tenant and stream;
+	// EventScanner and StreamEventScanner scan their rows.
+	SelectEvents() string
+	SelectStreamEvents() string
+	EventScanner() EventScanner
+	StreamEventScanner(tenant, stream string) EventScanner
 	// Int64 wraps an expression whose type must be a 64-bit integer
 	// (PostgreSQL's SUM of bigint is numeric; a bare parameter it cannot
 	// type from its context would be text).
@@ -74,4 +88,4 @@ func (Exec[D]) dialect() D {
 }
 
 // scanner is a *sql.Row or *sql.Rows.
-type scanner interface{ Scan(dest ...any) error }
+type scanner = Scanner

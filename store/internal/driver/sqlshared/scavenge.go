@@ -93,3 +93,18 @@ func (x Exec[D]) IDRemoved(ctx context.Context, q driver.ReadQuerier, tenant, id
 	}
 	return err == nil, err
 }
+
+// OldestVersion reads the stream's lowest version by its index.
+func (x Exec[D]) OldestVersion(ctx context.Context, q driver.ReadQuerier, tenant, stream string) (int64, error) {
+	var lo int64
+	err := q.QueryRowContext(ctx, x.bind(`SELECT version FROM events WHERE tenant = ? AND stream_id = ? ORDER BY version LIMIT 1`), tenant, stream).Scan(&lo)
+	return lo, err
+}
+
+// OutboxSettled reads outbox_watermark.settled and the oldest unsettled
+// event above it.
+func (x Exec[D]) OutboxSettled(ctx context.Context, q driver.ReadQuerier) (settled, pending int64, err error) {
+	err = q.QueryRowContext(ctx, `SELECT w.settled, COALESCE((SELECT e.position FROM events e `+x.dialect().OutboxRowOf()+`
+		WHERE e.position > w.settled AND `+Unsettled+` ORDER BY e.position LIMIT 1), 0) FROM outbox_watermark w`).Scan(&settled, &pending)
+	return settled, pending, err
+}
