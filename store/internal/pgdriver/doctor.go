@@ -39,15 +39,53 @@ func (Exec) EachVersionGap(ctx context.Context, q driver.ReadQuerier, fn func(te
 // head over the last minute's events only. The statement differs for one
 // tenant and for every tenant, so that the planner sees which index the
 // tenant selects.
-func (Exec) InventoryStats(ctx context.Context, q driver.ReadQuerier, tenant string, cutoff int64) (driver.InventoryStats, error) {
+func (Exec) InventoryStats(ctx context.Context, q driver.ReadQuerier, tenant string, cutoff int64, generation bool) (driver.InventoryStats, error) {
 	var st driver.InventoryStats
 	query, args := inventoryStatsAll, []any{cutoff}
 	if tenant != "" {
 		query, args = inventoryStatsTenant, []any{cutoff, tenant}
 	}
-	err := q.QueryRowContext(ctx, query, args...).Scan(&st.Events, &st.Streams, &st.LastPosition, &st.RecentEvents)
+	dest := []any{&st.Events, &st.Streams, &st.LastPosition, &st.RecentEvents}
+	if generation {
+		query += `, ` + headAndGeneration
+		dest = append(dest, &st.Head, &st.Generation)
+	}
+	err := q.QueryRowContext(ctx, query, args...).Scan(dest...)
 	return st, err
 }
+
+// headAndGeneration are the head (log_head hands out positions in commit
+// order: every later append's is higher) and stats_generation's counter,
+// read in the statement's snapshot.
+const headAndGeneration = `(SELECT position FROM log_head), (SELECT generation FROM stats_generation)`
+
+// InventoryDelta walks the log from after on, in one statement (one
+// snapshot). The tenant's predicate is an expression (tenant || ''), so
+// that the planner walks the positions from after rather than every
+// event of the tenant through its (tenant, event_id) index.
+func (Exec) InventoryDelta(ctx context.Context, q driver.ReadQuerier, tenant string, after, cutoff int64) (driver.InventoryDelta, error) {
+	var d driver.InventoryDelta
+	query, args := inventoryDeltaAll, []any{cutoff, after}
+	if tenant != "" {
+		query, args = inventoryDeltaTenant, []any{cutoff, after, tenant}
+	}
+	err := q.QueryRowContext(ctx, query, args...).Scan(&d.Events, &d.NewStreams, &d.LastPosition, &d.RecentEvents, &d.Head, &d.Generation)
+	return d, err
+}
+
+// inventoryDeltaSQL is InventoryDelta's statement: the events after $2
+// (of the tenant $3 when events says so), the last minute's (cutoff $1).
+func inventoryDeltaSQL(events string) string {
+	return `SELECT d.n, d.s, d.last, (SELECT count(*) FROM events WHERE ` + events + ` AND position > COALESCE(
+			(SELECT position FROM events WHERE recorded_at < $1 ORDER BY position DESC LIMIT 1), 0)), ` + headAndGeneration + `
+		FROM (SELECT count(*) AS n, count(*) FILTER (WHERE version = 1) AS s, COALESCE(max(position), 0) AS last
+			FROM events WHERE position > $2 AND ` + events + `) d`
+}
+
+var (
+	inventoryDeltaAll    = inventoryDeltaSQL("TRUE")
+	inventoryDeltaTenant = inventoryDeltaSQL("tenant || '' = $3")
+)
 
 // inventoryStatsSQL is InventoryStats' statement; the predicates select
 // the streams (alias s) and the events (no alias) of the tenant $2, or all.
