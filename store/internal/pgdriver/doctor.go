@@ -60,7 +60,7 @@ func (Exec) InventoryStats(ctx context.Context, q driver.ReadQuerier, tenant str
 const headAndGeneration = `(SELECT position FROM log_head), (SELECT generation FROM stats_generation)`
 
 // InventoryDelta walks the log from after on, in one statement (one
-// snapshot). The tenant's predicate is an expression (tenant || ”), so
+// snapshot). The tenant predicate is an expression (the tenant joined to an empty string), so
 // that the planner walks the positions from after rather than every
 // event of the tenant through its (tenant, event_id) index.
 func (Exec) InventoryDelta(ctx context.Context, q driver.ReadQuerier, tenant string, after, cutoff int64) (driver.InventoryDelta, error) {
