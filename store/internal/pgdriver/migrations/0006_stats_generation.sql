@@ -14,9 +14,11 @@ CREATE TABLE IF NOT EXISTS stats_generation (
     generation BIGINT  NOT NULL
 );
 INSERT INTO stats_generation (one, generation) VALUES (TRUE, 0) ON CONFLICT DO NOTHING;
+-- The functions name the table in the trigger's own schema: a statement
+-- run with another search_path (a tool, a test) still finds it.
 CREATE OR REPLACE FUNCTION stats_generation_bump() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    UPDATE stats_generation SET generation = generation + 1;
+    EXECUTE format('UPDATE %I.stats_generation SET generation = generation + 1', TG_TABLE_SCHEMA);
     RETURN NULL;
 END $$;
 -- A statement that deleted rows: one bump, however many (a scavenge
@@ -24,7 +26,7 @@ END $$;
 CREATE OR REPLACE FUNCTION stats_generation_bump_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF EXISTS (SELECT 1 FROM removed_rows) THEN
-        UPDATE stats_generation SET generation = generation + 1;
+        EXECUTE format('UPDATE %I.stats_generation SET generation = generation + 1', TG_TABLE_SCHEMA);
     END IF;
     RETURN NULL;
 END $$;
