@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
 // Inventory is what the file holds, counted and listed, reached with
@@ -49,13 +51,17 @@ type Stats struct {
 // newest position and counts the events recorded in the last minute, in
 // one read transaction; the file sizes come from the file system.
 //
-// The counts read the streams table (a stream's readable events are its
-// versions from first_version on, less those a restore took back): one
-// index lookup per stream, never a read of every event. A tenant's newest
-// position is the highest of its streams' newest events; the last minute
-// is counted from the newest event back to the newest one recorded before
-// it began. The read costs about a millisecond per thousand streams plus
-// the time to count the last minute's events.
+// The counts are exact and cost what was appended since the previous
+// Stats of the tenant, not the size of the log: the store keeps each
+// tenant's last counts with the head they include and the file's stats
+// generation (a counter that triggers move on every change that can lower
+// or reshape the counts: an event removed, a stream deleted, truncated,
+// revived or removed, a version gap recorded; an append moves nothing),
+// and while the generation has not moved it adds the events appended
+// after that head (those of version 1 begin a new stream). The first Stats
+// of a tenant, and the first after such a change, count in full: one
+// index lookup per stream. The last minute is counted from the newest
+// event recorded before it began, so it costs the last minute's appends.
 func (inv *Inventory) Stats(ctx context.Context, tenant string) (Stats, error) {
 	s := inv.s
 	var st Stats
@@ -74,16 +80,11 @@ func (inv *Inventory) Stats(ctx context.Context, tenant string) (Stats, error) {
 	}
 	defer func() { _ = tx.Rollback() }()
 	cutoff := s.opts.Now().Add(-time.Minute).UnixNano()
-	// A stream's readable events are its newest version less
-	// first_version, plus one, less the versions a restore took back
-	// (recorded gaps): the counts read one index entry per stream (its
-	// newest version) and its gaps, not every event. The newest position is the first match
-	// scanning back from the head.
-	c, err := s.ex.InventoryStats(ctx, tx, tenant, cutoff)
+	c, err := s.stats.count(ctx, s.ex, tx, tenant, cutoff)
 	if err != nil {
 		return st, wrap(err)
 	}
-	st.Events, st.Streams, st.LastPosition, st.AppendedLastMinute = c.Events, c.Streams, c.LastPosition, c.RecentEvents
+	st.Events, st.Streams, st.LastPosition, st.AppendedLastMinute = c.events, c.streams, c.last, c.recent
 	for _, f := range []struct {
 		path string
 		n    *int64
@@ -97,6 +98,77 @@ func (inv *Inventory) Stats(ctx context.Context, tenant string) (Stats, error) {
 		}
 	}
 	return st, nil
+}
+
+// statsCacheSize bounds the tenants whose counts the store keeps: past
+// it, one is dropped (its next Stats counts in full).
+const statsCacheSize = 1024
+
+// statsCache keeps each tenant's last counts ("" for every tenant) with
+// the head and the stats generation they were read at.
+type statsCache struct {
+	mu sync.Mutex
+	m  map[string]statsEntry
+}
+
+// statsEntry is a tenant's counts as of head, at generation; recent is
+// the last minute's count as read then.
+type statsEntry struct {
+	head, generation              int64
+	events, streams, last, recent int64
+}
+
+// count returns tenant's counts read in q: the kept ones plus what was
+// appended after their head while the generation has not moved, or a
+// full count. Any entry it keeps is a consistent triple of counts, head
+// and generation read in one statement, so racing Stats calls may keep
+// either one's.
+func (c *statsCache) count(ctx context.Context, ex driver.Executor, q driver.ReadQuerier, tenant string, cutoff int64) (statsEntry, error) {
+	c.mu.Lock()
+	e, ok := c.m[tenant]
+	c.mu.Unlock()
+	if ok {
+		d, err := ex.InventoryDelta(ctx, q, tenant, e.head, cutoff)
+		if err != nil {
+			return statsEntry{}, err
+		}
+		if d.Generation == e.generation && d.Head >= e.head {
+			e.head, e.events, e.streams, e.recent = d.Head, e.events+d.Events, e.streams+d.NewStreams, d.RecentEvents
+			e.last = max(e.last, d.LastPosition)
+			c.put(tenant, e)
+			return e, nil
+		}
+	}
+	// A file from before migration 21 (SQLite) or 6 (PostgreSQL), opened
+	// read-only, has no generation: every Stats counts in full.
+	gen, err := ex.TableExists(ctx, q, "stats_generation")
+	if err != nil {
+		return statsEntry{}, err
+	}
+	f, err := ex.InventoryStats(ctx, q, tenant, cutoff, gen)
+	if err != nil {
+		return statsEntry{}, err
+	}
+	e = statsEntry{head: f.Head, generation: f.Generation, events: f.Events, streams: f.Streams, last: f.LastPosition, recent: f.RecentEvents}
+	if gen {
+		c.put(tenant, e)
+	}
+	return e, nil
+}
+
+func (c *statsCache) put(tenant string, e statsEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]statsEntry{}
+	}
+	if _, ok := c.m[tenant]; !ok && len(c.m) >= statsCacheSize {
+		for k := range c.m {
+			delete(c.m, k)
+			break
+		}
+	}
+	c.m[tenant] = e
 }
 
 // TypeCounts counts the tenant's events in the log by type: the events a

@@ -181,7 +181,7 @@ func TestMigratePositionsWithoutAutoincrement(t *testing.T) {
 			OR dead_at IS NOT NULL OR last_error IS NOT NULL OR first_failed_at IS NOT NULL ORDER BY position`
 		streamsQ = `SELECT tenant, stream_id, created_at, first_version, deleted FROM streams ORDER BY tenant, stream_id`
 		// Migration 0016 drops the removed-id trigger: the writer checks.
-		schemaQ  = `SELECT type, name, tbl_name, sql FROM sqlite_master WHERE type IN ('index', 'trigger') AND name NOT IN ('outbox_pending', 'events_removed_id') ORDER BY name`
+		schemaQ  = `SELECT type, name, tbl_name, sql FROM sqlite_master WHERE type IN ('index', 'trigger') AND name NOT IN ('outbox_pending', 'events_removed_id') AND name NOT LIKE 'stats\_%' ESCAPE '\' ORDER BY name`
 		removedQ = `SELECT * FROM removed_ranges UNION ALL SELECT tenant, event_id, NULL FROM removed_event_ids`
 	)
 	before := map[string][]string{}

@@ -192,6 +192,8 @@ type Store struct {
 	pollDone chan struct{}
 
 	keys *keyring // data keys of erasure, and the master key
+
+	stats statsCache // Inventory.Stats' counts per tenant
 }
 
 // Open opens (creating if needed) the event store at path and brings its

@@ -39,7 +39,17 @@ type Inventory interface {
 	// tenant), reads its newest position and counts its events recorded
 	// after cutoff (Unix nanoseconds), in one statement. Run it in a read
 	// transaction so that the figures agree.
-	InventoryStats(ctx context.Context, q ReadQuerier, tenant string, cutoff int64) (InventoryStats, error)
+	// With generation it also reads the head (the newest position of
+	// every tenant) and stats_generation's counter (migration 21 on
+	// SQLite, 6 on PostgreSQL), which the caller checked exists.
+	InventoryStats(ctx context.Context, q ReadQuerier, tenant string, cutoff int64, generation bool) (InventoryStats, error)
+	// InventoryDelta counts, in one statement, tenant's events ("" for
+	// every tenant) at positions after after, those of them that begin a
+	// stream (version 1), their newest position, and its events recorded
+	// after cutoff, and reads the head and stats_generation's counter. It
+	// reads the log from after on: its cost grows with what was appended
+	// since, not with the log.
+	InventoryDelta(ctx context.Context, q ReadQuerier, tenant string, after, cutoff int64) (InventoryDelta, error)
 	// TypeCounts counts a tenant's events in the log by type.
 	TypeCounts(ctx context.Context, q ReadQuerier, tenant string) (map[string]int64, error)
 	// Tenants lists the tenants with at least one stream, in byte order;
@@ -50,4 +60,12 @@ type Inventory interface {
 // InventoryStats are the counts of InventoryStats.
 type InventoryStats struct {
 	Events, Streams, LastPosition, RecentEvents int64
+	// Head and Generation: read with generation only.
+	Head, Generation int64
+}
+
+// InventoryDelta are the counts of InventoryDelta.
+type InventoryDelta struct {
+	Events, NewStreams, LastPosition, RecentEvents int64
+	Head, Generation                               int64
 }

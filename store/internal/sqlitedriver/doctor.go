@@ -55,15 +55,50 @@ const eachVersionGap = `SELECT e.tenant, e.stream_id FROM events e JOIN streams 
 // cutoff (found scanning back from the head over the last minute's
 // events only). The statement differs for one tenant and for every
 // tenant, so that neither reads every event of a tenant.
-func (Exec) InventoryStats(ctx context.Context, q driver.ReadQuerier, tenant string, cutoff int64) (driver.InventoryStats, error) {
+func (Exec) InventoryStats(ctx context.Context, q driver.ReadQuerier, tenant string, cutoff int64, generation bool) (driver.InventoryStats, error) {
 	var st driver.InventoryStats
 	query, args := inventoryStatsAll, []any{cutoff}
 	if tenant != "" {
 		query, args = inventoryStatsTenant, []any{cutoff, tenant}
 	}
-	err := q.QueryRowContext(ctx, query, args...).Scan(&st.Events, &st.Streams, &st.LastPosition, &st.RecentEvents)
+	dest := []any{&st.Events, &st.Streams, &st.LastPosition, &st.RecentEvents}
+	if generation {
+		query += `, ` + headAndGeneration
+		dest = append(dest, &st.Head, &st.Generation)
+	}
+	err := q.QueryRowContext(ctx, query, args...).Scan(dest...)
 	return st, err
 }
+
+// headAndGeneration are the head (the newest position: every later
+// append's is higher, and a scavenge that removes the newest event moves
+// the generation) and stats_generation's counter.
+const headAndGeneration = `COALESCE((SELECT MAX(position) FROM events), 0), (SELECT generation FROM stats_generation)`
+
+// InventoryDelta walks the log from after on (+tenant keeps the planner
+// on the positions, off the (tenant, event_id) index): one statement.
+func (Exec) InventoryDelta(ctx context.Context, q driver.ReadQuerier, tenant string, after, cutoff int64) (driver.InventoryDelta, error) {
+	var d driver.InventoryDelta
+	query, args := inventoryDeltaAll, []any{cutoff, after}
+	if tenant != "" {
+		query, args = inventoryDeltaTenant, []any{cutoff, after, tenant}
+	}
+	err := q.QueryRowContext(ctx, query, args...).Scan(&d.Events, &d.NewStreams, &d.LastPosition, &d.RecentEvents, &d.Head, &d.Generation)
+	return d, err
+}
+
+// inventoryDeltaSQL is InventoryDelta's statement: the events after ?2
+// (of the tenant ?3 when events says so), the last minute's (cutoff ?1).
+func inventoryDeltaSQL(events string) string {
+	return `SELECT d.n, d.s, d.last, (SELECT count(*) FROM events WHERE position > ` + recentAfter + ` AND ` + events + `), ` + headAndGeneration + `
+		FROM (SELECT count(*) AS n, COALESCE(SUM(version = 1), 0) AS s, COALESCE(MAX(position), 0) AS last
+			FROM events WHERE position > ?2 AND ` + events + `) d`
+}
+
+var (
+	inventoryDeltaAll    = inventoryDeltaSQL("1")
+	inventoryDeltaTenant = inventoryDeltaSQL("+tenant = ?3")
+)
 
 // recentAfter is the position of the newest event recorded before the
 // cutoff ?1: the events above it are the last minute's.
