@@ -68,7 +68,7 @@ func (p spanHook) OnEnd(s sdktrace.ReadOnlySpan) {
 func (spanHook) Shutdown(context.Context) error   { return nil }
 func (spanHook) ForceFlush(context.Context) error { return nil }
 
-func newBookTicket(t testing.TB, s *store.Store, hk *hooks) *decision.Handler[int, BookTicket] {
+func newBookTicket(t testing.TB, s *store.Store, hk *hooks, opts *decision.Options) *decision.Handler[int, BookTicket] {
 	t.Helper()
 	reg := ticketRegistry()
 	var ev decision.Evolvers[int]
@@ -99,7 +99,7 @@ func newBookTicket(t testing.TB, s *store.Store, hk *hooks) *decision.Handler[in
 			}
 			return out, nil
 		},
-	}, &decision.Options{MaxAttempts: 3})
+	}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestCancelAtEveryPoint(t *testing.T) {
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spanHook{hk}))
 		defer tp.Shutdown(context.Background())
 		s, _ := eng.open(t, &store.Options{TracerProvider: tp})
-		h := newBookTicket(t, s, hk)
+		h := newBookTicket(t, s, hk, nil)
 		type point struct {
 			at      string // "", "evolve", "decide", "append-start", "append-end", "commit"
 			attempt int32  // the attempt cancelled; 2 after a condition failure

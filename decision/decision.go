@@ -9,10 +9,12 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/oklog/ulid/v2"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventlite/eventlite/aggregate"
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/inside"
+	"github.com/eventlite/eventlite/internal/tracing"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -96,6 +98,9 @@ type Options struct {
 	MaxAttempts int
 	// Logger receives structured logs. Default: none.
 	Logger hclog.Logger
+	// TracerProvider starts the command, attempt, read and decide spans.
+	// Default: otel's global provider, looked up at each command.
+	TracerProvider trace.TracerProvider
 }
 
 // Result is the outcome of a handled command.
@@ -129,6 +134,7 @@ type Handler[S, C any] struct {
 	opType string
 	opts   Options
 	log    hclog.Logger
+	trace  tracing.Config
 }
 
 // New returns a handler for def on s. It checks def up front.
@@ -170,18 +176,11 @@ func New[S, C any](s *store.Store, def Definition[S, C], opts *Options) (*Handle
 		o.Logger = hclog.NewNullLogger()
 	}
 	return &Handler[S, C]{store: s, def: def, opType: def.Name + "." + typeName(reflect.TypeFor[C]()), opts: o,
-		log: o.Logger.Named("decision." + def.Name)}, nil
+		log: o.Logger.Named("decision." + def.Name), trace: tracing.Config{TP: o.TracerProvider}}, nil
 }
 
-// Handle reads the events matching the command's query, folds them, runs
-// Decide and appends the new events with the condition that no event
-// matching the query was appended after the position read (the log's
-// head, read before the events, or the newest matching event's when that
-// is higher). When one was,
-// it reads, folds and decides again, up to MaxAttempts, and never
-// appends a stale decision; the last attempt's error then matches
-// store.ErrConditionFailed. Decide's errors come back unchanged.
-func (h *Handler[S, C]) Handle(ctx context.Context, cmd Command[C]) (Result, error) {
+// handle is Handle without its span.
+func (h *Handler[S, C]) handle(ctx context.Context, cmd Command[C]) (Result, error) {
 	if cmd.Tenant == "" {
 		cmd.Tenant = "default"
 	}
@@ -213,12 +212,12 @@ func (h *Handler[S, C]) Handle(ctx context.Context, cmd Command[C]) (Result, err
 	}
 	var lastErr error
 	for attempt := 1; attempt <= h.opts.MaxAttempts; attempt++ {
-		res, err := h.attempt(ctx, cmd, op)
+		res, err := h.tracedAttempt(ctx, cmd, op, attempt)
 		if !retryable(err) {
 			return res, err
 		}
 		lastErr = err
-		h.log.Debug("the boundary moved; reading and deciding again", "tenant", cmd.Tenant, "attempt", attempt, "error", err)
+		tracing.Logger(ctx, h.log).Debug("the boundary moved; reading and deciding again", "tenant", cmd.Tenant, "attempt", attempt, "error", err)
 	}
 	return Result{}, fmt.Errorf("decision %s: gave up after %d attempts: %w", h.def.Name, h.opts.MaxAttempts, lastErr)
 }
@@ -231,7 +230,7 @@ var errAnswered = errors.New("operation already answered")
 // matching event's, or the head read before the events when none (or
 // only older ones) matched, so that an event matching q that the read
 // did not see is always after it.
-func (h *Handler[S, C]) fold(ctx context.Context, tenant string, q store.Query, payload C) (S, int64, error) {
+func (h *Handler[S, C]) fold(ctx context.Context, tenant string, q store.Query, payload C, read *int) (S, int64, error) {
 	var state S
 	if h.def.Initial != nil {
 		state = h.def.Initial(payload)
@@ -247,6 +246,7 @@ func (h *Handler[S, C]) fold(ctx context.Context, tenant string, q store.Query, 
 			return state, 0, fmt.Errorf("decision %s: read: %w", h.def.Name, err)
 		}
 		after = max(after, e.Position)
+		*read++
 		if envelope.Erased(e) {
 			continue
 		}
@@ -265,11 +265,11 @@ func (h *Handler[S, C]) fold(ctx context.Context, tenant string, q store.Query, 
 
 func (h *Handler[S, C]) attempt(ctx context.Context, cmd Command[C], op *store.Operation) (Result, error) {
 	q := h.def.Query(cmd.Payload)
-	state, after, err := h.fold(ctx, cmd.Tenant, q, cmd.Payload)
+	state, after, err := h.tracedFold(ctx, cmd.Tenant, q, cmd.Payload)
 	if err != nil {
 		return Result{}, err
 	}
-	decided, err := h.def.Decide(state, cmd)
+	decided, err := h.tracedDecide(ctx, state, cmd)
 	if err != nil {
 		if op != nil {
 			// The same operation may have just been carried out by a
