@@ -6,6 +6,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/eventlite/eventlite/internal/command"
 	"github.com/eventlite/eventlite/internal/tracing"
 )
 
@@ -18,13 +19,13 @@ func TestTracingOffAllocatesNothing(t *testing.T) {
 		"noop provider":  {TP: noop.NewTracerProvider()},
 	} {
 		t.Run(name, func(t *testing.T) {
-			h := &Handler[int, struct{}]{trace: cfg, def: Definition[int, struct{}]{
+			h := &Handler[int, struct{}]{opts: command.Options{Trace: cfg}, def: Definition[int, struct{}]{
 				Decide: func(int, Command[struct{}]) ([]Event, error) { return nil, nil },
 			}}
 			ctx := context.Background()
 			cmd := Command[struct{}]{Tenant: "default", ID: "c"}
 			n := testing.AllocsPerRun(100, func() {
-				if h.trace.Tracer() != nil {
+				if h.opts.Trace.Tracer() != nil {
 					t.Fatal("a tracer with tracing off")
 				}
 				if _, err := h.tracedDecide(ctx, 1, cmd); err != nil {

@@ -26,7 +26,8 @@
 // name Key: Go refuses to import an internal package from outside the tree
 // it is in. Inside the module, the packages that may import this one are
 // listed in allow_test.go (projection, publish, replay, natsjs, serve,
-// aggregate, decision, metrics, the CLI and the test helpers); examples/ may not.
+// aggregate, internal/command (for aggregate and decision), metrics, the
+// CLI and the test helpers); examples/ may not.
 package inside
 
 // Key opens the store's bookkeeping (store.Bookkeeping). Its zero value is
