@@ -8,11 +8,10 @@ import (
 	"reflect"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/oklog/ulid/v2"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventlite/eventlite/envelope"
-	"github.com/eventlite/eventlite/internal/inside"
+	"github.com/eventlite/eventlite/internal/command"
 	"github.com/eventlite/eventlite/internal/tracing"
 	"github.com/eventlite/eventlite/store"
 )
@@ -143,12 +142,7 @@ type Result struct {
 // LastPosition returns the position of the last appended event, or 0 when
 // nothing was appended: pass it to projection.WaitFor, which takes 0 as
 // nothing to wait for.
-func (r Result) LastPosition() int64 {
-	if len(r.Positions) == 0 {
-		return 0
-	}
-	return r.Positions[len(r.Positions)-1]
-}
+func (r Result) LastPosition() int64 { return command.LastPosition(r.Positions) }
 
 // Handler loads aggregates, runs Decide and appends, for one aggregate
 // type. It is safe for concurrent use.
@@ -157,9 +151,9 @@ type Handler[S any] struct {
 	def    Definition[S]
 	evolve func(S, Event) S
 	decide func(S, Command) ([]any, error)
-	opts   Options
+	opts   command.Options
+	ledger command.Ledger
 	log    hclog.Logger
-	trace  tracing.Config
 }
 
 // New returns a handler for def on s. It checks def up front.
@@ -191,30 +185,19 @@ func New[S any](s *store.Store, def Definition[S], opts *Options) (*Handler[S], 
 			return nil, err
 		}
 	}
-	if def.Source == "" {
-		def.Source = def.Registry.Source()
-	}
-	if def.Source == "" {
-		def.Source = "/eventlite/" + def.Name
-	}
+	def.Source = command.Source(def.Source, def.Registry, def.Name)
 	if def.SnapshotSchema == 0 {
 		def.SnapshotSchema = 1
 	}
-	var o Options
+	var o command.Options
 	if opts != nil {
-		o = *opts
+		o = command.Options{MaxAttempts: opts.MaxAttempts, Logger: opts.Logger, Trace: tracing.Config{TP: opts.TracerProvider}}
 	}
-	if o.MaxAttempts < 0 {
-		return nil, fmt.Errorf("aggregate %s: MaxAttempts must not be negative", def.Name)
+	if err := o.Defaults("aggregate " + def.Name); err != nil {
+		return nil, err
 	}
-	if o.MaxAttempts == 0 {
-		o.MaxAttempts = 3
-	}
-	if o.Logger == nil {
-		o.Logger = hclog.NewNullLogger()
-	}
-	return &Handler[S]{store: s, def: def, evolve: evolve, decide: decide, opts: o, log: o.Logger.Named("aggregate." + def.Name),
-		trace: tracing.Config{TP: o.TracerProvider}}, nil
+	return &Handler[S]{store: s, def: def, evolve: evolve, decide: decide, opts: o, ledger: command.Ledger{Store: s},
+		log: o.Logger.Named("aggregate." + def.Name)}, nil
 }
 
 func (h *Handler[S]) initial() S {
@@ -286,47 +269,38 @@ func (h *Handler[S]) handle(ctx context.Context, cmd Command) (Result, error) {
 	if cmd.Payload == nil {
 		return Result{}, &envelope.InvalidError{Index: -1, Field: "payload", Reason: "a command needs a payload"}
 	}
-	if cmd.ID == "" {
-		cmd.ID = cmd.OperationID
-		if cmd.ID == "" {
-			cmd.ID = ulid.Make().String()
-		}
+	if err := command.IDs(&cmd.Tenant, cmd.OperationID, &cmd.ID, &cmd.CorrelationID); err != nil {
+		return Result{}, err
 	}
-	if cmd.CorrelationID == "" {
-		cmd.CorrelationID = cmd.ID
+	op, err := command.Operation(cmd.Tenant, cmd.OperationID, command.OpType(h.def.Name, reflect.TypeOf(cmd.Payload)), cmd.Stream, cmd.Payload, cmd.ErasureKey)
+	if err != nil {
+		return Result{}, err
 	}
-	var op *store.Operation
-	if cmd.OperationID != "" {
-		hash, err := InputHash(cmd.Stream, cmd.Payload)
-		if err != nil {
-			return Result{}, err
-		}
-		op = &store.Operation{Tenant: cmd.Tenant, ID: cmd.OperationID, Type: h.def.Name + "." + typeName(cmd.Payload), InputHash: hash, ErasureKey: cmd.ErasureKey}
-		// Fast path for a retry: the ledger already has the answer.
-		if stored, ok, err := h.store.Aggregates().Operation(ctx, cmd.Tenant, cmd.OperationID); err != nil {
-			return Result{}, err
-		} else if ok {
-			return h.replay(ctx, stored, *op, cmd.Stream)
-		}
+	// Fast path for a retry: the ledger already has the answer.
+	if stored, ok, err := h.ledger.Lookup(ctx, op); err != nil {
+		return Result{}, err
+	} else if ok {
+		return h.replay(ctx, stored, *op, cmd.Stream)
 	}
-	var lastErr error
-	for attempt := 1; attempt <= h.opts.MaxAttempts; attempt++ {
-		res, err := h.tracedAttempt(ctx, cmd, op, attempt)
+	retry := func(err error) bool {
 		var stale *staleCommand
-		if errors.As(err, &stale) {
-			return Result{}, stale.ConflictError
-		}
-		if !errors.Is(err, store.ErrConflict) {
-			return res, err
-		}
-		lastErr = err
-		tracing.Logger(ctx, h.log).Debug("version conflict; loading and deciding again", "stream", cmd.Stream, "attempt", attempt, "error", err)
+		return !errors.As(err, &stale) && errors.Is(err, store.ErrConflict)
 	}
-	return Result{}, fmt.Errorf("%s %q: gave up after %d attempts: %w", h.def.Name, cmd.Stream, h.opts.MaxAttempts, lastErr)
+	moved := func(ctx context.Context, n int, err error) {
+		tracing.Logger(ctx, h.log).Debug("version conflict; loading and deciding again", "stream", cmd.Stream, "attempt", n, "error", err)
+	}
+	res, err, exhausted := command.Attempts(ctx, &h.opts, cmd.ID, retry, moved, func(ctx context.Context) (Result, error) {
+		return h.attempt(ctx, cmd, op)
+	})
+	var stale *staleCommand
+	switch {
+	case errors.As(err, &stale):
+		return Result{}, stale.ConflictError
+	case exhausted:
+		return Result{}, fmt.Errorf("%s %q: gave up after %d attempts: %w", h.def.Name, cmd.Stream, h.opts.MaxAttempts, err)
+	}
+	return res, err
 }
-
-// errAnswered ends an Update whose operation turned out to be done.
-var errAnswered = errors.New("operation already answered")
 
 // staleCommand: the command's Expected does not hold for the loaded
 // version; Handle returns the conflict without retrying.
@@ -338,14 +312,12 @@ func (h *Handler[S]) attempt(ctx context.Context, cmd Command, op *store.Operati
 		return Result{}, err
 	}
 	if !holds(cmd.Expected, version) {
-		if op != nil {
-			// The same operation may have just been carried out by a
-			// concurrent call: its result is the answer, not a conflict.
-			if stored, ok, err := h.store.Aggregates().Operation(ctx, cmd.Tenant, cmd.OperationID); err != nil {
-				return Result{}, err
-			} else if ok {
-				return h.replay(ctx, stored, *op, cmd.Stream)
-			}
+		// The same operation may have just been carried out by a
+		// concurrent call: its result is the answer, not a conflict.
+		if stored, ok, err := h.ledger.Lookup(ctx, op); err != nil {
+			return Result{}, err
+		} else if ok {
+			return h.replay(ctx, stored, *op, cmd.Stream)
 		}
 		return Result{}, &staleCommand{&store.ConflictError{Tenant: cmd.Tenant, Stream: cmd.Stream, Expected: cmd.Expected, Actual: version}}
 	}
@@ -354,36 +326,16 @@ func (h *Handler[S]) attempt(ctx context.Context, cmd Command, op *store.Operati
 		return Result{}, err
 	}
 	events := make([]envelope.Event, 0, len(payloads))
+	meta := command.Meta{Source: h.def.Source, CorrelationID: cmd.CorrelationID, CausationID: cmd.ID, ErasureKey: cmd.ErasureKey}
 	for i, p := range payloads {
-		typ, ok := h.def.Registry.TypeOf(p)
-		if !ok {
-			return Result{}, fmt.Errorf("%s: Decide returned %T (event %d), which is not registered: register it with envelope.Register", h.def.Name, p, i)
-		}
-		e, err := h.def.Registry.Encode(typ, p)
+		e, err := command.Encode(h.def.Registry, h.def.Name, i, p, meta)
 		if err != nil {
 			return Result{}, err
-		}
-		e.Source = h.def.Source
-		e.CorrelationID = cmd.CorrelationID
-		e.CausationID = cmd.ID
-		if cmd.ErasureKey != "" {
-			e = e.WithErasureKey(cmd.ErasureKey)
 		}
 		events = append(events, e)
 	}
 	res := Result{Tenant: cmd.Tenant, Stream: cmd.Stream, Version: version}
-	var answered store.Operation
-	err = h.store.Update(ctx, func(tx *store.Tx) error {
-		if op != nil {
-			stored, ok, err := store.Bookkeeping(inside.Key{}, tx).Operation(ctx, cmd.Tenant, cmd.OperationID)
-			if err != nil {
-				return err
-			}
-			if ok {
-				answered = stored
-				return errAnswered
-			}
-		}
+	answered, err := h.ledger.Commit(ctx, op, func(tx *store.Tx) error {
 		if len(events) > 0 {
 			ar, err := tx.Append(ctx, cmd.Tenant, cmd.Stream, store.Exact(version), events...)
 			if err != nil {
@@ -398,20 +350,13 @@ func (h *Handler[S]) attempt(ctx context.Context, cmd Command, op *store.Operati
 				return err
 			}
 		}
-		if op != nil {
-			rec := *op
-			rec.Result, _ = json.Marshal(res)
-			if _, err := store.Bookkeeping(inside.Key{}, tx).RecordOperation(ctx, rec); err != nil {
-				return err
-			}
-		}
 		return nil
-	})
-	if errors.Is(err, errAnswered) {
-		return h.replay(ctx, answered, *op, cmd.Stream)
-	}
+	}, func() any { return res })
 	if err != nil {
 		return Result{}, err
+	}
+	if answered != nil {
+		return h.replay(ctx, *answered, *op, cmd.Stream)
 	}
 	return res, nil
 }
@@ -457,36 +402,9 @@ func holds(expected store.Expected, version int64) bool {
 // first operation's stream.
 func (h *Handler[S]) replay(ctx context.Context, stored, given store.Operation, stream string) (Result, error) {
 	var r Result
-	rerr := json.Unmarshal(stored.Result, &r)
-	// An input hash keyed by the subject's data key (ErasureKey) is
-	// compared by the store; after a forget it cannot be, and the retry
-	// is refused (an *envelope.InvalidError on erasurekey).
-	same, err := h.store.Aggregates().SameInput(ctx, stored, given)
-	if err != nil {
+	if err := h.ledger.Replay(ctx, stored, given, &r, stream, func() string { return r.Stream }); err != nil {
 		return Result{}, err
-	}
-	if !same {
-		storedStream := r.Stream
-		if rerr != nil || storedStream == "" {
-			storedStream = stream // unknown: not named as differing
-		}
-		return Result{}, &store.IdempotencyMismatchError{Tenant: given.Tenant, OperationID: given.ID, StoredType: stored.Type, GivenType: given.Type,
-			StoredStream: storedStream, GivenStream: stream}
-	}
-	if rerr != nil {
-		return Result{}, fmt.Errorf("operation %q: stored result does not decode: %w", given.ID, rerr)
 	}
 	r.Replayed = true
 	return r, nil
-}
-
-func typeName(v any) string {
-	t := reflect.TypeOf(v)
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.Name() == "" {
-		return t.String()
-	}
-	return t.Name()
 }

@@ -3,25 +3,23 @@ package aggregate
 import (
 	"cmp"
 	"context"
+	"reflect"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/eventlite/eventlite/internal/command"
 	"github.com/eventlite/eventlite/internal/tracing"
-	"github.com/eventlite/eventlite/store"
 )
 
 // Span attributes of the command and attempt spans.
 const (
 	attrAggregate = attribute.Key("eventlite.aggregate")
-	attrCommand   = attribute.Key("eventlite.command")
-	attrCommandID = attribute.Key("eventlite.command.id")
+	attrCommand   = command.AttrCommand
 	attrTenant    = tracing.AttrTenant
 	attrStream    = tracing.AttrStream
-	attrAttempt   = attribute.Key("eventlite.attempt")
 	attrVersion   = tracing.AttrVersion
-	attrReplayed  = attribute.Key("eventlite.replayed")
+	attrReplayed  = command.AttrReplayed
 )
 
 // Handle loads the aggregate, runs Decide, and appends the new events with
@@ -36,39 +34,22 @@ const (
 // child. An attempt that met a version conflict ends with status Error and
 // the next attempt follows.
 func (h *Handler[S]) Handle(ctx context.Context, cmd Command) (Result, error) {
-	tracer := h.trace.Tracer()
+	tracer := h.opts.Trace.Tracer()
 	if tracer == nil {
 		return h.handle(ctx, cmd)
 	}
 	ctx, span := tracer.Start(ctx, "command", trace.WithAttributes(
 		attrAggregate.String(h.def.Name),
-		attrCommand.String(typeName(cmd.Payload)),
+		attrCommand.String(command.TypeName(reflect.TypeOf(cmd.Payload))),
 		attrTenant.String(cmp.Or(cmd.Tenant, "default")),
 		attrStream.String(cmd.Stream),
 	))
 	defer span.End()
 	res, err := h.handle(ctx, cmd)
 	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
+		command.EndSpan(span, err)
 		return res, err
 	}
 	span.SetAttributes(attrVersion.Int64(res.Version), attrReplayed.Bool(res.Replayed))
 	return res, nil
-}
-
-// tracedAttempt runs one attempt in its own span when tracing is on.
-func (h *Handler[S]) tracedAttempt(ctx context.Context, cmd Command, op *store.Operation, n int) (Result, error) {
-	tracer := h.trace.Tracer()
-	if tracer == nil {
-		return h.attempt(ctx, cmd, op)
-	}
-	ctx, span := tracer.Start(ctx, "attempt", trace.WithAttributes(attrAttempt.Int(n), attrCommandID.String(cmd.ID)))
-	defer span.End()
-	res, err := h.attempt(ctx, cmd, op)
-	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-	}
-	return res, err
 }

@@ -6,6 +6,7 @@ import (
 	"reflect"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/command"
 )
 
 // EventOf is an event as a typed evolver receives it: the stored envelope
@@ -27,8 +28,7 @@ type CommandOf[C any] struct {
 // On). Set them as Definition.Evolvers, instead of Evolve. The zero value
 // is ready to use; register every evolver before New.
 type Evolvers[S any] struct {
-	byGo map[reflect.Type]func(S, Event) S
-	errs []error
+	set command.Evolvers[func(S, Event) S]
 }
 
 // On registers fn as the evolver of the events whose data decodes, after
@@ -37,21 +37,9 @@ type Evolvers[S any] struct {
 // decodes to, or two evolvers for one T. Erased events reach
 // Definition.Erased, never an evolver.
 func On[S, T any](e *Evolvers[S], fn func(state S, ev EventOf[T]) S) {
-	t := reflect.TypeFor[T]()
-	if e.byGo == nil {
-		e.byGo = make(map[reflect.Type]func(S, Event) S)
-	}
-	switch {
-	case fn == nil:
-		e.errs = append(e.errs, fmt.Errorf("aggregate.On[%v]: nil evolver", t))
-		return
-	case e.byGo[t] != nil:
-		e.errs = append(e.errs, fmt.Errorf("aggregate.On[%v]: a second evolver for %v", t, t))
-		return
-	}
-	e.byGo[t] = func(s S, ev Event) S {
+	e.set.Add("aggregate.On", reflect.TypeFor[T](), func(s S, ev Event) S {
 		return fn(s, EventOf[T]{Event: ev.Event, Payload: ev.Payload.(T)})
-	}
+	}, fn == nil)
 }
 
 // Deciders are an aggregate's typed deciders, one per Go command type (see
@@ -112,27 +100,13 @@ func (e *DefinitionError) Error() string {
 // make.
 func typedEvolve[S any](name string, ev *Evolvers[S], reg *envelope.Registry) (func(S, Event) S, error) {
 	var errs []error
-	for _, err := range ev.errs {
-		errs = append(errs, &DefinitionError{name, "Evolvers", err.Error()})
-	}
-	decoded := reg.Decoded()
-	known := make(map[reflect.Type]bool, len(decoded))
-	for _, t := range decoded {
-		known[t] = true
-		if ev.byGo[t] == nil {
-			typ, _ := reg.TypeOf(reflect.New(t).Elem().Interface())
-			errs = append(errs, &DefinitionError{name, "Evolvers", fmt.Sprintf("event type %q (Go type %v) has no evolver: add aggregate.On for %v", typ, t, t)})
-		}
-	}
-	for t := range ev.byGo {
-		if !known[t] {
-			errs = append(errs, &DefinitionError{name, "Evolvers", fmt.Sprintf("the evolver for %v is never called: %v is not a registered event's type (register it with envelope.Register)", t, t)})
-		}
+	for _, p := range ev.set.Problems(reg, true, "aggregate.On") {
+		errs = append(errs, &DefinitionError{name, "Evolvers", p})
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	byGo := ev.byGo
+	byGo := ev.set.ByGo
 	return func(s S, e Event) S {
 		if fn := byGo[reflect.TypeOf(e.Payload)]; fn != nil {
 			return fn(s, e)

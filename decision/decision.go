@@ -2,17 +2,16 @@ package decision
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/oklog/ulid/v2"
+	"go.opentelemetry.io/otel/trace"
 
-	"github.com/eventlite/eventlite/aggregate"
 	"github.com/eventlite/eventlite/envelope"
-	"github.com/eventlite/eventlite/internal/inside"
+	"github.com/eventlite/eventlite/internal/command"
+	"github.com/eventlite/eventlite/internal/tracing"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -96,6 +95,9 @@ type Options struct {
 	MaxAttempts int
 	// Logger receives structured logs. Default: none.
 	Logger hclog.Logger
+	// TracerProvider starts the command, attempt, read and decide spans.
+	// Default: otel's global provider, looked up at each command.
+	TracerProvider trace.TracerProvider
 }
 
 // Result is the outcome of a handled command.
@@ -114,12 +116,7 @@ type Result struct {
 // LastPosition returns the position of the last appended event, or 0 when
 // nothing was appended (what projection.WaitFor takes as nothing to wait
 // for).
-func (r Result) LastPosition() int64 {
-	if len(r.Positions) == 0 {
-		return 0
-	}
-	return r.Positions[len(r.Positions)-1]
-}
+func (r Result) LastPosition() int64 { return command.LastPosition(r.Positions) }
 
 // Handler reads, folds, decides and appends, for one decision. It is safe
 // for concurrent use.
@@ -127,7 +124,8 @@ type Handler[S, C any] struct {
 	store  *store.Store
 	def    Definition[S, C]
 	opType string
-	opts   Options
+	opts   command.Options
+	ledger command.Ledger
 	log    hclog.Logger
 }
 
@@ -150,88 +148,51 @@ func New[S, C any](s *store.Store, def Definition[S, C], opts *Options) (*Handle
 	if err := checkEvolvers(def.Name, def.Evolvers, def.Registry); err != nil {
 		return nil, err
 	}
-	if def.Source == "" {
-		def.Source = def.Registry.Source()
-	}
-	if def.Source == "" {
-		def.Source = "/eventlite/" + def.Name
-	}
-	var o Options
+	def.Source = command.Source(def.Source, def.Registry, def.Name)
+	var o command.Options
 	if opts != nil {
-		o = *opts
+		o = command.Options{MaxAttempts: opts.MaxAttempts, Logger: opts.Logger, Trace: tracing.Config{TP: opts.TracerProvider}}
 	}
-	if o.MaxAttempts < 0 {
-		return nil, fmt.Errorf("decision %s: MaxAttempts must not be negative", def.Name)
+	if err := o.Defaults("decision " + def.Name); err != nil {
+		return nil, err
 	}
-	if o.MaxAttempts == 0 {
-		o.MaxAttempts = 3
-	}
-	if o.Logger == nil {
-		o.Logger = hclog.NewNullLogger()
-	}
-	return &Handler[S, C]{store: s, def: def, opType: def.Name + "." + typeName(reflect.TypeFor[C]()), opts: o,
+	return &Handler[S, C]{store: s, def: def, opType: command.OpType(def.Name, reflect.TypeFor[C]()), opts: o, ledger: command.Ledger{Store: s},
 		log: o.Logger.Named("decision." + def.Name)}, nil
 }
 
-// Handle reads the events matching the command's query, folds them, runs
-// Decide and appends the new events with the condition that no event
-// matching the query was appended after the position read (the log's
-// head, read before the events, or the newest matching event's when that
-// is higher). When one was,
-// it reads, folds and decides again, up to MaxAttempts, and never
-// appends a stale decision; the last attempt's error then matches
-// store.ErrConditionFailed. Decide's errors come back unchanged.
-func (h *Handler[S, C]) Handle(ctx context.Context, cmd Command[C]) (Result, error) {
-	if cmd.Tenant == "" {
-		cmd.Tenant = "default"
-	}
-	if err := envelope.ValidateTenant(cmd.Tenant); err != nil {
+// handle is Handle without its span.
+func (h *Handler[S, C]) handle(ctx context.Context, cmd Command[C]) (Result, error) {
+	if err := command.IDs(&cmd.Tenant, cmd.OperationID, &cmd.ID, &cmd.CorrelationID); err != nil {
 		return Result{}, err
 	}
-	if cmd.ID == "" {
-		cmd.ID = cmd.OperationID
-		if cmd.ID == "" {
-			cmd.ID = ulid.Make().String()
-		}
+	op, err := command.Operation(cmd.Tenant, cmd.OperationID, h.opType, "", cmd.Payload, cmd.ErasureKey)
+	if err != nil {
+		return Result{}, err
 	}
-	if cmd.CorrelationID == "" {
-		cmd.CorrelationID = cmd.ID
+	// Fast path for a retry: the ledger already has the answer.
+	if stored, ok, err := h.ledger.Lookup(ctx, op); err != nil {
+		return Result{}, err
+	} else if ok {
+		return h.replay(ctx, stored, *op)
 	}
-	var op *store.Operation
-	if cmd.OperationID != "" {
-		hash, err := aggregate.InputHash("", cmd.Payload)
-		if err != nil {
-			return Result{}, err
-		}
-		op = &store.Operation{Tenant: cmd.Tenant, ID: cmd.OperationID, Type: h.opType, InputHash: hash, ErasureKey: cmd.ErasureKey}
-		// Fast path for a retry: the ledger already has the answer.
-		if stored, ok, err := h.store.Aggregates().Operation(ctx, cmd.Tenant, cmd.OperationID); err != nil {
-			return Result{}, err
-		} else if ok {
-			return h.replay(ctx, stored, *op)
-		}
+	moved := func(ctx context.Context, n int, err error) {
+		tracing.Logger(ctx, h.log).Debug("the boundary moved; reading and deciding again", "tenant", cmd.Tenant, "attempt", n, "error", err)
 	}
-	var lastErr error
-	for attempt := 1; attempt <= h.opts.MaxAttempts; attempt++ {
-		res, err := h.attempt(ctx, cmd, op)
-		if !retryable(err) {
-			return res, err
-		}
-		lastErr = err
-		h.log.Debug("the boundary moved; reading and deciding again", "tenant", cmd.Tenant, "attempt", attempt, "error", err)
+	res, err, exhausted := command.Attempts(ctx, &h.opts, cmd.ID, retryable, moved, func(ctx context.Context) (Result, error) {
+		return h.attempt(ctx, cmd, op)
+	})
+	if exhausted {
+		return Result{}, fmt.Errorf("decision %s: gave up after %d attempts: %w", h.def.Name, h.opts.MaxAttempts, err)
 	}
-	return Result{}, fmt.Errorf("decision %s: gave up after %d attempts: %w", h.def.Name, h.opts.MaxAttempts, lastErr)
+	return res, err
 }
-
-// errAnswered ends an Update whose operation turned out to be done.
-var errAnswered = errors.New("operation already answered")
 
 // fold reads the events of q in tenant and folds them into the initial
 // state. after is the position the decision is made at: the newest
 // matching event's, or the head read before the events when none (or
 // only older ones) matched, so that an event matching q that the read
 // did not see is always after it.
-func (h *Handler[S, C]) fold(ctx context.Context, tenant string, q store.Query, payload C) (S, int64, error) {
+func (h *Handler[S, C]) fold(ctx context.Context, tenant string, q store.Query, payload C, read *int) (S, int64, error) {
 	var state S
 	if h.def.Initial != nil {
 		state = h.def.Initial(payload)
@@ -247,6 +208,7 @@ func (h *Handler[S, C]) fold(ctx context.Context, tenant string, q store.Query, 
 			return state, 0, fmt.Errorf("decision %s: read: %w", h.def.Name, err)
 		}
 		after = max(after, e.Position)
+		*read++
 		if envelope.Erased(e) {
 			continue
 		}
@@ -254,7 +216,7 @@ func (h *Handler[S, C]) fold(ctx context.Context, tenant string, q store.Query, 
 		if err != nil {
 			return state, 0, fmt.Errorf("decision %s: event %d (%s): %w", h.def.Name, e.Position, e.ID, err)
 		}
-		fn := h.def.Evolvers.byGo[reflect.TypeOf(p)]
+		fn := h.def.Evolvers.set.ByGo[reflect.TypeOf(p)]
 		if fn == nil {
 			return state, 0, &DefinitionError{h.def.Name, "Evolvers", fmt.Sprintf("event %d of type %q (Go type %T) matches the query and has no evolver: add decision.On for it, or narrow the query", e.Position, e.Type, p)}
 		}
@@ -265,61 +227,39 @@ func (h *Handler[S, C]) fold(ctx context.Context, tenant string, q store.Query, 
 
 func (h *Handler[S, C]) attempt(ctx context.Context, cmd Command[C], op *store.Operation) (Result, error) {
 	q := h.def.Query(cmd.Payload)
-	state, after, err := h.fold(ctx, cmd.Tenant, q, cmd.Payload)
+	state, after, err := h.tracedFold(ctx, cmd.Tenant, q, cmd.Payload)
 	if err != nil {
 		return Result{}, err
 	}
-	decided, err := h.def.Decide(state, cmd)
+	decided, err := h.tracedDecide(ctx, state, cmd)
 	if err != nil {
-		if op != nil {
-			// The same operation may have just been carried out by a
-			// concurrent call, whose events made Decide refuse: its
-			// result is the answer. Its ledger row committed with the
-			// events the fold read, so the read below sees it.
-			if stored, ok, lerr := h.store.Aggregates().Operation(ctx, cmd.Tenant, cmd.OperationID); lerr != nil {
-				return Result{}, lerr
-			} else if ok {
-				return h.replay(ctx, stored, *op)
-			}
+		// The same operation may have just been carried out by a
+		// concurrent call, whose events made Decide refuse: its result
+		// is the answer. Its ledger row committed with the events the
+		// fold read, so the read below sees it.
+		if stored, ok, lerr := h.ledger.Lookup(ctx, op); lerr != nil {
+			return Result{}, lerr
+		} else if ok {
+			return h.replay(ctx, stored, *op)
 		}
 		return Result{}, err
 	}
 	events := make([]envelope.Event, 0, len(decided))
+	meta := command.Meta{Source: h.def.Source, CorrelationID: cmd.CorrelationID, CausationID: cmd.ID, ErasureKey: cmd.ErasureKey}
 	for i, d := range decided {
 		if err := envelope.ValidateStream(d.Stream); err != nil {
 			return Result{}, fmt.Errorf("decision %s: event %d: %w", h.def.Name, i, err)
 		}
-		typ, ok := h.def.Registry.TypeOf(d.Payload)
-		if !ok {
-			return Result{}, fmt.Errorf("decision %s: Decide returned %T (event %d), which is not registered: register it with envelope.Register", h.def.Name, d.Payload, i)
-		}
-		e, err := h.def.Registry.Encode(typ, d.Payload)
+		e, err := command.Encode(h.def.Registry, "decision "+h.def.Name, i, d.Payload, meta)
 		if err != nil {
 			return Result{}, err
 		}
 		e.Stream = d.Stream
 		e.Tags = d.Tags
-		e.Source = h.def.Source
-		e.CorrelationID = cmd.CorrelationID
-		e.CausationID = cmd.ID
-		if cmd.ErasureKey != "" {
-			e = e.WithErasureKey(cmd.ErasureKey)
-		}
 		events = append(events, e)
 	}
 	res := Result{Tenant: cmd.Tenant}
-	var answered store.Operation
-	err = h.store.Update(ctx, func(tx *store.Tx) error {
-		if op != nil {
-			stored, ok, err := store.Bookkeeping(inside.Key{}, tx).Operation(ctx, cmd.Tenant, cmd.OperationID)
-			if err != nil {
-				return err
-			}
-			if ok {
-				answered = stored
-				return errAnswered
-			}
-		}
+	answered, err := h.ledger.Commit(ctx, op, func(tx *store.Tx) error {
 		cond := &store.Condition{Query: q, After: after}
 		// Consecutive events of one stream go in one append; the condition
 		// rides on the first, before any of this decision's events exist
@@ -341,47 +281,23 @@ func (h *Handler[S, C]) attempt(ctx context.Context, cmd Command[C], op *store.O
 			}
 			i = j
 		}
-		if op != nil {
-			rec := *op
-			rec.Result, _ = json.Marshal(res)
-			if _, err := store.Bookkeeping(inside.Key{}, tx).RecordOperation(ctx, rec); err != nil {
-				return err
-			}
-		}
 		return nil
-	})
-	if errors.Is(err, errAnswered) {
-		return h.replay(ctx, answered, *op)
-	}
+	}, func() any { return res })
 	if err != nil {
 		return Result{}, err
+	}
+	if answered != nil {
+		return h.replay(ctx, *answered, *op)
 	}
 	return res, nil
 }
 
 // replay answers a repeated operation from the ledger.
 func (h *Handler[S, C]) replay(ctx context.Context, stored, given store.Operation) (Result, error) {
-	same, err := h.store.Aggregates().SameInput(ctx, stored, given)
-	if err != nil {
-		return Result{}, err
-	}
-	if !same {
-		return Result{}, &store.IdempotencyMismatchError{Tenant: given.Tenant, OperationID: given.ID, StoredType: stored.Type, GivenType: given.Type}
-	}
 	var r Result
-	if err := json.Unmarshal(stored.Result, &r); err != nil {
-		return Result{}, fmt.Errorf("operation %q: stored result does not decode: %w", given.ID, err)
+	if err := h.ledger.Replay(ctx, stored, given, &r, "", nil); err != nil {
+		return Result{}, err
 	}
 	r.Replayed = true
 	return r, nil
-}
-
-func typeName(t reflect.Type) string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.Name() == "" {
-		return t.String()
-	}
-	return t.Name()
 }

@@ -6,6 +6,7 @@ import (
 	"reflect"
 
 	"github.com/eventlite/eventlite/envelope"
+	"github.com/eventlite/eventlite/internal/command"
 )
 
 // EventOf is an event as a typed evolver receives it: the stored envelope
@@ -20,8 +21,7 @@ type EventOf[T any] struct {
 // On): how the events its query matches fold into its state. The zero
 // value is ready to use; register every evolver before New.
 type Evolvers[S any] struct {
-	byGo map[reflect.Type]func(S, envelope.Event, any) S
-	errs []error
+	set command.Evolvers[func(S, envelope.Event, any) S]
 }
 
 // On registers fn as the evolver of the events whose data decodes, after
@@ -31,21 +31,9 @@ type Evolvers[S any] struct {
 // (Handle returns a *DefinitionError and appends nothing): a query that
 // matches more than the decision folds is a bug, not something to skip.
 func On[S, T any](e *Evolvers[S], fn func(state S, ev EventOf[T]) S) {
-	t := reflect.TypeFor[T]()
-	if e.byGo == nil {
-		e.byGo = make(map[reflect.Type]func(S, envelope.Event, any) S)
-	}
-	switch {
-	case fn == nil:
-		e.errs = append(e.errs, fmt.Errorf("decision.On[%v]: nil evolver", t))
-		return
-	case e.byGo[t] != nil:
-		e.errs = append(e.errs, fmt.Errorf("decision.On[%v]: a second evolver for %v", t, t))
-		return
-	}
-	e.byGo[t] = func(s S, ev envelope.Event, p any) S {
+	e.set.Add("decision.On", reflect.TypeFor[T](), func(s S, ev envelope.Event, p any) S {
 		return fn(s, EventOf[T]{Event: ev, Payload: p.(T)})
-	}
+	}, fn == nil)
 }
 
 // DefinitionError is a Definition that New refuses, or an event that
@@ -63,20 +51,11 @@ func (e *DefinitionError) Error() string {
 // checkEvolvers checks the evolvers against reg.
 func checkEvolvers[S any](name string, ev *Evolvers[S], reg *envelope.Registry) error {
 	var errs []error
-	for _, err := range ev.errs {
-		errs = append(errs, &DefinitionError{name, "Evolvers", err.Error()})
-	}
-	if len(ev.byGo) == 0 && len(ev.errs) == 0 {
+	if len(ev.set.ByGo) == 0 && len(ev.set.Errs) == 0 {
 		errs = append(errs, &DefinitionError{name, "Evolvers", "no evolver: add one with decision.On for each event type the query matches"})
 	}
-	known := make(map[reflect.Type]bool)
-	for _, t := range reg.Decoded() {
-		known[t] = true
-	}
-	for t := range ev.byGo {
-		if !known[t] {
-			errs = append(errs, &DefinitionError{name, "Evolvers", fmt.Sprintf("the evolver for %v is never called: %v is not a registered event's type (register it with envelope.Register)", t, t)})
-		}
+	for _, p := range ev.set.Problems(reg, false, "decision.On") {
+		errs = append(errs, &DefinitionError{name, "Evolvers", p})
 	}
 	return errors.Join(errs...)
 }

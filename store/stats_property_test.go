@@ -11,6 +11,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/lifecycle"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -78,23 +79,23 @@ func statsProperty(t *testing.T, addr string, seed uint64, steps int) {
 			_, err = s.Append(ctx, tenant, stream, store.Any, evs...)
 		case r < 68:
 			op = "delete"
-			_, err = s.Lifecycle().Delete(ctx, tenant, stream, store.DeleteOptions{})
+			_, err = lifecycle.For(s).Delete(ctx, tenant, stream, lifecycle.DeleteOptions{})
 		case r < 71:
 			op = "hard-delete"
-			_, err = s.Lifecycle().Delete(ctx, tenant, stream, store.DeleteOptions{Hard: true})
+			_, err = lifecycle.For(s).Delete(ctx, tenant, stream, lifecycle.DeleteOptions{Hard: true})
 		case r < 82:
 			op = "truncate"
 			// Often past the stream's version or before its reads'
 			// start: those are refused (an InvalidError).
-			_, err = s.Lifecycle().Truncate(ctx, tenant, stream, 2+rnd.Int64N(12), store.Any)
+			_, err = lifecycle.For(s).Truncate(ctx, tenant, stream, 2+rnd.Int64N(12), store.Any)
 		case r < 85:
 			op = "retention"
-			err = s.Lifecycle().SetRetention(ctx, store.RetentionPolicy{Prefix: stream, MaxCount: 1 + rnd.Int64N(3)})
+			err = lifecycle.For(s).SetRetention(ctx, lifecycle.RetentionPolicy{Prefix: stream, MaxCount: 1 + rnd.Int64N(3)})
 		default:
 			op = "scavenge"
 			storetest.PublishAll(t, s) // the outbox's watermark holds back what the relay did not settle
-			var res store.ScavengeResult
-			res, err = s.Lifecycle().Scavenge(ctx, store.ScavengeOptions{BatchSize: 1 + rnd.IntN(20)})
+			var res lifecycle.ScavengeResult
+			res, err = lifecycle.For(s).Scavenge(ctx, lifecycle.ScavengeOptions{BatchSize: 1 + rnd.IntN(20)})
 			removed += res.Removed
 		}
 		if err != nil && !expectedStatsOpErr(op, err) {
@@ -180,11 +181,11 @@ func TestStatsGenerationAppendsMoveNothing(t *testing.T) {
 				do   func() error
 			}{
 				{"truncate", func() error {
-					_, err := s.Lifecycle().Truncate(ctx, "acme", "s-0", 3, store.Any)
+					_, err := lifecycle.For(s).Truncate(ctx, "acme", "s-0", 3, store.Any)
 					return err
 				}},
 				{"delete", func() error {
-					_, err := s.Lifecycle().Delete(ctx, "acme", "s-1", store.DeleteOptions{})
+					_, err := lifecycle.For(s).Delete(ctx, "acme", "s-1", lifecycle.DeleteOptions{})
 					return err
 				}},
 				{"revive", func() error {
@@ -193,7 +194,7 @@ func TestStatsGenerationAppendsMoveNothing(t *testing.T) {
 				}},
 				{"scavenge", func() error {
 					storetest.PublishAll(t, s)
-					res, err := s.Lifecycle().Scavenge(ctx, store.ScavengeOptions{})
+					res, err := lifecycle.For(s).Scavenge(ctx, lifecycle.ScavengeOptions{})
 					if err == nil && res.Removed == 0 {
 						return errors.New("removed nothing")
 					}

@@ -10,13 +10,12 @@ import (
 // decidable reports whether the engine can decide the whole group
 // (driver.GroupWriter): every request is an append whose events carry
 // no erasure key (checkKeysLive reads each subject's key in the
-// transaction, an answer the store needs before it writes), no tags (their
-// index rows are InsertEvents' second statement) and no append condition
-// (FirstMatch's read decides before anything is written): those go the
-// savepoint way.
+// transaction, an answer the store needs before it writes): those go the
+// savepoint way. Tags and an append condition are the engine's too: the
+// statement that appends writes the tag rows and checks the condition.
 func decidable(live []*request) bool {
 	for _, r := range live {
-		if r.fn != nil || r.a.aeads != nil || r.a.sealed != nil || r.a.cond != nil || r.a.tagged {
+		if r.fn != nil || r.a.aeads != nil || r.a.sealed != nil {
 			return false
 		}
 	}
@@ -44,7 +43,8 @@ func (s *Store) runDecided(gw driver.GroupWriter, live []*request) bool {
 	for i, r := range live {
 		a := r.a
 		lo, hi := a.expected.bounds()
-		bs[i] = driver.DecidedBatch{EventBatch: driver.EventBatch{Tenant: a.tenant, Stream: a.stream, Events: a.events, RecordedAt: now}, Lo: lo, Hi: hi}
+		bs[i] = driver.DecidedBatch{EventBatch: driver.EventBatch{Tenant: a.tenant, Stream: a.stream, Events: a.events, RecordedAt: now}, Lo: lo, Hi: hi,
+			Cond: a.cond, CondAfter: a.condAfter}
 	}
 	out := make([]driver.Decision, len(live))
 	// First as a group whose appends all hold: with its COMMIT, one
@@ -132,7 +132,15 @@ func (s *Store) decided(a *appendReq, d driver.Decision) (AppendResult, error) {
 		}
 		return AppendResult{Tenant: a.tenant, Stream: a.stream, Version: st.Version + int64(len(a.events)), Events: a.events}, nil
 	}
-	if res, err := s.refusal(a, st); err != nil {
+	checked := a
+	if a.cond != nil && !d.CondFailed {
+		// The condition held when the engine decided: the store's own
+		// look now would also see the group's later appends.
+		c := *a
+		c.cond = nil
+		checked = &c
+	}
+	if res, err := s.refusal(checked, st); err != nil {
 		return res, err
 	}
 	// Every check of the state held: an id of the batch is stored in the

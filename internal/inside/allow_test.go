@@ -30,7 +30,7 @@ var allowed = []string{
 	"natsjs",
 	"serve",
 	"aggregate",
-	"decision",
+	"internal/command",
 	"metrics",
 	"cmd/eventlite",
 }

@@ -27,8 +27,9 @@
 // name Key: Go refuses to import an internal package from outside the tree
 // it is in. Inside the module, the packages that may import this one are
 // listed in allow_test.go (store's domain packages, projection, publish,
-// replay, natsjs, serve, aggregate, decision, metrics, the CLI, the lease
-// holder and the test helpers); examples/ may not.
+// replay, natsjs, serve, aggregate, internal/command (for aggregate and
+// decision), metrics, the CLI, the lease holder and the test helpers);
+// examples/ may not.
 package inside
 
 // Key opens the store's bookkeeping (store.Bookkeeping). Its zero value is

@@ -206,8 +206,9 @@ func (e *OpError) Unwrap() error { return e.Err }
 // GroupWriter is a Writer that decides an append in the engine: one
 // statement reads the stream's state under the write lock, checks the
 // expected version, the stream's lifecycle, the version and position
-// ranges and the batch's event ids, and writes the events, the streams
-// row and the head only when every check holds; a refused append writes
+// ranges, the batch's event ids and the append condition, and writes the
+// events, their tag rows, the streams row and the head only when every
+// check holds; a refused append writes
 // nothing and fails no statement. So a group's appends need no answer
 // from the store in between, and go to the server together. PostgreSQL
 // implements it (a round trip costs more there than the statements);
@@ -238,9 +239,16 @@ type GroupWriter interface {
 // assigns them) and the versions the stream may have for the append to
 // hold, Lo to Hi. A stream without a streams row, or soft-deleted, has
 // version 0 there; one hard-deleted is refused whatever the versions.
+//
+// Cond, when set, is the append's condition: it holds when no readable
+// event of the tenant after position CondAfter matches Cond, the group's
+// earlier appends included. An append whose condition fails is refused.
+// The events' tags are indexed in the same statement.
 type DecidedBatch struct {
 	EventBatch
-	Lo, Hi int64
+	Lo, Hi    int64
+	Cond      *Query
+	CondAfter int64
 }
 
 // Decision is what the engine decided for a DecidedBatch: the state it
@@ -250,7 +258,11 @@ type DecidedBatch struct {
 // When it did not, the store finds out why from State (a check that did
 // not hold) or, every check holding, from the stored ids (a retry, or an
 // id taken).
+//
+// CondFailed says that the batch's condition (DecidedBatch.Cond) did not
+// hold when the engine decided.
 type Decision struct {
-	State    StreamState
-	Inserted bool
+	State      StreamState
+	Inserted   bool
+	CondFailed bool
 }

@@ -42,12 +42,14 @@ type Match struct {
 type placeholders struct {
 	pg   bool
 	args []any
+	// base is the number of the statement's parameters before these.
+	base int
 }
 
 func (p *placeholders) add(v any) string {
 	p.args = append(p.args, v)
 	if p.pg {
-		return "$" + strconv.Itoa(len(p.args))
+		return "$" + strconv.Itoa(p.base+len(p.args))
 	}
 	return "?"
 }
@@ -146,6 +148,16 @@ func FirstMatchSQL(pg bool, tenant string, q *Query, after int64) (string, []any
 	p := &placeholders{pg: pg}
 	inner := matchPositions(p, tenant, q, after+1, false, 1)
 	return "SELECT position, event_id FROM events WHERE position = (" + inner + ")", p.args
+}
+
+// MatchAfterSQL is SQL that holds when a readable event of the tenant
+// after position after matches q, for a PostgreSQL statement that has
+// base parameters before these ($base+1...): a condition inside a
+// statement of its own (pgdriver's decided append).
+func MatchAfterSQL(base int, tenant string, q *Query, after int64) (string, []any) {
+	p := &placeholders{pg: true, base: base}
+	inner := matchPositions(p, tenant, q, after+1, false, 1)
+	return "EXISTS (" + inner + ")", p.args
 }
 
 // TagRows lists the tag rows of a batch: for each event with tags, its

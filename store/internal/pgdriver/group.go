@@ -20,7 +20,8 @@ import (
 // to $4), the recording time ($5), and the batch's columns as arrays
 // ($6..$15, unnest; $6 the event ids). It answers one row: the stream's
 // lifecycle state (NULL: no streams row), its version and the last
-// position handed out, as read before the append, and whether it wrote.
+// position handed out, as read before the append, whether it wrote, and
+// whether its condition failed (never, here: see decidedSQL).
 //
 // It is built from three parts, so that a check or a write joins the
 // others where it belongs:
@@ -40,10 +41,7 @@ import (
 // No writer moves the head or inserts an event without the head row
 // lock, so the state read here holds until the commit, and no insert of
 // this statement can meet a key another transaction holds.
-var DecidedAppendSQL = `WITH ` + appendStateSQL + `,
-	` + appendGateSQL + `,
-	` + appendWritesSQL + `
-	SELECT st.deleted, st.version, st.last, EXISTS (SELECT 1 FROM ok) FROM st`
+var DecidedAppendSQL = decidedSQL(false, false, "")
 
 // DecidedAppendOrFailSQL is DecidedAppendSQL for a group sent with its
 // COMMIT (AppendGroup's commit): a refused append fails its statement
@@ -51,20 +49,46 @@ var DecidedAppendSQL = `WITH ` + appendStateSQL + `,
 // in the pipeline never runs: the server skips the rest of the pipeline
 // and the group is rolled back whole. The store then sends the group
 // again without its COMMIT, to find out why.
-var DecidedAppendOrFailSQL = `WITH ` + appendStateSQL + `,
-	` + appendGateSQL + `,
-	` + appendWritesSQL + `
-	SELECT st.deleted, st.version, st.last, 1 / (SELECT count(*) FROM ok)::int = 1 FROM st`
+var DecidedAppendOrFailSQL = decidedSQL(true, false, "")
 
-const appendStateSQL = `st AS (
+// decidedSQL is DecidedAppendSQL (or, with orFail, DecidedAppendOrFailSQL)
+// for a batch with tags (tagged) and a condition (match, SQL that holds
+// when an event the condition does not allow is stored: the append is
+// refused). A tagged batch writes its tag rows in a writable CTE of the
+// same statement, from two more arrays: the tags ($16) and the number of
+// each one's event in the batch, from 1 ($17). The condition's
+// parameters follow.
+func decidedSQL(orFail, tagged bool, match string) string {
+	cond := "FALSE"
+	if match != "" {
+		cond = match
+	}
+	q := `WITH st AS (
 	SELECT (SELECT deleted FROM streams WHERE tenant = $1 AND stream_id = $2) AS deleted,
 		COALESCE((SELECT max(version) FROM events WHERE tenant = $1 AND stream_id = $2), 0) AS version,
 		(SELECT position FROM log_head) AS last,
-		cardinality($6::text[]) AS n)`
+		cardinality($6::text[]) AS n,
+		` + cond + ` AS cond_failed),
+	` + appendGateSQL + `,
+	` + appendWritesSQL
+	if tagged {
+		q += `,
+	tags AS (INSERT INTO event_tags (tenant, tag, position)
+		SELECT $1::text, t.tag, ok.last + t.i FROM ok, unnest($16::text[], $17::bigint[]) AS t (tag, i)
+		ON CONFLICT DO NOTHING)`
+	}
+	if orFail {
+		return q + `
+	SELECT st.deleted, st.version, st.last, 1 / (SELECT count(*) FROM ok)::int = 1, st.cond_failed FROM st`
+	}
+	return q + `
+	SELECT st.deleted, st.version, st.last, EXISTS (SELECT 1 FROM ok), st.cond_failed FROM st`
+}
 
 var appendGateSQL = fmt.Sprintf(`ok AS (
 	SELECT st.* FROM st
 	WHERE st.deleted IS DISTINCT FROM 2
+		AND NOT st.cond_failed
 		AND (CASE WHEN st.deleted IS NULL OR st.deleted = 1 THEN 0 ELSE st.version END) BETWEEN $3::bigint AND $4::bigint
 		AND st.version <= %d - st.n
 		AND st.last <= %d - st.n
@@ -105,12 +129,34 @@ func (w *writer) AppendGroup(ctx context.Context, bs []driver.DecidedBatch, out 
 		if err := c.fill(bs[i].EventBatch); err != nil {
 			return i, err // nothing sent
 		}
+		args := []any{bs[i].Tenant, bs[i].Stream, bs[i].Lo, bs[i].Hi, bs[i].RecordedAt,
+			c.ids, c.types, c.sources, c.times, c.contentTypes, c.schemas, c.data, c.corrs, c.causes, c.exts}
 		q := DecidedAppendSQL
 		if commit {
 			q = DecidedAppendOrFailSQL
 		}
-		b.Queue(q, bs[i].Tenant, bs[i].Stream, bs[i].Lo, bs[i].Hi, bs[i].RecordedAt,
-			c.ids, c.types, c.sources, c.times, c.contentTypes, c.schemas, c.data, c.corrs, c.causes, c.exts)
+		tagged := driver.BatchHasTags(bs[i].Events)
+		if tagged || bs[i].Cond != nil {
+			if tagged {
+				var tags []string
+				var nth []int64
+				for k := range bs[i].Events {
+					for _, t := range bs[i].Events[k].Tags {
+						tags = append(tags, t)
+						nth = append(nth, int64(k+1))
+					}
+				}
+				args = append(args, tags, nth)
+			}
+			match := ""
+			if bs[i].Cond != nil {
+				var margs []any
+				match, margs = driver.MatchAfterSQL(len(args), bs[i].Tenant, bs[i].Cond, bs[i].CondAfter)
+				args = append(args, margs...)
+			}
+			q = decidedSQL(commit, tagged, match)
+		}
+		b.Queue(q, args...)
 	}
 	if commit {
 		b.Queue("COMMIT")
@@ -128,7 +174,7 @@ func (w *writer) AppendGroup(ctx context.Context, bs []driver.DecidedBatch, out 
 			for i := range bs {
 				var deleted sql.NullInt64
 				st := &out[i].State
-				if err = br.QueryRow().Scan(&deleted, &st.Version, &st.LastPosition, &out[i].Inserted); err != nil {
+				if err = br.QueryRow().Scan(&deleted, &st.Version, &st.LastPosition, &out[i].Inserted, &out[i].CondFailed); err != nil {
 					failed = i
 					break
 				}
