@@ -128,16 +128,17 @@ func (c *statsCache) count(ctx context.Context, ex driver.Executor, q driver.Rea
 	e, ok := c.m[tenant]
 	c.mu.Unlock()
 	if ok {
+		// A delta that fails (a file restored from before migration 21
+		// has no generation to read) or finds the file moved counts in
+		// full below, and the entry kept goes.
 		d, err := ex.InventoryDelta(ctx, q, tenant, e.head, cutoff)
-		if err != nil {
-			return statsEntry{}, err
-		}
-		if d.Generation == e.generation && d.Head >= e.head {
+		if err == nil && d.Generation == e.generation && d.Head >= e.head {
 			e.head, e.events, e.streams, e.recent = d.Head, e.events+d.Events, e.streams+d.NewStreams, d.RecentEvents
 			e.last = max(e.last, d.LastPosition)
 			c.put(tenant, e)
 			return e, nil
 		}
+		c.drop(tenant)
 	}
 	// A file from before migration 21 (SQLite) or 6 (PostgreSQL), opened
 	// read-only, has no generation: every Stats counts in full.
@@ -154,6 +155,12 @@ func (c *statsCache) count(ctx context.Context, ex driver.Executor, q driver.Rea
 		c.put(tenant, e)
 	}
 	return e, nil
+}
+
+func (c *statsCache) drop(tenant string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, tenant)
 }
 
 func (c *statsCache) put(tenant string, e statsEntry) {

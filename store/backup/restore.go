@@ -381,6 +381,9 @@ func markCopy(ctx context.Context, path, target string, snap fileFacts, floor in
 	if err := files.FenceLeases(ctx, conn, target); err != nil {
 		return nil, fmt.Errorf("restore: fence the leases: %w", mapErr(err))
 	}
+	if err := files.RaiseStatsGeneration(ctx, conn, target); err != nil {
+		return nil, fmt.Errorf("restore: move the stats generation past the target's: %w", mapErr(err))
+	}
 	rolled, err := files.RolledBackStreams(ctx, conn, target)
 	if err != nil {
 		return nil, fmt.Errorf("restore: compare the streams' versions with the target's: %w", mapErr(err))

@@ -125,6 +125,15 @@ type Files interface {
 	// handed out twice. Outside a transaction on conn, as
 	// RolledBackStreams. A server engine answers ErrUnsupported.
 	FenceLeases(ctx context.Context, conn *sql.Conn, replaced string) error
+	// RaiseStatsGeneration sets, in the database of conn (a copy a
+	// restore is about to copy in), the stats generation above both its
+	// own and the database file replaced's, so that a store with the file
+	// open, which keeps counts at the generation it read, counts in full
+	// after the restore (the copy's generation is its own, which the
+	// restore's writes could move to the very value the store keeps). A
+	// copy without the counter is left as it is. Outside a transaction on
+	// conn, as FenceLeases. A server engine answers ErrUnsupported.
+	RaiseStatsGeneration(ctx context.Context, conn *sql.Conn, replaced string) error
 }
 
 // StreamRestoredType is the type of the event a restore appends to a

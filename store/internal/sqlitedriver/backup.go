@@ -448,6 +448,33 @@ func (x Exec) FenceLeases(ctx context.Context, conn *sql.Conn, replaced string) 
 	return err
 }
 
+// RaiseStatsGeneration attaches replaced and sets the copy's stats
+// generation (migration 0021) to one above both files'.
+func (x Exec) RaiseStatsGeneration(ctx context.Context, conn *sql.Conn, replaced string) (err error) {
+	has, err := x.TableExists(ctx, conn, "stats_generation")
+	if err != nil || !has {
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, `ATTACH DATABASE ? AS replaced`, fileURI(replaced)); err != nil {
+		return err
+	}
+	defer func() {
+		if _, derr := conn.ExecContext(context.Background(), `DETACH DATABASE replaced`); err == nil {
+			err = derr
+		}
+	}()
+	var old int
+	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM replaced.sqlite_schema WHERE type = 'table' AND name = 'stats_generation'`).Scan(&old); err != nil {
+		return err
+	}
+	replacedGen := `0`
+	if old > 0 {
+		replacedGen = `COALESCE((SELECT generation FROM replaced.stats_generation), 0)`
+	}
+	_, err = conn.ExecContext(ctx, `UPDATE main.stats_generation SET generation = max(generation, `+replacedGen+`) + 1`)
+	return err
+}
+
 // VersionGapsDetectedBy reads version_gaps (migration 0018).
 func (x Exec) VersionGapsDetectedBy(ctx context.Context, q driver.ReadQuerier, detectedBy string) ([]driver.RolledBackStream, error) {
 	has, err := x.TableExists(ctx, q, "version_gaps")

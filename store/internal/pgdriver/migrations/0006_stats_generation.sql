@@ -13,7 +13,8 @@ CREATE TABLE IF NOT EXISTS stats_generation (
     one        BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (one),
     generation BIGINT  NOT NULL
 );
-INSERT INTO stats_generation (one, generation) VALUES (TRUE, 0) ON CONFLICT DO NOTHING;
+-- The counter starts at the clock (microseconds), not at 0, as on SQLite.
+INSERT INTO stats_generation (one, generation) VALUES (TRUE, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint) ON CONFLICT DO NOTHING;
 -- The functions name the table in the trigger's own schema: a statement
 -- run with another search_path (a tool, a test) still finds it.
 CREATE OR REPLACE FUNCTION stats_generation_bump() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -11,7 +11,11 @@ CREATE TABLE IF NOT EXISTS stats_generation (
     one        INTEGER PRIMARY KEY CHECK (one = 1),
     generation INTEGER NOT NULL
 );
-INSERT OR IGNORE INTO stats_generation (one, generation) VALUES (1, 0);
+-- The counter starts at the clock (microseconds), not at 0: a file
+-- restored from a backup older than this migration, then migrated while
+-- a store had the file open, does not meet again the value that store
+-- kept.
+INSERT OR IGNORE INTO stats_generation (one, generation) VALUES (1, CAST(strftime('%s', 'now') AS INTEGER) * 1000000);
 CREATE TRIGGER IF NOT EXISTS stats_events_deleted AFTER DELETE ON events
 BEGIN
     UPDATE stats_generation SET generation = generation + 1;
