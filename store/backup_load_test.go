@@ -23,58 +23,6 @@ import (
 // TestBackupUnderLoad stays beside the store's tests: its appending
 // children are this package's process helpers (process_test.go).
 
-// and closes it. Event ids start with prefix.
-func fillStore(t testing.TB, path, prefix string, n int) {
-	t.Helper()
-	ctx := context.Background()
-	s, err := store.Open(ctx, path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < n; i += 10 {
-		evs := make([]envelope.Event, min(10, n-i))
-		for j := range evs {
-			evs[j] = envelope.Event{ID: fmt.Sprintf("%s-%d", prefix, i+j), Source: "/test/backup", Type: "backup.filled",
-				Data: fmt.Appendf(nil, `{"i":%d,"pad":"%s"}`, i+j, strings.Repeat("x", 200))}
-		}
-		if _, err := s.Append(ctx, "default", fmt.Sprintf("%s-stream-%d", prefix, i/10), store.NoStream, evs...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// logEvent is an event as a file holds it.
-type logEvent struct {
-	Stream            string
-	Position, Version int64
-}
-
-// readLog opens the store at path and returns every event by
-// tenant/id, after checking the store's invariants.
-func readLog(t *testing.T, path string) map[string]logEvent {
-	t.Helper()
-	ctx := context.Background()
-	s, err := store.Open(ctx, path, nil)
-	if err != nil {
-		t.Fatalf("open %s: %v", path, err)
-	}
-	defer s.Close()
-	if err := s.CheckInvariants(ctx); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	out := map[string]logEvent{}
-	for e, err := range s.ReadAll(ctx, store.ReadAllOptions{}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[e.Tenant+"/"+e.ID] = logEvent{Stream: e.Stream, Position: e.Position, Version: e.StreamVersion}
-	}
-	return out
-}
-
 // ackedAppend is one acknowledged append: its events as the store
 // placed them.
 type ackedAppend struct {

@@ -3,8 +3,6 @@ package store_test
 import (
 	"bytes"
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,36 +16,6 @@ import (
 	"github.com/eventlite/eventlite/store/lifecycle"
 	"github.com/eventlite/eventlite/store/storetest"
 )
-
-// fileBytes returns the bytes of path ("" when it does not exist), read
-// by a child process: opening a database file in this process and closing
-// it would drop SQLite's locks on it.
-func rawFileBytes(t *testing.T, path string) []byte {
-	t.Helper()
-	if _, err := os.Stat(path); os.IsNotExist(err) {
-		return nil
-	}
-	b, err := exec.Command("cat", path).Output()
-	if err != nil {
-		t.Fatalf("cat %s: %v", path, err)
-	}
-	return b
-}
-
-// holds reports which of the files (a database and its -wal) contain
-// needle.
-func holds(t *testing.T, needle []byte, paths ...string) []string {
-	t.Helper()
-	var in []string
-	for _, p := range paths {
-		for _, f := range []string{p, p + "-wal"} {
-			if bytes.Contains(rawFileBytes(t, f), needle) {
-				in = append(in, filepath.Base(f))
-			}
-		}
-	}
-	return in
-}
 
 // readModel is a read model of users' emails kept in the store's file,
 // as a projection keeps one: it applies events after its checkpoint and

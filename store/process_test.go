@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -793,21 +792,6 @@ func TestMultiProcessOpen(t *testing.T) {
 		}
 	}
 	t.Logf("%d rounds of %d processes opening a new file at once: all opened; %v", rounds, children, time.Since(start).Round(time.Millisecond))
-}
-
-// rawQueryString runs a one-value query on path through database/sql.
-func rawQueryString(t *testing.T, path, q string) string {
-	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.ToSlash(path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var v string
-	if err := db.QueryRow(q).Scan(&v); err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	return v
 }
 
 // TestSchemaTooNew opens files whose user_version is above this binary's

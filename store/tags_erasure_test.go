@@ -16,19 +16,6 @@ import (
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
-// tagMatches counts the tenant's events a query by tag reads.
-func tagMatches(t *testing.T, s *store.Store, tenant, tag string) int {
-	t.Helper()
-	n := 0
-	for _, err := range s.ReadAll(context.Background(), store.ReadAllOptions{Tenant: tenant, Query: store.Query{Items: []store.QueryItem{{Tags: []string{tag}}}}}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		n++
-	}
-	return n
-}
-
 // TestForgetErasesTagsInCopies: the copies of a forgotten subject's
 // events kept in quarantine and in a consumer's deferral buffer lose
 // their tags with their data: the stored copies no longer hold the tag

@@ -418,25 +418,21 @@ func (x Exec) ReleaseLeases(ctx context.Context, conn *sql.Conn, owner string) e
 // FenceLeases attaches replaced and raises the copy's lease tokens above
 // both files', every lease free; a lease only replaced has is copied,
 // free, with its next token.
-func (x Exec) FenceLeases(ctx context.Context, conn *sql.Conn, replaced string) (err error) {
+func (x Exec) FenceLeases(ctx context.Context, conn *sql.Conn, replaced string) error {
 	has, err := x.TableExists(ctx, conn, "leases")
 	if err != nil || !has {
 		return err
 	}
-	if _, err := conn.ExecContext(ctx, `ATTACH DATABASE ? AS replaced`, fileURI(replaced)); err != nil {
-		return err
-	}
-	defer func() {
-		if _, derr := conn.ExecContext(context.Background(), `DETACH DATABASE replaced`); err == nil {
-			err = derr
-		}
-	}()
-	var old int
-	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM replaced.sqlite_schema WHERE type = 'table' AND name = 'leases'`).Scan(&old); err != nil {
-		return err
-	}
+	return withReplaced(ctx, conn, replaced, "leases", func(old bool) error {
+		return fenceLeases(ctx, conn, old)
+	})
+}
+
+// fenceLeases is FenceLeases with replaced attached; old says whether
+// it has a leases table.
+func fenceLeases(ctx context.Context, conn *sql.Conn, old bool) error {
 	replacedMax := `0`
-	if old > 0 {
+	if old {
 		replacedMax = `COALESCE((SELECT r.token FROM replaced.leases r WHERE r.resource = main.leases.resource), 0)`
 		if _, err := conn.ExecContext(ctx, `INSERT INTO main.leases (resource, owner, token, expires_at, acquired_at)
 			SELECT r.resource, '', r.token + 1, 0, 0 FROM replaced.leases r
@@ -444,17 +440,13 @@ func (x Exec) FenceLeases(ctx context.Context, conn *sql.Conn, replaced string) 
 			return err
 		}
 	}
-	_, err = conn.ExecContext(ctx, `UPDATE main.leases SET owner = '', expires_at = 0, token = max(token, `+replacedMax+`) + 1`)
+	_, err := conn.ExecContext(ctx, `UPDATE main.leases SET owner = '', expires_at = 0, token = max(token, `+replacedMax+`) + 1`)
 	return err
 }
 
-// RaiseStatsGeneration attaches replaced and sets the copy's stats
-// generation (migration 0021) to one above both files'.
-func (x Exec) RaiseStatsGeneration(ctx context.Context, conn *sql.Conn, replaced string) (err error) {
-	has, err := x.TableExists(ctx, conn, "stats_generation")
-	if err != nil || !has {
-		return err
-	}
+// withReplaced attaches the database file replaced to conn as
+// "replaced", calls fn with whether it has table, and detaches it.
+func withReplaced(ctx context.Context, conn *sql.Conn, replaced, table string, fn func(has bool) error) (err error) {
 	if _, err := conn.ExecContext(ctx, `ATTACH DATABASE ? AS replaced`, fileURI(replaced)); err != nil {
 		return err
 	}
@@ -463,16 +455,28 @@ func (x Exec) RaiseStatsGeneration(ctx context.Context, conn *sql.Conn, replaced
 			err = derr
 		}
 	}()
-	var old int
-	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM replaced.sqlite_schema WHERE type = 'table' AND name = 'stats_generation'`).Scan(&old); err != nil {
+	var n int
+	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM replaced.sqlite_schema WHERE type = 'table' AND name = ?`, table).Scan(&n); err != nil {
 		return err
 	}
-	replacedGen := `0`
-	if old > 0 {
-		replacedGen = `COALESCE((SELECT generation FROM replaced.stats_generation), 0)`
+	return fn(n > 0)
+}
+
+// RaiseStatsGeneration attaches replaced and sets the copy's stats
+// generation (migration 0021) to one above both files'.
+func (x Exec) RaiseStatsGeneration(ctx context.Context, conn *sql.Conn, replaced string) error {
+	has, err := x.TableExists(ctx, conn, "stats_generation")
+	if err != nil || !has {
+		return err
 	}
-	_, err = conn.ExecContext(ctx, `UPDATE main.stats_generation SET generation = max(generation, `+replacedGen+`) + 1`)
-	return err
+	return withReplaced(ctx, conn, replaced, "stats_generation", func(old bool) error {
+		replacedGen := `0`
+		if old {
+			replacedGen = `COALESCE((SELECT generation FROM replaced.stats_generation), 0)`
+		}
+		_, err := conn.ExecContext(ctx, `UPDATE main.stats_generation SET generation = max(generation, `+replacedGen+`) + 1`)
+		return err
+	})
 }
 
 // VersionGapsDetectedBy reads version_gaps (migration 0018).
