@@ -113,11 +113,11 @@ func TestMetricsCollector(t *testing.T) {
 		if err := store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{Consumer: "c", Reason: store.ReasonUninterpretable, EventID: "q1"}); err != nil {
 			return err
 		}
-		if _, _, err := store.Bookkeeping(inside.Key{}, tx).Defer(ctx, store.DeferredEvent{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 3, EventID: "e3",
+		if _, _, err := store.Bookkeeping(inside.Key{}, tx).Defer(ctx, inside.Deferred{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 3, EventID: "e3",
 			Event: []byte(`{}`), Expected: 2, FirstSeen: time.Now(), Reason: "gap"}); err != nil {
 			return err
 		}
-		return store.Bookkeeping(inside.Key{}, tx).RecordConflict(ctx, store.VersionConflict{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 2,
+		return store.Bookkeeping(inside.Key{}, tx).RecordConflict(ctx, inside.Conflict{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 2,
 			KeptEventID: "a", ConflictingID: "b", ConflictingEvent: []byte(`{}`)})
 	}); err != nil {
 		t.Fatal(err)

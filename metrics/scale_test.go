@@ -54,11 +54,11 @@ func fill(tb testing.TB, s *store.Store, n int) {
 				EventID: fmt.Sprintf("q%d", i), Event: []byte(`{"some":"evidence"}`)}); err != nil {
 				return err
 			}
-			if _, _, err := store.Bookkeeping(inside.Key{}, tx).Defer(ctx, store.DeferredEvent{Consumer: "c", Tenant: "default", Subject: fmt.Sprintf("o-%d", i), Version: 3,
+			if _, _, err := store.Bookkeeping(inside.Key{}, tx).Defer(ctx, inside.Deferred{Consumer: "c", Tenant: "default", Subject: fmt.Sprintf("o-%d", i), Version: 3,
 				EventID: fmt.Sprintf("e%d", i), Event: []byte(`{"some":"event"}`), Expected: 2, FirstSeen: time.Now(), Reason: "gap"}); err != nil {
 				return err
 			}
-			if err := store.Bookkeeping(inside.Key{}, tx).RecordConflict(ctx, store.VersionConflict{Consumer: "c", Tenant: "default", Subject: fmt.Sprintf("o-%d", i), Version: 2,
+			if err := store.Bookkeeping(inside.Key{}, tx).RecordConflict(ctx, inside.Conflict{Consumer: "c", Tenant: "default", Subject: fmt.Sprintf("o-%d", i), Version: 2,
 				KeptEventID: "a", ConflictingID: "b", ConflictingEvent: []byte(`{"some":"event"}`)}); err != nil {
 				return err
 			}

@@ -163,7 +163,7 @@ func (c *Consumer) handle(ctx context.Context, e envelope.Event) (HandleResult, 
 	err := c.s.Update(ctx, func(tx *store.Tx) error {
 		res = HandleResult{}
 		tenant := tenantOf(e)
-		fresh, err := store.Bookkeeping(inside.Key{}, tx).InboxInsert(ctx, store.InboxInsertParams{Tenant: tenant, Consumer: c.opts.Name, Source: e.Source, MessageID: e.ID})
+		fresh, err := store.Bookkeeping(inside.Key{}, tx).InboxInsert(ctx, inside.InboxMessage{Tenant: tenant, Consumer: c.opts.Name, Source: e.Source, MessageID: e.ID})
 		if err != nil {
 			return err
 		}
@@ -202,7 +202,7 @@ func (c *Consumer) handle(ctx context.Context, e envelope.Event) (HandleResult, 
 			// in the deferral buffer at the first version it stands
 			// for, which the event before it drains.
 			b, _ := e.MarshalJSON()
-			existing, clash, err := store.Bookkeeping(inside.Key{}, tx).Defer(ctx, store.DeferredEvent{
+			existing, clash, err := store.Bookkeeping(inside.Key{}, tx).Defer(ctx, inside.Deferred{
 				Consumer: c.opts.Name, Tenant: tenant, Subject: e.Stream, Version: gap.From, EventID: e.ID, Event: b,
 				Expected: cur + 1, FirstSeen: c.opts.Now(),
 				Reason: fmt.Sprintf("version gap: expected %d, got a restore's announcement that versions %d-%d are gone", cur+1, gap.From, gap.To),
@@ -232,7 +232,7 @@ func (c *Consumer) handle(ctx context.Context, e envelope.Event) (HandleResult, 
 			return store.Bookkeeping(inside.Key{}, tx).CountConsumer(ctx, c.opts.Name, 0, 0, 1)
 		default:
 			b, _ := e.MarshalJSON()
-			existing, clash, err := store.Bookkeeping(inside.Key{}, tx).Defer(ctx, store.DeferredEvent{
+			existing, clash, err := store.Bookkeeping(inside.Key{}, tx).Defer(ctx, inside.Deferred{
 				Consumer: c.opts.Name, Tenant: tenant, Subject: e.Stream, Version: v, EventID: e.ID, Event: b,
 				Expected: cur + 1, FirstSeen: c.opts.Now(), Reason: fmt.Sprintf("version gap: expected %d, got %d", cur+1, v),
 			})
@@ -300,7 +300,7 @@ func (c *Consumer) applyOnceTx(ctx context.Context, tx *store.Tx, e envelope.Eve
 		return nil, err
 	}
 	if e.Stream != "" && e.StreamVersion > 0 {
-		if err := store.Bookkeeping(inside.Key{}, tx).SetConsumerVersion(ctx, store.SetConsumerVersionParams{Tenant: tenantOf(e), Consumer: c.opts.Name, Subject: e.Stream, Version: e.StreamVersion, EventID: e.ID}); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).SetConsumerVersion(ctx, inside.ConsumerVersion{Tenant: tenantOf(e), Consumer: c.opts.Name, Subject: e.Stream, Version: e.StreamVersion, EventID: e.ID}); err != nil {
 			return nil, err
 		}
 	}
@@ -358,7 +358,7 @@ func restoredGap(e envelope.Event) (store.StreamRestored, bool) {
 // called (the event is the store's, not the domain's).
 func (c *Consumer) skipRestoredTx(ctx context.Context, tx *store.Tx, e envelope.Event, gap store.StreamRestored) error {
 	tracing.Logger(ctx, c.log).Info("skipping the versions a restore removed", "stream", e.Stream, "from", gap.From, "to", gap.To, "version", e.StreamVersion)
-	if err := store.Bookkeeping(inside.Key{}, tx).SetConsumerVersion(ctx, store.SetConsumerVersionParams{Tenant: tenantOf(e), Consumer: c.opts.Name, Subject: e.Stream, Version: e.StreamVersion, EventID: e.ID}); err != nil {
+	if err := store.Bookkeeping(inside.Key{}, tx).SetConsumerVersion(ctx, inside.ConsumerVersion{Tenant: tenantOf(e), Consumer: c.opts.Name, Subject: e.Stream, Version: e.StreamVersion, EventID: e.ID}); err != nil {
 		return err
 	}
 	return store.Bookkeeping(inside.Key{}, tx).CountConsumer(ctx, c.opts.Name, 1, 0, 0)
@@ -368,7 +368,7 @@ func (c *Consumer) conflictTx(ctx context.Context, tx *store.Tx, e envelope.Even
 	b, _ := e.MarshalJSON()
 	tracing.Logger(ctx, c.log).Warn("version conflict: another event holds this version; the read model is unchanged",
 		"stream", e.Stream, "version", e.StreamVersion, "kept", keptID, "conflicting", e.ID)
-	return store.Bookkeeping(inside.Key{}, tx).RecordConflict(ctx, store.VersionConflict{
+	return store.Bookkeeping(inside.Key{}, tx).RecordConflict(ctx, inside.Conflict{
 		Consumer: c.opts.Name, Tenant: tenantOf(e), Subject: e.Stream, Version: e.StreamVersion,
 		KeptEventID: keptID, ConflictingID: e.ID, ConflictingEvent: b,
 	})
@@ -379,7 +379,7 @@ func (c *Consumer) conflictTx(ctx context.Context, tx *store.Tx, e envelope.Even
 // never applied or dropped silently. It returns how many it moved.
 func (c *Consumer) Sweep(ctx context.Context) (int, error) {
 	now := c.opts.Now()
-	old, err := c.s.Consumers().Deferred(ctx, c.opts.Name, now.Add(-c.opts.DeferFor))
+	old, err := Consumers(c.s).Deferred(ctx, c.opts.Name, now.Add(-c.opts.DeferFor))
 	if err != nil {
 		return 0, err
 	}
@@ -422,8 +422,8 @@ func (c *Consumer) Sweep(ctx context.Context) (int, error) {
 }
 
 // Stats reads the consumer's counters and queues.
-func (c *Consumer) Stats(ctx context.Context) (store.ConsumerStats, error) {
-	return c.s.Consumers().Stats(ctx, c.opts.Name)
+func (c *Consumer) Stats(ctx context.Context) (ConsumerStats, error) {
+	return Consumers(c.s).Stats(ctx, c.opts.Name)
 }
 
 // QuarantineMessage sets aside a message that could not be handled, as

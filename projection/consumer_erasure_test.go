@@ -66,7 +66,7 @@ func testConsumerForgetsOutsideSubjects(t *testing.T, s *store.Store) {
 	}
 	noSecret := func(subject string) {
 		t.Helper()
-		deferred, err := s.Consumers().Deferred(ctx, "profiles", time.Now().Add(time.Hour))
+		deferred, err := projection.Consumers(s).Deferred(ctx, "profiles", time.Now().Add(time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}

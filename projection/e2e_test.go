@@ -183,7 +183,7 @@ func TestEndToEndShuffledWithKills(t *testing.T) {
 		return cmd
 	}
 	appliedCount := func() int {
-		st, err := cs.Consumers().Stats(ctx, "e2e")
+		st, err := projection.Consumers(cs).Stats(ctx, "e2e")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -251,15 +251,15 @@ func TestEndToEndShuffledWithKills(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, _ := cs.Consumers().Deferred(ctx, "e2e", time.Time{}); len(d) != 0 {
+	if d, _ := projection.Consumers(cs).Deferred(ctx, "e2e", time.Time{}); len(d) != 0 {
 		t.Errorf("%d events left deferred", len(d))
 	}
 	if q, _ := cs.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Open: true}); len(q) != 0 {
 		t.Errorf("quarantined: %+v", q)
 	}
-	if c, _ := cs.Consumers().Conflicts(ctx, ""); len(c) != 0 {
+	if c, _ := projection.Consumers(cs).Conflicts(ctx, ""); len(c) != 0 {
 		t.Errorf("conflicts: %+v", c)
 	}
-	st, _ := cs.Consumers().Stats(ctx, "e2e")
+	st, _ := projection.Consumers(cs).Stats(ctx, "e2e")
 	t.Logf("consumer: %d applied, %d duplicates suppressed, %d stale", st.Applied, st.Duplicates, st.Stale)
 }

@@ -196,7 +196,7 @@ func (c *Consumer) retryTx(ctx context.Context, tx *store.Tx, e envelope.Event) 
 			resolution, err = "stale", store.Bookkeeping(inside.Key{}, tx).CountConsumer(ctx, c.opts.Name, 0, 0, 1)
 		default:
 			b, _ := e.MarshalJSON()
-			existing, clash, derr := store.Bookkeeping(inside.Key{}, tx).Defer(ctx, store.DeferredEvent{
+			existing, clash, derr := store.Bookkeeping(inside.Key{}, tx).Defer(ctx, inside.Deferred{
 				Consumer: c.opts.Name, Tenant: tenant, Subject: e.Stream, Version: v, EventID: e.ID, Event: b,
 				Expected: cur + 1, FirstSeen: c.opts.Now(), Reason: fmt.Sprintf("retried from quarantine; version gap: expected %d, got %d", cur+1, v),
 			})
@@ -219,7 +219,7 @@ func (c *Consumer) retryTx(ctx context.Context, tx *store.Tx, e envelope.Event) 
 	// Record the message as processed, so a copy that comes later is a
 	// duplicate (an event quarantined before Handle committed is not in
 	// the inbox yet).
-	if _, err := store.Bookkeeping(inside.Key{}, tx).InboxInsert(ctx, store.InboxInsertParams{Tenant: tenant, Consumer: c.opts.Name, Source: e.Source, MessageID: e.ID}); err != nil {
+	if _, err := store.Bookkeeping(inside.Key{}, tx).InboxInsert(ctx, inside.InboxMessage{Tenant: tenant, Consumer: c.opts.Name, Source: e.Source, MessageID: e.ID}); err != nil {
 		return "", nil, err
 	}
 	return resolution, nil, nil

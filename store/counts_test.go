@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eventlite/eventlite/internal/inside"
+	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/effect"
@@ -37,12 +38,12 @@ func TestCounts(t *testing.T) {
 			if err := store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{Consumer: "c", Reason: store.ReasonUninterpretable, EventID: fmt.Sprintf("q%d", i), Position: int64(i + 1)}); err != nil {
 				return err
 			}
-			if _, _, err := store.Bookkeeping(inside.Key{}, tx).Defer(ctx, store.DeferredEvent{Consumer: "c", Tenant: "default", Subject: "o-1", Version: int64(3 + i), EventID: fmt.Sprintf("e%d", i),
+			if _, _, err := store.Bookkeeping(inside.Key{}, tx).Defer(ctx, inside.Deferred{Consumer: "c", Tenant: "default", Subject: "o-1", Version: int64(3 + i), EventID: fmt.Sprintf("e%d", i),
 				Event: []byte(`{}`), Expected: 2, FirstSeen: time.Now(), Reason: "gap"}); err != nil {
 				return err
 			}
 		}
-		if err := store.Bookkeeping(inside.Key{}, tx).RecordConflict(ctx, store.VersionConflict{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 2,
+		if err := store.Bookkeeping(inside.Key{}, tx).RecordConflict(ctx, inside.Conflict{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 2,
 			KeptEventID: "a", ConflictingID: "b", ConflictingEvent: []byte(`{}`)}); err != nil {
 			return err
 		}
@@ -91,11 +92,11 @@ func TestCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds, err := s.Consumers().Deferred(ctx, "", time.Time{})
+	ds, err := projection.Consumers(s).Deferred(ctx, "", time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := s.Consumers().Conflicts(ctx, "")
+	cs, err := projection.Consumers(s).Conflicts(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -263,7 +263,7 @@ func (s *Store) workBehindLease(ctx context.Context, resource string) (bool, err
 }
 
 func (s *Store) diagnoseConsumers(ctx context.Context, o DiagnoseOptions, now time.Time, emit func(*finding, string)) error {
-	deferred, err := s.Consumers().Deferred(ctx, "", now.Add(-o.DeferralAge))
+	deferred, err := s.deferred(ctx, "", now.Add(-o.DeferralAge))
 	if err != nil {
 		return err
 	}
@@ -293,7 +293,7 @@ func (s *Store) diagnoseConsumers(ctx context.Context, o DiagnoseOptions, now ti
 		detail += fmt.Sprintf("; %d failed on a statement the engine refused (a syntax error, an ambiguous or unknown column: often SQL written for the other engine): see %s", refused, handlerSQLDoc)
 	}
 	emit(qf, detail)
-	conflicts, err := s.Consumers().Conflicts(ctx, "")
+	conflicts, err := s.conflicts(ctx, "")
 	if err != nil {
 		return err
 	}

@@ -45,14 +45,14 @@ func TestDiagnoseFindsPlantedDefects(t *testing.T) {
 	_, _ = effect.Steps(inside.Key{}, effect.For(s)).Begin(ctx, "default", "email:1")
 	// Consumer ledgers: an old deferral, a quarantined event, a conflict.
 	err = s.Update(ctx, func(tx *store.Tx) error {
-		if _, _, err := store.Bookkeeping(inside.Key{}, tx).Defer(ctx, store.DeferredEvent{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 3, EventID: "e3",
+		if _, _, err := store.Bookkeeping(inside.Key{}, tx).Defer(ctx, inside.Deferred{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 3, EventID: "e3",
 			Event: []byte(`{}`), Expected: 2, FirstSeen: clock.Now(), Reason: "gap"}); err != nil {
 			return err
 		}
 		if err := store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{Consumer: "c", Reason: store.ReasonUninterpretable, EventID: "q1"}); err != nil {
 			return err
 		}
-		if err := store.Bookkeeping(inside.Key{}, tx).RecordConflict(ctx, store.VersionConflict{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 2,
+		if err := store.Bookkeeping(inside.Key{}, tx).RecordConflict(ctx, inside.Conflict{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 2,
 			KeptEventID: "a", ConflictingID: "b", ConflictingEvent: []byte(`{}`)}); err != nil {
 			return err
 		}

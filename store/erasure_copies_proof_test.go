@@ -73,7 +73,7 @@ func TestErasureReachesEveryCopy(t *testing.T) {
 			Position: res.FirstPosition(), EventID: res.Events[0].ID, Event: evJSON(res.Events[0]), Error: "handler choked on " + marker["quarantine"], Attempts: 1}); err != nil {
 			return err
 		}
-		if _, _, err := b.Defer(ctx, store.DeferredEvent{Tenant: "default", Consumer: "mailer", Subject: "user-alice", Version: 9,
+		if _, _, err := b.Defer(ctx, inside.Deferred{Tenant: "default", Consumer: "mailer", Subject: "user-alice", Version: 9,
 			EventID: res.Events[1].ID, Event: evJSON(res.Events[1]), Reason: "gap"}); err != nil {
 			return err
 		}

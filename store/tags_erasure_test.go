@@ -60,7 +60,7 @@ func TestForgetErasesTagsInCopies(t *testing.T) {
 					Position: res.FirstPosition(), EventID: res.Events[0].ID, Event: evJSON(res.Events[0]), Error: "handler failed", Attempts: 1}); err != nil {
 					return err
 				}
-				_, _, err := b.Defer(ctx, store.DeferredEvent{Tenant: "default", Consumer: "mailer", Subject: "user-alice", Version: 9,
+				_, _, err := b.Defer(ctx, inside.Deferred{Tenant: "default", Consumer: "mailer", Subject: "user-alice", Version: 9,
 					EventID: res.Events[1].ID, Event: evJSON(res.Events[1]), Reason: "gap"})
 				return err
 			})

@@ -112,7 +112,7 @@ func testOrderScenario(t *testing.T, h Harness) {
 	if st, v := ViewOf(t, s, "order-1"); st != "placed" || v != 1 {
 		t.Errorf("after the early v3 the read model moved: %s v%d", st, v)
 	}
-	if d, _ := s.Consumers().Deferred(ctx, "orders", time.Time{}); len(d) != 1 || d[0].Version != 3 || d[0].Expected != 2 {
+	if d, _ := projection.Consumers(s).Deferred(ctx, "orders", time.Time{}); len(d) != 1 || d[0].Version != 3 || d[0].Expected != 2 {
 		t.Errorf("deferred: %+v", d)
 	}
 	res := HandleWant(t, c, paid, projection.Applied)
@@ -129,7 +129,7 @@ func testOrderScenario(t *testing.T, h Harness) {
 	if st, v := ViewOf(t, s, "order-1"); st != "cancelled" || v != 3 {
 		t.Errorf("after a conflicting v3: %s v%d", st, v)
 	}
-	conflicts, _ := s.Consumers().Conflicts(ctx, "orders")
+	conflicts, _ := projection.Consumers(s).Conflicts(ctx, "orders")
 	if len(conflicts) != 1 || conflicts[0].KeptEventID != "e3" || conflicts[0].ConflictingID != "e3-other" || len(conflicts[0].ConflictingEvent) == 0 {
 		t.Errorf("conflict evidence: %+v", conflicts)
 	}
@@ -142,7 +142,7 @@ func testOrderScenario(t *testing.T, h Harness) {
 		t.Errorf("stale event rolled back: %s", st)
 	}
 	st, _ := c.Stats(ctx)
-	want := store.ConsumerStats{Consumer: "orders", Applied: 3, Duplicates: 2, Stale: 1, Conflicts: 1}
+	want := projection.ConsumerStats{Consumer: "orders", Applied: 3, Duplicates: 2, Stale: 1, Conflicts: 1}
 	if st != want {
 		t.Errorf("stats %+v, want %+v", st, want)
 	}
@@ -177,7 +177,7 @@ func testDeferralSweep(t *testing.T, h Harness) {
 	if st, v := ViewOf(t, s, "order-a"); st != "placed" || v != 1 {
 		t.Errorf("a swept event was applied: %s v%d", st, v)
 	}
-	if d, _ := s.Consumers().Deferred(ctx, "orders", time.Time{}); len(d) != 0 {
+	if d, _ := projection.Consumers(s).Deferred(ctx, "orders", time.Time{}); len(d) != 0 {
 		t.Errorf("still deferred: %+v", d)
 	}
 }

@@ -166,7 +166,7 @@ func TestForget(t *testing.T) {
 				Event: mustJSON(t, res.Events[0])}); err != nil {
 				return err
 			}
-			_, _, err := store.Bookkeeping(inside.Key{}, tx).Defer(ctx, store.DeferredEvent{Tenant: tenant, Consumer: "c", Subject: "user-1", Version: 9, EventID: res.Events[0].ID, Event: mustJSON(t, res.Events[0]), Reason: "gap"})
+			_, _, err := store.Bookkeeping(inside.Key{}, tx).Defer(ctx, inside.Deferred{Tenant: tenant, Consumer: "c", Subject: "user-1", Version: 9, EventID: res.Events[0].ID, Event: mustJSON(t, res.Events[0]), Reason: "gap"})
 			return err
 		}); err != nil {
 			t.Fatal(err)
