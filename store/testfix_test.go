@@ -11,6 +11,7 @@ var (
 	rawFileBytes   = testfix.RawFileBytes
 	holds          = testfix.Holds
 	tagMatches     = testfix.TagMatches
+	openAddr       = testfix.OpenChecked
 )
 
 type logEvent = testfix.LogEvent

@@ -133,3 +133,27 @@ func ReadLog(t testing.TB, path string) map[string]LogEvent {
 	}
 	return out
 }
+
+// OpenChecked opens a store on addr, closed (after its invariants are
+// checked) when tb ends unless the test closed it.
+func OpenChecked(tb testing.TB, addr string, opts *store.Options) *store.Store {
+	tb.Helper()
+	s, err := store.Open(context.Background(), addr, opts)
+	if err != nil {
+		tb.Fatalf("open store: %v", err)
+	}
+	tb.Cleanup(func() {
+		select {
+		case <-s.Done():
+			return
+		default:
+		}
+		if err := s.CheckInvariants(context.Background()); err != nil {
+			tb.Errorf("after the test: %v", err)
+		}
+		if err := s.Close(); err != nil {
+			tb.Errorf("close store: %v", err)
+		}
+	})
+	return s
+}

@@ -1,18 +1,22 @@
-package store_test
+package postgres_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/internal/testfix"
+	_ "github.com/eventlite/eventlite/store/postgres"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
 // TestDriverSuitePostgres runs the shared driver suite against
 // PostgreSQL: a fresh schema per test, dropped when it ends; a second
 // store on the same schema for another process or a restart. It runs
-// when EVENTLITE_TEST_POSTGRES holds a server's URL.
+// when EVENTLITE_TEST_POSTGRES holds a server's URL. It lives in this
+// package, not in store's, so that its minutes count against a test
+// binary of its own (go test's ten-minute limit is per package) and run
+// beside store's tests.
 func TestDriverSuitePostgres(t *testing.T) {
 	base := storetest.PostgresBase(t)
 	addrs := map[*store.Store]string{}
@@ -21,7 +25,7 @@ func TestDriverSuitePostgres(t *testing.T) {
 		Open: func(tb testing.TB, opts *store.Options) *store.Store {
 			tb.Helper()
 			addr := storetest.PostgresSchema(tb, base)
-			s := openAddr(tb, addr, opts)
+			s := testfix.OpenChecked(tb, addr, opts)
 			addrs[s] = addr
 			return s
 		},
@@ -31,33 +35,9 @@ func TestDriverSuitePostgres(t *testing.T) {
 			if !ok {
 				tb.Fatal("reopen: the store was not opened by this harness")
 			}
-			s2 := openAddr(tb, addr, opts)
+			s2 := testfix.OpenChecked(tb, addr, opts)
 			addrs[s2] = addr
 			return s2
 		},
 	})
-}
-
-// openAddr opens a store on addr, closed (after its invariants are
-// checked) when tb ends unless the test closed it.
-func openAddr(tb testing.TB, addr string, opts *store.Options) *store.Store {
-	tb.Helper()
-	s, err := store.Open(context.Background(), addr, opts)
-	if err != nil {
-		tb.Fatalf("open store: %v", err)
-	}
-	tb.Cleanup(func() {
-		select {
-		case <-s.Done():
-			return
-		default:
-		}
-		if err := s.CheckInvariants(context.Background()); err != nil {
-			tb.Errorf("after the test: %v", err)
-		}
-		if err := s.Close(); err != nil {
-			tb.Errorf("close store: %v", err)
-		}
-	})
-	return s
 }
