@@ -13,6 +13,7 @@ import (
 	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/effect"
+	"github.com/eventlite/eventlite/store/outbox"
 )
 
 // DefaultTimeout bounds the store reads of one scrape unless
@@ -172,7 +173,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		emit(mAppended, float64(head))
 	}
 
-	if o, err := c.s.Outbox().Stats(ctx); err != nil {
+	if o, err := outbox.For(c.s).Stats(ctx); err != nil {
 		fail(mPending, "outbox stats", err)
 	} else {
 		emit(mPending, float64(o.Pending))

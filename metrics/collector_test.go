@@ -22,6 +22,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/inside"
+	"github.com/eventlite/eventlite/internal/outboxmark"
 	"github.com/eventlite/eventlite/metrics"
 	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/store"
@@ -94,7 +95,7 @@ func TestMetricsCollector(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, l, []store.Failure{{Position: poison.FirstPosition(), Error: "message too large"}})
+		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, l, []outboxmark.Failure{{Position: poison.FirstPosition(), Error: "message too large"}})
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@
 // The collector adds only eventlite's own metrics: the Go runtime's and
 // the process's are the registry's (NewRegistry registers both).
 // A scrape runs a fixed number of counting queries (the store's
-// Inventory().Counts and Outbox().Stats, projection.AllStats): it lists
+// Inventory().Counts, store/outbox's Stats, projection.AllStats): it lists
 // no dead letter, quarantined or deferred event, conflict or effect, so
 // its cost hardly grows with their number.
 //
@@ -33,7 +33,7 @@
 //	eventlite_log_head_position                         gauge   newest position in the log
 //	eventlite_events_appended_total                     counter events appended (the head: positions are gap free)
 //
-// The outbox (store.OutboxStats, every tenant):
+// The outbox (store/outbox's Stats, every tenant):
 //
 //	eventlite_outbox_pending                            gauge   events not yet published nor discarded
 //	eventlite_outbox_oldest_unpublished_age_seconds     gauge   age of the oldest pending event: the relay's lag

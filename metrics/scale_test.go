@@ -11,6 +11,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/inside"
+	"github.com/eventlite/eventlite/internal/outboxmark"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/effect"
 	"github.com/eventlite/eventlite/store/storetest"
@@ -22,7 +23,7 @@ import (
 func fill(tb testing.TB, s *store.Store, n int) {
 	tb.Helper()
 	ctx := context.Background()
-	var failures []store.Failure
+	var failures []outboxmark.Failure
 	for i := 0; i < n; i += 10 {
 		evs := make([]envelope.Event, min(10, n-i))
 		for j := range evs {
@@ -38,7 +39,7 @@ func fill(tb testing.TB, s *store.Store, n int) {
 			tb.Fatal(err)
 		}
 		for p := res.FirstPosition(); p <= res.LastPosition(); p++ {
-			failures = append(failures, store.Failure{Position: p, Error: "message too large"})
+			failures = append(failures, outboxmark.Failure{Position: p, Error: "message too large"})
 		}
 	}
 	l, err := store.Inner(inside.Key{}, s).AcquireLease(ctx, "relay", "earlier-relay", time.Minute)

@@ -18,6 +18,7 @@ import (
 	"github.com/eventlite/eventlite/natsjs/natstest"
 	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/outbox"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -206,7 +207,7 @@ func TestSubjectTooLongIsDeadLettered(t *testing.T) {
 	if err := r.Run(rctx); !errors.As(err, &inc) || inc.Pending != 1 {
 		t.Fatalf("run: %v, want the long stream's second event left behind the dead letter", err)
 	}
-	dl, err := s.Outbox().DeadLetters(ctx, "")
+	dl, err := outbox.For(s).DeadLetters(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,10 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/internal/inside"
+
+	"github.com/eventlite/eventlite/internal/outboxmark"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/outbox"
 )
 
 // work runs batches until ctx ends, the lease is lost, or Once is done.
@@ -20,7 +23,7 @@ import (
 // beginning, where it sees the failure.
 func (r *Relay) work(ctx context.Context, lease store.Lease) (err error) {
 	var (
-		next     []store.OutboxRow
+		next     []outbox.Row
 		fetched  bool
 		settling chan settled // the last batch's marks, being written
 	)
@@ -44,7 +47,7 @@ func (r *Relay) work(ctx context.Context, lease store.Lease) (err error) {
 		rows := next
 		if !fetched {
 			var err error
-			rows, err = r.st.Outbox().Read(ctx, store.OutboxReadOptions{Limit: r.opts.BatchSize, Now: now})
+			rows, err = outbox.For(r.st).Read(ctx, outbox.ReadOptions{Limit: r.opts.BatchSize, Now: now})
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
@@ -93,7 +96,7 @@ func (r *Relay) work(ctx context.Context, lease store.Lease) (err error) {
 			prefetch = make(chan prefetched, 1)
 			after := rows[len(rows)-1].Event.Position
 			go func() {
-				rows, err := r.st.Outbox().Read(ctx, store.OutboxReadOptions{After: after, Limit: r.opts.BatchSize, Now: now})
+				rows, err := outbox.For(r.st).Read(ctx, outbox.ReadOptions{After: after, Limit: r.opts.BatchSize, Now: now})
 				prefetch <- prefetched{rows, err}
 			}()
 		}
@@ -127,7 +130,7 @@ func (r *Relay) work(ctx context.Context, lease store.Lease) (err error) {
 // requireData refuses a batch holding an event read without the master
 // key that decrypts it: published, it would reach the broker without its
 // data (see store.RequireData).
-func requireData(rows []store.OutboxRow) error {
+func requireData(rows []outbox.Row) error {
 	for i := range rows {
 		if err := store.RequireData("relay", rows[i].Event); err != nil {
 			return err
@@ -138,7 +141,7 @@ func requireData(rows []store.OutboxRow) error {
 
 // prefetched is the next batch, read while one is published.
 type prefetched struct {
-	rows []store.OutboxRow
+	rows []outbox.Row
 	err  error
 }
 
@@ -189,7 +192,7 @@ func (r *Relay) handle(ctx context.Context, rep BatchReport, o *outcome) error {
 // idle waits for a commit, a retry falling due, or the poll interval.
 func (r *Relay) idle(ctx context.Context, changed <-chan struct{}) error {
 	wake := r.opts.clock.Now().Add(r.opts.PollInterval)
-	if next, ok, err := r.st.Outbox().NextAttempt(ctx); err == nil && ok && next.Before(wake) {
+	if next, ok, err := outbox.For(r.st).NextAttempt(ctx); err == nil && ok && next.Before(wake) {
 		wake = next
 	}
 	select {
@@ -205,7 +208,7 @@ func (r *Relay) idle(ctx context.Context, changed <-chan struct{}) error {
 // letters (done), or only rows parked behind them (an *IncompleteError,
 // since waiting will not help).
 func (r *Relay) drained(ctx context.Context) (bool, error) {
-	st, err := r.st.Outbox().Stats(ctx)
+	st, err := outbox.For(r.st).Stats(ctx)
 	if err != nil {
 		return false, nil // look again later
 	}
@@ -223,7 +226,7 @@ func (r *Relay) drained(ctx context.Context) (bool, error) {
 			"they wait behind %d dead letter(s) in %d parked stream(s): see eventlite dlq list, then dlq retry or dlq discard",
 			st.DeadLetters, st.ParkedStreams)}
 	}
-	next, ok, err := r.st.Outbox().NextAttempt(ctx)
+	next, ok, err := outbox.For(r.st).NextAttempt(ctx)
 	if err == nil && ok {
 		r.setReason(fmt.Sprintf("rows that failed wait for their next attempt (the next at %s)", next.UTC().Format(time.RFC3339)))
 	}
@@ -275,9 +278,9 @@ func (r *Relay) retryDelay(n int) time.Duration {
 // outcome is a published batch, classified, not yet settled.
 type outcome struct {
 	rep        BatchReport
-	rows       []store.OutboxRow
-	pub        []store.Published
-	fail, dead []store.Failure
+	rows       []outbox.Row
+	pub        []outboxmark.Published
+	fail, dead []outboxmark.Failure
 	down       error // the destination was unreachable
 	fatal      error // the destination is misconfigured
 }
@@ -290,7 +293,7 @@ func (o *outcome) whole() bool {
 // publishBatch publishes rows and classifies the results; it writes
 // nothing. It fails only when ctx ended (the batch is abandoned) or the
 // publisher broke its contract.
-func (r *Relay) publishBatch(ctx context.Context, lease store.Lease, rows []store.OutboxRow) (*outcome, error) {
+func (r *Relay) publishBatch(ctx context.Context, lease store.Lease, rows []outbox.Row) (*outcome, error) {
 	o := &outcome{rows: rows, rep: BatchReport{Token: lease.Token, Rows: len(rows), First: rows[0].Event.Position, Last: rows[len(rows)-1].Event.Position}}
 	msgs := make([]Message, len(rows))
 	for i := range rows {
@@ -309,7 +312,7 @@ func (r *Relay) publishBatch(ctx context.Context, lease store.Lease, rows []stor
 		transient, unreach []int
 		stopped            map[streamKey]bool
 	)
-	o.pub = make([]store.Published, 0, len(rows))
+	o.pub = make([]outboxmark.Published, 0, len(rows))
 	for i := range rows {
 		e := &rows[i].Event
 		k := keyOf(e)
@@ -321,7 +324,7 @@ func (r *Relay) publishBatch(ctx context.Context, lease store.Lease, rows []stor
 		}
 		res := results[i]
 		if res.Err == nil {
-			o.pub = append(o.pub, store.Published{Position: e.Position, BrokerSequence: res.Sequence})
+			o.pub = append(o.pub, outboxmark.Published{Position: e.Position, BrokerSequence: res.Sequence})
 			if res.Duplicate {
 				o.rep.Duplicates++
 			}
@@ -335,7 +338,7 @@ func (r *Relay) publishBatch(ctx context.Context, lease store.Lease, rows []stor
 		case errors.Is(res.Err, ErrNotAttempted):
 			o.rep.Waiting++
 		case ClassOf(res.Err) == Permanent:
-			o.dead = append(o.dead, store.Failure{Position: e.Position, Error: res.Err.Error()})
+			o.dead = append(o.dead, outboxmark.Failure{Position: e.Position, Error: res.Err.Error()})
 		case ClassOf(res.Err) == Unreachable:
 			unreach = append(unreach, i)
 		case ClassOf(res.Err) == Fatal:
@@ -384,11 +387,11 @@ func (r *Relay) publishBatch(ctx context.Context, lease store.Lease, rows []stor
 		row := &rows[i]
 		n := row.Attempts + 1
 		if n >= r.opts.MaxAttempts {
-			o.dead = append(o.dead, store.Failure{Position: row.Event.Position,
+			o.dead = append(o.dead, outboxmark.Failure{Position: row.Event.Position,
 				Error: fmt.Sprintf("gave up after %d attempts: %v", n, results[i].Err)})
 			continue
 		}
-		o.fail = append(o.fail, store.Failure{Position: row.Event.Position, Error: results[i].Err.Error(),
+		o.fail = append(o.fail, outboxmark.Failure{Position: row.Event.Position, Error: results[i].Err.Error(),
 			NextAttemptAt: now.Add(r.retryDelay(n))})
 	}
 	o.rep.Down = o.down
@@ -421,7 +424,7 @@ func (r *Relay) settle(ctx context.Context, lease store.Lease, o *outcome) Batch
 }
 
 // record logs a settled batch and counts it.
-func (r *Relay) record(rep BatchReport, rows []store.OutboxRow, fail, dead []store.Failure) {
+func (r *Relay) record(rep BatchReport, rows []outbox.Row, fail, dead []outboxmark.Failure) {
 	r.mu.Lock()
 	r.stats.Batches++
 	r.stats.Published += int64(rep.Published)
@@ -433,7 +436,7 @@ func (r *Relay) record(rep BatchReport, rows []store.OutboxRow, fail, dead []sto
 		r.log.Debug("batch published", "rows", rep.Rows, "published", rep.Published, "duplicates", rep.Duplicates, "first", rep.First, "last", rep.Last)
 		return
 	}
-	byPos := make(map[int64]*store.OutboxRow, len(fail)+len(dead))
+	byPos := make(map[int64]*outbox.Row, len(fail)+len(dead))
 	for i := range rows {
 		byPos[rows[i].Event.Position] = &rows[i]
 	}
@@ -463,7 +466,7 @@ func (r *Relay) deadLetterForeignKey(ctx context.Context, lease store.Lease, err
 	msg := fmt.Sprintf("its data key (subject %q, tenant %s) is wrapped by master key %s, not the store's %s: no process of the store can open it; "+
 		"forget the subject, or restore a backup taken before the other master key was used", me.Subject, me.Tenant, me.Stored, me.Given)
 	derr := r.st.Update(ctx, func(tx *store.Tx) error {
-		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, lease, []store.Failure{{Position: me.Position, Error: msg}})
+		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, lease, []outboxmark.Failure{{Position: me.Position, Error: msg}})
 	})
 	switch {
 	case errors.Is(derr, store.ErrStaleFence):

@@ -20,6 +20,7 @@ import (
 	"github.com/eventlite/eventlite/natsjs/natstest"
 	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/outbox"
 )
 
 // benchEvents is how many events one round of BenchmarkRelay drains.
@@ -279,7 +280,7 @@ func BenchmarkOutboxLag(b *testing.B) {
 		wg.Wait()
 		achieved := float64(rate*int(duration.Seconds())) / time.Since(start).Seconds()
 		eventually(b, "the relay to catch up", time.Minute, func() bool {
-			st, err := s.Outbox().Stats(context.Background())
+			st, err := outbox.For(s).Stats(context.Background())
 			return err == nil && st.Pending == 0
 		})
 		cancel()
@@ -290,7 +291,7 @@ func BenchmarkOutboxLag(b *testing.B) {
 		// recorded_at is the commit's time; published_at the marking
 		// commit's, both by the store's clock.
 		for after := int64(0); ; {
-			es, err := s.Outbox().Entries(context.Background(), after, 1000)
+			es, err := outbox.For(s).Entries(context.Background(), after, 1000)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -83,7 +83,7 @@ func TestRelayRefusesEncryptedWithoutKey(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := openAt(t, path, &c.opts)
-			before := outbox(t, s)
+			before := outboxEntries(t, s)
 			var out bytes.Buffer
 			r := newRelay(t, publish.Options{Store: s, Publisher: publish.NewStdout(&out), Once: true})
 			// The deadline only ends a relay that would wait forever (the
@@ -95,10 +95,10 @@ func TestRelayRefusesEncryptedWithoutKey(t *testing.T) {
 			if out.Len() != 0 {
 				t.Fatalf("published %q; want nothing", out.String())
 			}
-			if diff := cmp.Diff(before, outbox(t, s)); diff != "" {
+			if diff := cmp.Diff(before, outboxEntries(t, s)); diff != "" {
 				t.Fatalf("outbox changed (-before +after):\n%s", diff)
 			}
-			for _, e := range outbox(t, s) {
+			for _, e := range outboxEntries(t, s) {
 				if e.Attempts != 0 || !e.PublishedAt.IsZero() || !e.DeadAt.IsZero() {
 					t.Fatalf("outbox row %+v: want pending, no attempt", e)
 				}

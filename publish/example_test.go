@@ -11,6 +11,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/outbox"
 )
 
 // Drain a store's outbox to standard output as JSON Lines, then look at
@@ -43,7 +44,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	st, _ := s.Outbox().Stats(ctx)
+	st, _ := outbox.For(s).Stats(ctx)
 	fmt.Printf("pending %d, published %d\n", st.Pending, st.Published)
 	// Output:
 	// {"specversion":"1.0","id":"01J9ZZZZZZZZZZZZZZZZZZZZZZ","source":"/shop","type":"order.placed","subject":"order-1","time":"2025-01-02T03:04:05Z","datacontenttype":"application/json","tenant":"default","streamversion":1,"position":"1","data":{"total":42}}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/outbox"
 )
 
 // TestRelayDeadLettersForeignKeyEvent: in a file an older eventlite let
@@ -46,8 +47,8 @@ func TestRelayDeadLettersForeignKeyEvent(t *testing.T) {
 	if strings.Count(published, "\n") != 2 || !strings.Contains(published, "alice@example.org") || strings.Contains(published, "user-bob") {
 		t.Errorf("published:\n%s\nwant alice's and the plain event, not bob's", published)
 	}
-	var dead []store.OutboxEntry
-	for _, e := range outbox(t, relayStore) {
+	var dead []outbox.Entry
+	for _, e := range outboxEntries(t, relayStore) {
 		if !e.DeadAt.IsZero() {
 			dead = append(dead, e)
 		}

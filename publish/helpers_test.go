@@ -18,6 +18,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/outbox"
 )
 
 var getenv = os.Getenv
@@ -62,12 +63,12 @@ func storedEvents(t testing.TB, s *store.Store) []envelope.Event {
 }
 
 // outbox reads every outbox row.
-func outbox(t testing.TB, s *store.Store) []store.OutboxEntry {
+func outboxEntries(t testing.TB, s *store.Store) []outbox.Entry {
 	t.Helper()
-	var out []store.OutboxEntry
+	var out []outbox.Entry
 	after := int64(0)
 	for {
-		es, err := s.Outbox().Entries(context.Background(), after, 1000)
+		es, err := outbox.For(s).Entries(context.Background(), after, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/outbox"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -163,7 +164,7 @@ func TestRelayIsolatesEventThatDropsTheConnection(t *testing.T) {
 	if !errors.As(err, &inc) || inc.Pending != 1 || inc.Err != nil {
 		t.Fatalf("run: %v; want only the bad stream's second event left, behind the dead letter", err)
 	}
-	dl, err := s.Outbox().DeadLetters(context.Background(), "")
+	dl, err := outbox.For(s).DeadLetters(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +192,7 @@ func TestRelayIsolatesEventThatDropsTheConnectionAlone(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v; want the outbox drained to one dead letter", err)
 	}
-	dl, err := s.Outbox().DeadLetters(context.Background(), "")
+	dl, err := outbox.For(s).DeadLetters(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +220,7 @@ func TestRelayHangingStreamDelaysOthersOneTimeoutPerRound(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v; want the outbox drained to one dead letter", err)
 	}
-	dl, err := s.Outbox().DeadLetters(context.Background(), "")
+	dl, err := outbox.For(s).DeadLetters(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

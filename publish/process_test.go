@@ -23,6 +23,7 @@ import (
 	"github.com/eventlite/eventlite/natsjs/natstest"
 	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/outbox"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -285,7 +286,7 @@ func (c *child) stop() {
 func drained(t *testing.T, s *store.Store, within time.Duration) {
 	t.Helper()
 	eventually(t, "the outbox to drain", within, func() bool {
-		st, err := s.Outbox().Stats(context.Background())
+		st, err := outbox.For(s).Stats(context.Background())
 		return err == nil && st.Pending == 0
 	})
 }
@@ -308,7 +309,7 @@ func TestRelayProcessKilledMidBatch(t *testing.T) {
 	c.waitFor("publish batch "+fmt.Sprint(gate), 30*time.Second, hasLine("GATED"))
 	c.kill()
 	marked := 0
-	for _, o := range outbox(t, s) {
+	for _, o := range outboxEntries(t, s) {
 		if !o.PublishedAt.IsZero() {
 			marked++
 		}
@@ -408,7 +409,7 @@ func TestTwoRelayProcesses(t *testing.T) {
 			}
 		}
 	}
-	for _, o := range outbox(t, s) {
+	for _, o := range outboxEntries(t, s) {
 		want := first
 		if o.Stream == "after" {
 			want = first + 1
@@ -462,7 +463,7 @@ func TestPausedRelayProcessLosesItsWrites(t *testing.T) {
 			t.Errorf("the paused relay settled a batch: %+v", bt)
 		}
 	}
-	for _, o := range outbox(t, s) {
+	for _, o := range outboxEntries(t, s) {
 		if o.PublishedToken != pausedToken+1 {
 			t.Errorf("row %d marked under token %d, want the successor's %d", o.Position, o.PublishedToken, pausedToken+1)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/eventlite/eventlite/internal/leasing"
 	"github.com/eventlite/eventlite/internal/tracing"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/outbox"
 )
 
 // Options configures a Relay. Zero fields take the documented defaults.
@@ -296,7 +297,7 @@ func (r *Relay) finish(ctx context.Context, err error) error {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if st, serr := r.st.Outbox().Stats(sctx); serr == nil {
+	if st, serr := outbox.For(r.st).Stats(sctx); serr == nil {
 		inc.Pending = st.Pending - st.DeadLetters
 		if inc.Pending == 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil // it all went out as the time ran out

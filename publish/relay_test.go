@@ -19,6 +19,7 @@ import (
 	"github.com/eventlite/eventlite/natsjs/natstest"
 	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/outbox"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -120,7 +121,7 @@ func checkBroker(t *testing.T, srv *natstest.Server, s *store.Store) {
 		}
 		last[k] = e.StreamVersion
 	}
-	for _, o := range outbox(t, s) {
+	for _, o := range outboxEntries(t, s) {
 		if o.PublishedAt.IsZero() {
 			t.Errorf("row %d not published", o.Position)
 			continue
@@ -145,7 +146,7 @@ func TestRelayDeliversEverythingInStreamOrder(t *testing.T) {
 	}
 	checkBroker(t, srv, s)
 	token := int64(0)
-	for _, o := range outbox(t, s) {
+	for _, o := range outboxEntries(t, s) {
 		if token == 0 {
 			token = o.PublishedToken
 		}
@@ -160,7 +161,7 @@ func TestRelayDeliversEverythingInStreamOrder(t *testing.T) {
 	if _, err := store.Inner(inside.Key{}, s).AcquireLease(context.Background(), "relay", "next", time.Minute); err != nil {
 		t.Errorf("lease after a clean stop: %v", err)
 	}
-	st, _ := s.Outbox().Stats(context.Background())
+	st, _ := outbox.For(s).Stats(context.Background())
 	if st.Pending != 0 || st.Published != 38 {
 		t.Errorf("stats: %+v", st)
 	}
@@ -190,7 +191,7 @@ func TestRelayAckLostAfterStore(t *testing.T) {
 	if n := len(srv.Messages(t, natsjs.DefaultStream)); n != 5 {
 		t.Fatalf("broker holds %d messages after the lost acks, want all 5", n)
 	}
-	for _, o := range outbox(t, s) {
+	for _, o := range outboxEntries(t, s) {
 		if o.Version == 1 && (o.Attempts != 1 || o.LastError == "" || o.NextAttemptAt.IsZero()) {
 			t.Errorf("failed row: %+v", o)
 		}
@@ -238,7 +239,7 @@ func TestRelayBrokerDownThenBack(t *testing.T) {
 		}
 		return n >= 10
 	})
-	for _, o := range outbox(t, s) {
+	for _, o := range outboxEntries(t, s) {
 		if o.Attempts != 0 || !o.DeadAt.IsZero() {
 			t.Fatalf("row %d while the broker is down: attempts %d dead %v", o.Position, o.Attempts, o.DeadAt)
 		}
@@ -249,7 +250,7 @@ func TestRelayBrokerDownThenBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkBroker(t, srv, s)
-	st, _ := s.Outbox().Stats(context.Background())
+	st, _ := outbox.For(s).Stats(context.Background())
 	if st.DeadLettered != 0 || st.Retried != 0 || st.Pending != 0 {
 		t.Errorf("stats: %+v", st)
 	}
@@ -279,7 +280,7 @@ func TestRelayPoisonEvent(t *testing.T) {
 	r := newRelay(t, publish.Options{Store: s, Publisher: pub, OnBatch: bs.add})
 	stop := runRelay(t, r)
 	bs.waitFor(t, "the healthy stream", published(3))
-	dls, err := s.Outbox().DeadLetters(ctx, "default")
+	dls, err := outbox.For(s).DeadLetters(ctx, "default")
 	if err != nil || len(dls) != 1 || dls[0].EventID != poison.ID || dls[0].Attempts != 1 {
 		t.Fatalf("dead letters: %+v %v", dls, err)
 	}
@@ -289,7 +290,7 @@ func TestRelayPoisonEvent(t *testing.T) {
 			t.Errorf("dead letter error %q does not name %q", msg, want)
 		}
 	}
-	parked, _ := s.Outbox().ParkedStreams(ctx, "")
+	parked, _ := outbox.For(s).ParkedStreams(ctx, "")
 	if len(parked) != 1 || parked[0].Stream != "poisoned" || parked[0].Waiting != 3 {
 		t.Errorf("parked: %+v", parked)
 	}
@@ -310,7 +311,7 @@ func TestRelayPoisonEvent(t *testing.T) {
 	}
 	// Raise the limit, retry the dead letter: it and its stream go out.
 	srv.Restart(1 << 20)
-	if _, err := s.Outbox().RetryDeadLetter(ctx, "default", poison.ID); err != nil {
+	if _, err := outbox.For(s).RetryDeadLetter(ctx, "default", poison.ID); err != nil {
 		t.Fatal(err)
 	}
 	r3 := newRelay(t, publish.Options{Store: s, Publisher: newNATS(t, srv.URL(), natsjs.Options{}), Once: true})
@@ -351,7 +352,7 @@ func TestRelayTransientFailuresDeadLetterAfterBound(t *testing.T) {
 			}
 			return n == attempt
 		})
-		o := outbox(t, s)[0]
+		o := outboxEntries(t, s)[0]
 		if o.Attempts != attempt {
 			t.Fatalf("attempts %d, want %d", o.Attempts, attempt)
 		}
@@ -368,7 +369,7 @@ func TestRelayTransientFailuresDeadLetterAfterBound(t *testing.T) {
 			t.Errorf("wait after attempt %d: %s, want within [%s, %s]", i+1, nexts[i], want/2, want)
 		}
 	}
-	dls, _ := s.Outbox().DeadLetters(ctx, "")
+	dls, _ := outbox.For(s).DeadLetters(ctx, "")
 	if len(dls) != 1 || dls[0].EventID != res.Events[0].ID || dls[0].Attempts != 4 || !strings.Contains(dls[0].Error, "gave up after 4 attempts") ||
 		!dls[0].FirstFailed.Before(dls[0].LastFailed) && !dls[0].FirstFailed.Equal(dls[0].LastFailed) {
 		t.Errorf("dead letter: %+v", dls)
@@ -472,7 +473,7 @@ func TestRelayLostLeaseWritesNothing(t *testing.T) {
 	if rep := bs.all()[0]; !errors.Is(rep.Err, store.ErrStaleFence) || rep.Published != 0 {
 		t.Errorf("batch under a lost lease: %+v", rep)
 	}
-	for _, o := range outbox(t, s) {
+	for _, o := range outboxEntries(t, s) {
 		if !o.PublishedAt.IsZero() {
 			t.Errorf("row %d marked by a relay that lost its lease", o.Position)
 		}
@@ -514,7 +515,7 @@ func TestRelayStandbyTakesOverOnRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkBroker(t, srv, s)
-	for _, o := range outbox(t, s) {
+	for _, o := range outboxEntries(t, s) {
 		want := int64(1)
 		if o.Version > 5 {
 			want = 2

@@ -72,7 +72,7 @@ func replyBodyNotRecorded(t *testing.T, s *store.Store) {
 	}
 	_ = r.Run(ctx) // two dead letters: it says so
 	got := map[string]string{}
-	for _, e := range outbox(t, s) {
+	for _, e := range outboxEntries(t, s) {
 		got[e.Stream] = e.LastError
 	}
 	for stream, code := range map[string]string{"t.refused": "422", "t.busy": "503"} {

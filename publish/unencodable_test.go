@@ -18,6 +18,7 @@ import (
 	"github.com/eventlite/eventlite/natsjs/natstest"
 	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/outbox"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -194,7 +195,7 @@ func TestUnencodableStoredEventIsDeadLetteredAtFirstAttempt(t *testing.T) {
 				if err := r.Run(ctx); err != nil {
 					t.Fatalf("run: %v", err)
 				}
-				dl, err := s.Outbox().DeadLetters(ctx, "")
+				dl, err := outbox.For(s).DeadLetters(ctx, "")
 				if err != nil {
 					t.Fatal(err)
 				}

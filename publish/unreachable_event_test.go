@@ -10,6 +10,7 @@ import (
 	"github.com/eventlite/eventlite/natsjs"
 	"github.com/eventlite/eventlite/natsjs/natstest"
 	"github.com/eventlite/eventlite/publish"
+	"github.com/eventlite/eventlite/store/outbox"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -75,7 +76,7 @@ func TestRelayCountsUnreachableEventWhenOthersSucceed(t *testing.T) {
 	if err := r.Run(ctx); err != nil {
 		t.Fatalf("run: %v; want the outbox drained to one dead letter", err)
 	}
-	dl, err := s.Outbox().DeadLetters(ctx, "")
+	dl, err := outbox.For(s).DeadLetters(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func TestRelayCountsNothingWhenDestinationWentDown(t *testing.T) {
 	if rep == nil || rep.Down == nil || rep.Published != 4 || rep.Retrying != 0 {
 		t.Fatalf("first round %+v: want the others published and the destination taken for down", rep)
 	}
-	for _, o := range outbox(t, s) {
+	for _, o := range outboxEntries(t, s) {
 		if o.EventID == bad.ID && (o.Attempts != 0 || !o.PublishedAt.IsZero()) {
 			t.Errorf("the event's row %+v: want no attempt counted", o)
 		}

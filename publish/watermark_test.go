@@ -12,6 +12,7 @@ import (
 	"github.com/eventlite/eventlite/natsjs/natstest"
 	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/outbox"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -74,7 +75,7 @@ func TestRelayAppendsWhileRunningAcrossRestart(t *testing.T) {
 	stop = start()
 	wg.Wait()
 	bs.waitFor(t, "the outbox drained", func([]publish.BatchReport) bool {
-		st, err := s.Outbox().Stats(context.Background())
+		st, err := outbox.For(s).Stats(context.Background())
 		return err == nil && st.Pending == 0
 	})
 	if err := stop(); err != nil {

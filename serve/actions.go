@@ -11,6 +11,7 @@ import (
 
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/outbox"
 )
 
 // The operator's actions over HTTP: dead letters (retry, discard) and
@@ -150,14 +151,14 @@ func jsonAnswer(v any) (*answer, *Problem) {
 	return &answer{Status: http.StatusOK, Body: append(b, '\n')}, nil
 }
 
-func deadLetterOf(d store.DeadLetter) deadLetterJSON {
+func deadLetterOf(d outbox.DeadLetter) deadLetterJSON {
 	return deadLetterJSON{Tenant: d.Tenant, EventID: d.EventID, Stream: d.Stream, Version: d.Version,
 		Position: d.Position, Type: d.Type, Attempts: d.Attempts, Error: d.Error, DeadAt: d.DeadAt}
 }
 
 // deadLetterProblem maps an error of a dead-letter action.
 func deadLetterProblem(err error, tenant string) *Problem {
-	var nf *store.DeadLetterNotFoundError
+	var nf *outbox.DeadLetterNotFoundError
 	if errors.As(err, &nf) {
 		p := problemf("dead-letter-not-found", "%v: list them at GET /v1/tenants/%s/dead-letters", err, escapeSegment(tenant))
 		p.Tenant = tenant
@@ -169,7 +170,7 @@ func deadLetterProblem(err error, tenant string) *Problem {
 // retryDeadLetter answers POST .../dead-letters/{event-id}/retry: 204.
 func (h *Handler) retryDeadLetter(w http.ResponseWriter, r *http.Request, tenant, eventID string) {
 	h.act(w, r, tenant, "http.dead-letter.retry", func(ctx context.Context) (*answer, *Problem) {
-		if _, err := h.s.Outbox().RetryDeadLetter(ctx, tenant, eventID); err != nil {
+		if _, err := outbox.For(h.s).RetryDeadLetter(ctx, tenant, eventID); err != nil {
 			return nil, deadLetterProblem(err, tenant)
 		}
 		return &answer{Status: http.StatusNoContent}, nil
@@ -180,7 +181,7 @@ func (h *Handler) retryDeadLetter(w http.ResponseWriter, r *http.Request, tenant
 // 200 and the dead letter given up.
 func (h *Handler) discardDeadLetter(w http.ResponseWriter, r *http.Request, tenant, eventID string) {
 	h.act(w, r, tenant, "http.dead-letter.discard", func(ctx context.Context) (*answer, *Problem) {
-		d, err := h.s.Outbox().DiscardDeadLetter(ctx, tenant, eventID)
+		d, err := outbox.For(h.s).DiscardDeadLetter(ctx, tenant, eventID)
 		if err != nil {
 			return nil, deadLetterProblem(err, tenant)
 		}

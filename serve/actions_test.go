@@ -11,9 +11,12 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/internal/inside"
+
+	"github.com/eventlite/eventlite/internal/outboxmark"
 	"github.com/eventlite/eventlite/serve"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/effect"
+	"github.com/eventlite/eventlite/store/outbox"
 )
 
 // actionTokens: * write, * read-only, acme write, acme read-only.
@@ -198,11 +201,11 @@ func TestDeadLetterDiscardAndRetryKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := ts.s.Update(ctx, func(tx *store.Tx) error {
-		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, l, []store.Failure{{Position: 1, Error: "refused"}, {Position: 2, Error: "refused"}, {Position: 3, Error: "refused"}})
+		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, l, []outboxmark.Failure{{Position: 1, Error: "refused"}, {Position: 2, Error: "refused"}, {Position: 3, Error: "refused"}})
 	}); err != nil {
 		t.Fatal(err)
 	}
-	dls, err := ts.s.Outbox().DeadLetters(ctx, "acme")
+	dls, err := outbox.For(ts.s).DeadLetters(ctx, "acme")
 	if err != nil || len(dls) != 2 {
 		t.Fatalf("dead letters %v, %v", dls, err)
 	}
@@ -211,7 +214,7 @@ func TestDeadLetterDiscardAndRetryKeys(t *testing.T) {
 
 	ts.do("POST", discard(first), nil, bearer("acme-ro")...).wantProblem(t, 403, "read-only")
 	ts.do("POST", discard(first), nil, bearer("all-ro")...).wantProblem(t, 403, "read-only")
-	g, _ := ts.s.Outbox().DeadLetters(ctx, "globex")
+	g, _ := outbox.For(ts.s).DeadLetters(ctx, "globex")
 	ts.do("POST", "/v1/tenants/globex/dead-letters/"+g[0].EventID+"/discard", nil, bearer("acme")...).wantProblem(t, 403, "tenant-forbidden")
 
 	key := with(bearer("acme"), "Idempotency-Key", "discard-1")
@@ -225,7 +228,7 @@ func TestDeadLetterDiscardAndRetryKeys(t *testing.T) {
 	if got.Discarded.EventID != first || got.Discarded.Tenant != "acme" {
 		t.Fatalf("discard answer %s", r.body)
 	}
-	if dls, _ := ts.s.Outbox().DeadLetters(ctx, "acme"); len(dls) != 1 || dls[0].EventID != second {
+	if dls, _ := outbox.For(ts.s).DeadLetters(ctx, "acme"); len(dls) != 1 || dls[0].EventID != second {
 		t.Fatalf("dead letters after discard: %v", dls)
 	}
 	again := ts.do("POST", discard(first), nil, key...)
@@ -343,11 +346,11 @@ func TestStoreWideKeysDoNotMeetTenantStore(t *testing.T) {
 	}
 	head := ts.head()
 	if err := ts.s.Update(ctx, func(tx *store.Tx) error {
-		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, l, []store.Failure{{Position: head, Error: "refused"}})
+		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, l, []outboxmark.Failure{{Position: head, Error: "refused"}})
 	}); err != nil {
 		t.Fatal(err)
 	}
-	dls, err := ts.s.Outbox().DeadLetters(ctx, "_store")
+	dls, err := outbox.For(ts.s).DeadLetters(ctx, "_store")
 	if err != nil || len(dls) != 1 {
 		t.Fatalf("dead letters of _store: %v, %v", dls, err)
 	}
@@ -389,11 +392,11 @@ func TestCancelledActionsChangeNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := ts.s.Update(ctx, func(tx *store.Tx) error {
-		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, l, []store.Failure{{Position: 1, Error: "refused"}, {Position: 3, Error: "refused"}})
+		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, l, []outboxmark.Failure{{Position: 1, Error: "refused"}, {Position: 3, Error: "refused"}})
 	}); err != nil {
 		t.Fatal(err)
 	}
-	dls, err := ts.s.Outbox().DeadLetters(ctx, "acme")
+	dls, err := outbox.For(ts.s).DeadLetters(ctx, "acme")
 	if err != nil || len(dls) != 2 {
 		t.Fatalf("dead letters %v, %v", dls, err)
 	}
@@ -446,7 +449,7 @@ func TestCancelledActionsChangeNothing(t *testing.T) {
 	serveCancelled("GET", "/v1/tenants/acme/effects", "", bearer("acme")...)
 	serveCancelled("GET", "/v1/consumers", "", bearer("all")...)
 
-	if got, err := ts.s.Outbox().DeadLetters(ctx, "acme"); err != nil || len(got) != 2 {
+	if got, err := outbox.For(ts.s).DeadLetters(ctx, "acme"); err != nil || len(got) != 2 {
 		t.Errorf("after cancelled retry and discard, dead letters %v, %v", got, err)
 	}
 	open, err := ts.s.Projections().OpenQuarantine(ctx, "orders")

@@ -13,9 +13,12 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/eventlite/eventlite/internal/inside"
+
+	"github.com/eventlite/eventlite/internal/outboxmark"
 	"github.com/eventlite/eventlite/serve"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/effect"
+	"github.com/eventlite/eventlite/store/outbox"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -109,7 +112,7 @@ func TestBrowserTenantLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, l, []store.Failure{{Position: 3, Error: "broker refused"}})
+		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, l, []outboxmark.Failure{{Position: 3, Error: "broker refused"}})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +206,7 @@ func TestBrowserCockpit(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		if err := store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, l, []store.Failure{{Position: 3, Error: "refused"}, {Position: 4, Error: "refused"}}); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, l, []outboxmark.Failure{{Position: 3, Error: "refused"}, {Position: 4, Error: "refused"}}); err != nil {
 			return err
 		}
 		if err := store.Bookkeeping(inside.Key{}, tx).SetCheckpoint(ctx, "orders", 1, nil); err != nil {
@@ -297,7 +300,7 @@ func TestBrowserCockpit(t *testing.T) {
 	b.do(chromedp.Click(chromedp.CSS(`#dead-letters tr:first-child button[data-action="discard"]`)))
 	b.do(chromedp.Click(chromedp.CSS("#dead-letters button.confirm")))
 	b.wait("one dead letter left", rows("#dead-letters")+` === 1`)
-	dls, err := s.Outbox().DeadLetters(ctx, "")
+	dls, err := outbox.For(s).DeadLetters(ctx, "")
 	if err != nil || len(dls) != 1 || dls[0].EventID != "globex-1" {
 		t.Fatalf("dead letters after discard: %v, %v", dls, err)
 	}

@@ -19,8 +19,10 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/inside"
+	"github.com/eventlite/eventlite/internal/outboxmark"
 	"github.com/eventlite/eventlite/serve"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/outbox"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -244,7 +246,7 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, l, []store.Failure{{Position: 3, Error: "broker refused: <b>no</b>"}})
+		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, l, []outboxmark.Failure{{Position: 3, Error: "broker refused: <b>no</b>"}})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -428,7 +430,7 @@ fetch(%q, {method: "POST", mode: "no-cors", credentials: "include"}).finally(() 
 	default:
 		t.Fatal("the cross-site request did not reach the server")
 	}
-	if dls, err := s.Outbox().DeadLetters(ctx, "shop"); err != nil || len(dls) != 1 {
+	if dls, err := outbox.For(s).DeadLetters(ctx, "shop"); err != nil || len(dls) != 1 {
 		t.Fatalf("dead letters after a cross-site retry: %v, %v", dls, err)
 	}
 	b.open(ts.url + "/#/")
@@ -448,7 +450,7 @@ fetch(%q, {method: "POST", mode: "no-cors", credentials: "include"}).finally(() 
 		t.Fatalf("the page's retry: %+v", c)
 	}
 	b.wait("the retried dead letter gone", `!document.getElementById('dead-letters') && `+textOf("main")+`.includes("No dead letters.")`)
-	if dls, err := s.Outbox().DeadLetters(ctx, "shop"); err != nil || len(dls) != 0 {
+	if dls, err := outbox.For(s).DeadLetters(ctx, "shop"); err != nil || len(dls) != 0 {
 		t.Fatalf("dead letters after retry: %v, %v", dls, err)
 	}
 

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/eventlite/eventlite/store"
+
+	"github.com/eventlite/eventlite/store/outbox"
 )
 
 // The routes a dashboard needs beside the reads: counts and rates, the
@@ -116,7 +118,7 @@ func (h *Handler) eventByID(w http.ResponseWriter, r *http.Request, tenant, id s
 // deadLetters answers GET .../dead-letters: the tenant's dead letters in
 // position order.
 func (h *Handler) deadLetters(w http.ResponseWriter, r *http.Request, tenant string) {
-	dls, err := h.s.Outbox().DeadLetters(r.Context(), tenant)
+	dls, err := outbox.For(h.s).DeadLetters(r.Context(), tenant)
 	if err != nil {
 		writeProblem(w, problemFor(err, tenant, "", nil))
 		return

@@ -13,6 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eventlite/eventlite/internal/inside"
+
+	"github.com/eventlite/eventlite/internal/outboxmark"
 	"github.com/eventlite/eventlite/serve"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/storetest"
@@ -171,7 +173,7 @@ func TestDashboardRoutesWithTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := ts.s.Update(ctx, func(tx *store.Tx) error {
-		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, l, []store.Failure{{Position: 1, Error: "refused <b>"}, {Position: 2, Error: "refused"}})
+		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, l, []outboxmark.Failure{{Position: 1, Error: "refused <b>"}, {Position: 2, Error: "refused"}})
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -9,9 +9,11 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/inside"
+	"github.com/eventlite/eventlite/internal/outboxmark"
 	"github.com/eventlite/eventlite/serve"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/lifecycle"
+	"github.com/eventlite/eventlite/store/outbox"
 )
 
 const streamPath = "/v1/tenants/default/streams/"
@@ -182,13 +184,13 @@ func TestRemovedEventIDIsAConflict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := ts.s.Outbox().Read(ctx, store.OutboxReadOptions{Limit: 100})
+	rows, err := outbox.For(ts.s).Read(ctx, outbox.ReadOptions{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pub []store.Published
+	var pub []outboxmark.Published
 	for _, r := range rows {
-		pub = append(pub, store.Published{Position: r.Event.Position})
+		pub = append(pub, outboxmark.Published{Position: r.Event.Position})
 	}
 	if err := ts.s.Update(ctx, func(tx *store.Tx) error {
 		_, err := store.Bookkeeping(inside.Key{}, tx).MarkPublished(ctx, lease, pub)

@@ -13,6 +13,7 @@ import (
 	"github.com/eventlite/eventlite/metrics"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/outbox"
 )
 
 // healthz answers GET /healthz: 200 while the store is open.
@@ -117,12 +118,12 @@ func (h *Handler) consumers(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, problemFor(err, "", "", nil))
 		return
 	}
-	st, err := h.s.Outbox().Stats(ctx)
+	st, err := outbox.For(h.s).Stats(ctx)
 	if err != nil {
 		writeProblem(w, problemFor(err, "", "", nil))
 		return
 	}
-	dls, err := h.s.Outbox().DeadLetters(ctx, "")
+	dls, err := outbox.For(h.s).DeadLetters(ctx, "")
 	if err != nil {
 		writeProblem(w, problemFor(err, "", "", nil))
 		return

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/internal/inside"
+
+	"github.com/eventlite/eventlite/internal/outboxmark"
 	"github.com/eventlite/eventlite/serve"
 	"github.com/eventlite/eventlite/store"
 )
@@ -123,7 +125,7 @@ func TestStoreWidePaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := ts.s.Update(ctx, func(tx *store.Tx) error {
-		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, l, []store.Failure{{Position: 1, Error: "refused"}})
+		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, l, []outboxmark.Failure{{Position: 1, Error: "refused"}})
 	}); err != nil {
 		t.Fatal(err)
 	}

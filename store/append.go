@@ -146,7 +146,7 @@ type appendReq struct {
 
 // Append appends events to a tenant's stream if expected holds, in one
 // transaction, and returns the stream's new version and the events'
-// positions (the relay finds them above its watermark: see Outbox). A
+// positions (the relay finds them above its watermark: see outbox.go). A
 // failed expectation writes nothing and returns a *ConflictError.
 //
 // Event ids are unique per tenant. Appending events that are already

@@ -17,6 +17,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/outbox"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -216,7 +217,7 @@ func TestAppendBatchSizes(t *testing.T) {
 			t.Errorf("%s: read %d events, want %d", stream, len(got), v)
 		}
 	}
-	st, err := s.Outbox().Stats(ctx)
+	st, err := outbox.For(s).Stats(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

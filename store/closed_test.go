@@ -12,6 +12,7 @@ import (
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/effect"
+	"github.com/eventlite/eventlite/store/outbox"
 )
 
 // closedArg returns an argument of type t for a call on a closed store:
@@ -97,7 +98,7 @@ func TestClosedStore(t *testing.T) {
 			m := st.Method(i)
 			mt := m.Type // receiver first
 			if mt.NumIn() == 1 && mt.NumOut() == 1 && mt.Out(0).Kind() == reflect.Pointer {
-				// A handle (s.Outbox(), s.Inventory(), ...): its methods too.
+				// A handle (s.Inventory(), ...): its methods too.
 				check(name+"."+m.Name+"()", sv.Method(i).Call(nil)[0])
 				continue
 			}
@@ -128,6 +129,7 @@ func TestClosedStore(t *testing.T) {
 	check("Store", reflect.ValueOf(s))
 	// The handles of the packages under store/.
 	check("effect.For(s)", reflect.ValueOf(effect.For(s)))
+	check("outbox.For(s)", reflect.ValueOf(outbox.For(s)))
 	check("stale Tx", reflect.ValueOf(stale))
 	// What eventlite's packages call behind the internal boundary.
 	check("stale Tx bookkeeping", reflect.ValueOf(store.Bookkeeping(inside.Key{}, stale)))

@@ -170,7 +170,7 @@ func (s *Store) diagnoseOutbox(ctx context.Context, o DiagnoseOptions, now time.
 	} else {
 		emit(stale, "events wait in the outbox; no relay has run on this store yet (eventlite relay --to ...)")
 	}
-	dead, err := s.Outbox().DeadLetters(ctx, "")
+	dead, err := s.deadLetters(ctx, "")
 	if err != nil {
 		return err
 	}
@@ -179,7 +179,7 @@ func (s *Store) diagnoseOutbox(ctx context.Context, o DiagnoseOptions, now time.
 		df.add(d.Tenant+":"+d.EventID, d.FirstFailed)
 	}
 	emit(df, "events the relay gave up on: eventlite dlq list, then dlq retry (after fixing the cause) or dlq discard")
-	parked, err := s.Outbox().ParkedStreams(ctx, "")
+	parked, err := s.parkedStreams(ctx, "")
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/internal/inside"
+
+	"github.com/eventlite/eventlite/internal/outboxmark"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/effect"
@@ -35,7 +37,7 @@ func TestDiagnoseFindsPlantedDefects(t *testing.T) {
 	poison := drivertest.AppendEvents(t, s, "poison", 2)
 	relay, _ := store.Inner(inside.Key{}, s).AcquireLease(ctx, "relay", "relay-2", 200*time.Millisecond)
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, relay, []store.Failure{{Position: poison.FirstPosition(), Error: "message too large"}})
+		return store.Bookkeeping(inside.Key{}, tx).DeadLetter(ctx, relay, []outboxmark.Failure{{Position: poison.FirstPosition(), Error: "message too large"}})
 	}); err != nil {
 		t.Fatal(err)
 	}

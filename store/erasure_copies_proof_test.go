@@ -10,6 +10,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/inside"
+	"github.com/eventlite/eventlite/internal/outboxmark"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/backup"
 	"github.com/eventlite/eventlite/store/drivertest"
@@ -63,10 +64,10 @@ func TestErasureReachesEveryCopy(t *testing.T) {
 	err = s.Update(ctx, func(tx *store.Tx) error {
 		b := store.Bookkeeping(inside.Key{}, tx)
 		// A sink refused the event quoting it; the retry published it.
-		if err := b.RecordFailure(ctx, lease, []store.Failure{{Position: res.FirstPosition(), Error: "422: bad email " + marker["outbox"]}}); err != nil {
+		if err := b.RecordFailure(ctx, lease, []outboxmark.Failure{{Position: res.FirstPosition(), Error: "422: bad email " + marker["outbox"]}}); err != nil {
 			return err
 		}
-		if _, err := b.MarkPublished(ctx, lease, []store.Published{{Position: res.FirstPosition()}}); err != nil {
+		if _, err := b.MarkPublished(ctx, lease, []outboxmark.Published{{Position: res.FirstPosition()}}); err != nil {
 			return err
 		}
 		if err := b.Quarantine(ctx, store.Quarantined{Consumer: "users", Reason: store.ReasonHandlerError, Tenant: "default", Subject: "user-alice", Version: 1,

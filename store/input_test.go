@@ -13,6 +13,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/outbox"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -73,7 +74,7 @@ func TestExtremeTimesStoredExactly(t *testing.T) {
 		i++
 	}
 	// The same through the outbox, which the relay reads.
-	rows, err := s.Outbox().Read(ctx, store.OutboxReadOptions{Limit: 100})
+	rows, err := outbox.For(s).Read(ctx, outbox.ReadOptions{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,10 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/inside"
+	"github.com/eventlite/eventlite/internal/outboxmark"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/outbox"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -38,20 +40,20 @@ func TestRecordFailureBatch(t *testing.T) {
 	}
 	now := time.Now()
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		_, err := store.Bookkeeping(inside.Key{}, tx).MarkPublished(ctx, lease, []store.Published{{Position: 1}})
+		_, err := store.Bookkeeping(inside.Key{}, tx).MarkPublished(ctx, lease, []outboxmark.Published{{Position: 1}})
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	var fs []store.Failure
+	var fs []outboxmark.Failure
 	for p := int64(1); p <= n; p++ {
-		fs = append(fs, store.Failure{Position: p, Error: fmt.Sprintf("nope %d\x00é", p), NextAttemptAt: now.Add(time.Duration(p) * time.Second)})
+		fs = append(fs, outboxmark.Failure{Position: p, Error: fmt.Sprintf("nope %d\x00é", p), NextAttemptAt: now.Add(time.Duration(p) * time.Second)})
 	}
-	fs = append(fs, store.Failure{Position: 7, Error: "again", NextAttemptAt: now.Add(time.Hour)}, store.Failure{Position: n + 10, Error: "no event"})
+	fs = append(fs, outboxmark.Failure{Position: 7, Error: "again", NextAttemptAt: now.Add(time.Hour)}, outboxmark.Failure{Position: n + 10, Error: "no event"})
 	if err := s.Update(ctx, func(tx *store.Tx) error { return store.Bookkeeping(inside.Key{}, tx).RecordFailure(ctx, lease, fs) }); err != nil {
 		t.Fatal(err)
 	}
-	entries, err := s.Outbox().Entries(ctx, 0, n+100)
+	entries, err := outbox.For(s).Entries(ctx, 0, n+100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,19 +61,19 @@ func TestRecordFailureBatch(t *testing.T) {
 		t.Fatalf("%d entries, want %d", len(entries), n)
 	}
 	for _, x := range entries {
-		want := store.OutboxEntry{Attempts: 1, LastError: fmt.Sprintf("nope %d\x00é", x.Position), NextAttemptAt: now.Add(time.Duration(x.Position) * time.Second).UTC()}
+		want := outbox.Entry{Attempts: 1, LastError: fmt.Sprintf("nope %d\x00é", x.Position), NextAttemptAt: now.Add(time.Duration(x.Position) * time.Second).UTC()}
 		switch x.Position {
 		case 1:
-			want = store.OutboxEntry{}
+			want = outbox.Entry{}
 		case 7:
-			want = store.OutboxEntry{Attempts: 2, LastError: "again", NextAttemptAt: now.Add(time.Hour).UTC()}
+			want = outbox.Entry{Attempts: 2, LastError: "again", NextAttemptAt: now.Add(time.Hour).UTC()}
 		}
 		if x.Attempts != want.Attempts || x.LastError != want.LastError || !x.NextAttemptAt.Equal(want.NextAttemptAt) {
 			t.Fatalf("position %d: attempts %d, error %q, next %v; want %d, %q, %v", x.Position, x.Attempts, x.LastError, x.NextAttemptAt,
 				want.Attempts, want.LastError, want.NextAttemptAt)
 		}
 	}
-	st, err := s.Outbox().Stats(ctx)
+	st, err := outbox.For(s).Stats(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,10 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/inside"
+	"github.com/eventlite/eventlite/internal/outboxmark"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/outbox"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -82,7 +84,7 @@ func TestOutboxWatermarkRandomized(t *testing.T) {
 				}
 			}
 		}
-		if st, err := s.Outbox().Stats(ctx); err != nil || st.Pending != pending {
+		if st, err := outbox.For(s).Stats(ctx); err != nil || st.Pending != pending {
 			t.Fatalf("%s: stats %+v %v, want %d pending (W %d, C %d)", step, st, err, pending, w, c)
 		}
 		if err := s.CheckInvariants(ctx); err != nil {
@@ -90,18 +92,18 @@ func TestOutboxWatermarkRandomized(t *testing.T) {
 		}
 	}
 	relayBatch := func(drain bool) int {
-		var rows []store.OutboxRow
+		var rows []outbox.Row
 		after := int64(0)
 		for range 1 + rng.IntN(2) { // a read from the start, sometimes one going on
-			more := drivertest.MustRead(t, s, store.OutboxReadOptions{After: after, Limit: 1 + rng.IntN(8), Now: clock})
+			more := drivertest.MustRead(t, s, outbox.ReadOptions{After: after, Limit: 1 + rng.IntN(8), Now: clock})
 			rows = append(rows, more...)
 			if len(more) == 0 {
 				break
 			}
 			after = more[len(more)-1].Event.Position
 		}
-		var pub []store.Published
-		var fail, dead []store.Failure
+		var pub []outboxmark.Published
+		var fail, dead []outboxmark.Failure
 		failed := map[string]bool{}
 		for _, r := range rows {
 			st := streamOf[r.Event.Position]
@@ -110,12 +112,12 @@ func TestOutboxWatermarkRandomized(t *testing.T) {
 			}
 			switch x := rng.IntN(10); {
 			case drain || x < 7:
-				pub = append(pub, store.Published{Position: r.Event.Position})
+				pub = append(pub, outboxmark.Published{Position: r.Event.Position})
 			case x < 9:
-				fail = append(fail, store.Failure{Position: r.Event.Position, Error: "flaky", NextAttemptAt: clock.Add(time.Duration(1+rng.IntN(3)) * time.Second)})
+				fail = append(fail, outboxmark.Failure{Position: r.Event.Position, Error: "flaky", NextAttemptAt: clock.Add(time.Duration(1+rng.IntN(3)) * time.Second)})
 				failed[st] = true
 			default:
-				dead = append(dead, store.Failure{Position: r.Event.Position, Error: "poison"})
+				dead = append(dead, outboxmark.Failure{Position: r.Event.Position, Error: "poison"})
 				failed[st] = true
 			}
 		}
@@ -141,7 +143,7 @@ func TestOutboxWatermarkRandomized(t *testing.T) {
 		case x < 18:
 			clock = clock.Add(time.Duration(rng.IntN(3)) * time.Second)
 		default:
-			dls, err := s.Outbox().DeadLetters(ctx, "")
+			dls, err := outbox.For(s).DeadLetters(ctx, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -150,11 +152,11 @@ func TestOutboxWatermarkRandomized(t *testing.T) {
 			}
 			d := dls[rng.IntN(len(dls))]
 			if rng.IntN(2) == 0 {
-				if _, err := s.Outbox().RetryDeadLetter(ctx, "default", d.EventID); err != nil {
+				if _, err := outbox.For(s).RetryDeadLetter(ctx, "default", d.EventID); err != nil {
 					t.Fatal(err)
 				}
 			} else {
-				if _, err := s.Outbox().DiscardDeadLetter(ctx, "default", d.EventID); err != nil {
+				if _, err := outbox.For(s).DiscardDeadLetter(ctx, "default", d.EventID); err != nil {
 					t.Fatal(err)
 				}
 				settled[d.Position] = "discarded"
@@ -164,7 +166,7 @@ func TestOutboxWatermarkRandomized(t *testing.T) {
 		check(fmt.Sprintf("step %d", i))
 	}
 	// Drain: retry every dead letter, let every backoff fall due, publish.
-	if _, err := s.Outbox().RetryDeadLetters(ctx, ""); err != nil {
+	if _, err := outbox.For(s).RetryDeadLetters(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
 	clock = clock.Add(time.Hour)
@@ -205,22 +207,22 @@ func TestOutboxParkedStreamCursor(t *testing.T) {
 	}
 	now := time.Now()
 	parked := drivertest.AppendN(t, s, "default", "parked", 1)
-	if err := drivertest.Settle(t, s, l, nil, nil, []store.Failure{{Position: parked[0], Error: "poison"}}); err != nil {
+	if err := drivertest.Settle(t, s, l, nil, nil, []outboxmark.Failure{{Position: parked[0], Error: "poison"}}); err != nil {
 		t.Fatal(err)
 	}
 	waiting := drivertest.AppendN(t, s, "default", "parked", 2)
 	for range 5 {
 		drivertest.AppendN(t, s, "default", "other", 20)
-		rows := drivertest.MustRead(t, s, store.OutboxReadOptions{Now: now})
+		rows := drivertest.MustRead(t, s, outbox.ReadOptions{Now: now})
 		if len(rows) != 20 {
 			t.Fatalf("read %d rows, want the 20 new ones of the other stream", len(rows))
 		}
-		pub := make([]store.Published, len(rows))
+		pub := make([]outboxmark.Published, len(rows))
 		for i, r := range rows {
 			if r.Event.Stream != "other" {
 				t.Fatalf("read the parked stream's %+v", r.Event)
 			}
-			pub[i] = store.Published{Position: r.Event.Position}
+			pub[i] = outboxmark.Published{Position: r.Event.Position}
 		}
 		if err := drivertest.Settle(t, s, l, pub, nil, nil); err != nil {
 			t.Fatal(err)
@@ -231,24 +233,24 @@ func TestOutboxParkedStreamCursor(t *testing.T) {
 	if w != parked[0]-1 || c != head {
 		t.Fatalf("parked: W %d C %d, want W %d (below the dead letter) and C %d (the head: nothing left to read below it)", w, c, parked[0]-1, head)
 	}
-	if st, _ := s.Outbox().Stats(ctx); st.Pending != 3 || st.Parked != 3 || st.DeadLetters != 1 {
+	if st, _ := outbox.For(s).Stats(ctx); st.Pending != 3 || st.Parked != 3 || st.DeadLetters != 1 {
 		t.Errorf("stats while parked: %+v", st)
 	}
-	dls, _ := s.Outbox().DeadLetters(ctx, "")
-	if _, err := s.Outbox().DiscardDeadLetter(ctx, "default", dls[0].EventID); err != nil {
+	dls, _ := outbox.For(s).DeadLetters(ctx, "")
+	if _, err := outbox.For(s).DiscardDeadLetter(ctx, "default", dls[0].EventID); err != nil {
 		t.Fatal(err)
 	}
-	rows := drivertest.MustRead(t, s, store.OutboxReadOptions{Now: now})
+	rows := drivertest.MustRead(t, s, outbox.ReadOptions{Now: now})
 	if len(rows) != 2 || rows[0].Event.Position != waiting[0] || rows[1].Event.Position != waiting[1] {
 		t.Fatalf("after the discard: %+v, want the parked stream's waiting %v", rows, waiting)
 	}
-	if err := drivertest.Settle(t, s, l, []store.Published{{Position: waiting[0]}, {Position: waiting[1]}}, nil, nil); err != nil {
+	if err := drivertest.Settle(t, s, l, []outboxmark.Published{{Position: waiting[0]}, {Position: waiting[1]}}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if w, c := watermark(t, s); w != head || c < head {
 		t.Errorf("resolved: W %d C %d, want both at the head %d", w, c, head)
 	}
-	if st, _ := s.Outbox().Stats(ctx); st.Pending != 0 {
+	if st, _ := outbox.For(s).Stats(ctx); st.Pending != 0 {
 		t.Errorf("stats resolved: %+v", st)
 	}
 }
@@ -266,15 +268,15 @@ func TestOutboxFailedRowDueBelowCursor(t *testing.T) {
 	}
 	now := time.Unix(1_000_000, 0)
 	a := drivertest.AppendN(t, s, "default", "a", 3)
-	if err := drivertest.Settle(t, s, l, nil, []store.Failure{{Position: a[0], Error: "flaky", NextAttemptAt: now.Add(time.Minute)}}, nil); err != nil {
+	if err := drivertest.Settle(t, s, l, nil, []outboxmark.Failure{{Position: a[0], Error: "flaky", NextAttemptAt: now.Add(time.Minute)}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	b := drivertest.AppendN(t, s, "default", "b", 4)
-	rows := drivertest.MustRead(t, s, store.OutboxReadOptions{Now: now})
+	rows := drivertest.MustRead(t, s, outbox.ReadOptions{Now: now})
 	if len(rows) != 4 || rows[0].Event.Position != b[0] {
 		t.Fatalf("while a backs off: %+v", rows)
 	}
-	if err := drivertest.Settle(t, s, l, []store.Published{{Position: b[0]}, {Position: b[1]}, {Position: b[2]}, {Position: b[3]}}, nil, nil); err != nil {
+	if err := drivertest.Settle(t, s, l, []outboxmark.Published{{Position: b[0]}, {Position: b[1]}, {Position: b[2]}, {Position: b[3]}}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if w, c := watermark(t, s); w != a[0]-1 || c != b[3] {
@@ -283,15 +285,15 @@ func TestOutboxFailedRowDueBelowCursor(t *testing.T) {
 	// Due: read from a's failed row, with only one row per batch.
 	later := now.Add(2 * time.Minute)
 	for i, p := range a {
-		rows := drivertest.MustRead(t, s, store.OutboxReadOptions{Now: later, Limit: 1})
+		rows := drivertest.MustRead(t, s, outbox.ReadOptions{Now: later, Limit: 1})
 		if len(rows) != 1 || rows[0].Event.Position != p {
 			t.Fatalf("due read %d: %+v, want position %d", i, rows, p)
 		}
-		if err := drivertest.Settle(t, s, l, []store.Published{{Position: p}}, nil, nil); err != nil {
+		if err := drivertest.Settle(t, s, l, []outboxmark.Published{{Position: p}}, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if rows := drivertest.MustRead(t, s, store.OutboxReadOptions{Now: later}); len(rows) != 0 {
+	if rows := drivertest.MustRead(t, s, outbox.ReadOptions{Now: later}); len(rows) != 0 {
 		t.Fatalf("left: %+v", rows)
 	}
 	head, _ := s.Head(ctx)
@@ -357,17 +359,17 @@ func TestOutboxMigrationToWatermark(t *testing.T) {
 	if n := rawQueryString(t, path, `SELECT count(*) FROM sqlite_master WHERE name = 'outbox_pending'`); n != "0" {
 		t.Errorf("outbox_pending kept")
 	}
-	st, err := s.Outbox().Stats(ctx)
+	st, err := outbox.For(s).Stats(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	st.Oldest, st.Lag = time.Time{}, 0
-	want := store.OutboxStats{Pending: 5, DeadLetters: 1, ParkedStreams: 1, Parked: 2,
+	want := outbox.Stats{Pending: 5, DeadLetters: 1, ParkedStreams: 1, Parked: 2,
 		Published: 5, Retried: 2, Requeued: 1, DeadLettered: 3, Discarded: 1}
 	if st != want {
 		t.Errorf("migrated stats:\n got %+v\nwant %+v", st, want)
 	}
-	es, err := s.Outbox().Entries(ctx, 0, 100)
+	es, err := outbox.For(s).Entries(ctx, 0, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,7 +391,7 @@ func TestOutboxMigrationToWatermark(t *testing.T) {
 	if e := es[10]; e.LastError != "was poison" || e.Attempts != 0 {
 		t.Errorf("migrated re-queued row: %+v", e)
 	}
-	dls, _ := s.Outbox().DeadLetters(ctx, "")
+	dls, _ := outbox.For(s).DeadLetters(ctx, "")
 	if len(dls) != 1 || dls[0].Position != 6 || dls[0].Attempts != 3 {
 		t.Errorf("migrated dead letters: %+v", dls)
 	}
@@ -404,14 +406,14 @@ func TestOutboxMigrationToWatermark(t *testing.T) {
 	// And goes on as before: publishes what it can, then c's waiting
 	// event once its dead letter is discarded; b still backs off.
 	storetest.PublishAll(t, s)
-	if _, err := s.Outbox().DiscardDeadLetter(ctx, "default", dls[0].EventID); err != nil {
+	if _, err := outbox.For(s).DiscardDeadLetter(ctx, "default", dls[0].EventID); err != nil {
 		t.Fatal(err)
 	}
 	if got := drivertest.PendingPositions(t, s, now); !slices.Equal(got, []int64{7}) {
 		t.Errorf("after the discard the relay reads %v, want [7]", got)
 	}
 	storetest.PublishAll(t, s)
-	st, _ = s.Outbox().Stats(ctx)
+	st, _ = outbox.For(s).Stats(ctx)
 	if st.Pending != 1 || st.Published != 8 || st.Discarded != 2 {
 		t.Errorf("after the relay: %+v", st)
 	}
@@ -438,11 +440,11 @@ func TestOutboxWatermarkInvariants(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var fail []store.Failure
+		var fail []outboxmark.Failure
 		if failed {
-			fail = []store.Failure{{Position: a[2], Error: "flaky", NextAttemptAt: time.Now().Add(time.Hour)}}
+			fail = []outboxmark.Failure{{Position: a[2], Error: "flaky", NextAttemptAt: time.Now().Add(time.Hour)}}
 		}
-		if err := drivertest.Settle(t, s, l, []store.Published{{Position: a[0]}, {Position: a[1]}}, fail, nil); err != nil {
+		if err := drivertest.Settle(t, s, l, []outboxmark.Published{{Position: a[0]}, {Position: a[1]}}, fail, nil); err != nil {
 			t.Fatal(err)
 		}
 		if w, c := watermark(t, s); w != 2 || c != 5 && failed || c != 2 && !failed {

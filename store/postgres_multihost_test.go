@@ -30,6 +30,7 @@ import (
 	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/internal/driver"
+	"github.com/eventlite/eventlite/store/outbox"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -898,7 +899,7 @@ func (c *mhCluster) check(s *store.Store, sink *mhSink, held string) {
 			bad.Errorf("%s/%s: delivered up to version %d of %d", k.tenant, k.stream, next[k], v)
 		}
 	}
-	st, err := s.Outbox().Stats(ctx)
+	st, err := outbox.For(s).Stats(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

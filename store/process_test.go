@@ -26,6 +26,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/outbox"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -609,7 +610,7 @@ func procVerifyLog(t *testing.T, path string, l *procLedger) procLogFacts {
 	}); err != nil {
 		t.Fatalf("count outbox rows: %v", err)
 	}
-	ost, err := s.Outbox().Stats(ctx)
+	ost, err := outbox.For(s).Stats(ctx)
 	if err != nil {
 		t.Fatalf("outbox stats: %v", err)
 	}

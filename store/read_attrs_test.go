@@ -8,6 +8,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/outbox"
 	"github.com/eventlite/eventlite/store/storetest"
 	"github.com/google/go-cmp/cmp"
 )
@@ -40,7 +41,7 @@ func TestReadAttrsEveryCombination(t *testing.T) {
 	if diff := cmp.Diff(want, all); diff != "" {
 		t.Errorf("ReadAll (-appended +read):\n%s", diff)
 	}
-	rows, err := s.Outbox().Read(ctx, store.OutboxReadOptions{})
+	rows, err := outbox.For(s).Read(ctx, outbox.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/outbox"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -168,7 +169,7 @@ func TestReadOnlyStore(t *testing.T) {
 			return r.Update(ctx, func(tx *store.Tx) error { return store.Bookkeeping(inside.Key{}, tx).SetApplicationID(ctx, 7) })
 		},
 		"Outbox.RetryDeadLetters": func() error {
-			_, err := r.Outbox().RetryDeadLetters(ctx, "default")
+			_, err := outbox.For(r).RetryDeadLetters(ctx, "default")
 			return err
 		},
 	}

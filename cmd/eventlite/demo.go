@@ -26,6 +26,7 @@ import (
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/backup"
 	"github.com/eventlite/eventlite/store/effect"
+	"github.com/eventlite/eventlite/store/outbox"
 )
 
 // demoApplicationID marks a database the demo created ("ELDM" in the
@@ -286,7 +287,7 @@ func (d *demo) relayAndConsume(ctx context.Context) error {
 		return fmt.Errorf("relay: %w", err)
 	}
 	st := relay.Stats()
-	ost, err := d.s.Outbox().Stats(ctx)
+	ost, err := outbox.For(d.s).Stats(ctx)
 	if err != nil {
 		return err
 	}

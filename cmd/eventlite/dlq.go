@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/store"
+
+	"github.com/eventlite/eventlite/store/outbox"
 )
 
 var dlqCommand = &command{
@@ -57,7 +59,7 @@ type deadLetterOutput struct {
 	LastFailed  string `json:"last_failed"`
 }
 
-func toOutput(d store.DeadLetter) deadLetterOutput {
+func toOutput(d outbox.DeadLetter) deadLetterOutput {
 	return deadLetterOutput{Tenant: d.Tenant, EventID: d.EventID, Stream: d.Stream, Version: d.Version,
 		Position: strconv.FormatInt(d.Position, 10), Attempts: d.Attempts, Error: d.Error,
 		FirstFailed: d.FirstFailed.UTC().Format(time.RFC3339Nano), LastFailed: d.LastFailed.UTC().Format(time.RFC3339Nano)}
@@ -84,7 +86,7 @@ func (d *dlqCmd) run(ctx context.Context, c *cli, args []string) error {
 		return usage("discard takes an EVENT_ID")
 	}
 	tenant := string(c.global.tenant)
-	var out []store.DeadLetter
+	var out []outbox.DeadLetter
 	// list only reads; retry and discard write (and upgrade an older schema).
 	open := func(fn func(*store.Store) error) error { return c.withStore(ctx, false, fn) }
 	if action == "list" {
@@ -94,21 +96,21 @@ func (d *dlqCmd) run(ctx context.Context, c *cli, args []string) error {
 		var err error
 		switch {
 		case action == "list":
-			out, err = s.Outbox().DeadLetters(ctx, tenant)
+			out, err = outbox.For(s).DeadLetters(ctx, tenant)
 		case action == "retry" && d.all:
-			out, err = s.Outbox().RetryDeadLetters(ctx, tenant)
+			out, err = outbox.For(s).RetryDeadLetters(ctx, tenant)
 		case action == "retry":
-			var dl store.DeadLetter
-			dl, err = s.Outbox().RetryDeadLetter(ctx, tenant, id)
-			out = []store.DeadLetter{dl}
+			var dl outbox.DeadLetter
+			dl, err = outbox.For(s).RetryDeadLetter(ctx, tenant, id)
+			out = []outbox.DeadLetter{dl}
 		default:
-			var dl store.DeadLetter
-			dl, err = s.Outbox().DiscardDeadLetter(ctx, tenant, id)
-			out = []store.DeadLetter{dl}
+			var dl outbox.DeadLetter
+			dl, err = outbox.For(s).DiscardDeadLetter(ctx, tenant, id)
+			out = []outbox.DeadLetter{dl}
 		}
 		return err
 	})
-	var nf *store.DeadLetterNotFoundError
+	var nf *outbox.DeadLetterNotFoundError
 	switch {
 	case errors.Is(err, errNoDatabase) && id != "":
 		return &exitError{code: exitNotFound, err: fmt.Errorf("no dead letter with event id %q (tenant %s): %w", id, tenant, err)}

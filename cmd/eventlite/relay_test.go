@@ -14,6 +14,7 @@ import (
 
 	"github.com/eventlite/eventlite/natsjs/natstest"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/outbox"
 )
 
 // appendN appends n events to a stream through the CLI.
@@ -120,7 +121,7 @@ func TestRelayCommandBrokerDown(t *testing.T) {
 	}
 	// Nothing was counted against the events.
 	s := openStore(t, db)
-	es, _ := s.Outbox().Entries(context.Background(), 0, 10)
+	es, _ := outbox.For(s).Entries(context.Background(), 0, 10)
 	for _, e := range es {
 		if e.Attempts != 0 {
 			t.Errorf("row %d: %d attempts while the broker was down", e.Position, e.Attempts)

@@ -22,6 +22,7 @@ var allowed = []string{
 	"store/erasure",
 	"store/backup",
 	"store/lifecycle",
+	"store/outbox",
 	"internal/leasing",
 	"projection",
 	"publish",

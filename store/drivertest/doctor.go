@@ -8,7 +8,9 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/inside"
+	"github.com/eventlite/eventlite/internal/outboxmark"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/outbox"
 )
 
 // Problems keeps the findings of severity problem, by kind.
@@ -81,16 +83,16 @@ func testDiagnoseCleanLargeStore(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 	for {
-		rows, err := s.Outbox().Read(ctx, store.OutboxReadOptions{Limit: 5000})
+		rows, err := outbox.For(s).Read(ctx, outbox.ReadOptions{Limit: 5000})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(rows) == 0 {
 			break
 		}
-		pub := make([]store.Published, len(rows))
+		pub := make([]outboxmark.Published, len(rows))
 		for i, r := range rows {
-			pub[i] = store.Published{Position: r.Event.Position}
+			pub[i] = outboxmark.Published{Position: r.Event.Position}
 		}
 		if err := s.Update(ctx, func(tx *store.Tx) error {
 			_, err := store.Bookkeeping(inside.Key{}, tx).MarkPublished(ctx, l, pub)

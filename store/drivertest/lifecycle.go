@@ -13,6 +13,7 @@ import (
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/lifecycle"
+	"github.com/eventlite/eventlite/store/outbox"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -403,7 +404,7 @@ func testSoftDelete(t *testing.T, h Harness) {
 		t.Fatalf("log after delete: %v", types)
 	}
 	// The relay publishes the tombstone like any other event.
-	rows, err := s.Outbox().Read(ctx, store.OutboxReadOptions{})
+	rows, err := outbox.For(s).Read(ctx, outbox.ReadOptions{})
 	if err != nil || len(rows) != 5 || rows[4].Event.Type != lifecycle.TypeStreamDeleted {
 		t.Fatalf("outbox after delete: %d rows, %v", len(rows), err)
 	}

@@ -8,7 +8,10 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/internal/inside"
+
+	"github.com/eventlite/eventlite/internal/outboxmark"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/outbox"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -30,7 +33,7 @@ func AppendN(t *testing.T, s *store.Store, tenant, stream string, n int) []int64
 // PendingPositions returns the positions the outbox hands out at now.
 func PendingPositions(t *testing.T, s *store.Store, now time.Time) []int64 {
 	t.Helper()
-	rows, err := s.Outbox().Read(context.Background(), store.OutboxReadOptions{Limit: 1000, Now: now})
+	rows, err := outbox.For(s).Read(context.Background(), outbox.ReadOptions{Limit: 1000, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +46,7 @@ func PendingPositions(t *testing.T, s *store.Store, now time.Time) []int64 {
 
 // Settle records, in one transaction under lease l, what a relay
 // published, what failed and what it gave up on.
-func Settle(t *testing.T, s *store.Store, l store.Lease, pub []store.Published, fail, dead []store.Failure) error {
+func Settle(t *testing.T, s *store.Store, l store.Lease, pub []outboxmark.Published, fail, dead []outboxmark.Failure) error {
 	t.Helper()
 	return s.Update(context.Background(), func(tx *store.Tx) error {
 		ctx := context.Background()
@@ -58,9 +61,9 @@ func Settle(t *testing.T, s *store.Store, l store.Lease, pub []store.Published, 
 }
 
 // MustRead reads the outbox and fails the test on an error.
-func MustRead(t *testing.T, s *store.Store, o store.OutboxReadOptions) []store.OutboxRow {
+func MustRead(t *testing.T, s *store.Store, o outbox.ReadOptions) []outbox.Row {
 	t.Helper()
-	rows, err := s.Outbox().Read(context.Background(), o)
+	rows, err := outbox.For(s).Read(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +76,7 @@ func testOutboxReadMarkAndFence(t *testing.T, h Harness) {
 	a := AppendN(t, s, "t1", "a", 2)
 	b := AppendN(t, s, "t2", "b", 1)
 	now := time.Now()
-	rows, err := s.Outbox().Read(ctx, store.OutboxReadOptions{Now: now})
+	rows, err := outbox.For(s).Read(ctx, outbox.ReadOptions{Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,13 +88,13 @@ func testOutboxReadMarkAndFence(t *testing.T, h Harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Settle(t, s, l, []store.Published{{Position: a[0], BrokerSequence: 7}, {Position: b[0]}}, nil, nil); err != nil {
+	if err := Settle(t, s, l, []outboxmark.Published{{Position: a[0], BrokerSequence: 7}, {Position: b[0]}}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]int64{a[1]}, PendingPositions(t, s, now)); diff != "" {
 		t.Errorf("pending after marking (-want +got):\n%s", diff)
 	}
-	es, err := s.Outbox().Entries(ctx, 0, 10)
+	es, err := outbox.For(s).Entries(ctx, 0, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,19 +102,19 @@ func testOutboxReadMarkAndFence(t *testing.T, h Harness) {
 		t.Errorf("entries: %+v", es)
 	}
 	// Marking again is harmless.
-	if err := Settle(t, s, l, []store.Published{{Position: a[0], BrokerSequence: 9}}, nil, nil); err != nil {
+	if err := Settle(t, s, l, []outboxmark.Published{{Position: a[0], BrokerSequence: 9}}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	// A stale lease writes nothing, whatever it carries.
 	stale := l
 	stale.Token--
-	err = Settle(t, s, stale, []store.Published{{Position: a[1]}}, nil, nil)
+	err = Settle(t, s, stale, []outboxmark.Published{{Position: a[1]}}, nil, nil)
 	if !errors.Is(err, store.ErrStaleFence) {
 		t.Fatalf("stale mark: %v", err)
 	}
 	for _, f := range []func() error{
-		func() error { return Settle(t, s, stale, nil, []store.Failure{{Position: a[1], Error: "x"}}, nil) },
-		func() error { return Settle(t, s, stale, nil, nil, []store.Failure{{Position: a[1], Error: "x"}}) },
+		func() error { return Settle(t, s, stale, nil, []outboxmark.Failure{{Position: a[1], Error: "x"}}, nil) },
+		func() error { return Settle(t, s, stale, nil, nil, []outboxmark.Failure{{Position: a[1], Error: "x"}}) },
 	} {
 		if err := f(); !errors.Is(err, store.ErrStaleFence) {
 			t.Fatalf("stale failure write: %v", err)
@@ -120,10 +123,10 @@ func testOutboxReadMarkAndFence(t *testing.T, h Harness) {
 	if err := store.Inner(inside.Key{}, s).ReleaseLease(ctx, l); err != nil {
 		t.Fatal(err)
 	}
-	if err := Settle(t, s, l, []store.Published{{Position: a[1]}}, nil, nil); !errors.Is(err, store.ErrStaleFence) {
+	if err := Settle(t, s, l, []outboxmark.Published{{Position: a[1]}}, nil, nil); !errors.Is(err, store.ErrStaleFence) {
 		t.Fatalf("mark after release: %v", err)
 	}
-	st, err := s.Outbox().Stats(ctx)
+	st, err := outbox.For(s).Stats(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,18 +147,18 @@ func testOutboxFailuresHoldTheirStream(t *testing.T, h Harness) {
 	now := time.Unix(1_000_000, 0)
 	// a's first event failed once and waits until now+10s: a's later
 	// events wait too, b goes on.
-	if err := Settle(t, s, l, nil, []store.Failure{{Position: a[0], Error: "timeout", NextAttemptAt: now.Add(10 * time.Second)}}, nil); err != nil {
+	if err := Settle(t, s, l, nil, []outboxmark.Failure{{Position: a[0], Error: "timeout", NextAttemptAt: now.Add(10 * time.Second)}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(b, PendingPositions(t, s, now)); diff != "" {
 		t.Errorf("pending while a backs off (-want +got):\n%s", diff)
 	}
-	next, ok, err := s.Outbox().NextAttempt(ctx)
+	next, ok, err := outbox.For(s).NextAttempt(ctx)
 	if err != nil || !ok || !next.Equal(now.Add(10*time.Second)) {
 		t.Errorf("next attempt: %v %v %v", next, ok, err)
 	}
 	// Once due, a comes back in order, with its attempt on record.
-	rows, err := s.Outbox().Read(ctx, store.OutboxReadOptions{Now: now.Add(10 * time.Second)})
+	rows, err := outbox.For(s).Read(ctx, outbox.ReadOptions{Now: now.Add(10 * time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,10 +166,10 @@ func testOutboxFailuresHoldTheirStream(t *testing.T, h Harness) {
 		t.Fatalf("rows when due: %+v", rows[0])
 	}
 	// After rows: paging.
-	if got := len(MustRead(t, s, store.OutboxReadOptions{After: a[2], Now: now.Add(time.Hour)})); got != 2 {
+	if got := len(MustRead(t, s, outbox.ReadOptions{After: a[2], Now: now.Add(time.Hour)})); got != 2 {
 		t.Errorf("after %d: %d rows, want 2", a[2], got)
 	}
-	st, _ := s.Outbox().Stats(ctx)
+	st, _ := outbox.For(s).Stats(ctx)
 	if st.Retried != 1 || st.Pending != 5 {
 		t.Errorf("stats: %+v", st)
 	}
@@ -183,14 +186,14 @@ func testDeadLettersParkRetryDiscard(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	if err := Settle(t, s, l, []store.Published{{Position: b[0]}}, nil, []store.Failure{{Position: a[0], Error: "too big"}}); err != nil {
+	if err := Settle(t, s, l, []outboxmark.Published{{Position: b[0]}}, nil, []outboxmark.Failure{{Position: a[0], Error: "too big"}}); err != nil {
 		t.Fatal(err)
 	}
 	// a is parked in tenant default only; it stays parked however late.
 	if diff := cmp.Diff(other, PendingPositions(t, s, now.Add(24*time.Hour))); diff != "" {
 		t.Errorf("pending with a parked (-want +got):\n%s", diff)
 	}
-	dls, err := s.Outbox().DeadLetters(ctx, "default")
+	dls, err := outbox.For(s).DeadLetters(ctx, "default")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,63 +201,63 @@ func testDeadLettersParkRetryDiscard(t *testing.T, h Harness) {
 		dls[0].Error != "too big" || dls[0].FirstFailed.IsZero() || dls[0].LastFailed.IsZero() {
 		t.Fatalf("dead letters: %+v", dls)
 	}
-	if dls, _ := s.Outbox().DeadLetters(ctx, "other"); len(dls) != 0 {
+	if dls, _ := outbox.For(s).DeadLetters(ctx, "other"); len(dls) != 0 {
 		t.Errorf("other tenant's dead letters: %+v", dls)
 	}
-	parked, err := s.Outbox().ParkedStreams(ctx, "")
+	parked, err := outbox.For(s).ParkedStreams(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]store.ParkedStream{{Tenant: "default", Stream: "a", DeadLetter: a[0], Waiting: 3}}, parked); diff != "" {
+	if diff := cmp.Diff([]outbox.ParkedStream{{Tenant: "default", Stream: "a", DeadLetter: a[0], Waiting: 3}}, parked); diff != "" {
 		t.Errorf("parked (-want +got):\n%s", diff)
 	}
-	st, _ := s.Outbox().Stats(ctx)
+	st, _ := outbox.For(s).Stats(ctx)
 	if st.DeadLetters != 1 || st.ParkedStreams != 1 || st.Parked != 3 || st.DeadLettered != 1 || st.Pending != 4 {
 		t.Errorf("stats: %+v", st)
 	}
 	// Unknown ids, and the right id in the wrong tenant, are not found.
 	for _, c := range []struct{ tenant, id string }{{"default", "nope"}, {"other", dls[0].EventID}} {
-		if _, err := s.Outbox().RetryDeadLetter(ctx, c.tenant, c.id); !errors.Is(err, store.ErrNotFound) {
+		if _, err := outbox.For(s).RetryDeadLetter(ctx, c.tenant, c.id); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("retry %v: %v", c, err)
 		}
-		if _, err := s.Outbox().DiscardDeadLetter(ctx, c.tenant, c.id); !errors.Is(err, store.ErrNotFound) {
+		if _, err := outbox.For(s).DiscardDeadLetter(ctx, c.tenant, c.id); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("discard %v: %v", c, err)
 		}
 	}
 	// Retry: same event, attempts reset, the stream flows again in order.
-	d, err := s.Outbox().RetryDeadLetter(ctx, "default", dls[0].EventID)
+	d, err := outbox.For(s).RetryDeadLetter(ctx, "default", dls[0].EventID)
 	if err != nil || d.Position != a[0] {
 		t.Fatalf("retry: %+v %v", d, err)
 	}
-	rows := MustRead(t, s, store.OutboxReadOptions{Now: now})
+	rows := MustRead(t, s, outbox.ReadOptions{Now: now})
 	if len(rows) != 4 || rows[0].Event.Position != a[0] || rows[0].Attempts != 0 || rows[0].Event.ID != dls[0].EventID {
 		t.Fatalf("after retry: %+v", rows)
 	}
-	if _, err := s.Outbox().RetryDeadLetter(ctx, "default", dls[0].EventID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := outbox.For(s).RetryDeadLetter(ctx, "default", dls[0].EventID); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("second retry: %v", err)
 	}
 	// Dead again, then discarded: never read again, the stream unparked.
-	if err := Settle(t, s, l, nil, nil, []store.Failure{{Position: a[0], Error: "still too big"}}); err != nil {
+	if err := Settle(t, s, l, nil, nil, []outboxmark.Failure{{Position: a[0], Error: "still too big"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Outbox().DiscardDeadLetter(ctx, "default", dls[0].EventID); err != nil {
+	if _, err := outbox.For(s).DiscardDeadLetter(ctx, "default", dls[0].EventID); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]int64{a[1], a[2], other[0]}, PendingPositions(t, s, now)); diff != "" {
 		t.Errorf("pending after discard (-want +got):\n%s", diff)
 	}
 	// A discarded row is no longer a dead letter, and cannot be marked.
-	if dls, _ := s.Outbox().DeadLetters(ctx, ""); len(dls) != 0 {
+	if dls, _ := outbox.For(s).DeadLetters(ctx, ""); len(dls) != 0 {
 		t.Errorf("dead letters after discard: %+v", dls)
 	}
-	if err := Settle(t, s, l, []store.Published{{Position: a[0]}}, nil, nil); err != nil {
+	if err := Settle(t, s, l, []outboxmark.Published{{Position: a[0]}}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	es, _ := s.Outbox().Entries(ctx, a[0]-1, 1)
+	es, _ := outbox.For(s).Entries(ctx, a[0]-1, 1)
 	if !es[0].PublishedAt.IsZero() || es[0].DiscardedAt.IsZero() {
 		t.Errorf("discarded row: %+v", es[0])
 	}
-	st, _ = s.Outbox().Stats(ctx)
+	st, _ = outbox.For(s).Stats(ctx)
 	if st.Discarded != 1 || st.Requeued != 1 || st.DeadLettered != 2 || st.DeadLetters != 0 || st.Pending != 3 {
 		t.Errorf("stats: %+v", st)
 	}
@@ -267,21 +270,21 @@ func testRetryAllDeadLetters(t *testing.T, h Harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dead []store.Failure
+	var dead []outboxmark.Failure
 	for i := range 3 {
 		p := AppendN(t, s, "default", fmt.Sprint("s", i), 1)
-		dead = append(dead, store.Failure{Position: p[0], Error: "no"})
+		dead = append(dead, outboxmark.Failure{Position: p[0], Error: "no"})
 	}
 	p := AppendN(t, s, "other", "x", 1)
-	dead = append(dead, store.Failure{Position: p[0], Error: "no"})
+	dead = append(dead, outboxmark.Failure{Position: p[0], Error: "no"})
 	if err := Settle(t, s, l, nil, nil, dead); err != nil {
 		t.Fatal(err)
 	}
-	ds, err := s.Outbox().RetryDeadLetters(ctx, "default")
+	ds, err := outbox.For(s).RetryDeadLetters(ctx, "default")
 	if err != nil || len(ds) != 3 {
 		t.Fatalf("retry all: %d %v", len(ds), err)
 	}
-	if left, _ := s.Outbox().DeadLetters(ctx, ""); len(left) != 1 || left[0].Tenant != "other" {
+	if left, _ := outbox.For(s).DeadLetters(ctx, ""); len(left) != 1 || left[0].Tenant != "other" {
 		t.Errorf("left: %+v", left)
 	}
 }
@@ -312,7 +315,7 @@ func testOutboxInTheAppendsTransaction(t *testing.T, h Harness) {
 	if ps := PendingPositions(t, s, time.Now()); len(ps) != 0 {
 		t.Errorf("pending after a rolled-back append: %v", ps)
 	}
-	if st, err := s.Outbox().Stats(ctx); err != nil || st.Pending != 0 {
+	if st, err := outbox.For(s).Stats(ctx); err != nil || st.Pending != 0 {
 		t.Errorf("outbox stats after a rolled-back append: %+v, %v", st, err)
 	}
 	if cp, _ := s.Projections().Checkpoint(ctx, "p"); cp != 0 {

@@ -9,6 +9,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/outbox"
 )
 
 // memPublisher is a destination in memory: it keeps every event it
@@ -95,7 +96,7 @@ func testRelayDeliversEveryEventOnceInStreamOrder(t *testing.T, h Harness) {
 		}
 		last[stream] = e.StreamVersion
 	}
-	es, err := s.Outbox().Entries(ctx, 0, int(head)+1)
+	es, err := outbox.For(s).Entries(ctx, 0, int(head)+1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func testRelayDeliversEveryEventOnceInStreamOrder(t *testing.T, h Harness) {
 				e.Position, e.PublishedAt, e.BrokerSequence, pub.seq[e.Tenant+"/"+e.EventID])
 		}
 	}
-	if st, err := s.Outbox().Stats(ctx); err != nil || st.Pending != 0 {
+	if st, err := outbox.For(s).Stats(ctx); err != nil || st.Pending != 0 {
 		t.Errorf("outbox after the relays: %+v, %v; want nothing pending", st, err)
 	}
 }

@@ -9,9 +9,11 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/inside"
+	"github.com/eventlite/eventlite/internal/outboxmark"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/erasure"
 	"github.com/eventlite/eventlite/store/lifecycle"
+	"github.com/eventlite/eventlite/store/outbox"
 )
 
 // testOwnStreamsAreTheStores: a user cannot append to, delete, truncate
@@ -97,9 +99,9 @@ func testForgetErasesErrorTexts(t *testing.T, h Harness) {
 		return "POST http://sink/: HTTP 422: the sink said: " + string(e.Data) + " is not acceptable"
 	}
 	err = s.Update(ctx, func(tx *store.Tx) error {
-		var fails []store.Failure
+		var fails []outboxmark.Failure
 		for _, e := range events {
-			fails = append(fails, store.Failure{Position: e.Position, Error: echo(e), NextAttemptAt: time.Now().Add(time.Hour)})
+			fails = append(fails, outboxmark.Failure{Position: e.Position, Error: echo(e), NextAttemptAt: time.Now().Add(time.Hour)})
 			if err := store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{Consumer: "p", Reason: store.ReasonHandlerError, Tenant: "default", EventID: e.ID,
 				Position: e.Position, Event: e.AppendJSON(nil), Error: "handler: " + string(e.Data)}); err != nil {
 				return err
@@ -113,7 +115,7 @@ func testForgetErasesErrorTexts(t *testing.T, h Harness) {
 	if _, err := erasure.For(s).Forget(ctx, "default", "alice"); err != nil {
 		t.Fatal(err)
 	}
-	entries, err := s.Outbox().Entries(ctx, 0, 100)
+	entries, err := outbox.For(s).Entries(ctx, 0, 100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/erasure"
+	"github.com/eventlite/eventlite/store/outbox"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -43,7 +44,7 @@ func TestErasureEncryptsAndReadsDecrypt(t *testing.T) {
 	if err != nil || !strings.Contains(string(byID.Data), email) {
 		t.Fatalf("EventByID: %s, %v", byID.Data, err)
 	}
-	rows, err := s.Outbox().Read(ctx, store.OutboxReadOptions{})
+	rows, err := outbox.For(s).Read(ctx, outbox.ReadOptions{})
 	if err != nil || len(rows) != 1 || !strings.Contains(string(rows[0].Event.Data), email) {
 		t.Fatalf("outbox read (what the relay publishes): %v, %v", rows, err)
 	}

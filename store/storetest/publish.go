@@ -6,7 +6,10 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/internal/inside"
+
+	"github.com/eventlite/eventlite/internal/outboxmark"
 	"github.com/eventlite/eventlite/store"
+	"github.com/eventlite/eventlite/store/outbox"
 )
 
 // PublishAll marks every pending outbox row published, as a relay would,
@@ -22,7 +25,7 @@ func PublishAll(tb testing.TB, s *store.Store) {
 	}
 	defer func() { _ = store.Inner(inside.Key{}, s).ReleaseLease(ctx, lease) }()
 	for {
-		rows, err := s.Outbox().Read(ctx, store.OutboxReadOptions{Limit: 1000})
+		rows, err := outbox.For(s).Read(ctx, outbox.ReadOptions{Limit: 1000})
 		if err != nil {
 			tb.Error(err)
 			return
@@ -30,9 +33,9 @@ func PublishAll(tb testing.TB, s *store.Store) {
 		if len(rows) == 0 {
 			return
 		}
-		pub := make([]store.Published, len(rows))
+		pub := make([]outboxmark.Published, len(rows))
 		for i, r := range rows {
-			pub[i] = store.Published{Position: r.Event.Position}
+			pub[i] = outboxmark.Published{Position: r.Event.Position}
 		}
 		if err := s.Update(ctx, func(tx *store.Tx) error {
 			_, err := store.Bookkeeping(inside.Key{}, tx).MarkPublished(ctx, lease, pub)
