@@ -17,7 +17,6 @@ var (
 	fillStore      = testfix.FillStore
 	readLog        = testfix.ReadLog
 	rawQueryString = testfix.RawQueryString
-	rawFileBytes   = testfix.RawFileBytes
 	holds          = testfix.Holds
 	tagMatches     = testfix.TagMatches
 )
