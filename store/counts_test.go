@@ -19,12 +19,33 @@ import (
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
-// Counts counts what is open and leaves out what was resolved or taken.
+// Counts counts what is open and leaves out what was resolved or taken,
+// on both engines (PostgreSQL with EVENTLITE_TEST_POSTGRES): the
+// statements are one, in the drivers' shared code.
 func TestCounts(t *testing.T) {
 	t.Parallel()
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		testCounts(t, func(opts *store.Options) *store.Store { return storetest.MustOpen(t, opts) })
+	})
+	t.Run("postgres", func(t *testing.T) {
+		base := storetest.PostgresBase(t)
+		t.Parallel()
+		testCounts(t, func(opts *store.Options) *store.Store {
+			s, err := store.Open(context.Background(), storetest.PostgresSchema(t, base), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		})
+	})
+}
+
+func testCounts(t *testing.T, open func(*store.Options) *store.Store) {
 	ctx := context.Background()
 	clock := drivertest.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	s := storetest.MustOpen(t, &store.Options{Now: clock.Now})
+	s := open(&store.Options{Now: clock.Now})
 	got, err := s.Inventory().Counts(ctx)
 	if err != nil {
 		t.Fatal(err)

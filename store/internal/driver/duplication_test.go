@@ -14,7 +14,7 @@ import (
 // is written once (store/internal/driver/sqlshared); a line copied back
 // into a driver raises the figure past this. Lower it as more is shared;
 // the target is 15. Before sqlshared: 61.9% (1,714 of 2,769 lines).
-const duplicationCeiling = 43.3
+const duplicationCeiling = 41.6
 
 // codeLines reads the non-test .go files of dir and returns their code
 // lines normalised: whitespace trimmed, $n placeholders written ?, and

@@ -17,14 +17,18 @@ type Scavenge interface {
 	// ScavengeCandidates lists, in (tenant, stream) order, the streams
 	// whose reads start after version 1: their oldest stored version
 	// (HasLo false when none is stored) and the version the removal stops
-	// before (where reads start, but never past the newest event).
+	// before: where reads start, but never past the newest event other
+	// than a restore's eventlite.stream.restored (which lands above a
+	// deleted stream's tombstone); RemovableBefore's bound, so that a
+	// dry run lists what the scavenge removes.
 	ScavengeCandidates(ctx context.Context, q ReadQuerier) ([]ScavengeCandidate, error)
 	// OldestVersion reads the lowest version stored of a stream; a
 	// stream without events is an error (the store asks only for
 	// streams it knows hold events).
 	OldestVersion(ctx context.Context, q ReadQuerier, tenant, stream string) (int64, error)
 	// RemovableBefore reads the version a removal in stream must stop
-	// before now: where its reads start, never past its newest event.
+	// before now: where its reads start, never past its newest event
+	// (a restore's eventlite.stream.restored aside, as above).
 	// Inside the batch's write transaction, so that the stream cannot
 	// move between this read and the removal.
 	RemovableBefore(ctx context.Context, q ReadQuerier, tenant, stream string) (int64, error)

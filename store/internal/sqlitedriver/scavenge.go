@@ -11,30 +11,6 @@ import (
 	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
-// ScavengeCandidates reads the streams with first_version > 1.
-func (Exec) ScavengeCandidates(ctx context.Context, q driver.ReadQuerier) ([]driver.ScavengeCandidate, error) {
-	rows, err := q.QueryContext(ctx, `SELECT s.tenant, s.stream_id,
-		(SELECT MIN(version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id),
-		MIN(s.first_version, (SELECT COALESCE(MAX(CASE WHEN e.type <> '`+driver.StreamRestoredType+`' THEN e.version END), MAX(e.version))
-			FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id))
-		FROM streams s WHERE s.first_version > 1 ORDER BY s.tenant, s.stream_id`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []driver.ScavengeCandidate
-	for rows.Next() {
-		var c driver.ScavengeCandidate
-		var lo sql.NullInt64
-		if err := rows.Scan(&c.Tenant, &c.Stream, &lo, &c.Hi); err != nil {
-			return nil, err
-		}
-		c.Lo, c.HasLo = lo.Int64, lo.Valid
-		out = append(out, c)
-	}
-	return out, rows.Err()
-}
-
 // LowestReader reads checkpoints, projections and rebuilds in one
 // statement.
 func (Exec) LowestReader(ctx context.Context, q driver.ReadQuerier) (by, name string, pos int64, ok bool, err error) {

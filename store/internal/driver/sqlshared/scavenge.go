@@ -11,13 +11,44 @@ import (
 // The scavenge's statements that both engines run alike; the batch's
 // positions are in the temporary table Dialect.ScavengeBatch names.
 
-// RemovableBefore reads the least of first_version and the newest
-// version not a restore's eventlite.stream.restored (that event lands
-// above a deleted stream's tombstone, which must stay).
+// removableTop is the newest version of stream s (a streams row) that
+// is not a restore's eventlite.stream.restored, or its newest when it
+// has no other: a restore appends that event above a deleted stream's
+// tombstone, and the tombstone must stay. A scavenge's plan
+// (ScavengeCandidates) and each batch (RemovableBefore) both stop
+// before it, so that a dry run lists what the scavenge then removes.
+const removableTop = `(SELECT COALESCE(max(CASE WHEN e.type <> '` + driver.StreamRestoredType + `' THEN e.version END), max(e.version))
+			FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id)`
+
+// ScavengeCandidates reads the streams with first_version > 1, each
+// with its oldest version and the least of first_version and
+// removableTop (first_version when it has no events).
+func (x Exec[D]) ScavengeCandidates(ctx context.Context, q driver.ReadQuerier) ([]driver.ScavengeCandidate, error) {
+	rows, err := q.QueryContext(ctx, `SELECT s.tenant, s.stream_id,
+		(SELECT min(e.version) FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id),
+		`+x.dialect().Least()+`(s.first_version, COALESCE(`+removableTop+`, s.first_version))
+		FROM streams s WHERE s.first_version > 1 ORDER BY s.tenant, s.stream_id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.ScavengeCandidate
+	for rows.Next() {
+		var c driver.ScavengeCandidate
+		var lo sql.NullInt64
+		if err := rows.Scan(&c.Tenant, &c.Stream, &lo, &c.Hi); err != nil {
+			return nil, err
+		}
+		c.Lo, c.HasLo = lo.Int64, lo.Valid
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// RemovableBefore reads the least of first_version and removableTop.
 func (x Exec[D]) RemovableBefore(ctx context.Context, q driver.ReadQuerier, tenant, stream string) (int64, error) {
 	var now int64
-	err := q.QueryRowContext(ctx, x.bind(`SELECT `+x.dialect().Least()+`(s.first_version, (SELECT COALESCE(max(CASE WHEN e.type <> '`+driver.StreamRestoredType+`' THEN e.version END), max(e.version))
-			FROM events e WHERE e.tenant = s.tenant AND e.stream_id = s.stream_id))
+	err := q.QueryRowContext(ctx, x.bind(`SELECT `+x.dialect().Least()+`(s.first_version, `+removableTop+`)
 		FROM streams s WHERE s.tenant = ? AND s.stream_id = ?`), tenant, stream).Scan(&now)
 	return now, err
 }
