@@ -45,11 +45,11 @@ func advice(name, eventID string, cause error, stopped bool) string {
 // transaction: applied, the entry is resolved as retried; failed, it
 // stays quarantined with one more attempt and the mark cleared.
 func (r *Runner) retryPass(ctx context.Context, lease store.Lease) error {
-	qs, err := r.s.Projections().QuarantineRetries(ctx, r.p.Name)
+	qs, err := Quarantine(r.s).Retries(ctx, r.p.Name)
 	if err != nil || len(qs) == 0 {
 		return err
 	}
-	cp, err := r.s.Projections().Checkpoint(ctx, r.p.Name)
+	cp, err := Records(r.s).Checkpoint(ctx, r.p.Name)
 	if err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func (r *Runner) retryPass(ctx context.Context, lease store.Lease) error {
 // returns how many entries it resolved. natsjs.RunJetStream calls it on every
 // pass; a service that feeds Handle by other means calls it itself.
 func (c *Consumer) ApplyRetries(ctx context.Context) (int, error) {
-	qs, err := c.s.Projections().QuarantineRetries(ctx, c.opts.Name)
+	qs, err := Quarantine(c.s).Retries(ctx, c.opts.Name)
 	if err != nil {
 		return 0, err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/internal/inside"
+	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 	"github.com/google/go-cmp/cmp"
 )
@@ -315,7 +316,7 @@ func testOutboxInTheAppendsTransaction(t *testing.T, h Harness) {
 	if st, err := s.Outbox().Stats(ctx); err != nil || st.Pending != 0 {
 		t.Errorf("outbox stats after a rolled-back append: %+v, %v", st, err)
 	}
-	if cp, _ := s.Projections().Checkpoint(ctx, "p"); cp != 0 {
+	if cp, _ := projection.Records(s).Checkpoint(ctx, "p"); cp != 0 {
 		t.Errorf("checkpoint %d after a rolled-back update, want 0", cp)
 	}
 	var res store.AppendResult

@@ -9,6 +9,8 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/inside"
+	"github.com/eventlite/eventlite/internal/projrow"
+	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/erasure"
 	"github.com/eventlite/eventlite/store/lifecycle"
@@ -100,7 +102,7 @@ func testForgetErasesErrorTexts(t *testing.T, h Harness) {
 		var fails []store.Failure
 		for _, e := range events {
 			fails = append(fails, store.Failure{Position: e.Position, Error: echo(e), NextAttemptAt: time.Now().Add(time.Hour)})
-			if err := store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{Consumer: "p", Reason: store.ReasonHandlerError, Tenant: "default", EventID: e.ID,
+			if err := store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, projrow.Quarantined{Consumer: "p", Reason: string(projection.ReasonHandlerError), Tenant: "default", EventID: e.ID,
 				Position: e.Position, Event: e.AppendJSON(nil), Error: "handler: " + string(e.Data)}); err != nil {
 				return err
 			}
@@ -117,7 +119,7 @@ func testForgetErasesErrorTexts(t *testing.T, h Harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	qs, err := s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{})
+	qs, err := projection.Quarantine(s).Events(ctx, projection.QuarantineFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
