@@ -198,7 +198,7 @@ func TestConsumerAppliesRetriedEvent(t *testing.T) {
 		t.Fatalf("open entries %+v (%v)", open, err)
 	}
 	if _, err := projection.Quarantine(s).Open(ctx, "nobody"); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("Projections.OpenQuarantine of an unknown name: %v", err)
+		t.Fatalf("Quarantine.Open of an unknown name: %v", err)
 	}
 }
 

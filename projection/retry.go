@@ -12,7 +12,7 @@ import (
 
 // Quarantined events are listed, retried and skipped by the name of the
 // projection or consumer and the event id (eventlite quarantine, or
-// store.Projections: OpenQuarantine, RetryQuarantined and SkipQuarantined). A retry is
+// Quarantine(s): Open, Retry and Skip). A retry is
 // a mark: the runner or consumer applies the event again on its next
 // pass, since only the service can run its handlers.
 
@@ -101,7 +101,7 @@ func (r *Runner) retryPass(ctx context.Context, lease store.Lease) error {
 }
 
 // ApplyRetries applies again the quarantined events an operator marked
-// for retry (store.Projections.RetryQuarantined, eventlite quarantine retry), each in
+// for retry (QuarantineBook.Retry, eventlite quarantine retry), each in
 // its own transaction and in aggregate order: the next version is applied
 // (then the deferred successors it unblocks), one still ahead of a gap is
 // deferred again, one the aggregate already passed is resolved as stale.

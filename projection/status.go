@@ -29,7 +29,7 @@ import (
 // was built for in this process on s (NewRunner records the name, so
 // building a runner, starting it in a goroutine, appending and waiting
 // never fails, even on a new database), and one the store has a record
-// of (its runner ran once, in any process: Projections().List).
+// of (its runner ran once, in any process: Records(s).List).
 func WaitFor(ctx context.Context, s *store.Store, projection string, position int64) error {
 	switch {
 	case position == 0:

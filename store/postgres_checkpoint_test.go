@@ -12,7 +12,7 @@ import (
 )
 
 // TestPostgresCheckpointReadTakesNoLock: a checkpoint read on the read
-// pool (Projections().Checkpoint) takes no row lock. It answers on a
+// pool (projection.Records(s).Checkpoint) takes no row lock. It answers on a
 // read-only store, and while a write transaction holds the row (as a
 // projection batch does between its read of the checkpoint and its
 // commit) it answers at once with the committed value instead of
