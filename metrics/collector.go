@@ -87,7 +87,7 @@ func NewRegistry(s *store.Store, opts *Options) (*prometheus.Registry, error) {
 }
 
 var (
-	projectionStatuses = []string{string(store.ProjectionRunning), string(store.ProjectionIdle), string(store.ProjectionStopped), string(store.ProjectionRebuilding)}
+	projectionStatuses = []string{string(projection.StatusRunning), string(projection.StatusIdle), string(projection.StatusStopped), string(projection.StatusRebuilding)}
 )
 
 // metric is one metric of the collector: its description and type.

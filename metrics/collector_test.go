@@ -23,7 +23,9 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/internal/outboxmark"
+	"github.com/eventlite/eventlite/internal/projrow"
 	"github.com/eventlite/eventlite/metrics"
+	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/publish"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/effect"
@@ -105,13 +107,13 @@ func TestMetricsCollector(t *testing.T) {
 	// A projection at position 2 with no runner; a consumer's quarantined
 	// event, deferral and conflict; an effect reserved and one unknown.
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		if err := store.Bookkeeping(inside.Key{}, tx).SetProjectionStatus(ctx, "orders", store.ProjectionActive, ""); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).SetProjectionStatus(ctx, "orders", string(projection.StatusActive), ""); err != nil {
 			return err
 		}
 		if err := store.Bookkeeping(inside.Key{}, tx).SetCheckpoint(ctx, "orders", 2, nil); err != nil {
 			return err
 		}
-		if err := store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{Consumer: "c", Reason: store.ReasonUninterpretable, EventID: "q1"}); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, projrow.Quarantined{Consumer: "c", Reason: string(projection.ReasonUninterpretable), EventID: "q1"}); err != nil {
 			return err
 		}
 		if _, _, err := store.Bookkeeping(inside.Key{}, tx).Defer(ctx, inside.Deferred{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 3, EventID: "e3",

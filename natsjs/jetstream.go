@@ -163,7 +163,7 @@ func handleMsg(ctx context.Context, c *projection.Consumer, parts consumerParts,
 		if meta != nil && id == "" {
 			id = fmt.Sprintf("%s#%d", meta.Stream, meta.Sequence.Stream)
 		}
-		if qerr := c.QuarantineMessage(ctx, store.ReasonUndecodable, id, m.Data(), err, 1); qerr != nil {
+		if qerr := c.QuarantineMessage(ctx, projection.ReasonUndecodable, id, m.Data(), err, 1); qerr != nil {
 			return qerr
 		}
 		return m.TermWithReason("undecodable: quarantined")
@@ -177,7 +177,7 @@ func handleMsg(ctx context.Context, c *projection.Consumer, parts consumerParts,
 		}
 		if meta != nil && int(meta.NumDelivered) >= opts.MaxDeliver {
 			b, _ := e.MarshalJSON()
-			if qerr := c.QuarantineMessage(ctx, store.ReasonTooManyDelivered, e.ID, b, err, int(meta.NumDelivered)); qerr != nil {
+			if qerr := c.QuarantineMessage(ctx, projection.ReasonTooManyDelivered, e.ID, b, err, int(meta.NumDelivered)); qerr != nil {
 				return qerr
 			}
 			return m.TermWithReason("failed too often: quarantined")

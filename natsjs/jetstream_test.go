@@ -66,13 +66,13 @@ func TestJetStreamPoisonAndTransient(t *testing.T) {
 	deadline := time.After(time.Minute)
 	for {
 		changed := s.Changed()
-		q, _ := s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: "sink", Open: true})
+		q, _ := projection.Quarantine(s).Events(ctx, projection.QuarantineFilter{Consumer: "sink", Open: true})
 		if len(q) == 2 {
-			reasons := map[store.QuarantineReason]int{}
+			reasons := map[projection.QuarantineReason]int{}
 			for _, e := range q {
 				reasons[e.Reason] = e.Attempts
 			}
-			if reasons[store.ReasonUndecodable] != 1 || reasons[store.ReasonTooManyDelivered] != 3 {
+			if reasons[projection.ReasonUndecodable] != 1 || reasons[projection.ReasonTooManyDelivered] != 3 {
 				t.Errorf("quarantine reasons/attempts: %v", reasons)
 			}
 			break

@@ -154,7 +154,7 @@ func TestScavengeUnderAppendsAndARunningProjection(t *testing.T) {
 	}
 	for {
 		changed := s.Changed()
-		cp, err := s.Projections().Checkpoint(ctx, "seen")
+		cp, err := projection.Records(s).Checkpoint(ctx, "seen")
 		if err != nil {
 			t.Fatal(err)
 		}

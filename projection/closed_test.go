@@ -59,7 +59,7 @@ func TestRunnerOnClosedStore(t *testing.T) {
 			if when == "while it runs" {
 				for {
 					changed := s.Changed()
-					if cp, _ := s.Projections().Checkpoint(ctx, "counting"); cp >= res.LastPosition() {
+					if cp, _ := projection.Records(s).Checkpoint(ctx, "counting"); cp >= res.LastPosition() {
 						break
 					}
 					select {

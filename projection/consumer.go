@@ -266,8 +266,8 @@ func (c *Consumer) applyTx(ctx context.Context, tx *store.Tx, e envelope.Event) 
 			b, _ := e.MarshalJSON()
 			tracing.Logger(ctx, c.log).Warn("quarantining an event this consumer cannot interpret", "id", e.ID, "type", e.Type, "error", cause,
 				"next", advice(c.opts.Name, e.ID, cause, false))
-			return Quarantined, store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{
-				Consumer: c.opts.Name, Reason: store.ReasonUninterpretable, Tenant: tenantOf(e), Subject: e.Stream,
+			return Quarantined, quarantine(ctx, tx, QuarantineEntry{
+				Consumer: c.opts.Name, Reason: ReasonUninterpretable, Tenant: tenantOf(e), Subject: e.Stream,
 				Version: e.StreamVersion, EventID: e.ID, Event: b, Error: cause.Error(), Attempts: 1,
 			})
 		}
@@ -401,8 +401,8 @@ func (c *Consumer) Sweep(ctx context.Context) (int, error) {
 				"expected": cur + 1, "got": d.Version, "first_seen": d.FirstSeen.Format(time.RFC3339Nano),
 				"waited_seconds": now.Sub(d.FirstSeen).Seconds(),
 			})
-			return store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{
-				Consumer: c.opts.Name, Reason: store.ReasonDeferredTooLong, Tenant: d.Tenant, Subject: d.Subject,
+			return quarantine(ctx, tx, QuarantineEntry{
+				Consumer: c.opts.Name, Reason: ReasonDeferredTooLong, Tenant: d.Tenant, Subject: d.Subject,
 				Version: d.Version, EventID: d.EventID, Event: d.Event, Attempts: 1, Evidence: string(evidence),
 				Error: fmt.Sprintf("version %d waited %s for version %d, longer than %s", d.Version, now.Sub(d.FirstSeen).Round(time.Second), cur+1, c.opts.DeferFor),
 			})
@@ -429,7 +429,7 @@ func (c *Consumer) Stats(ctx context.Context) (ConsumerStats, error) {
 // QuarantineMessage sets aside a message that could not be handled, as
 // raw bytes under id, with the error and the deliveries it took; a
 // broker's consumer loop (natsjs.RunJetStream) calls it.
-func (c *Consumer) QuarantineMessage(ctx context.Context, reason store.QuarantineReason, id string, raw []byte, cause error, attempts int) error {
+func (c *Consumer) QuarantineMessage(ctx context.Context, reason QuarantineReason, id string, raw []byte, cause error, attempts int) error {
 	ctx, span := c.quarantineSpan(ctx, reason, id)
 	if span != nil {
 		span.RecordError(cause)
@@ -437,7 +437,7 @@ func (c *Consumer) QuarantineMessage(ctx context.Context, reason store.Quarantin
 	}
 	tracing.Logger(ctx, c.log).Warn("quarantining a message", "reason", reason, "id", id, "error", cause, "next", advice(c.opts.Name, id, cause, false))
 	return c.s.Update(ctx, func(tx *store.Tx) error {
-		return store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{
+		return quarantine(ctx, tx, QuarantineEntry{
 			Consumer: c.opts.Name, Reason: reason, EventID: id, Event: raw, Error: cause.Error(), Attempts: attempts,
 		})
 	})

@@ -11,7 +11,6 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/tracing"
-	"github.com/eventlite/eventlite/store"
 )
 
 // Span attributes of the consumer's and the runner's spans.
@@ -95,7 +94,7 @@ func (c *Consumer) startProcess(ctx context.Context, tracer trace.Tracer, e enve
 
 // quarantineSpan traces a message the transport loop sets aside (it does
 // not decode, or failed too often): a "process" span with status Error.
-func (c *Consumer) quarantineSpan(ctx context.Context, reason store.QuarantineReason, id string) (context.Context, trace.Span) {
+func (c *Consumer) quarantineSpan(ctx context.Context, reason QuarantineReason, id string) (context.Context, trace.Span) {
 	tracer := c.trace.Tracer()
 	if tracer == nil {
 		return ctx, nil

@@ -67,7 +67,7 @@ func TestRunnerKill9(t *testing.T) {
 		return cmd
 	}
 	for k := range kills {
-		cp, _ := s.Projections().Checkpoint(ctx, "crashy")
+		cp, _ := projection.Records(s).Checkpoint(ctx, "crashy")
 		target := min(int64(events), cp+1+rng.Int64N(int64(events)/int64(kills+1)))
 		cmd := start()
 		wctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -78,7 +78,7 @@ func TestRunnerKill9(t *testing.T) {
 		}
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		after, _ := s.Projections().Checkpoint(ctx, "crashy")
+		after, _ := projection.Records(s).Checkpoint(ctx, "crashy")
 		t.Logf("kill %d at checkpoint >= %d (now %d)", k, target, after)
 	}
 	cmd := start()

@@ -87,10 +87,10 @@ func TestTableDDLPerDialect(t *testing.T) {
 				}); err != nil {
 					t.Fatal(err)
 				}
-				if cp, err := s.Projections().Checkpoint(ctx, c.name); err != nil || cp != 0 {
+				if cp, err := projection.Records(s).Checkpoint(ctx, c.name); err != nil || cp != 0 {
 					t.Errorf("checkpoint %d, %v", cp, err)
 				}
-				if _, err := s.Projections().Get(ctx, c.name); !errors.Is(err, store.ErrNotFound) {
+				if _, err := projection.Records(s).Get(ctx, c.name); !errors.Is(err, store.ErrNotFound) {
 					t.Errorf("projection record: %v, want ErrNotFound", err)
 				}
 				return

@@ -57,11 +57,11 @@
 //     event is quarantined with its position, error and attempts, and the
 //     projection stops there (or skips it, when configured). An event whose
 //     data does not decode (errors.Is(err, envelope.ErrInvalidEvent)) is
-//     quarantined at its first attempt as store.ReasonUninterpretable,
+//     quarantined at its first attempt as ReasonUninterpretable,
 //     with the data named as the cause. A restart
 //     after the fix resumes exactly at that event. An operator lists,
 //     retries or skips quarantined events of projections and consumers
-//     alike (store.Projections: OpenQuarantine, RetryQuarantined, SkipQuarantined;
+//     alike (Quarantine(s): Open, Retry, Skip;
 //     eventlite quarantine): a retried event is applied again on the
 //     runner's next pass (Consumer.ApplyRetries for a consumer).
 //   - WaitFor never waits in vain without saying so: it returns a

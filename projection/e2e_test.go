@@ -254,7 +254,7 @@ func TestEndToEndShuffledWithKills(t *testing.T) {
 	if d, _ := projection.Consumers(cs).Deferred(ctx, "e2e", time.Time{}); len(d) != 0 {
 		t.Errorf("%d events left deferred", len(d))
 	}
-	if q, _ := cs.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Open: true}); len(q) != 0 {
+	if q, _ := projection.Quarantine(cs).Events(ctx, projection.QuarantineFilter{Open: true}); len(q) != 0 {
 		t.Errorf("quarantined: %+v", q)
 	}
 	if c, _ := projection.Consumers(cs).Conflicts(ctx, ""); len(c) != 0 {

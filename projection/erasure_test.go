@@ -115,7 +115,7 @@ func TestRunnerRefusesEncryptedWithoutKey(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer s.Close()
-				before, err := s.Projections().Checkpoint(context.Background(), p.Name)
+				before, err := projection.Records(s).Checkpoint(context.Background(), p.Name)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -128,10 +128,10 @@ func TestRunnerRefusesEncryptedWithoutKey(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
 				c.check(t, r.Run(ctx))
-				if cp, err := s.Projections().Checkpoint(context.Background(), p.Name); err != nil || cp != before {
+				if cp, err := projection.Records(s).Checkpoint(context.Background(), p.Name); err != nil || cp != before {
 					t.Fatalf("checkpoint %d, %v; want it unchanged at %d", cp, err, before)
 				}
-				if q, err := s.Projections().QuarantinedEvents(context.Background(), store.QuarantineFilter{}); err != nil || len(q) != 0 {
+				if q, err := projection.Quarantine(s).Events(context.Background(), projection.QuarantineFilter{}); err != nil || len(q) != 0 {
 					t.Fatalf("quarantine: %+v, %v; want nothing", q, err)
 				}
 				if p.Name == "counting" {

@@ -56,7 +56,7 @@ func TestHandlerSQLHintQuarantined(t *testing.T) {
 			if _, err := r.CatchUp(ctx); !errors.Is(err, projection.ErrStopped) {
 				t.Fatalf("CatchUp: %v, want ErrStopped", err)
 			}
-			q, err := s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Open: true})
+			q, err := projection.Quarantine(s).Events(ctx, projection.QuarantineFilter{Open: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -61,7 +61,7 @@ func checkKnown(ctx context.Context, s *store.Store, name string) error {
 	if name == CatalogName || slices.Contains(here, name) { // the catalog is the store's own
 		return nil
 	}
-	recs, err := s.Projections().List(ctx)
+	recs, err := Records(s).List(ctx)
 	if err != nil {
 		return err
 	}

@@ -94,7 +94,7 @@ func TestConsumerQuarantineUndoesHandlerWrites(t *testing.T) {
 			t.Errorf("row %s: %v, want present %v", id, err, want)
 		}
 	}
-	q, _ := s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: "half", Open: true})
+	q, _ := projection.Quarantine(s).Events(ctx, projection.QuarantineFilter{Consumer: "half", Open: true})
 	if len(q) != 1 || q[0].EventID != "h2" {
 		t.Errorf("quarantine %+v", q)
 	}

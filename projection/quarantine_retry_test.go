@@ -17,13 +17,13 @@ import (
 
 // waitQuarantine waits on commits until the open quarantine entries of
 // name satisfy ok.
-func waitQuarantine(t *testing.T, s *store.Store, name string, ok func([]store.Quarantined) bool) []store.Quarantined {
+func waitQuarantine(t *testing.T, s *store.Store, name string, ok func([]projection.QuarantineEntry) bool) []projection.QuarantineEntry {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for {
 		changed := s.Changed()
-		qs, err := s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: name})
+		qs, err := projection.Quarantine(s).Events(ctx, projection.QuarantineFilter{Consumer: name})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,10 +76,10 @@ func TestRunnerAppliesRetriedEvent(t *testing.T) {
 		t.Fatalf("the failing event applied %d times", n)
 	}
 	// Retry while still broken: tried once more, stays open, mark cleared.
-	if _, err := s.Projections().RetryQuarantined(ctx, "skipper", bad.ID); err != nil {
+	if _, err := projection.Quarantine(s).Retry(ctx, "skipper", bad.ID); err != nil {
 		t.Fatal(err)
 	}
-	qs := waitQuarantine(t, s, "skipper", func(qs []store.Quarantined) bool {
+	qs := waitQuarantine(t, s, "skipper", func(qs []projection.QuarantineEntry) bool {
 		return len(qs) == 1 && qs[0].RetryRequestedAt.IsZero() && qs[0].Attempts == 3
 	})
 	if !qs[0].ResolvedAt.IsZero() || qs[0].LastFailedAt.Before(qs[0].CreatedAt) {
@@ -87,16 +87,16 @@ func TestRunnerAppliesRetriedEvent(t *testing.T) {
 	}
 	// Fixed: the retry applies it.
 	broken.Store(false)
-	if _, err := s.Projections().RetryQuarantined(ctx, "skipper", bad.ID); err != nil {
+	if _, err := projection.Quarantine(s).Retry(ctx, "skipper", bad.ID); err != nil {
 		t.Fatal(err)
 	}
-	qs = waitQuarantine(t, s, "skipper", func(qs []store.Quarantined) bool { return len(qs) == 1 && !qs[0].ResolvedAt.IsZero() })
+	qs = waitQuarantine(t, s, "skipper", func(qs []projection.QuarantineEntry) bool { return len(qs) == 1 && !qs[0].ResolvedAt.IsZero() })
 	if qs[0].Resolution != "retried" {
 		t.Fatalf("resolution %q, want retried", qs[0].Resolution)
 	}
 	checkExactlyOnce(t, s, "skipper_applied", res.LastPosition(), nil)
 	// Nothing open is left to act on.
-	if _, err := s.Projections().RetryQuarantined(ctx, "skipper", bad.ID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := projection.Quarantine(s).Retry(ctx, "skipper", bad.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("retry of a resolved entry: %v, want ErrNotFound", err)
 	}
 }
@@ -122,24 +122,24 @@ func TestSkipMovesStoppedProjectionOn(t *testing.T) {
 	if _, err := r.CatchUp(ctx); !errors.Is(err, projection.ErrStopped) || !strings.Contains(err.Error(), "eventlite quarantine skip stopper "+bad.ID) {
 		t.Fatalf("CatchUp = %v, want ErrStopped naming the skip command", err)
 	}
-	if _, err := s.Projections().SkipQuarantined(ctx, "stopper", "no-such-event"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := projection.Quarantine(s).Skip(ctx, "stopper", "no-such-event"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("skip of an unknown event: %v", err)
 	}
-	if _, err := s.Projections().SkipQuarantined(ctx, "nobody", bad.ID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := projection.Quarantine(s).Skip(ctx, "nobody", bad.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("skip for an unknown name: %v", err)
 	}
-	if _, err := s.Projections().SkipQuarantined(ctx, "stopper", bad.ID); err != nil {
+	if _, err := projection.Quarantine(s).Skip(ctx, "stopper", bad.ID); err != nil {
 		t.Fatal(err)
 	}
 	st, err := projection.StatsFor(ctx, s, "stopper")
-	if err != nil || st.Status == store.ProjectionStopped || st.Checkpoint != bad.Position || st.Quarantined != 0 {
+	if err != nil || st.Status == projection.StatusStopped || st.Checkpoint != bad.Position || st.Quarantined != 0 {
 		t.Fatalf("after skip: %+v (%v)", st, err)
 	}
 	if cp, err := r.CatchUp(ctx); err != nil || cp != res.LastPosition() {
 		t.Fatalf("CatchUp after skip = %d, %v", cp, err)
 	}
 	checkExactlyOnce(t, s, "stopper_applied", res.LastPosition(), map[int64]bool{bad.Position: true})
-	qs, _ := s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: "stopper"})
+	qs, _ := projection.Quarantine(s).Events(ctx, projection.QuarantineFilter{Consumer: "stopper"})
 	if len(qs) != 1 || qs[0].Resolution != "skipped" || qs[0].Kind != "projection" || qs[0].Type != "thing.happened" {
 		t.Fatalf("entries %+v", qs)
 	}
@@ -176,10 +176,10 @@ func TestConsumerAppliesRetriedEvent(t *testing.T) {
 		t.Fatalf("ApplyRetries with nothing marked = %d, %v", n, err)
 	}
 	knows.Store(true)
-	if _, err := s.Projections().RetryQuarantined(ctx, "orders", "c2"); err != nil {
+	if _, err := projection.Quarantine(s).Retry(ctx, "orders", "c2"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Projections().SkipQuarantined(ctx, "orders", "d1"); err != nil {
+	if _, err := projection.Quarantine(s).Skip(ctx, "orders", "d1"); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := c.ApplyRetries(ctx); err != nil || n != 1 {
@@ -193,12 +193,12 @@ func TestConsumerAppliesRetriedEvent(t *testing.T) {
 	}
 	// The retried message is in the inbox: a copy is a duplicate.
 	drivertest.HandleWant(t, c, drivertest.OrderEvent("c2", "order-c", 2, "order.teleported"), projection.Duplicate)
-	open, err := s.Projections().OpenQuarantine(ctx, "orders")
+	open, err := projection.Quarantine(s).Open(ctx, "orders")
 	if err != nil || len(open) != 0 {
 		t.Fatalf("open entries %+v (%v)", open, err)
 	}
-	if _, err := s.Projections().OpenQuarantine(ctx, "nobody"); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("Projections.OpenQuarantine of an unknown name: %v", err)
+	if _, err := projection.Quarantine(s).Open(ctx, "nobody"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Quarantine.Open of an unknown name: %v", err)
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 
 // Quarantined events are listed, retried and skipped by the name of the
 // projection or consumer and the event id (eventlite quarantine, or
-// store.Projections: OpenQuarantine, RetryQuarantined and SkipQuarantined). A retry is
+// Quarantine(s): Open, Retry and Skip). A retry is
 // a mark: the runner or consumer applies the event again on its next
 // pass, since only the service can run its handlers.
 
@@ -45,11 +45,11 @@ func advice(name, eventID string, cause error, stopped bool) string {
 // transaction: applied, the entry is resolved as retried; failed, it
 // stays quarantined with one more attempt and the mark cleared.
 func (r *Runner) retryPass(ctx context.Context, lease store.Lease) error {
-	qs, err := r.s.Projections().QuarantineRetries(ctx, r.p.Name)
+	qs, err := Quarantine(r.s).Retries(ctx, r.p.Name)
 	if err != nil || len(qs) == 0 {
 		return err
 	}
-	cp, err := r.s.Projections().Checkpoint(ctx, r.p.Name)
+	cp, err := Records(r.s).Checkpoint(ctx, r.p.Name)
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func (r *Runner) retryPass(ctx context.Context, lease store.Lease) error {
 }
 
 // ApplyRetries applies again the quarantined events an operator marked
-// for retry (store.Projections.RetryQuarantined, eventlite quarantine retry), each in
+// for retry (QuarantineBook.Retry, eventlite quarantine retry), each in
 // its own transaction and in aggregate order: the next version is applied
 // (then the deferred successors it unblocks), one still ahead of a gap is
 // deferred again, one the aggregate already passed is resolved as stale.
@@ -109,7 +109,7 @@ func (r *Runner) retryPass(ctx context.Context, lease store.Lease) error {
 // returns how many entries it resolved. natsjs.RunJetStream calls it on every
 // pass; a service that feeds Handle by other means calls it itself.
 func (c *Consumer) ApplyRetries(ctx context.Context) (int, error) {
-	qs, err := c.s.Projections().QuarantineRetries(ctx, c.opts.Name)
+	qs, err := Quarantine(c.s).Retries(ctx, c.opts.Name)
 	if err != nil {
 		return 0, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/internal/leasing"
+	"github.com/eventlite/eventlite/internal/projrow"
 	"github.com/eventlite/eventlite/internal/tracing"
 	"github.com/eventlite/eventlite/store"
 )
@@ -167,7 +168,7 @@ func (r *Runner) CatchUp(ctx context.Context) (int64, error) {
 	if err := r.follow(ctx, h, false); err != nil {
 		return 0, err
 	}
-	return r.s.Projections().Checkpoint(ctx, r.p.Name)
+	return Records(r.s).Checkpoint(ctx, r.p.Name)
 }
 
 // releaseTimeout bounds the release on exit, which runs after ctx ended.
@@ -210,16 +211,16 @@ func (r *Runner) setup(ctx context.Context, l store.Lease) error {
 		if err := r.p.createTables(ctx, r.s, tx, r.names); err != nil {
 			return err
 		}
-		rec, err := r.s.Projections().Get(ctx, r.p.Name)
+		rec, err := Records(r.s).Get(ctx, r.p.Name)
 		if err == nil {
-			r.stopped = rec.Status == store.ProjectionStopped
+			r.stopped = rec.Status == StatusStopped
 			return nil
 		}
 		if !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
 		r.stopped = false
-		return store.Bookkeeping(inside.Key{}, tx).SetProjectionStatus(ctx, r.p.Name, store.ProjectionActive, "")
+		return store.Bookkeeping(inside.Key{}, tx).SetProjectionStatus(ctx, r.p.Name, string(StatusActive), "")
 	})
 }
 
@@ -284,7 +285,7 @@ func (r *Runner) follow(ctx context.Context, h *leasing.Holder, live bool) error
 // transaction, then applies them and moves the checkpoint in one fenced
 // transaction. It returns how far the checkpoint moved (0 at the head).
 func (r *Runner) batch(ctx context.Context, lease store.Lease) (int64, error) {
-	cp, err := r.s.Projections().Checkpoint(ctx, r.p.Name)
+	cp, err := Records(r.s).Checkpoint(ctx, r.p.Name)
 	if err != nil {
 		return 0, err
 	}
@@ -317,7 +318,7 @@ func (r *Runner) batch(ctx context.Context, lease store.Lease) (int64, error) {
 		return 0, nil
 	}
 	ctx = r.startBatchSpan(ctx, cp, next, events)
-	holes, err := r.s.Projections().HolesBetween(ctx, cp, next)
+	holes, err := Records(r.s).HolesBetween(ctx, cp, next)
 	if err != nil {
 		return 0, err
 	}
@@ -418,15 +419,15 @@ func (r *Runner) applyWithRetry(ctx context.Context, tx *store.Tx, e envelope.Ev
 }
 
 // quarantineTx sets e aside with its cause: the data
-// (store.ReasonUninterpretable) when it does not decode, else the handler
-// (store.ReasonHandlerError).
+// (ReasonUninterpretable) when it does not decode, else the handler
+// (ReasonHandlerError).
 func (r *Runner) quarantineTx(ctx context.Context, tx *store.Tx, e envelope.Event, cause error, attempts int) error {
 	b, _ := e.MarshalJSON()
-	reason := store.ReasonHandlerError
+	reason := ReasonHandlerError
 	if dataAtFault(cause) {
-		reason = store.ReasonUninterpretable
+		reason = ReasonUninterpretable
 	}
-	return store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{
+	return quarantine(ctx, tx, QuarantineEntry{
 		Consumer: r.p.Name, Reason: reason, Tenant: e.Tenant, Subject: e.Stream, Version: e.StreamVersion,
 		Position: e.Position, EventID: e.ID, Event: b, Error: cause.Error(), Attempts: attempts,
 	})
@@ -434,11 +435,11 @@ func (r *Runner) quarantineTx(ctx context.Context, tx *store.Tx, e envelope.Even
 
 // finishTx records holes, moves the checkpoint to `to`, and keeps the
 // projection's status and quarantine in step.
-func (r *Runner) finishTx(ctx context.Context, tx *store.Tx, lease store.Lease, cp, to int64, holes []store.Hole, stopped *StoppedError) error {
+func (r *Runner) finishTx(ctx context.Context, tx *store.Tx, lease store.Lease, cp, to int64, holes []Hole, stopped *StoppedError) error {
 	for _, h := range holes {
 		if h.From <= to {
 			h.DetectedBy = r.p.Name
-			if err := store.Bookkeeping(inside.Key{}, tx).RecordHole(ctx, h); err != nil {
+			if err := store.Bookkeeping(inside.Key{}, tx).RecordHole(ctx, projrow.Hole(h)); err != nil {
 				return err
 			}
 		}
@@ -453,14 +454,14 @@ func (r *Runner) finishTx(ctx context.Context, tx *store.Tx, lease store.Lease, 
 				return err
 			}
 			if stopped == nil {
-				if err := store.Bookkeeping(inside.Key{}, tx).SetProjectionStatus(ctx, r.p.Name, store.ProjectionActive, ""); err != nil {
+				if err := store.Bookkeeping(inside.Key{}, tx).SetProjectionStatus(ctx, r.p.Name, string(StatusActive), ""); err != nil {
 					return err
 				}
 			}
 		}
 	}
 	if stopped != nil {
-		return store.Bookkeeping(inside.Key{}, tx).SetProjectionStatus(ctx, r.p.Name, store.ProjectionStopped, stopped.Error())
+		return store.Bookkeeping(inside.Key{}, tx).SetProjectionStatus(ctx, r.p.Name, string(StatusStopped), stopped.Error())
 	}
 	return nil
 }
@@ -477,7 +478,7 @@ func (r *Runner) settled(cp, to int64, stopped *StoppedError) {
 
 // deliver hands events to an outside read model (at least once), then
 // moves the checkpoint.
-func (r *Runner) deliver(ctx context.Context, lease store.Lease, cp, next int64, events []envelope.Event, holes []store.Hole) (int64, error) {
+func (r *Runner) deliver(ctx context.Context, lease store.Lease, cp, next int64, events []envelope.Event, holes []Hole) (int64, error) {
 	to := next
 	var stopped *StoppedError
 	type failure struct {

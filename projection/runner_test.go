@@ -110,7 +110,7 @@ func TestRunnerCatchUpAndFollow(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err := projection.StatsFor(ctx, s, "counting")
-	if err != nil || st.Status != store.ProjectionRunning || st.Lag != 0 || st.Checkpoint != 1230 {
+	if err != nil || st.Status != projection.StatusRunning || st.Lag != 0 || st.Checkpoint != 1230 {
 		t.Errorf("stats while running: %+v %v", st, err)
 	}
 	cancel()
@@ -119,7 +119,7 @@ func TestRunnerCatchUpAndFollow(t *testing.T) {
 	}
 	checkExactlyOnce(t, s, "counting_applied", 1230, nil)
 	st, _ = projection.StatsFor(context.Background(), s, "counting")
-	if st.Status != store.ProjectionIdle {
+	if st.Status != projection.StatusIdle {
 		t.Errorf("after a clean stop the lease is released: status %s", st.Status)
 	}
 }
@@ -230,14 +230,14 @@ func TestHandlerFailureStopsThenResumes(t *testing.T) {
 	if calls != 3 {
 		t.Errorf("handler tried %d times, want 3 (bounded)", calls)
 	}
-	if cp, _ := s.Projections().Checkpoint(ctx, "fragile"); cp != 6 {
+	if cp, _ := projection.Records(s).Checkpoint(ctx, "fragile"); cp != 6 {
 		t.Errorf("checkpoint %d, want 6 (just before the failing event)", cp)
 	}
 	st, _ := projection.StatsFor(ctx, s, "fragile")
-	if st.Status != store.ProjectionStopped || st.Quarantined != 1 {
+	if st.Status != projection.StatusStopped || st.Quarantined != 1 {
 		t.Errorf("stats: %+v", st)
 	}
-	q, _ := s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: "fragile", Open: true})
+	q, _ := projection.Quarantine(s).Events(ctx, projection.QuarantineFilter{Consumer: "fragile", Open: true})
 	if len(q) != 1 || q[0].Position != 7 || q[0].Attempts != 3 || q[0].Error == "" || len(q[0].Event) == 0 {
 		t.Errorf("quarantine: %+v", q)
 	}
@@ -250,7 +250,7 @@ func TestHandlerFailureStopsThenResumes(t *testing.T) {
 	}
 	checkExactlyOnce(t, s, "fragile_applied", 20, nil)
 	st, _ = projection.StatsFor(ctx, s, "fragile")
-	if st.Status != store.ProjectionIdle || st.Quarantined != 0 {
+	if st.Status != projection.StatusIdle || st.Quarantined != 0 {
 		t.Errorf("after the fix: %+v", st)
 	}
 }
@@ -270,7 +270,7 @@ func TestHandlerFailureSkip(t *testing.T) {
 		t.Fatalf("CatchUp = %d, %v", cp, err)
 	}
 	checkExactlyOnce(t, s, "skipper_applied", 10, map[int64]bool{4: true})
-	q, _ := s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: "skipper", Open: true})
+	q, _ := projection.Quarantine(s).Events(ctx, projection.QuarantineFilter{Consumer: "skipper", Open: true})
 	if len(q) != 1 || q[0].Position != 4 {
 		t.Errorf("quarantine: %+v", q)
 	}
@@ -367,7 +367,7 @@ func TestHoleIsPassedAndRecorded(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the runner waited for a hole")
 	}
-	holes, _ := s.Projections().RecordedHoles(ctx)
+	holes, _ := projection.Records(s).RecordedHoles(ctx)
 	if len(holes) != 1 || holes[0].From != 4 || holes[0].To != 5 || holes[0].DetectedBy != "holey" {
 		t.Errorf("recorded holes %+v", holes)
 	}
@@ -426,7 +426,7 @@ func TestHandlerFailureSingleAttempt(t *testing.T) {
 	if calls != 1 {
 		t.Errorf("handler tried %d times, want 1", calls)
 	}
-	if cp, _ := s.Projections().Checkpoint(ctx, "once"); cp != 2 {
+	if cp, _ := projection.Records(s).Checkpoint(ctx, "once"); cp != 2 {
 		t.Errorf("checkpoint %d, want 2", cp)
 	}
 }

@@ -29,7 +29,7 @@ import (
 // was built for in this process on s (NewRunner records the name, so
 // building a runner, starting it in a goroutine, appending and waiting
 // never fails, even on a new database), and one the store has a record
-// of (its runner ran once, in any process: Projections().List).
+// of (its runner ran once, in any process: Records(s).List).
 func WaitFor(ctx context.Context, s *store.Store, projection string, position int64) error {
 	switch {
 	case position == 0:
@@ -40,7 +40,7 @@ func WaitFor(ctx context.Context, s *store.Store, projection string, position in
 	checked := false // the projection is known (checkKnown)
 	for {
 		changed := s.Changed()
-		cp, err := s.Projections().Checkpoint(ctx, projection)
+		cp, err := Records(s).Checkpoint(ctx, projection)
 		if err != nil {
 			return err
 		}
@@ -91,13 +91,13 @@ func RebuildLeaseResource(name string) string { return rebuildLeasePrefix + name
 
 // Stats describe one projection.
 type Stats struct {
-	Name        string                 `json:"name"`
-	Checkpoint  int64                  `json:"checkpoint,string"`
-	Head        int64                  `json:"head,string"`
-	Lag         int64                  `json:"lag"`    // positions behind the head
-	Status      store.ProjectionStatus `json:"status"` // running, idle, stopped, rebuilding or orphaned
-	Quarantined int                    `json:"quarantined"`
-	Detail      string                 `json:"detail,omitempty"`
+	Name        string `json:"name"`
+	Checkpoint  int64  `json:"checkpoint,string"`
+	Head        int64  `json:"head,string"`
+	Lag         int64  `json:"lag"`    // positions behind the head
+	Status      Status `json:"status"` // running, idle, stopped, rebuilding or orphaned
+	Quarantined int    `json:"quarantined"`
+	Detail      string `json:"detail,omitempty"`
 }
 
 // AllStats describes every projection the store knows.
@@ -106,7 +106,7 @@ func AllStats(ctx context.Context, s *store.Store) ([]Stats, error) {
 	if err != nil {
 		return nil, err
 	}
-	recs, err := s.Projections().List(ctx)
+	recs, err := Records(s).List(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -122,11 +122,11 @@ func AllStats(ctx context.Context, s *store.Store) ([]Stats, error) {
 			replaying[name] = true
 		}
 	}
-	rebuilds, err := s.Rebuilds().List(ctx)
+	rebuilds, err := Rebuilds(s).List(ctx)
 	if err != nil {
 		return nil, err
 	}
-	left := map[string]store.Rebuild{}
+	left := map[string]Rebuild{}
 	for _, rb := range rebuilds {
 		left[rb.Projection] = rb
 	}
@@ -137,19 +137,19 @@ func AllStats(ctx context.Context, s *store.Store) ([]Stats, error) {
 			st.Detail = fmt.Sprintf("an unfinished rebuild can resume at position %d (run the replay again)", rb.Checkpoint)
 		}
 		switch {
-		case replaying[r.Name], r.Status == store.ProjectionRebuilding:
-			st.Status = store.ProjectionRebuilding
-		case r.Status == store.ProjectionStopped:
-			st.Status = store.ProjectionStopped
+		case replaying[r.Name], r.Status == StatusRebuilding:
+			st.Status = StatusRebuilding
+		case r.Status == StatusStopped:
+			st.Status = StatusStopped
 		case r.Orphaned:
-			st.Status = store.ProjectionOrphaned
+			st.Status = StatusOrphaned
 			if st.Detail == "" {
 				st.Detail = fmt.Sprintf("lease held by %s, a process on this host that is gone (expired %s ago): start a runner", r.LeaseOwner, r.LeaseExpiredFor.Round(time.Second))
 			}
 		case r.LeaseLive:
-			st.Status = store.ProjectionRunning
+			st.Status = StatusRunning
 		default:
-			st.Status = store.ProjectionIdle
+			st.Status = StatusIdle
 		}
 		out = append(out, st)
 	}

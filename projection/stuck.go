@@ -54,7 +54,7 @@ func (e *StuckError) Unwrap() error {
 // commit (an orphaned lease ripens with time; 0: only a commit changes
 // it).
 func stuck(ctx context.Context, s *store.Store, name string, position, cp int64) (*StuckError, time.Duration, error) {
-	rec, err := s.Projections().Get(ctx, name)
+	rec, err := Records(s).Get(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, 0, nil
 	}
@@ -63,7 +63,7 @@ func stuck(ctx context.Context, s *store.Store, name string, position, cp int64)
 	}
 	se := &StuckError{Projection: name, Position: position, Checkpoint: cp}
 	switch {
-	case rec.Status == store.ProjectionStopped:
+	case rec.Status == StatusStopped:
 		se.Stopped, err = stoppedAt(ctx, s, rec)
 		return se, 0, err
 	case rec.Orphaned:
@@ -77,12 +77,12 @@ func stuck(ctx context.Context, s *store.Store, name string, position, cp int64)
 
 // stoppedAt rebuilds the *StoppedError of a stopped projection from its
 // open quarantine entry: the first after its checkpoint.
-func stoppedAt(ctx context.Context, s *store.Store, rec store.ProjectionRecord) (*StoppedError, error) {
-	qs, err := s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: rec.Name, Open: true})
+func stoppedAt(ctx context.Context, s *store.Store, rec Record) (*StoppedError, error) {
+	qs, err := Quarantine(s).Events(ctx, QuarantineFilter{Consumer: rec.Name, Open: true})
 	if err != nil {
 		return nil, err
 	}
-	var at *store.Quarantined
+	var at *QuarantineEntry
 	for i, q := range qs {
 		if q.Position > rec.Checkpoint && (at == nil || q.Position < at.Position) {
 			at = &qs[i]

@@ -109,7 +109,7 @@ func TestWaitForOrphanedLease(t *testing.T) {
 		t.Fatalf("StuckError %+v: want the child's owner (pid %d), expired for at least one lease period (400ms)", se, cmd.Process.Pid)
 	}
 	st, err := projection.StatsFor(ctx, s, "crashy")
-	if err != nil || st.Status != store.ProjectionOrphaned {
+	if err != nil || st.Status != projection.StatusOrphaned {
 		t.Fatalf("stats %+v (%v), want status orphaned", st, err)
 	}
 	findings, err := s.Diagnose(ctx, store.DiagnoseOptions{})
@@ -132,7 +132,7 @@ func TestWaitForOrphanedLease(t *testing.T) {
 	if err := waitThroughRestart(wctx, s, "crashy", more.LastPosition()); err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := projection.StatsFor(ctx, s, "crashy"); st.Status != store.ProjectionRunning {
+	if st, _ := projection.StatsFor(ctx, s, "crashy"); st.Status != projection.StatusRunning {
 		t.Errorf("status %s after a runner took over, want running", st.Status)
 	}
 	stop()

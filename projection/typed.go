@@ -64,7 +64,7 @@ type Event[T any] struct {
 //
 // An event whose data does not decode into its registered type is
 // quarantined, with the data named as the cause (errors.Is(err,
-// envelope.ErrInvalidEvent); store.ReasonUninterpretable), without
+// envelope.ErrInvalidEvent); ReasonUninterpretable), without
 // retries; the projection then stops, or skips it with OnError Skip.
 func On[T any](h *Handlers, fn func(ctx context.Context, tx *Tx, e Event[T]) error) {
 	var zero T

@@ -291,7 +291,7 @@ func TestTypedUndecodableData(t *testing.T) {
 			}
 			cp, err := r.CatchUp(ctx)
 
-			qs, qerr := s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: "accounts", Open: true})
+			qs, qerr := projection.Quarantine(s).Events(ctx, projection.QuarantineFilter{Consumer: "accounts", Open: true})
 			if qerr != nil {
 				t.Fatal(qerr)
 			}
@@ -299,9 +299,9 @@ func TestTypedUndecodableData(t *testing.T) {
 				t.Fatalf("quarantine holds %d open entries, want 1: %+v", len(qs), qs)
 			}
 			q := qs[0]
-			if q.EventID != bad.ID || q.Position != bad.Position || q.Reason != store.ReasonUninterpretable || q.Attempts != 1 {
+			if q.EventID != bad.ID || q.Position != bad.Position || q.Reason != projection.ReasonUninterpretable || q.Attempts != 1 {
 				t.Errorf("entry %+v: want event %s at %d, reason %s, 1 attempt (data does not get better on a retry)",
-					q, bad.ID, bad.Position, store.ReasonUninterpretable)
+					q, bad.ID, bad.Position, projection.ReasonUninterpretable)
 			}
 			if !strings.Contains(q.Error, "data") || !strings.Contains(q.Error, "does not decode") {
 				t.Errorf("entry error %q does not name the data as the cause", q.Error)
@@ -328,7 +328,7 @@ func TestTypedUndecodableData(t *testing.T) {
 			if !strings.Contains(err.Error(), "the event's data is at fault") {
 				t.Errorf("message %q does not say the data is at fault", err)
 			}
-			if cp, _ := s.Projections().Checkpoint(ctx, "accounts"); cp != bad.Position-1 {
+			if cp, _ := projection.Records(s).Checkpoint(ctx, "accounts"); cp != bad.Position-1 {
 				t.Errorf("checkpoint %d; want %d, just before the event", cp, bad.Position-1)
 			}
 			if got := readAccounts(t, s, "accounts"); len(got) != 1 || got[0].Cents != 500 {
@@ -339,7 +339,7 @@ func TestTypedUndecodableData(t *testing.T) {
 				t.Fatalf("CatchUp again = %v; want it stopped on the same event", err)
 			}
 			// eventlite quarantine skip accounts <id> calls this.
-			skipped, err := s.Projections().SkipQuarantined(ctx, "accounts", bad.ID)
+			skipped, err := projection.Quarantine(s).Skip(ctx, "accounts", bad.ID)
 			if err != nil || len(skipped) != 1 {
 				t.Fatalf("SkipQuarantined = %v, %v", skipped, err)
 			}
@@ -349,7 +349,7 @@ func TestTypedUndecodableData(t *testing.T) {
 			if got := readAccounts(t, s, "accounts"); len(got) != 1 || got[0].Cents != 300 {
 				t.Fatalf("read model %+v; want acc-1 at 300 cents (went on past the skipped event)", got)
 			}
-			if rec, err := s.Projections().Get(ctx, "accounts"); err != nil || rec.Status == store.ProjectionStopped {
+			if rec, err := projection.Records(s).Get(ctx, "accounts"); err != nil || rec.Status == projection.StatusStopped {
 				t.Errorf("projection record %+v, %v; want it no longer stopped", rec, err)
 			}
 		})
@@ -374,8 +374,8 @@ func TestTypedHandlerErrorIsNotData(t *testing.T) {
 	if _, err := r.CatchUp(ctx); !errors.Is(err, projection.ErrStopped) || errors.Is(err, envelope.ErrInvalidEvent) {
 		t.Fatalf("CatchUp = %v; want stopped on a handler error", err)
 	}
-	qs, err := s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: "fails", Open: true})
-	if err != nil || len(qs) != 1 || qs[0].Reason != store.ReasonHandlerError || qs[0].Attempts != 2 {
+	qs, err := projection.Quarantine(s).Events(ctx, projection.QuarantineFilter{Consumer: "fails", Open: true})
+	if err != nil || len(qs) != 1 || qs[0].Reason != projection.ReasonHandlerError || qs[0].Attempts != 2 {
 		t.Fatalf("quarantine %+v, %v; want one handler_error entry after 2 attempts", qs, err)
 	}
 }
@@ -466,8 +466,8 @@ func TestDeliverDataAtFaultNotRetried(t *testing.T) {
 	if calls != 1 {
 		t.Errorf("Deliver called %d times; want 1", calls)
 	}
-	qs, err := s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: "outside", Open: true})
-	if err != nil || len(qs) != 1 || qs[0].EventID != bad.ID || qs[0].Reason != store.ReasonUninterpretable || qs[0].Attempts != 1 {
+	qs, err := projection.Quarantine(s).Events(ctx, projection.QuarantineFilter{Consumer: "outside", Open: true})
+	if err != nil || len(qs) != 1 || qs[0].EventID != bad.ID || qs[0].Reason != projection.ReasonUninterpretable || qs[0].Attempts != 1 {
 		t.Fatalf("quarantine %+v, %v; want one uninterpretable entry for %s after 1 attempt", qs, err, bad.ID)
 	}
 }

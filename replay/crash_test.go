@@ -102,7 +102,7 @@ func TestRebuildKill9(t *testing.T) {
 		target := int64(0)
 		if rng.IntN(5) > 0 {
 			head, _ := s.Head(ctx)
-			row, _, _ := s.Rebuilds().Load(ctx, "ledger")
+			row, _, _ := projection.Rebuilds(s).Load(ctx, "ledger")
 			target = row.Checkpoint + 1 + rng.Int64N(max(1, (head-row.Checkpoint)*3/4))
 		}
 		at, err := waitShadow(ctx, s, target, exited)
@@ -111,7 +111,7 @@ func TestRebuildKill9(t *testing.T) {
 		}
 		_ = cmd.Process.Kill()
 		<-exited
-		row, ok, err := s.Rebuilds().Load(ctx, "ledger")
+		row, ok, err := projection.Rebuilds(s).Load(ctx, "ledger")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +131,7 @@ func TestRebuildKill9(t *testing.T) {
 		appendRandom(t, s, rng, 1+rng.IntN(20))
 	}
 	if !swapped {
-		row, hadRow, _ := s.Rebuilds().Load(ctx, "ledger")
+		row, hadRow, _ := projection.Rebuilds(s).Load(ctx, "ledger")
 		res, err := rebuildWhenFree(ctx, s, p, &replay.Options{LeaseTTL: crashLeaseTTL})
 		if err != nil {
 			t.Fatal(err)
@@ -159,7 +159,7 @@ func waitShadow(ctx context.Context, s *store.Store, target int64, exited <-chan
 	seen := false
 	for {
 		changed := s.Changed()
-		row, ok, err := s.Rebuilds().Load(ctx, "ledger")
+		row, ok, err := projection.Rebuilds(s).Load(ctx, "ledger")
 		if err != nil {
 			return 0, err
 		}

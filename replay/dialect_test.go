@@ -36,7 +36,7 @@ func TestRebuildWithoutDDLForTheDialect(t *testing.T) {
 	if !errors.As(err, &me) || me.Table != p.Tables[1].Name || me.Dialect != store.DialectSQLite {
 		t.Fatalf("Rebuild = %v, want a *MissingSchemaError for %s on sqlite", err, p.Tables[1].Name)
 	}
-	if _, found, err := s.Rebuilds().Load(ctx, "ledger"); err != nil || found {
+	if _, found, err := projection.Rebuilds(s).Load(ctx, "ledger"); err != nil || found {
 		t.Fatalf("a rebuild was recorded: %v, %v", found, err)
 	}
 	if sh := shadowTables(t, s); len(sh) != 0 {

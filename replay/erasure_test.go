@@ -90,7 +90,7 @@ func TestErasedEventsInProjections(t *testing.T) {
 	if len(live) != 1 || !strings.Contains(live[0], "bob@x") {
 		t.Fatalf("live read model after forget: %v, want bob's row only", live)
 	}
-	q, err := s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{})
+	q, err := projection.Quarantine(s).Events(ctx, projection.QuarantineFilter{})
 	if err != nil || len(q) != 0 {
 		t.Fatalf("quarantine: %v, %v; want nothing", q, err)
 	}

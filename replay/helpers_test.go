@@ -186,7 +186,7 @@ func snapshot(t testing.TB, s *store.Store, p projection.Projection) liveState {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Checkpoint, err = s.Projections().Checkpoint(context.Background(), p.Name); err != nil {
+	if st.Checkpoint, err = projection.Records(s).Checkpoint(context.Background(), p.Name); err != nil {
 		t.Fatal(err)
 	}
 	return st

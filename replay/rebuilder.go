@@ -15,6 +15,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/internal/leasing"
+	"github.com/eventlite/eventlite/internal/projrow"
 	"github.com/eventlite/eventlite/internal/tracing"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
@@ -54,7 +55,7 @@ type rebuilder struct {
 	start time.Time
 	size  atomic.Int64 // events a batch; the read-ahead goroutine reads it
 
-	row      store.Rebuild     // as committed
+	row      projrow.Rebuild   // as committed
 	shadows  map[string]string // declared table -> shadow name
 	total    int64             // matching events up to the target
 	verified int64             // matching events up to the watermark, all in the shadow
@@ -92,7 +93,7 @@ func (r *rebuilder) run(ctx context.Context) (Result, error) {
 	if r.o.DryRun {
 		// Compare at the live checkpoint: a live read model that lags is
 		// behind, not drifted.
-		live, err := r.s.Projections().Checkpoint(ctx, r.p.Name)
+		live, err := projection.Records(r.s).Checkpoint(ctx, r.p.Name)
 		if err != nil {
 			return res, err
 		}
@@ -107,7 +108,7 @@ func (r *rebuilder) run(ctx context.Context) (Result, error) {
 	// Rebuild up to the watermark, then prove it: the shadow is at the
 	// watermark and holds as many events as the log has up to it, counted
 	// apart from the reads that fed it.
-	if r.total, err = r.s.Rebuilds().CountEvents(ctx, 0, watermark, r.p.EventTypes()); err != nil {
+	if r.total, err = projection.Rebuilds(r.s).CountEvents(ctx, 0, watermark, r.p.EventTypes()); err != nil {
 		return res, err
 	}
 	r.phase, r.target = PhaseRebuild, watermark
@@ -153,7 +154,7 @@ func (r *rebuilder) begin(ctx context.Context, watermark int64, res *Result) err
 			// A shadow table that went missing leaves the checkpoint
 			// meaningless: start over.
 			for _, t := range r.p.Tables {
-				name := store.ShadowTable(t.Name, row.Generation)
+				name := projection.ShadowTable(t.Name, row.Generation)
 				exists, err := tx.TableExists(ctx, name)
 				if err != nil {
 					return err
@@ -182,12 +183,12 @@ func (r *rebuilder) begin(ctx context.Context, watermark int64, res *Result) err
 			if err != nil {
 				return err
 			}
-			row = store.Rebuild{Projection: r.p.Name, Generation: gen}
+			row = projrow.Rebuild{Projection: r.p.Name, Generation: gen}
 		}
 		row.Watermark = watermark
 		r.shadows = make(map[string]string, len(r.p.Tables))
 		for _, t := range r.p.Tables {
-			r.shadows[t.Name] = store.ShadowTable(t.Name, row.Generation)
+			r.shadows[t.Name] = projection.ShadowTable(t.Name, row.Generation)
 		}
 		if err := projection.Rebuilding(inside.Key{}, &r.p).CreateTables(ctx, r.s, tx, r.shadows); err != nil {
 			return err
@@ -204,7 +205,7 @@ func (r *rebuilder) begin(ctx context.Context, watermark int64, res *Result) err
 // first (a later table may refer to an earlier one).
 func (r *rebuilder) dropShadowsTx(ctx context.Context, tx *store.Tx, gen int64) error {
 	for _, t := range slices.Backward(r.p.Tables) {
-		if err := store.Bookkeeping(inside.Key{}, tx).DropTable(ctx, store.ShadowTable(t.Name, gen)); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).DropTable(ctx, projection.ShadowTable(t.Name, gen)); err != nil {
 			return err
 		}
 	}
@@ -317,7 +318,7 @@ func (r *rebuilder) applyBatch(ctx context.Context, events []envelope.Event, nex
 		return err
 	}
 	t0 := time.Now()
-	var row store.Rebuild
+	var row projrow.Rebuild
 	err := r.s.Update(ctx, func(tx *store.Tx) error {
 		var err error
 		row, err = r.applyTx(ctx, tx, events, next)
@@ -349,25 +350,25 @@ func (r *rebuilder) adapt(held time.Duration) {
 // applyTx applies events to the shadow and moves the rebuild row to next,
 // inside tx, after checking the lease and that the row is where this run
 // left it.
-func (r *rebuilder) applyTx(ctx context.Context, tx *store.Tx, events []envelope.Event, next int64) (store.Rebuild, error) {
+func (r *rebuilder) applyTx(ctx context.Context, tx *store.Tx, events []envelope.Event, next int64) (projrow.Rebuild, error) {
 	if err := store.Bookkeeping(inside.Key{}, tx).CheckFence(ctx, r.lease); err != nil {
-		return store.Rebuild{}, err
+		return projrow.Rebuild{}, err
 	}
 	row, ok, err := store.Bookkeeping(inside.Key{}, tx).LoadRebuild(ctx, r.p.Name)
 	if err != nil {
-		return store.Rebuild{}, err
+		return projrow.Rebuild{}, err
 	}
 	if !ok || row.Generation != r.row.Generation || row.Checkpoint != r.row.Checkpoint {
-		return store.Rebuild{}, fmt.Errorf("replay %s: the rebuild's state changed under this replay (generation %d at %d, found %+v)",
+		return projrow.Rebuild{}, fmt.Errorf("replay %s: the rebuild's state changed under this replay (generation %d at %d, found %+v)",
 			r.p.Name, r.row.Generation, r.row.Checkpoint, row)
 	}
 	if err := r.apply(ctx, tx, events); err != nil {
-		return store.Rebuild{}, err
+		return projrow.Rebuild{}, err
 	}
 	row.Checkpoint = max(next, row.Checkpoint)
 	row.Applied += int64(len(events))
 	if err := store.Bookkeeping(inside.Key{}, tx).SaveRebuild(ctx, row); err != nil {
-		return store.Rebuild{}, err
+		return projrow.Rebuild{}, err
 	}
 	return row, nil
 }
@@ -420,7 +421,7 @@ func (r *rebuilder) catchUp(ctx context.Context, watermark int64, target func() 
 // countTotal sets the progress total: the verified count up to the
 // watermark plus the matching events from there to target.
 func (r *rebuilder) countTotal(ctx context.Context, watermark, target int64) error {
-	n, err := r.s.Rebuilds().CountEvents(ctx, watermark, target, r.p.EventTypes())
+	n, err := projection.Rebuilds(r.s).CountEvents(ctx, watermark, target, r.p.EventTypes())
 	if err != nil {
 		return err
 	}
@@ -432,7 +433,7 @@ func (r *rebuilder) countTotal(ctx context.Context, watermark, target int64) err
 // (refusing with errTooFarBehind when more than a batch is left, unless
 // force) and checks that, from the watermark on, it applied exactly the
 // matching events the log has.
-func (r *rebuilder) finalTx(ctx context.Context, tx *store.Tx, watermark, target int64, force bool) (store.Rebuild, error) {
+func (r *rebuilder) finalTx(ctx context.Context, tx *store.Tx, watermark, target int64, force bool) (projrow.Rebuild, error) {
 	limit := int(r.size.Load())
 	if force {
 		limit = 0
@@ -442,29 +443,29 @@ func (r *rebuilder) finalTx(ctx context.Context, tx *store.Tx, watermark, target
 	// so this reads the log as tx sees it.
 	for e, err := range r.s.ReadAll(ctx, store.ReadAllOptions{From: r.row.Checkpoint + 1, Types: r.p.EventTypes()}) {
 		if err != nil {
-			return store.Rebuild{}, err
+			return projrow.Rebuild{}, err
 		}
 		if e.Position > target {
 			break
 		}
 		if limit > 0 && len(events) == limit {
-			return store.Rebuild{}, errTooFarBehind
+			return projrow.Rebuild{}, errTooFarBehind
 		}
 		events = append(events, e)
 	}
 	if err := store.RequireData("rebuild of "+r.p.Name, events...); err != nil {
-		return store.Rebuild{}, err
+		return projrow.Rebuild{}, err
 	}
 	row, err := r.applyTx(ctx, tx, events, target)
 	if err != nil {
-		return store.Rebuild{}, err
+		return projrow.Rebuild{}, err
 	}
-	since, err := r.s.Rebuilds().CountEvents(ctx, watermark, target, r.p.EventTypes())
+	since, err := projection.Rebuilds(r.s).CountEvents(ctx, watermark, target, r.p.EventTypes())
 	if err != nil {
-		return store.Rebuild{}, err
+		return projrow.Rebuild{}, err
 	}
 	if row.Checkpoint != target || row.Applied != r.verified+since {
-		return store.Rebuild{}, &VerifyError{Projection: r.p.Name, Checkpoint: row.Checkpoint, Watermark: target, Applied: row.Applied, Expected: r.verified + since}
+		return projrow.Rebuild{}, &VerifyError{Projection: r.p.Name, Checkpoint: row.Checkpoint, Watermark: target, Applied: row.Applied, Expected: r.verified + since}
 	}
 	return row, nil
 }
@@ -487,7 +488,7 @@ func (r *rebuilder) swap(ctx context.Context, watermark int64) error {
 		}
 		r.phase = PhaseSwap
 		r.progress()
-		var row store.Rebuild
+		var row projrow.Rebuild
 		err := r.s.Update(ctx, func(tx *store.Tx) error {
 			// No commit can land while this transaction holds the write
 			// lock: the head read now is the head at the swap.
@@ -536,16 +537,16 @@ func (r *rebuilder) swap(ctx context.Context, watermark int64) error {
 // quarantine entries up to there and lifts a stop.
 func (r *rebuilder) settleTx(ctx context.Context, tx *store.Tx, cp int64) error {
 	// Read on the read pool: nothing can commit while tx holds the lock.
-	rec, err := r.s.Projections().Get(ctx, r.p.Name)
+	rec, err := projection.Records(r.s).Get(ctx, r.p.Name)
 	switch {
-	case errors.Is(err, store.ErrNotFound), err == nil && rec.Status == store.ProjectionStopped:
-		if err := store.Bookkeeping(inside.Key{}, tx).SetProjectionStatus(ctx, r.p.Name, store.ProjectionActive, ""); err != nil {
+	case errors.Is(err, store.ErrNotFound), err == nil && rec.Status == projection.StatusStopped:
+		if err := store.Bookkeeping(inside.Key{}, tx).SetProjectionStatus(ctx, r.p.Name, string(projection.StatusActive), ""); err != nil {
 			return err
 		}
 	case err != nil:
 		return err
 	}
-	open, err := r.s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: r.p.Name, Open: true})
+	open, err := projection.Quarantine(r.s).Events(ctx, projection.QuarantineFilter{Consumer: r.p.Name, Open: true})
 	if err != nil {
 		return err
 	}
@@ -563,7 +564,7 @@ func (r *rebuilder) settleTx(ctx context.Context, tx *store.Tx, cp int64) error 
 // one transaction, brings it exactly there and compares every table with
 // its live twin, then drops the shadow.
 func (r *rebuilder) compare(ctx context.Context, watermark int64, res *Result) error {
-	live := func() (int64, error) { return r.s.Projections().Checkpoint(ctx, r.p.Name) }
+	live := func() (int64, error) { return projection.Records(r.s).Checkpoint(ctx, r.p.Name) }
 	for attempt := 1; ; attempt++ {
 		r.phase = PhaseCatchUp
 		if err := r.catchUp(ctx, watermark, live); err != nil {
@@ -575,7 +576,7 @@ func (r *rebuilder) compare(ctx context.Context, watermark int64, res *Result) e
 		r.phase = PhaseCompare
 		r.progress()
 		var (
-			row   store.Rebuild
+			row   projrow.Rebuild
 			drift Drift
 		)
 		err := r.s.Update(ctx, func(tx *store.Tx) error {

@@ -76,7 +76,7 @@ func TestRebuildEqualsLive(t *testing.T) {
 				if sh := shadowTables(t, s); len(sh) != 0 {
 					t.Errorf("round %d: shadow tables left after the swap: %q", round, sh)
 				}
-				if _, ok, _ := s.Rebuilds().Load(ctx, p.Name); ok {
+				if _, ok, _ := projection.Rebuilds(s).Load(ctx, p.Name); ok {
 					t.Errorf("round %d: the rebuild row outlived the swap", round)
 				}
 				appendRandom(t, s, rng, 50+rng.IntN(100))
@@ -236,7 +236,7 @@ func TestHandlerFailureNamesThePosition(t *testing.T) {
 			if diff := cmp.Diff(before, snapshot(t, s, p)); diff != "" {
 				t.Errorf("a failed rebuild changed the live read model (-before +after)\n%s", diff)
 			}
-			row, ok, err := s.Rebuilds().Load(ctx, "ledger")
+			row, ok, err := projection.Rebuilds(s).Load(ctx, "ledger")
 			if err != nil || !ok || row.Checkpoint >= bad {
 				t.Fatalf("rebuild row after the failure: %+v %v %v; want one before position %d", row, ok, err, bad)
 			}
@@ -337,15 +337,15 @@ func TestInterruptResumeAndFromScratch(t *testing.T) {
 		}
 	}
 	interrupt(3)
-	row, ok, _ := s.Rebuilds().Load(ctx, "ledger")
+	row, ok, _ := projection.Rebuilds(s).Load(ctx, "ledger")
 	if !ok || row.Checkpoint == 0 || row.Generation != 1 {
 		t.Fatalf("rebuild row after the interrupt: %+v %v", row, ok)
 	}
-	if st, _ := projection.StatsFor(ctx, s, "ledger"); !strings.Contains(st.Detail, "resume") || st.Status == store.ProjectionRebuilding {
+	if st, _ := projection.StatsFor(ctx, s, "ledger"); !strings.Contains(st.Detail, "resume") || st.Status == projection.StatusRebuilding {
 		t.Errorf("stats of an interrupted rebuild: %+v", st)
 	}
 	interrupt(2)
-	row2, _, _ := s.Rebuilds().Load(ctx, "ledger")
+	row2, _, _ := projection.Rebuilds(s).Load(ctx, "ledger")
 	if row2.Generation != 1 || row2.Checkpoint <= row.Checkpoint {
 		t.Errorf("second run: %+v; want it resumed in generation 1 past %d", row2, row.Checkpoint)
 	}
@@ -378,13 +378,13 @@ func TestOneReplayAtATime(t *testing.T) {
 	if _, err := replay.Rebuild(ctx, s, p, nil); !errors.Is(err, store.ErrLeaseHeld) {
 		t.Errorf("second replay: %v, want ErrLeaseHeld", err)
 	}
-	if st, err := projection.StatsFor(ctx, s, "ledger"); err != nil || st.Status != store.ProjectionRebuilding {
+	if st, err := projection.StatsFor(ctx, s, "ledger"); err != nil || st.Status != projection.StatusRebuilding {
 		t.Errorf("stats while a replay holds the lease: %+v %v", st, err)
 	}
 	if err := store.Inner(inside.Key{}, s).ReleaseLease(ctx, l); err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := projection.StatsFor(ctx, s, "ledger"); st.Status != store.ProjectionIdle {
+	if st, _ := projection.StatsFor(ctx, s, "ledger"); st.Status != projection.StatusIdle {
 		t.Errorf("stats after: %+v", st)
 	}
 	if _, err := replay.Rebuild(ctx, s, p, nil); err != nil {
@@ -405,7 +405,7 @@ func TestRebuildOfANewProjection(t *testing.T) {
 	}
 	checkLedgerIsFold(t, s, "fresh", testTypes[1:2])
 	st, err := projection.StatsFor(ctx, s, "fresh")
-	if head, _ := s.Head(ctx); err != nil || st.Checkpoint != head || st.Status != store.ProjectionIdle {
+	if head, _ := s.Head(ctx); err != nil || st.Checkpoint != head || st.Status != projection.StatusIdle {
 		t.Errorf("stats %+v %v", st, err)
 	}
 	// Its runner takes over from the swapped checkpoint.
@@ -435,7 +435,7 @@ func TestRebuildClearsAStoppedProjection(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, _ := projection.StatsFor(ctx, s, "ledger")
-	if st.Status != store.ProjectionIdle || st.Quarantined != 0 {
+	if st.Status != projection.StatusIdle || st.Quarantined != 0 {
 		t.Errorf("stats after the rebuild: %+v", st)
 	}
 	checkLedgerIsFold(t, s, "ledger", nil)

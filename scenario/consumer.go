@@ -413,7 +413,7 @@ func (c *ConsumerScenario) once(r *run, eng engine, pl plan, read func(context.C
 	if d := diffRows(cols, want, got); d != "" {
 		r.failf("read model:\n%s", indent(d, "  "))
 	}
-	open, err := s.Projections().OpenQuarantine(ctx, opts.Name)
+	open, err := projection.Quarantine(s).Open(ctx, opts.Name)
 	if err != nil {
 		r.fatal("list the quarantine: %v", err)
 		return

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/scenario"
-	"github.com/eventlite/eventlite/store"
 )
 
 // A scenario that cannot run says why, through Fatalf, naming the
@@ -28,7 +28,7 @@ func TestScenarioThatCannotRun(t *testing.T) {
 			scenario.Aggregate(st, accountDef()).When(Deposit{Amount: 1}).ThenError(nil)
 		}, "ThenError takes an error or a non-nil pointer to an error type, got <nil>"},
 		{"quarantine past the given events", func(st scenario.T) {
-			scenario.Projection(st, reg, balances(reg)).Given(scenario.On("a", Opened{})).ThenQuarantined(2, store.ReasonHandlerError)
+			scenario.Projection(st, reg, balances(reg)).Given(scenario.On("a", Opened{})).ThenQuarantined(2, projection.ReasonHandlerError)
 		}, "ThenQuarantined(2): there are 1 given events, counted from 1"},
 		{"delivery without a version", func(st scenario.T) {
 			scenario.Consumer(st, reg, accounts(reg, false)).Given(scenario.Delivery{Stream: "a", Data: Opened{}}).ThenRows(accountsQuery)

@@ -82,7 +82,7 @@ func (ps *ProjectionScenario) ThenRows(q string, rows ...Row) {
 // ThenQuarantined runs the scenario and requires the live runner to stop
 // on the nth given event (from 1), quarantined with reason, and the
 // rebuild to fail on the same event.
-func (ps *ProjectionScenario) ThenQuarantined(n int, reason store.QuarantineReason) {
+func (ps *ProjectionScenario) ThenQuarantined(n int, reason projection.QuarantineReason) {
 	ps.t.Helper()
 	if n < 1 || n > len(ps.given) {
 		ps.t.Fatalf("scenario %s: ThenQuarantined(%d): there are %d given events, counted from 1", ps.t.Name(), n, len(ps.given))
@@ -103,7 +103,7 @@ func (ps *ProjectionScenario) ThenQuarantined(n int, reason store.QuarantineReas
 		case stopped.Position != want:
 			r.failf("live (runner): expected a quarantine at given event %d (%s), got one at %s: %v", n, ps.givenName(n), ps.nameAt(stopped.Position, pos), stopped.Err)
 		}
-		open, err := s.Projections().OpenQuarantine(ctx, ps.p.Name)
+		open, err := projection.Quarantine(s).Open(ctx, ps.p.Name)
 		if err != nil {
 			r.fatal("list the quarantine: %v", err)
 			return

@@ -8,7 +8,6 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/scenario"
-	"github.com/eventlite/eventlite/store"
 )
 
 var errTooLarge = errors.New("amount too large for the read model")
@@ -69,7 +68,7 @@ func TestProjectionThenQuarantined(t *testing.T) {
 			scenario.On("acc-1", Deposited{Amount: 5000}),
 			scenario.On("acc-1", Withdrawn{Amount: 2000}),
 		).
-		ThenQuarantined(3, store.ReasonHandlerError)
+		ThenQuarantined(3, projection.ReasonHandlerError)
 }
 
 // Data that does not decode is quarantined as uninterpretable, at once.
@@ -80,7 +79,7 @@ func TestProjectionThenQuarantinedUninterpretable(t *testing.T) {
 			scenario.On("acc-1", Opened{Owner: "alice"}),
 			scenario.Stored(envelope.Event{Type: "account.withdrawn", Stream: "acc-1", Data: []byte(`{"amount":"many"}`)}),
 		).
-		ThenQuarantined(2, store.ReasonUninterpretable)
+		ThenQuarantined(2, projection.ReasonUninterpretable)
 }
 
 // A read model off by one row: the failure names the row, the column,
@@ -117,7 +116,7 @@ func TestProjectionFailureWrongQuarantine(t *testing.T) {
 	f := runFake(t, "TestNoQuarantine", func(st scenario.T) {
 		scenario.Projection(st, reg, balances(reg)).
 			Given(scenario.On("acc-1", Opened{Owner: "alice"}), scenario.On("acc-1", Withdrawn{Amount: 2000})).
-			ThenQuarantined(1, store.ReasonHandlerError)
+			ThenQuarantined(1, projection.ReasonHandlerError)
 	})
 	f.mustFail(t,
 		"expected a quarantine at given event 1 (scenario_test.Opened{Owner:alice} on default/acc-1), got one at given event 2 (scenario_test.Withdrawn{Amount:2000} on default/acc-1): amount too large for the read model",

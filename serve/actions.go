@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/internal/inside"
+	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/outbox"
 )
@@ -211,7 +212,7 @@ type quarantinedJSON struct {
 	Resolution       string     `json:"resolution,omitempty"`
 }
 
-func quarantinedOf(qs []store.Quarantined) []quarantinedJSON {
+func quarantinedOf(qs []projection.QuarantineEntry) []quarantinedJSON {
 	out := make([]quarantinedJSON, 0, len(qs))
 	for _, q := range qs {
 		j := quarantinedJSON{Name: q.Consumer, Kind: q.Kind, EventID: q.EventID, Tenant: q.Tenant, Stream: q.Subject, Version: q.Version,
@@ -233,7 +234,7 @@ func quarantinedOf(qs []store.Quarantined) []quarantinedJSON {
 // the tenant's events), oldest first.
 func (h *Handler) listQuarantine(w http.ResponseWriter, r *http.Request, tenant string) {
 	name := r.URL.Query().Get("name")
-	qs, err := h.s.Projections().OpenQuarantine(r.Context(), name)
+	qs, err := projection.Quarantine(h.s).Open(r.Context(), name)
 	if err != nil {
 		writeProblem(w, quarantineProblem(err))
 		return
@@ -259,13 +260,13 @@ func (h *Handler) listQuarantine(w http.ResponseWriter, r *http.Request, tenant 
 func (h *Handler) quarantineAction(w http.ResponseWriter, r *http.Request, name, eventID, action string) {
 	h.actStoreWide(w, r, "http.quarantine."+action, func(ctx context.Context) (*answer, *Problem) {
 		var (
-			qs  []store.Quarantined
+			qs  []projection.QuarantineEntry
 			err error
 		)
 		if action == "retry" {
-			qs, err = h.s.Projections().RetryQuarantined(ctx, name, eventID)
+			qs, err = projection.Quarantine(h.s).Retry(ctx, name, eventID)
 		} else {
-			qs, err = h.s.Projections().SkipQuarantined(ctx, name, eventID)
+			qs, err = projection.Quarantine(h.s).Skip(ctx, name, eventID)
 		}
 		if err != nil {
 			return nil, quarantineProblem(err)
@@ -280,7 +281,7 @@ func (h *Handler) quarantineAction(w http.ResponseWriter, r *http.Request, name,
 
 // quarantineProblem maps an error of a quarantine read or action.
 func quarantineProblem(err error) *Problem {
-	var nf *store.QuarantineNotFoundError
+	var nf *projection.QuarantineNotFoundError
 	if errors.As(err, &nf) {
 		return problemf("quarantine-not-found", "%v: list the open entries at GET /v1/quarantine", nf)
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/eventlite/eventlite/internal/inside"
 
 	"github.com/eventlite/eventlite/internal/outboxmark"
+	"github.com/eventlite/eventlite/internal/projrow"
+	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/serve"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/effect"
@@ -39,14 +41,14 @@ func quarantineFixture(t *testing.T, ts *testServer) {
 		if err := store.Bookkeeping(inside.Key{}, tx).SetCheckpoint(ctx, "orders", 1, nil); err != nil {
 			return err
 		}
-		if err := store.Bookkeeping(inside.Key{}, tx).SetProjectionStatus(ctx, "orders", store.ProjectionStopped, "quarantined event q-2 at position 2"); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).SetProjectionStatus(ctx, "orders", string(projection.StatusStopped), "quarantined event q-2 at position 2"); err != nil {
 			return err
 		}
-		if err := store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{Consumer: "orders", Reason: store.ReasonHandlerError, Tenant: "acme", Subject: "order-1",
+		if err := store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, projrow.Quarantined{Consumer: "orders", Reason: string(projection.ReasonHandlerError), Tenant: "acme", Subject: "order-1",
 			Version: 2, Position: 2, EventID: "q-2", Event: []byte(`{"type":"com.acme.order"}`), Error: "amount is not a number", Attempts: 3}); err != nil {
 			return err
 		}
-		return store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{Consumer: "mailer", Reason: store.ReasonUninterpretable, Tenant: "globex", Subject: "order-1",
+		return store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, projrow.Quarantined{Consumer: "mailer", Reason: string(projection.ReasonUninterpretable), Tenant: "globex", Subject: "order-1",
 			Version: 1, EventID: "g-1", Event: []byte(`{"type":"com.globex.order"}`), Error: "unknown type", Attempts: 1})
 	}); err != nil {
 		t.Fatal(err)
@@ -128,7 +130,7 @@ func TestQuarantineRetryAndSkip(t *testing.T) {
 			t.Fatalf("token %s: retry answered %d: %s", secret, r.status, r.body)
 		}
 	}
-	if rs, err := ts.s.Projections().QuarantineRetries(ctx, "orders"); err != nil || len(rs) != 0 {
+	if rs, err := projection.Quarantine(ts.s).Retries(ctx, "orders"); err != nil || len(rs) != 0 {
 		t.Fatalf("a refused retry marked %v, %v", rs, err)
 	}
 
@@ -146,7 +148,7 @@ func TestQuarantineRetryAndSkip(t *testing.T) {
 	if res.Action != "retry" || len(res.Entries) != 1 || res.Entries[0].EventID != "q-2" || res.Entries[0].RetryRequestedAt == nil {
 		t.Fatalf("retry answer %s", first.body)
 	}
-	rs, err := ts.s.Projections().QuarantineRetries(ctx, "orders")
+	rs, err := projection.Quarantine(ts.s).Retries(ctx, "orders")
 	if err != nil || len(rs) != 1 || rs[0].EventID != "q-2" {
 		t.Fatalf("marked for retry: %v, %v", rs, err)
 	}
@@ -163,18 +165,18 @@ func TestQuarantineRetryAndSkip(t *testing.T) {
 	if res.Action != "skip" || len(res.Entries) != 1 || res.Entries[0].Resolution != "skipped" {
 		t.Fatalf("skip answer %s", first.body)
 	}
-	if open, err := ts.s.Projections().OpenQuarantine(ctx, "orders"); err != nil || len(open) != 0 {
+	if open, err := projection.Quarantine(ts.s).Open(ctx, "orders"); err != nil || len(open) != 0 {
 		t.Fatalf("open after skip: %v, %v", open, err)
 	}
-	rec, err := ts.s.Projections().Get(ctx, "orders")
+	rec, err := projection.Records(ts.s).Get(ctx, "orders")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp, err := ts.s.Projections().Checkpoint(ctx, "orders")
+	cp, err := projection.Records(ts.s).Checkpoint(ctx, "orders")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Status != store.ProjectionActive || cp != 2 {
+	if rec.Status != projection.StatusActive || cp != 2 {
 		t.Fatalf("the projection after skip: %+v at checkpoint %d, want active at 2", rec, cp)
 	}
 	again = ts.do("POST", "/v1/quarantine/orders/q-2/skip", nil, skipKey...)
@@ -363,7 +365,7 @@ func TestStoreWideKeysDoNotMeetTenantStore(t *testing.T) {
 	if skip.status != 200 || skip.header.Get("Idempotent-Replayed") != "" {
 		t.Fatalf("skip with the key tenant _store used: %d %s replayed=%q", skip.status, skip.body, skip.header.Get("Idempotent-Replayed"))
 	}
-	if open, err := ts.s.Projections().OpenQuarantine(ctx, "orders"); err != nil || len(open) != 0 {
+	if open, err := projection.Quarantine(ts.s).Open(ctx, "orders"); err != nil || len(open) != 0 {
 		t.Fatalf("after skip, open entries %v, %v", open, err)
 	}
 	for _, c := range []struct {
@@ -452,7 +454,7 @@ func TestCancelledActionsChangeNothing(t *testing.T) {
 	if got, err := outbox.For(ts.s).DeadLetters(ctx, "acme"); err != nil || len(got) != 2 {
 		t.Errorf("after cancelled retry and discard, dead letters %v, %v", got, err)
 	}
-	open, err := ts.s.Projections().OpenQuarantine(ctx, "orders")
+	open, err := projection.Quarantine(ts.s).Open(ctx, "orders")
 	if err != nil || len(open) != 1 || !open[0].RetryRequestedAt.IsZero() {
 		t.Errorf("after cancelled retry and skip, open entries %+v, %v", open, err)
 	}
@@ -468,7 +470,7 @@ func TestCancelledActionsChangeNothing(t *testing.T) {
 			t.Errorf("%s repeated live: %d %s replayed=%q", a.name, r.status, r.body, r.header.Get("Idempotent-Replayed"))
 		}
 	}
-	if open, _ := ts.s.Projections().OpenQuarantine(ctx, "orders"); len(open) != 1 || open[0].RetryRequestedAt.IsZero() {
+	if open, _ := projection.Quarantine(ts.s).Open(ctx, "orders"); len(open) != 1 || open[0].RetryRequestedAt.IsZero() {
 		t.Errorf("after the live retry, open entries %+v", open)
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/eventlite/eventlite/internal/inside"
 
 	"github.com/eventlite/eventlite/internal/outboxmark"
+	"github.com/eventlite/eventlite/internal/projrow"
+	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/serve"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/effect"
@@ -212,11 +214,11 @@ func TestBrowserCockpit(t *testing.T) {
 		if err := store.Bookkeeping(inside.Key{}, tx).SetCheckpoint(ctx, "orders", 1, nil); err != nil {
 			return err
 		}
-		if err := store.Bookkeeping(inside.Key{}, tx).SetProjectionStatus(ctx, "orders", store.ProjectionStopped,
+		if err := store.Bookkeeping(inside.Key{}, tx).SetProjectionStatus(ctx, "orders", string(projection.StatusStopped),
 			"quarantined event acme-2 at position 2: the handler orders.apply failed 3 times: amount \"x\" is not a number; fix the event's data or the handler, then retry or skip it"); err != nil {
 			return err
 		}
-		return store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{Consumer: "orders", Reason: store.ReasonHandlerError, Tenant: "acme", Subject: "order-1",
+		return store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, projrow.Quarantined{Consumer: "orders", Reason: string(projection.ReasonHandlerError), Tenant: "acme", Subject: "order-1",
 			Version: 2, Position: 2, EventID: "acme-2", Event: []byte(`{"type":"com.acme.order.paid"}`), Error: "amount is not a number", Attempts: 3})
 	}); err != nil {
 		t.Fatal(err)
@@ -270,12 +272,12 @@ func TestBrowserCockpit(t *testing.T) {
 	// Retry, confirmed: the entry is marked for a retry.
 	b.do(chromedp.Click(chromedp.CSS(`#quarantine button[data-action="retry"]`)))
 	b.wait("the question", `document.querySelector('#quarantine button.confirm')`)
-	if rs, _ := s.Projections().QuarantineRetries(ctx, "orders"); len(rs) != 0 {
+	if rs, _ := projection.Quarantine(s).Retries(ctx, "orders"); len(rs) != 0 {
 		t.Fatal("retried before the confirmation")
 	}
 	b.do(chromedp.Click(chromedp.CSS("#quarantine button.confirm")))
 	b.wait("the retry shown", textOf("#quarantine tbody tr")+`.includes("requested")`)
-	if rs, err := s.Projections().QuarantineRetries(ctx, "orders"); err != nil || len(rs) != 1 || rs[0].EventID != "acme-2" {
+	if rs, err := projection.Quarantine(s).Retries(ctx, "orders"); err != nil || len(rs) != 1 || rs[0].EventID != "acme-2" {
 		t.Fatalf("marked for retry: %v, %v", rs, err)
 	}
 	b.screenshot("quarantine")
@@ -287,10 +289,10 @@ func TestBrowserCockpit(t *testing.T) {
 	b.do(chromedp.Click(chromedp.CSS(`#quarantine button[data-action="skip"]`)))
 	b.do(chromedp.Click(chromedp.CSS("#quarantine button.confirm")))
 	b.wait("no quarantined events", textOf("main")+`.includes("No quarantined events.")`)
-	if open, err := s.Projections().OpenQuarantine(ctx, "orders"); err != nil || len(open) != 0 {
+	if open, err := projection.Quarantine(s).Open(ctx, "orders"); err != nil || len(open) != 0 {
 		t.Fatalf("open after skip: %v, %v", open, err)
 	}
-	if cp, err := s.Projections().Checkpoint(ctx, "orders"); err != nil || cp != 2 {
+	if cp, err := projection.Records(s).Checkpoint(ctx, "orders"); err != nil || cp != 2 {
 		t.Fatalf("checkpoint after skip %d, %v; want 2", cp, err)
 	}
 
@@ -359,7 +361,7 @@ func TestBrowserCockpit(t *testing.T) {
 		t.Fatalf("a read-only token sees %d buttons", n)
 	}
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		return store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{Consumer: "orders", Reason: store.ReasonHandlerError, Tenant: "acme", Subject: "order-2",
+		return store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, projrow.Quarantined{Consumer: "orders", Reason: string(projection.ReasonHandlerError), Tenant: "acme", Subject: "order-2",
 			Version: 1, Position: 3, EventID: "acme-3", Event: []byte(`{}`), Error: "again", Attempts: 1})
 	}); err != nil {
 		t.Fatal(err)

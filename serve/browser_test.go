@@ -20,6 +20,7 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/internal/outboxmark"
+	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/serve"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/outbox"
@@ -237,7 +238,7 @@ func TestBrowser(t *testing.T) {
 				return err
 			}
 		}
-		return store.Bookkeeping(inside.Key{}, tx).SetProjectionStatus(ctx, "order-summary", store.ProjectionStopped, "quarantined event paid-1 at position 2: amount is not a number")
+		return store.Bookkeeping(inside.Key{}, tx).SetProjectionStatus(ctx, "order-summary", string(projection.StatusStopped), "quarantined event paid-1 at position 2: amount is not a number")
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -128,7 +128,7 @@ func (h *Handler) consumers(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, problemFor(err, "", "", nil))
 		return
 	}
-	qs, err := h.s.Projections().OpenQuarantine(ctx, "")
+	qs, err := projection.Quarantine(h.s).Open(ctx, "")
 	if err != nil {
 		writeProblem(w, problemFor(err, "", "", nil))
 		return

@@ -7,11 +7,9 @@ import (
 	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
-// Checkpoint returns the position the named projection has applied up
-// to, 0 when it has none. It reads the read pool: inside an Update
-// closure, read Bookkeeping's Checkpoint.
-func (p *Projections) Checkpoint(ctx context.Context, name string) (int64, error) {
-	s := p.s
+// checkpoint returns the position the named projection has applied up
+// to, 0 when it has none, from the read pool.
+func (s *Store) checkpoint(ctx context.Context, name string) (int64, error) {
 	pos, err := s.ex.Checkpoint(ctx, s.rdb, name)
 	return pos, mapErr(err)
 }
@@ -50,9 +48,8 @@ func (tx txBook) SetCheckpoint(ctx context.Context, name string, position int64,
 	return nil
 }
 
-// Checkpoints lists every checkpoint by name.
-func (p *Projections) Checkpoints(ctx context.Context) (map[string]int64, error) {
-	s := p.s
+// checkpoints lists every checkpoint by name.
+func (s *Store) checkpoints(ctx context.Context) (map[string]int64, error) {
 	out, err := s.ex.Checkpoints(ctx, s.rdb)
 	return out, mapErr(err)
 }

@@ -11,7 +11,7 @@ import (
 // counting queries in one read transaction, so they agree with each
 // other. They are what a metrics scrape needs: no row is listed, and the
 // queries read index entries or row headers only, never an event's body.
-// The outbox's figures are package store/outbox's Stats; the projections', Projections.
+// The outbox's figures are package store/outbox's Stats; the projections', projection.Records.
 type Counts struct {
 	// Quarantined counts open quarantine entries, every consumer.
 	Quarantined int64

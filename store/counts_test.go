@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eventlite/eventlite/internal/inside"
+	"github.com/eventlite/eventlite/internal/projrow"
 	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
@@ -56,7 +57,7 @@ func testCounts(t *testing.T, open func(*store.Options) *store.Store) {
 
 	err = s.Update(ctx, func(tx *store.Tx) error {
 		for i := range 3 {
-			if err := store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{Consumer: "c", Reason: store.ReasonUninterpretable, EventID: fmt.Sprintf("q%d", i), Position: int64(i + 1)}); err != nil {
+			if err := store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, projrow.Quarantined{Consumer: "c", Reason: string(projection.ReasonUninterpretable), EventID: fmt.Sprintf("q%d", i), Position: int64(i + 1)}); err != nil {
 				return err
 			}
 			if _, _, err := store.Bookkeeping(inside.Key{}, tx).Defer(ctx, inside.Deferred{Consumer: "c", Tenant: "default", Subject: "o-1", Version: int64(3 + i), EventID: fmt.Sprintf("e%d", i),
@@ -109,7 +110,7 @@ func testCounts(t *testing.T, open func(*store.Options) *store.Store) {
 		t.Errorf("counts (-want +got):\n%s", diff)
 	}
 	// Each figure agrees with the listing it replaces.
-	qs, err := s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Open: true})
+	qs, err := projection.Quarantine(s).Events(ctx, projection.QuarantineFilter{Open: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -272,7 +272,7 @@ func (s *Store) diagnoseConsumers(ctx context.Context, o DiagnoseOptions, now ti
 		df.add(d.Consumer+"/"+d.Tenant+"/"+d.Subject+"@"+strconv.FormatInt(d.Version, 10), d.FirstSeen)
 	}
 	emit(df, fmt.Sprintf("outside events waiting longer than %s for a version gap to fill: run the consumer's sweep, which quarantines them with the evidence", o.DeferralAge))
-	q, err := s.Projections().QuarantinedEvents(ctx, QuarantineFilter{Open: true})
+	q, err := s.quarantinedEvents(ctx, "", true)
 	if err != nil {
 		return err
 	}
@@ -306,7 +306,7 @@ func (s *Store) diagnoseConsumers(ctx context.Context, o DiagnoseOptions, now ti
 }
 
 func (s *Store) diagnoseProjections(ctx context.Context, o DiagnoseOptions, now time.Time, emit func(*finding, string)) error {
-	recs, err := s.Projections().List(ctx)
+	recs, err := s.projections(ctx, "")
 	if err != nil {
 		return err
 	}
@@ -319,14 +319,14 @@ func (s *Store) diagnoseProjections(ctx context.Context, o DiagnoseOptions, now 
 	idle := newFinding("projections_idle", SeverityInfo, o.MaxIDs)
 	orphaned := newFinding("projections_orphaned", SeverityProblem, o.MaxIDs)
 	for _, r := range recs {
-		if r.Status == ProjectionStopped {
+		if r.Status == projectionStopped {
 			stopped.add(r.Name, r.UpdatedAt)
 			continue
 		}
 		if onDemand[r.Name] {
 			continue // its next reader takes an orphaned lease over
 		}
-		if r.Orphaned && r.Status != ProjectionRebuilding {
+		if r.Orphaned && r.Status != projectionRebuilding {
 			orphaned.add(r.Name+" ("+r.LeaseOwner+")", now.Add(-r.LeaseExpiredFor))
 			continue
 		}
@@ -357,7 +357,7 @@ func (s *Store) diagnoseLog(ctx context.Context, o DiagnoseOptions, emit func(*f
 	if err != nil {
 		return err
 	}
-	holes, err := s.Projections().HolesBetween(ctx, 0, head)
+	holes, err := s.holesBetween(ctx, 0, head)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/eventlite/eventlite/internal/inside"
 
 	"github.com/eventlite/eventlite/internal/outboxmark"
+	"github.com/eventlite/eventlite/internal/projrow"
+	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/effect"
@@ -51,7 +53,7 @@ func TestDiagnoseFindsPlantedDefects(t *testing.T) {
 			Event: []byte(`{}`), Expected: 2, FirstSeen: clock.Now(), Reason: "gap"}); err != nil {
 			return err
 		}
-		if err := store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{Consumer: "c", Reason: store.ReasonUninterpretable, EventID: "q1"}); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, projrow.Quarantined{Consumer: "c", Reason: string(projection.ReasonUninterpretable), EventID: "q1"}); err != nil {
 			return err
 		}
 		if err := store.Bookkeeping(inside.Key{}, tx).RecordConflict(ctx, inside.Conflict{Consumer: "c", Tenant: "default", Subject: "o-1", Version: 2,
@@ -59,10 +61,10 @@ func TestDiagnoseFindsPlantedDefects(t *testing.T) {
 			return err
 		}
 		// Projections: one stopped, one running but behind.
-		if err := store.Bookkeeping(inside.Key{}, tx).SetProjectionStatus(ctx, "broken", store.ProjectionStopped, "handler error"); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).SetProjectionStatus(ctx, "broken", string(projection.StatusStopped), "handler error"); err != nil {
 			return err
 		}
-		return store.Bookkeeping(inside.Key{}, tx).SetProjectionStatus(ctx, "slow", store.ProjectionActive, "")
+		return store.Bookkeeping(inside.Key{}, tx).SetProjectionStatus(ctx, "slow", string(projection.StatusActive), "")
 	})
 	if err != nil {
 		t.Fatal(err)

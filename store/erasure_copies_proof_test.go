@@ -11,6 +11,8 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/internal/outboxmark"
+	"github.com/eventlite/eventlite/internal/projrow"
+	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/backup"
 	"github.com/eventlite/eventlite/store/drivertest"
@@ -70,7 +72,7 @@ func TestErasureReachesEveryCopy(t *testing.T) {
 		if _, err := b.MarkPublished(ctx, lease, []outboxmark.Published{{Position: res.FirstPosition()}}); err != nil {
 			return err
 		}
-		if err := b.Quarantine(ctx, store.Quarantined{Consumer: "users", Reason: store.ReasonHandlerError, Tenant: "default", Subject: "user-alice", Version: 1,
+		if err := b.Quarantine(ctx, projrow.Quarantined{Consumer: "users", Reason: string(projection.ReasonHandlerError), Tenant: "default", Subject: "user-alice", Version: 1,
 			Position: res.FirstPosition(), EventID: res.Events[0].ID, Event: evJSON(res.Events[0]), Error: "handler choked on " + marker["quarantine"], Attempts: 1}); err != nil {
 			return err
 		}

@@ -4,20 +4,17 @@ import (
 	"context"
 	"time"
 
+	"github.com/eventlite/eventlite/internal/projrow"
 	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
-// Hole is a run of missing global positions between two stored events.
-type Hole struct {
-	From, To   int64 // inclusive
-	DetectedBy string
-	DetectedAt time.Time
-}
+// hole is a run of missing global positions between two stored events
+// (projection.Hole).
+type hole = projrow.Hole
 
-// HolesBetween finds the holes among positions after and up to upto: runs
+// holesBetween finds the holes among positions after and up to upto: runs
 // of missing positions between stored events. It reads on the read pool.
-func (p *Projections) HolesBetween(ctx context.Context, after, upto int64) ([]Hole, error) {
-	s := p.s
+func (s *Store) holesBetween(ctx context.Context, after, upto int64) ([]hole, error) {
 	lo, n, ok, err := s.ex.PositionSpan(ctx, s.rdb, after, upto)
 	if err != nil {
 		return nil, mapErr(err)
@@ -25,7 +22,7 @@ func (p *Projections) HolesBetween(ctx context.Context, after, upto int64) ([]Ho
 	if !ok || n == upto-lo+1 {
 		return nil, nil
 	}
-	removed, err := p.removedRanges(ctx, lo, upto)
+	removed, err := s.removedRanges(ctx, lo, upto)
 	if err != nil {
 		return nil, err
 	}
@@ -36,16 +33,16 @@ func (p *Projections) HolesBetween(ctx context.Context, after, upto int64) ([]Ho
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	var out []Hole
+	var out []hole
 	for _, g := range gaps {
-		out = append(out, subtractRanges(Hole{From: g.From, To: g.To}, removed)...)
+		out = append(out, subtractRanges(hole{From: g.From, To: g.To}, removed)...)
 	}
 	return out, nil
 }
 
 // removedRanges lists the ranges a scavenge removed that overlap from..to.
-func (p *Projections) removedRanges(ctx context.Context, from, to int64) ([]positionRange, error) {
-	rs, err := p.s.ex.RemovedRangesIn(ctx, p.s.rdb, from, to)
+func (s *Store) removedRanges(ctx context.Context, from, to int64) ([]positionRange, error) {
+	rs, err := s.ex.RemovedRangesIn(ctx, s.rdb, from, to)
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -69,8 +66,8 @@ func removedCount(rs []positionRange, from, to int64) int64 {
 
 // subtractRanges returns what of h the removed ranges rs (sorted, not
 // overlapping) do not cover: removed positions are not holes.
-func subtractRanges(h Hole, rs []positionRange) []Hole {
-	var out []Hole
+func subtractRanges(h hole, rs []positionRange) []hole {
+	var out []hole
 	from := h.From
 	for _, r := range rs {
 		if r.To < from || r.From > h.To {
@@ -92,7 +89,7 @@ func subtractRanges(h Hole, rs []positionRange) []Hole {
 }
 
 // RecordHole records a hole a reader passed.
-func (tx txBook) RecordHole(ctx context.Context, h Hole) error {
+func (tx txBook) RecordHole(ctx context.Context, h projrow.Hole) error {
 	if err := tx.check(); err != nil {
 		return err
 	}
@@ -100,16 +97,15 @@ func (tx txBook) RecordHole(ctx context.Context, h Hole) error {
 	return mapErr(s.ex.RecordHole(ctx, s.wconn, driver.HoleRow{From: h.From, To: h.To, DetectedBy: h.DetectedBy}, tx.now))
 }
 
-// RecordedHoles lists the holes readers recorded.
-func (p *Projections) RecordedHoles(ctx context.Context) ([]Hole, error) {
-	s := p.s
+// recordedHoles lists the holes readers recorded.
+func (s *Store) recordedHoles(ctx context.Context) ([]hole, error) {
 	rows, err := s.ex.RecordedHoles(ctx, s.rdb)
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	var out []Hole
+	var out []hole
 	for _, r := range rows {
-		out = append(out, Hole{From: r.From, To: r.To, DetectedBy: r.DetectedBy, DetectedAt: time.Unix(0, r.DetectedAt).UTC()})
+		out = append(out, hole{From: r.From, To: r.To, DetectedBy: r.DetectedBy, DetectedAt: time.Unix(0, r.DetectedAt).UTC()})
 	}
 	return out, nil
 }

@@ -7,17 +7,17 @@ import (
 )
 
 func TestSubtractRanges(t *testing.T) {
-	h := Hole{From: 5, To: 20, DetectedBy: "x"}
+	h := hole{From: 5, To: 20, DetectedBy: "x"}
 	for _, tc := range []struct {
 		rs   []positionRange
-		want []Hole
+		want []hole
 	}{
-		{nil, []Hole{h}},
+		{nil, []hole{h}},
 		{[]positionRange{{1, 30}}, nil},
 		{[]positionRange{{5, 20}}, nil},
-		{[]positionRange{{1, 4}, {21, 25}}, []Hole{h}},
-		{[]positionRange{{3, 6}}, []Hole{{From: 7, To: 20, DetectedBy: "x"}}},
-		{[]positionRange{{8, 9}, {12, 12}, {19, 40}}, []Hole{{From: 5, To: 7, DetectedBy: "x"}, {From: 10, To: 11, DetectedBy: "x"}, {From: 13, To: 18, DetectedBy: "x"}}},
+		{[]positionRange{{1, 4}, {21, 25}}, []hole{h}},
+		{[]positionRange{{3, 6}}, []hole{{From: 7, To: 20, DetectedBy: "x"}}},
+		{[]positionRange{{8, 9}, {12, 12}, {19, 40}}, []hole{{From: 5, To: 7, DetectedBy: "x"}, {From: 10, To: 11, DetectedBy: "x"}, {From: 13, To: 18, DetectedBy: "x"}}},
 	} {
 		if diff := cmp.Diff(tc.want, subtractRanges(h, tc.rs)); diff != "" {
 			t.Errorf("subtract %v (-want +got)\n%s", tc.rs, diff)

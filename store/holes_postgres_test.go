@@ -11,6 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/eventlite/eventlite/internal/inside"
+	"github.com/eventlite/eventlite/internal/projrow"
+	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/storetest"
@@ -62,14 +64,14 @@ func TestHolesPostgres(t *testing.T) {
 
 	for _, tc := range []struct {
 		after, upto int64
-		want        []store.Hole
+		want        []projection.Hole
 	}{
-		{0, 7, []store.Hole{{From: 2, To: 3}}},
-		{0, 100, []store.Hole{{From: 2, To: 3}}}, // past the newest event: no hole
-		{3, 7, nil},                              // 5 was removed, not lost
+		{0, 7, []projection.Hole{{From: 2, To: 3}}},
+		{0, 100, []projection.Hole{{From: 2, To: 3}}}, // past the newest event: no hole
+		{3, 7, nil}, // 5 was removed, not lost
 		{0, 1, nil},
 	} {
-		got, err := s.Projections().HolesBetween(ctx, tc.after, tc.upto)
+		got, err := projection.Records(s).HolesBetween(ctx, tc.after, tc.upto)
 		if err != nil {
 			t.Fatalf("HolesBetween(%d, %d): %v", tc.after, tc.upto, err)
 		}
@@ -81,17 +83,17 @@ func TestHolesPostgres(t *testing.T) {
 	// A hole recorded twice at one first position keeps the first record.
 	for _, by := range []string{"first", "second"} {
 		if err := s.Update(ctx, func(tx *store.Tx) error {
-			return store.Bookkeeping(inside.Key{}, tx).RecordHole(ctx, store.Hole{From: 2, To: 3, DetectedBy: by})
+			return store.Bookkeeping(inside.Key{}, tx).RecordHole(ctx, projrow.Hole{From: 2, To: 3, DetectedBy: by})
 		}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		return store.Bookkeeping(inside.Key{}, tx).RecordHole(ctx, store.Hole{From: 9, To: 9, DetectedBy: "other"})
+		return store.Bookkeeping(inside.Key{}, tx).RecordHole(ctx, projrow.Hole{From: 9, To: 9, DetectedBy: "other"})
 	}); err != nil {
 		t.Fatal(err)
 	}
-	recorded, err := s.Projections().RecordedHoles(ctx)
+	recorded, err := projection.Records(s).RecordedHoles(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/internal/inside"
+	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
 // TestPostgresCheckpointReadTakesNoLock: a checkpoint read on the read
-// pool (Projections().Checkpoint) takes no row lock. It answers on a
+// pool (projection.Records(s).Checkpoint) takes no row lock. It answers on a
 // read-only store, and while a write transaction holds the row (as a
 // projection batch does between its read of the checkpoint and its
 // commit) it answers at once with the committed value instead of
@@ -28,7 +29,7 @@ func TestPostgresCheckpointReadTakesNoLock(t *testing.T) {
 	}
 
 	ro := openAddr(t, addr, &store.Options{ReadOnly: true})
-	if cp, err := ro.Projections().Checkpoint(ctx, "p"); err != nil || cp != 7 {
+	if cp, err := projection.Records(ro).Checkpoint(ctx, "p"); err != nil || cp != 7 {
 		t.Fatalf("read-only store: checkpoint %d, %v; want 7", cp, err)
 	}
 
@@ -39,7 +40,7 @@ func TestPostgresCheckpointReadTakesNoLock(t *testing.T) {
 		if err := store.Bookkeeping(inside.Key{}, tx).SetCheckpoint(ctx, "p", 9, nil); err != nil {
 			return err
 		}
-		cp, err := s.Projections().Checkpoint(ctx, "p")
+		cp, err := projection.Records(s).Checkpoint(ctx, "p")
 		if err != nil || cp != 7 {
 			t.Errorf("read pool, while a transaction holds the row: checkpoint %d, %v; want 7 (the committed value) at once", cp, err)
 		}
@@ -48,7 +49,7 @@ func TestPostgresCheckpointReadTakesNoLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cp, err := ro.Projections().Checkpoint(ctx, "p"); err != nil || cp != 9 {
+	if cp, err := projection.Records(ro).Checkpoint(ctx, "p"); err != nil || cp != 9 {
 		t.Fatalf("after the commit: checkpoint %d, %v; want 9", cp, err)
 	}
 }

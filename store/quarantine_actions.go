@@ -3,9 +3,9 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
+	"github.com/eventlite/eventlite/internal/projrow"
 	"github.com/eventlite/eventlite/store/internal/driver"
 )
 
@@ -14,33 +14,15 @@ import (
 // or consumer applies the event again on its next pass: only the service
 // can run its handlers), or skip (give the event up and move on).
 
-// QuarantineNotFoundError: no projection or consumer of that name has a
-// record in the store, or it has no open entry for the event id.
-// errors.Is(err, ErrNotFound) holds.
-type QuarantineNotFoundError struct {
-	Name    string
-	EventID string // "" when the name itself is unknown
-}
-
-func (e *QuarantineNotFoundError) Error() string {
-	if e.EventID == "" {
-		return fmt.Sprintf("no projection or consumer named %q in this store", e.Name)
-	}
-	return fmt.Sprintf("%s has no open quarantine entry for event %q", e.Name, e.EventID)
-}
-
-// Unwrap lets errors.Is(err, ErrNotFound) match.
-func (e *QuarantineNotFoundError) Unwrap() error { return ErrNotFound }
-
 // quarantined turns stored entries into what callers see: times, the kind
 // of name, and the event's type read from its JSON.
-func quarantined(rows []driver.QuarantineRow, err error) ([]Quarantined, error) {
+func quarantined(rows []driver.QuarantineRow, err error) ([]projrow.Quarantined, error) {
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	var out []Quarantined
+	var out []projrow.Quarantined
 	for _, r := range rows {
-		e := Quarantined{ID: r.ID, Consumer: r.Consumer, Reason: QuarantineReason(r.Reason), Tenant: r.Tenant, Subject: r.Subject,
+		e := projrow.Quarantined{ID: r.ID, Consumer: r.Consumer, Reason: r.Reason, Tenant: r.Tenant, Subject: r.Subject,
 			Version: r.Version, Position: r.Position, EventID: r.EventID, Event: r.Event, Error: r.Error, Attempts: r.Attempts,
 			Evidence: r.Evidence, Resolution: r.Resolution}
 		e.CreatedAt, e.LastFailedAt = time.Unix(0, r.CreatedAt).UTC(), time.Unix(0, r.LastFailedAt).UTC()
@@ -65,26 +47,25 @@ func quarantined(rows []driver.QuarantineRow, err error) ([]Quarantined, error) 
 	return out, nil
 }
 
-// Projections.OpenQuarantine lists the open quarantine entries of the projection or
+// openQuarantine lists the open quarantine entries of the projection or
 // consumer name ("" for every one), oldest first. A name the store has no
-// record of returns a *QuarantineNotFoundError.
-func (p *Projections) OpenQuarantine(ctx context.Context, name string) ([]Quarantined, error) {
-	s := p.s
+// record of returns a *projrow.NotFound.
+func (s *Store) openQuarantine(ctx context.Context, name string) ([]projrow.Quarantined, error) {
 	if name != "" {
 		ok, err := s.ex.QuarantineNameKnown(ctx, s.rdb, name)
 		if err != nil {
 			return nil, mapErr(err)
 		}
 		if !ok {
-			return nil, &QuarantineNotFoundError{Name: name}
+			return nil, &projrow.NotFound{Name: name}
 		}
 	}
-	return s.Projections().QuarantinedEvents(ctx, QuarantineFilter{Consumer: name, Open: true})
+	return s.quarantinedEvents(ctx, name, true)
 }
 
 // openEntriesTx reads the open entries of name for eventID in the write
-// transaction; none is a *QuarantineNotFoundError.
-func (s *Store) openEntriesTx(ctx context.Context, name, eventID string) ([]Quarantined, error) {
+// transaction; none is a *projrow.NotFound.
+func (s *Store) openEntriesTx(ctx context.Context, name, eventID string) ([]projrow.Quarantined, error) {
 	qs, err := quarantined(s.ex.OpenQuarantineEntries(ctx, s.wconn, name, eventID))
 	if err != nil || len(qs) > 0 {
 		return qs, err
@@ -94,20 +75,19 @@ func (s *Store) openEntriesTx(ctx context.Context, name, eventID string) ([]Quar
 		return nil, mapErr(err)
 	}
 	if !ok {
-		return nil, &QuarantineNotFoundError{Name: name}
+		return nil, &projrow.NotFound{Name: name}
 	}
-	return nil, &QuarantineNotFoundError{Name: name, EventID: eventID}
+	return nil, &projrow.NotFound{Name: name, EventID: eventID}
 }
 
-// Projections.RetryQuarantined marks the open entries of name for eventID for a
+// retryQuarantined marks the open entries of name for eventID for a
 // retry: the projection's runner (or the consumer) applies the event again
 // on its next pass and resolves the entry when it applies; a failure
 // records one more attempt and clears the mark. A projection stopped on
 // the event applies it when its runner next starts. It returns the
 // entries marked.
-func (p *Projections) RetryQuarantined(ctx context.Context, name, eventID string) ([]Quarantined, error) {
-	s := p.s
-	var out []Quarantined
+func (s *Store) retryQuarantined(ctx context.Context, name, eventID string) ([]projrow.Quarantined, error) {
+	var out []projrow.Quarantined
 	err := s.Update(ctx, func(tx *Tx) error {
 		qs, err := s.openEntriesTx(ctx, name, eventID)
 		if err != nil {
@@ -123,19 +103,18 @@ func (p *Projections) RetryQuarantined(ctx context.Context, name, eventID string
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("retry quarantined event %q of %s: %w", eventID, name, err)
+		return nil, err // package projection says which event and name
 	}
 	s.log.Info("quarantined event marked for retry", "name", name, "event", eventID)
 	return out, nil
 }
 
-// Projections.SkipQuarantined gives the event up: its open entries of name are
+// skipQuarantined gives the event up: its open entries of name are
 // resolved as skipped. A projection stopped on the event moves its
 // checkpoint past it and is active again, so its runner goes on with the
 // next event. It returns the entries skipped.
-func (p *Projections) SkipQuarantined(ctx context.Context, name, eventID string) ([]Quarantined, error) {
-	s := p.s
-	var out []Quarantined
+func (s *Store) skipQuarantined(ctx context.Context, name, eventID string) ([]projrow.Quarantined, error) {
+	var out []projrow.Quarantined
 	err := s.Update(ctx, func(tx *Tx) error {
 		qs, err := s.openEntriesTx(ctx, name, eventID)
 		if err != nil {
@@ -166,8 +145,8 @@ func (p *Projections) SkipQuarantined(ctx context.Context, name, eventID string)
 			if err != nil {
 				return mapErr(err)
 			}
-			if ProjectionStatus(status) == ProjectionStopped {
-				if err := b.SetProjectionStatus(ctx, name, ProjectionActive, ""); err != nil {
+			if status == projectionStopped {
+				if err := b.SetProjectionStatus(ctx, name, projectionActive, ""); err != nil {
 					return err
 				}
 			}
@@ -179,16 +158,15 @@ func (p *Projections) SkipQuarantined(ctx context.Context, name, eventID string)
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("skip quarantined event %q of %s: %w", eventID, name, err)
+		return nil, err
 	}
 	s.log.Warn("quarantined event skipped by an operator", "name", name, "event", eventID)
 	return out, nil
 }
 
-// Projections.QuarantineRetries lists the open entries of name marked for retry,
+// quarantineRetries lists the open entries of name marked for retry,
 // in position then entry order.
-func (p *Projections) QuarantineRetries(ctx context.Context, name string) ([]Quarantined, error) {
-	s := p.s
+func (s *Store) quarantineRetries(ctx context.Context, name string) ([]projrow.Quarantined, error) {
 	return quarantined(s.ex.QuarantineRetries(ctx, s.rdb, name))
 }
 

@@ -10,6 +10,8 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/inside"
+	"github.com/eventlite/eventlite/internal/projrow"
+	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/storetest"
 )
@@ -189,7 +191,7 @@ func TestDropAndRenameTable(t *testing.T) {
 func TestRebuildRow(t *testing.T) {
 	ctx := context.Background()
 	s := storetest.MustOpen(t, nil)
-	if _, ok, err := s.Rebuilds().Load(ctx, "p"); ok || err != nil {
+	if _, ok, err := projection.Rebuilds(s).Load(ctx, "p"); ok || err != nil {
 		t.Fatalf("LoadRebuild before any = %v, %v", ok, err)
 	}
 	var gens []int64
@@ -206,7 +208,7 @@ func TestRebuildRow(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return store.Bookkeeping(inside.Key{}, tx).SaveRebuild(ctx, store.Rebuild{Projection: "p", Generation: 3, Checkpoint: 10, Watermark: 20, Applied: 7})
+		return store.Bookkeeping(inside.Key{}, tx).SaveRebuild(ctx, projrow.Rebuild{Projection: "p", Generation: 3, Checkpoint: 10, Watermark: 20, Applied: 7})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -214,13 +216,13 @@ func TestRebuildRow(t *testing.T) {
 	if diff := cmp.Diff([]int64{1, 2, 3, 1}, gens); diff != "" {
 		t.Errorf("generations (-want +got)\n%s", diff)
 	}
-	rb, ok, err := s.Rebuilds().Load(ctx, "p")
+	rb, ok, err := projection.Rebuilds(s).Load(ctx, "p")
 	if !ok || err != nil || rb.Generation != 3 || rb.Checkpoint != 10 || rb.Watermark != 20 || rb.Applied != 7 || rb.StartedAt.IsZero() || rb.UpdatedAt.IsZero() {
 		t.Fatalf("LoadRebuild = %+v, %v, %v", rb, ok, err)
 	}
 	err = s.Update(ctx, func(tx *store.Tx) error {
 		rb.Checkpoint = 15
-		if err := store.Bookkeeping(inside.Key{}, tx).SaveRebuild(ctx, rb); err != nil {
+		if err := store.Bookkeeping(inside.Key{}, tx).SaveRebuild(ctx, projrow.Rebuild(rb)); err != nil {
 			return err
 		}
 		got, ok, err := store.Bookkeeping(inside.Key{}, tx).LoadRebuild(ctx, "p")
@@ -232,7 +234,7 @@ func TestRebuildRow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if all, err := s.Rebuilds().List(ctx); err != nil || len(all) != 0 {
+	if all, err := projection.Rebuilds(s).List(ctx); err != nil || len(all) != 0 {
 		t.Errorf("Rebuilds after delete = %+v, %v", all, err)
 	}
 	// The generation outlives the row.
@@ -274,7 +276,7 @@ func TestCountEvents(t *testing.T) {
 		{3, 9, []string{"b"}, 2}, // positions 5 and 8
 		{10, 10, nil, 0},
 	} {
-		n, err := s.Rebuilds().CountEvents(ctx, c.after, c.upto, c.types)
+		n, err := projection.Rebuilds(s).CountEvents(ctx, c.after, c.upto, c.types)
 		if err != nil || n != c.want {
 			t.Errorf("CountEvents(%d, %d, %q) = %d, %v; want %d", c.after, c.upto, c.types, n, err, c.want)
 		}

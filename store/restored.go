@@ -30,20 +30,20 @@ type StreamRestored struct {
 }
 
 // restoreGaps returns the holes restores recorded.
-func (s *Store) restoreGaps(ctx context.Context) ([]Hole, error) {
+func (s *Store) restoreGaps(ctx context.Context) ([]hole, error) {
 	holes, err := s.ex.HolesDetectedBy(ctx, s.rdb, HoleRestore)
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	var out []Hole
+	var out []hole
 	for _, h := range holes {
-		out = append(out, Hole{From: h.From, To: h.To})
+		out = append(out, hole{From: h.From, To: h.To})
 	}
 	return out, nil
 }
 
 // coveredBy reports whether h lies inside one of gaps.
-func coveredBy(h Hole, gaps []Hole) bool {
+func coveredBy(h hole, gaps []hole) bool {
 	for _, g := range gaps {
 		if h.From >= g.From && h.To <= g.To {
 			return true

@@ -9,6 +9,8 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/inside"
+	"github.com/eventlite/eventlite/internal/projrow"
+	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/backup"
 	"github.com/eventlite/eventlite/store/drivertest"
@@ -56,7 +58,7 @@ func TestForgetErasesTagsInCopies(t *testing.T) {
 			}
 			err = s.Update(ctx, func(tx *store.Tx) error {
 				b := store.Bookkeeping(inside.Key{}, tx)
-				if err := b.Quarantine(ctx, store.Quarantined{Consumer: "users", Reason: store.ReasonHandlerError, Tenant: "default", Subject: "user-alice", Version: 1,
+				if err := b.Quarantine(ctx, projrow.Quarantined{Consumer: "users", Reason: string(projection.ReasonHandlerError), Tenant: "default", Subject: "user-alice", Version: 1,
 					Position: res.FirstPosition(), EventID: res.Events[0].ID, Event: evJSON(res.Events[0]), Error: "handler failed", Attempts: 1}); err != nil {
 					return err
 				}

@@ -36,7 +36,7 @@ func TestCatalogFollow(t *testing.T) {
 		t.Fatalf("the follower did not keep the catalog current: %v", err)
 	}
 	st, err := projection.StatsFor(t.Context(), s, projection.CatalogName)
-	if err != nil || st.Status != store.ProjectionRunning {
+	if err != nil || st.Status != projection.StatusRunning {
 		t.Errorf("while following: %+v %v", st, err)
 	}
 	cancel()
@@ -44,7 +44,7 @@ func TestCatalogFollow(t *testing.T) {
 	if r.code != exitOK || r.stdout != "" {
 		t.Fatalf("catalog --follow: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
 	}
-	if st, _ := projection.StatsFor(t.Context(), s, projection.CatalogName); st.Status != store.ProjectionIdle {
+	if st, _ := projection.StatsFor(t.Context(), s, projection.CatalogName); st.Status != projection.StatusIdle {
 		t.Errorf("after a clean stop the lease is released: %s", st.Status)
 	}
 	if r := run(t, "", "catalog", "--metrics", "127.0.0.1:0", "--db", db); r.code != exitUsage || !strings.Contains(r.stderr, "--follow") {

@@ -149,7 +149,7 @@ func deepCheck(ctx context.Context, c *cli, s *store.Store) ([]store.Finding, er
 		return nil, err
 	}
 	for _, p := range builtinProjections() {
-		if _, err := s.Projections().Get(ctx, p.Name); errors.Is(err, store.ErrNotFound) {
+		if _, err := projection.Records(s).Get(ctx, p.Name); errors.Is(err, store.ErrNotFound) {
 			continue // never built: nothing to compare
 		}
 		res, err := replay.Rebuild(ctx, s, p, &replay.Options{DryRun: true, Logger: c.log})
@@ -161,7 +161,7 @@ func deepCheck(ctx context.Context, c *cli, s *store.Store) ([]store.Finding, er
 		}
 		id := fmt.Sprintf("%s (missing %d, extra %d, different %d)", p.Name, res.Drift.Missing, res.Drift.Extra, res.Drift.Different)
 		if res.Watermark < head {
-			removals, err := s.Rebuilds().CountEvents(ctx, res.Watermark, head, []string{lifecycle.TypeStreamTruncated, lifecycle.TypeStreamDeleted})
+			removals, err := projection.Rebuilds(s).CountEvents(ctx, res.Watermark, head, []string{lifecycle.TypeStreamTruncated, lifecycle.TypeStreamDeleted})
 			if err != nil {
 				return nil, fmt.Errorf("deep check of %s: %w", p.Name, err)
 			}

@@ -32,7 +32,7 @@ func TestProjectionsShowOrphaned(t *testing.T) {
 	host, _ := os.Hostname()
 	owner := fmt.Sprintf("%s:%d:DEADBEEF", host, gone.Process.Pid)
 	if err := s.Update(ctx, func(tx *store.Tx) error {
-		return store.Bookkeeping(inside.Key{}, tx).SetProjectionStatus(ctx, "ledger", store.ProjectionActive, "")
+		return store.Bookkeeping(inside.Key{}, tx).SetProjectionStatus(ctx, "ledger", string(projection.StatusActive), "")
 	}); err != nil {
 		t.Fatal(err)
 	}

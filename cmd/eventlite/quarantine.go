@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -68,7 +69,7 @@ type quarantineOutput struct {
 	LastFailed     string `json:"last_failed"`
 }
 
-func toQuarantineOutput(q store.Quarantined) quarantineOutput {
+func toQuarantineOutput(q projection.QuarantineEntry) quarantineOutput {
 	return quarantineOutput{Name: q.Consumer, Kind: q.Kind, EventID: q.EventID, Position: strconv.FormatInt(q.Position, 10),
 		Stream: q.Subject, Type: q.Type, Reason: string(q.Reason), Attempts: q.Attempts, Error: q.Error, RetryRequested: !q.RetryRequestedAt.IsZero(),
 		FirstFailed: q.CreatedAt.UTC().Format(time.RFC3339Nano), LastFailed: q.LastFailedAt.UTC().Format(time.RFC3339Nano)}
@@ -93,7 +94,7 @@ func (q *quarantineCmd) run(ctx context.Context, c *cli, args []string) error {
 	if action != "list" {
 		name, id = args[1], args[2]
 	}
-	var out []store.Quarantined
+	var out []projection.QuarantineEntry
 	open := func(fn func(*store.Store) error) error { return c.withStore(ctx, false, fn) }
 	if action == "list" {
 		open = func(fn func(*store.Store) error) error { return c.withReader(ctx, fn) }
@@ -102,15 +103,15 @@ func (q *quarantineCmd) run(ctx context.Context, c *cli, args []string) error {
 		var err error
 		switch action {
 		case "list":
-			out, err = s.Projections().OpenQuarantine(ctx, name)
+			out, err = projection.Quarantine(s).Open(ctx, name)
 		case "retry":
-			out, err = s.Projections().RetryQuarantined(ctx, name, id)
+			out, err = projection.Quarantine(s).Retry(ctx, name, id)
 		default:
-			out, err = s.Projections().SkipQuarantined(ctx, name, id)
+			out, err = projection.Quarantine(s).Skip(ctx, name, id)
 		}
 		return err
 	})
-	var nf *store.QuarantineNotFoundError
+	var nf *projection.QuarantineNotFoundError
 	switch {
 	case errors.Is(err, errNoDatabase) && name != "":
 		return &exitError{code: exitNotFound, err: fmt.Errorf("no projection or consumer named %q: %w", name, err)}

@@ -60,13 +60,13 @@ func appliedCounts(t *testing.T, s *store.Store, table string) map[int64]int {
 
 // untilQuarantine waits on commits (this process's and the CLI's) until
 // ok holds for every entry of name.
-func untilQuarantine(t *testing.T, s *store.Store, name string, ok func([]store.Quarantined) bool) []store.Quarantined {
+func untilQuarantine(t *testing.T, s *store.Store, name string, ok func([]projection.QuarantineEntry) bool) []projection.QuarantineEntry {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	for {
 		changed := s.Changed()
-		qs, err := s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: name})
+		qs, err := projection.Quarantine(s).Events(ctx, projection.QuarantineFilter{Consumer: name})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,7 +207,7 @@ func TestQuarantineCommand(t *testing.T) {
 	if out := mustRun(t, "", "quarantine", "retry", "skipper", bad.ID, "--db", db); !strings.Contains(out.stdout, "marked") {
 		t.Errorf("retry printed %q", out.stdout)
 	}
-	qs := untilQuarantine(t, s, "skipper", func(qs []store.Quarantined) bool { return len(qs) == 1 && !qs[0].ResolvedAt.IsZero() })
+	qs := untilQuarantine(t, s, "skipper", func(qs []projection.QuarantineEntry) bool { return len(qs) == 1 && !qs[0].ResolvedAt.IsZero() })
 	if qs[0].Resolution != "retried" {
 		t.Fatalf("resolution %q", qs[0].Resolution)
 	}

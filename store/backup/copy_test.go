@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/internal/inside"
+	"github.com/eventlite/eventlite/internal/projrow"
+	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/backup"
 	"github.com/eventlite/eventlite/store/drivertest"
@@ -58,7 +60,7 @@ func copySource(t *testing.T) (path string, release func()) {
 		if err := store.Bookkeeping(inside.Key{}, tx).SetCheckpoint(ctx, "orders", 5, nil); err != nil {
 			return err
 		}
-		return store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{Consumer: "orders", Reason: store.ReasonHandlerError, Tenant: "default",
+		return store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, projrow.Quarantined{Consumer: "orders", Reason: string(projection.ReasonHandlerError), Tenant: "default",
 			Subject: "order-1", Version: 2, Position: 2, EventID: "e-2", Error: "boom", Attempts: 1})
 	})
 	if err != nil {

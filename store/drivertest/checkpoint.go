@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eventlite/eventlite/internal/inside"
+	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -18,7 +19,7 @@ import (
 func testCheckpointsCommitWithTheirTransaction(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t, nil)
-	if cp, err := s.Projections().Checkpoint(ctx, "p"); err != nil || cp != 0 {
+	if cp, err := projection.Records(s).Checkpoint(ctx, "p"); err != nil || cp != 0 {
 		t.Fatalf("checkpoint of a projection never run: %d, %v; want 0", cp, err)
 	}
 	set := func(name string, pos int64, fail error) error {
@@ -42,10 +43,10 @@ func testCheckpointsCommitWithTheirTransaction(t *testing.T, h Harness) {
 	if err := set("p", 9, errBoom); !errors.Is(err, errBoom) {
 		t.Fatalf("update: %v, want the closure's error", err)
 	}
-	if cp, _ := s.Projections().Checkpoint(ctx, "p"); cp != 3 {
+	if cp, _ := projection.Records(s).Checkpoint(ctx, "p"); cp != 3 {
 		t.Errorf("checkpoint %d after a rolled-back update, want 3", cp)
 	}
-	all, err := s.Projections().Checkpoints(ctx)
+	all, err := projection.Records(s).Checkpoints(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func testCheckpointsCommitWithTheirTransaction(t *testing.T, h Harness) {
 		t.Errorf("checkpoints (-want +got):\n%s", diff)
 	}
 	other := h.reopen(t, s, nil)
-	if cp, err := other.Projections().Checkpoint(ctx, "p"); err != nil || cp != 3 {
+	if cp, err := projection.Records(other).Checkpoint(ctx, "p"); err != nil || cp != 3 {
 		t.Errorf("another store reads checkpoint %d, %v; want 3", cp, err)
 	}
 }

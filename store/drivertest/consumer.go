@@ -166,8 +166,8 @@ func testDeferralSweep(t *testing.T, h Harness) {
 	if n, err := c.Sweep(ctx); err != nil || n != 1 {
 		t.Fatalf("sweep moved %d (%v), want 1", n, err)
 	}
-	q, _ := s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: "orders", Open: true})
-	if len(q) != 1 || q[0].Reason != store.ReasonDeferredTooLong || q[0].Version != 3 {
+	q, _ := projection.Quarantine(s).Events(ctx, projection.QuarantineFilter{Consumer: "orders", Open: true})
+	if len(q) != 1 || q[0].Reason != projection.ReasonDeferredTooLong || q[0].Version != 3 {
 		t.Fatalf("quarantine %+v", q)
 	}
 	var ev map[string]any
@@ -188,8 +188,8 @@ func testUninterpretableQuarantinedAtOnce(t *testing.T, h Harness) {
 	c := OrderView(t, s, projection.ConsumerOptions{})
 	HandleWant(t, c, OrderEvent("b1", "order-b", 1, "order.placed"), projection.Applied)
 	HandleWant(t, c, OrderEvent("b2", "order-b", 2, "order.teleported"), projection.Quarantined)
-	q, _ := s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{Consumer: "orders", Open: true})
-	if len(q) != 1 || q[0].Reason != store.ReasonUninterpretable || q[0].EventID != "b2" || q[0].Attempts != 1 {
+	q, _ := projection.Quarantine(s).Events(ctx, projection.QuarantineFilter{Consumer: "orders", Open: true})
+	if len(q) != 1 || q[0].Reason != projection.ReasonUninterpretable || q[0].EventID != "b2" || q[0].Attempts != 1 {
 		t.Errorf("quarantine %+v", q)
 	}
 	// Redelivery is a duplicate, not a retry.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/eventlite/eventlite/internal/inside"
+	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 )
 
@@ -58,7 +59,7 @@ func testLeaseFencing(t *testing.T, h Harness) {
 	if _, err := store.Inner(inside.Key{}, s).RenewLease(ctx, a); !errors.Is(err, store.ErrStaleFence) {
 		t.Fatalf("stale holder renewed: %v", err)
 	}
-	if p, _ := s.Projections().Checkpoint(ctx, "p"); p != 5 {
+	if p, _ := projection.Records(s).Checkpoint(ctx, "p"); p != 5 {
 		t.Errorf("checkpoint %d after a refused write, want 5", p)
 	}
 	// A stale release leaves b's lease alone; b's release frees it at once.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/inside"
+	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/lifecycle"
 	"github.com/eventlite/eventlite/store/outbox"
@@ -100,7 +101,7 @@ func testScavengeRemovesWhatLifecycleAllows(t *testing.T, h Harness) {
 		t.Fatalf("%d tombstones after scavenge, want 2 (a hard delete's is never scavenged)", tombstones)
 	}
 	// Removed positions are recorded, not holes.
-	holes, err := s.Projections().HolesBetween(ctx, 0, head)
+	holes, err := projection.Records(s).HolesBetween(ctx, 0, head)
 	if err != nil || len(holes) != 0 {
 		t.Fatalf("holes after scavenge: %v (%v)", holes, err)
 	}

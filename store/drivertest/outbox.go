@@ -10,6 +10,7 @@ import (
 	"github.com/eventlite/eventlite/internal/inside"
 
 	"github.com/eventlite/eventlite/internal/outboxmark"
+	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/outbox"
 	"github.com/google/go-cmp/cmp"
@@ -318,7 +319,7 @@ func testOutboxInTheAppendsTransaction(t *testing.T, h Harness) {
 	if st, err := outbox.For(s).Stats(ctx); err != nil || st.Pending != 0 {
 		t.Errorf("outbox stats after a rolled-back append: %+v, %v", st, err)
 	}
-	if cp, _ := s.Projections().Checkpoint(ctx, "p"); cp != 0 {
+	if cp, _ := projection.Records(s).Checkpoint(ctx, "p"); cp != 0 {
 		t.Errorf("checkpoint %d after a rolled-back update, want 0", cp)
 	}
 	var res store.AppendResult

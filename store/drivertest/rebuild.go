@@ -108,7 +108,7 @@ func testRebuildSwapsAtTheWatermark(t *testing.T, h Harness) {
 	if !appended || head != watermark+1 {
 		t.Errorf("no event was appended during the rebuild (head %d, watermark %d)", head, watermark)
 	}
-	if cp, _ := s.Projections().Checkpoint(ctx, p.Name); cp != head {
+	if cp, _ := projection.Records(s).Checkpoint(ctx, p.Name); cp != head {
 		t.Errorf("checkpoint %d after the swap, want the head %d", cp, head)
 	}
 	want = append(want, fmt.Sprint("s-late 1 ", head))
@@ -124,7 +124,7 @@ func testRebuildSwapsAtTheWatermark(t *testing.T, h Harness) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, _ := s.Rebuilds().Load(ctx, p.Name); ok {
+	if _, ok, _ := projection.Rebuilds(s).Load(ctx, p.Name); ok {
 		t.Error("the rebuild row outlived the swap")
 	}
 	if _, err := s.Append(ctx, "default", "s-late", store.Any, Event(t, "t", "later")); err != nil {

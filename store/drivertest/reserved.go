@@ -10,6 +10,8 @@ import (
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/inside"
 	"github.com/eventlite/eventlite/internal/outboxmark"
+	"github.com/eventlite/eventlite/internal/projrow"
+	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/erasure"
 	"github.com/eventlite/eventlite/store/lifecycle"
@@ -102,7 +104,7 @@ func testForgetErasesErrorTexts(t *testing.T, h Harness) {
 		var fails []outboxmark.Failure
 		for _, e := range events {
 			fails = append(fails, outboxmark.Failure{Position: e.Position, Error: echo(e), NextAttemptAt: time.Now().Add(time.Hour)})
-			if err := store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{Consumer: "p", Reason: store.ReasonHandlerError, Tenant: "default", EventID: e.ID,
+			if err := store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, projrow.Quarantined{Consumer: "p", Reason: string(projection.ReasonHandlerError), Tenant: "default", EventID: e.ID,
 				Position: e.Position, Event: e.AppendJSON(nil), Error: "handler: " + string(e.Data)}); err != nil {
 				return err
 			}
@@ -119,7 +121,7 @@ func testForgetErasesErrorTexts(t *testing.T, h Harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	qs, err := s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{})
+	qs, err := projection.Quarantine(s).Events(ctx, projection.QuarantineFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/eventlite/eventlite/envelope"
 	"github.com/eventlite/eventlite/internal/inside"
+	"github.com/eventlite/eventlite/internal/projrow"
+	"github.com/eventlite/eventlite/projection"
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
 	"github.com/eventlite/eventlite/store/erasure"
@@ -163,7 +165,7 @@ func TestForget(t *testing.T) {
 			if err := tx.SaveSnapshot(ctx, store.Snapshot{Tenant: tenant, Stream: "user-1", SchemaVersion: 1, Version: 2, State: []byte(`{"email":"alice@` + tenant + `"}`)}); err != nil {
 				return err
 			}
-			if err := store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, store.Quarantined{Consumer: "p", Reason: store.ReasonHandlerError, Tenant: tenant, EventID: res.Events[0].ID, Position: res.FirstPosition(),
+			if err := store.Bookkeeping(inside.Key{}, tx).Quarantine(ctx, projrow.Quarantined{Consumer: "p", Reason: string(projection.ReasonHandlerError), Tenant: tenant, EventID: res.Events[0].ID, Position: res.FirstPosition(),
 				Event: mustJSON(t, res.Events[0])}); err != nil {
 				return err
 			}
@@ -215,7 +217,7 @@ func TestForget(t *testing.T) {
 		t.Error("tenant a's snapshot of a stream of alice's is still there")
 	}
 	for _, tenant := range []string{"a", "b"} {
-		qs, err := s.Projections().QuarantinedEvents(ctx, store.QuarantineFilter{})
+		qs, err := projection.Quarantine(s).Events(ctx, projection.QuarantineFilter{})
 		if err != nil {
 			t.Fatal(err)
 		}
