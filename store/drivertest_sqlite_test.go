@@ -1,12 +1,12 @@
 package store_test
 
 import (
-	"context"
 	"path/filepath"
 	"testing"
 
 	"github.com/eventlite/eventlite/store"
 	"github.com/eventlite/eventlite/store/drivertest"
+	"github.com/eventlite/eventlite/store/internal/testfix"
 	"github.com/eventlite/eventlite/store/storetest"
 )
 
@@ -36,22 +36,5 @@ func openSQLite(tb testing.TB, opts *store.Options) *store.Store {
 			o.Synchronous = "NORMAL"
 		}
 	}
-	s, err := store.Open(context.Background(), filepath.Join(tb.TempDir(), "eventlite.db"), &o)
-	if err != nil {
-		tb.Fatalf("open store: %v", err)
-	}
-	tb.Cleanup(func() {
-		select {
-		case <-s.Done():
-			return
-		default:
-		}
-		if err := s.CheckInvariants(context.Background()); err != nil {
-			tb.Errorf("after the test: %v", err)
-		}
-		if err := s.Close(); err != nil {
-			tb.Errorf("close store: %v", err)
-		}
-	})
-	return s
+	return testfix.OpenChecked(tb, filepath.Join(tb.TempDir(), "eventlite.db"), &o)
 }
